@@ -1,0 +1,149 @@
+"""The `ribbon` command line (also `python -m worker`)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from worker import __version__
+
+# Flags that set a setting: flag -> (dotted setting path, help). They win over
+# the environment and the config file.
+SETTING_FLAGS: dict[str, tuple[str, str]] = {
+    "--bootstrap-servers": ("kafka.bootstrap_servers", "Kafka bootstrap servers; unset starts the embedded broker"),
+    "--input-topic": ("kafka.input_topics", "input topic(s), comma-separated"),
+    "--output-topic": ("kafka.output_topic", "topic the summaries are produced to"),
+    "--dlq-topic": ("kafka.dlq_topic", "dead-letter topic for bad input"),
+    "--group-id": ("kafka.group_id", "consumer group id"),
+    "--delivery": ("kafka.delivery", "exactly_once or at_least_once"),
+    "--worker-slot": ("kafka.worker_slot", "stable index of this worker (transactional.id suffix)"),
+    "--model": ("model.path", "model: local path or hub id; 'tiny-random' builds a tiny random model"),
+    "--mode": ("model.mode", "generative or extractive"),
+    "--max-new-tokens": ("model.max_new_tokens", "tokens generated per summary at most"),
+    "--device": ("model.device", "auto, cpu, cuda or cuda:N"),
+    "--token-budget": ("packer.token_budget", "tokens per bin (prompt + reserve), or auto"),
+    "--max-wait-ms": ("packer.max_wait_ms", "longest a bin waits to fill, in ms"),
+    "--port": ("server.port", "metrics and health port (0 disables)"),
+    "--log-level": ("log_level", "DEBUG, INFO, WARNING or ERROR"),
+}
+
+
+def _add_setting_flags(p: argparse.ArgumentParser, names: list[str]) -> None:
+    for flag in names:
+        path, text = SETTING_FLAGS[flag]
+        p.add_argument(flag, dest="set_" + path.replace(".", "__"), metavar="VALUE", help=f"{text} [{path}]")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"ribbon: error: --set takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    for name, value in vars(args).items():
+        if name.startswith("set_") and value is not None:
+            out[name[4:].replace("__", ".")] = value
+    return out
+
+
+def load(args: argparse.Namespace):
+    """Settings from flags > environment > config file > defaults; a bad value exits 2."""
+    from worker.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(config_path=args.config, overrides=_overrides(args))
+    except SettingsError as exc:
+        print(f"ribbon: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _common() -> argparse.ArgumentParser:
+    c = argparse.ArgumentParser(add_help=False)
+    c.add_argument("--config", metavar="PATH", help="settings file (TOML); default config/ribbon.toml if present")
+    c.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set any setting by its dotted name, e.g. --set packer.max_wait_ms=20 (repeatable)")
+    return c
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ribbon", description="Summarize Kafka telemetry streams on a GPU, packed.")
+    p.add_argument("--version", action="version", version=f"ribbon {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    pr = sub.add_parser("produce", parents=[_common()], help="send documents from a file to a topic")
+    pr.add_argument("file", type=Path, help="input file")
+    pr.add_argument("--topic", required=True, help="topic to produce to")
+    pr.add_argument("--split", default="jsonl",
+                    help="jsonl: one JSON object per line (sent as is); blank: blank-line-separated blocks; "
+                         "lines:N: N lines per document (default jsonl)")
+    pr.add_argument("--source", help="`source` field of the documents built by blank/lines splits")
+    pr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_setting_flags(pr, ["--bootstrap-servers"])
+
+    br = sub.add_parser("broker", parents=[_common()], help="run the embedded Kafka-protocol broker (Tansu) in the foreground")
+    br.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    br.add_argument("--broker-port", type=int, default=9092, help="listen port (default 9092)")
+    br.add_argument("--topics", default="", help="topics to create, NAME[:PARTITIONS],... ")
+    return p
+
+
+def cmd_produce(args: argparse.Namespace) -> int:
+    from worker.produce import Split, SplitError, produce_file
+
+    try:
+        split = Split.parse(args.split)
+    except SplitError as exc:
+        print(f"ribbon: error: {exc}", file=sys.stderr)
+        return 2
+    if not args.file.is_file():
+        print(f"ribbon: error: no such file: {args.file}", file=sys.stderr)
+        return 2
+    settings = load(args)
+    bootstrap = settings.kafka.bootstrap_servers
+    if not bootstrap:
+        print("ribbon: error: produce needs a broker: set --bootstrap-servers "
+              "(env RIBBON_KAFKA__BOOTSTRAP_SERVERS)", file=sys.stderr)
+        return 2
+    n = produce_file(args.file, topic=args.topic, bootstrap=bootstrap, split=split, source=args.source,
+                     producer_config=dict(settings.kafka.producer_extra), progress=not args.no_progress)
+    print(f"produced {n} documents to {args.topic}")
+    return 0
+
+
+def _parse_topics(spec: str) -> dict[str, int]:
+    topics: dict[str, int] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, n = item.partition(":")
+        topics[name] = int(n) if n else 1
+    return topics
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    from worker.kafka.broker import EmbeddedBroker
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    with EmbeddedBroker(host=args.host, port=args.broker_port) as broker:
+        if args.topics:
+            broker.create_topics(_parse_topics(args.topics))
+        print(f"broker ready on {broker.bootstrap} (in memory; Ctrl-C stops it)", flush=True)
+        stop.wait()
+    return 0
+
+
+COMMANDS = {"produce": cmd_produce, "broker": cmd_broker}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

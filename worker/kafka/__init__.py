@@ -1,0 +1,1 @@
+"""Kafka plumbing: the embedded broker and client helpers."""
