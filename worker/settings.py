@@ -1,16 +1,49 @@
 """Typed, frozen, validated settings (DESIGN.md section 3).
 
-Precedence: CLI flag > environment (RIBBON_ prefix, nested with __) >
-config/ribbon.toml (or --config PATH) > the defaults below.
+Precedence: overrides (CLI flags) > environment (RIBBON_ prefix, nested with
+__) > TOML file (--config PATH, RIBBON_CONFIG, else config/ribbon.toml of the
+repo if present) > the defaults below. Groups merge field by field and dict
+settings key by key; lists are replaced whole. Any bad or unknown key raises
+SettingsError, whose str() is one line naming the setting, its environment
+variable and what is allowed. docs/settings.md and config/ribbon.toml are
+generated from these models (python -m worker.schemas).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Union
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from worker._settings_load import SettingsError, env_var_for, layered_values, validation_error
+
+__all__ = [
+    "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
+    "cli_exit_on_error", "env_var_for", "kafka_client_config", "load_settings",
+]
 
 ClientValue = Union[str, int, float, bool]
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+
+
+def _allowed(text: str) -> Any:
+    """Field(json_schema_extra=...) note for docs and error messages."""
+    return {"allowed": text}
+
+
+def _topic(name: str) -> str:
+    if name in (".", "..") or not _TOPIC.fullmatch(name):
+        raise ValueError(f"{name!r} is not a valid Kafka topic name")
+    return name
 
 
 class _Group(BaseModel):
@@ -21,28 +54,72 @@ class KafkaSettings(_Group):
     bootstrap_servers: str | None = Field(
         None, description="host:port[,host:port]; unset starts the embedded broker (demo, tests)"
     )
-    input_topics: tuple[str, ...] = Field(("ribbon.input",), min_length=1)
-    output_topic: str = Field("ribbon.summaries", min_length=1)
-    dlq_topic: str = Field("ribbon.dlq", min_length=1)
-    group_id: str = Field("ribbon", min_length=1)
-    delivery: Literal["exactly_once", "at_least_once"] = "exactly_once"
-    transactional_id_prefix: str = Field("ribbon", min_length=1)
+    input_topics: tuple[str, ...] = Field(("ribbon.input",), min_length=1, description="topics to summarize")
+    output_topic: str = Field("ribbon.summaries", min_length=1, description="summaries are written here")
+    dlq_topic: str = Field("ribbon.dlq", min_length=1, description="bad input goes here with reason headers")
+    group_id: str = Field("ribbon", min_length=1, description="consumer group; one worker per GPU joins it")
+    delivery: Literal["exactly_once", "at_least_once"] = Field("exactly_once", description="delivery guarantee")
+    transactional_id_prefix: str = Field("ribbon", min_length=1, description="transactional.id = prefix-group-slot")
     worker_slot: int = Field(0, ge=0, description="stable per-worker index: transactional.id suffix")
     group_instance_id: str | None = Field(None, description="static membership id (optional)")
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    session_timeout_ms: int = Field(45_000, ge=1_000)
-    max_poll_interval_ms: int = Field(300_000, ge=10_000)
-    max_message_bytes: int = Field(4_000_000, ge=1)
-    consumer_extra: dict[str, ClientValue] = Field(default_factory=dict)
-    producer_extra: dict[str, ClientValue] = Field(default_factory=dict)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="librdkafka security.protocol"
+    )
+    sasl_mechanism: str | None = Field(
+        None, validate_default=True, description="required with SASL_* protocols",
+        json_schema_extra=_allowed(" | ".join(repr(m) for m in SASL_MECHANISMS) + " (optional)"),
+    )
+    sasl_username: str | None = Field(None, description="SASL user name")
+    sasl_password: SecretStr | None = Field(None, description="SASL password (secret, never logged)")
+    session_timeout_ms: int = Field(45_000, ge=1_000, description="consumer session.timeout.ms")
+    max_poll_interval_ms: int = Field(300_000, ge=10_000, description="consumer max.poll.interval.ms")
+    max_message_bytes: int = Field(
+        4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
+    )
+    consumer_extra: dict[str, ClientValue] = Field(
+        default_factory=dict, description="librdkafka consumer properties; override the derived ones"
+    )
+    producer_extra: dict[str, ClientValue] = Field(
+        default_factory=dict, description="librdkafka producer properties; override the derived ones"
+    )
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _blank_is_unset(cls, v: str | None) -> str | None:
+        return v.strip() or None if v is not None else None
+
+    @field_validator("input_topics")
+    @classmethod
+    def _input_topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError("input topics repeat")
+        return tuple(_topic(t) for t in v)
+
+    @field_validator("output_topic", "dlq_topic")
+    @classmethod
+    def _not_an_input(cls, v: str, info: ValidationInfo) -> str:
+        if v in info.data.get("input_topics", ()):
+            raise ValueError(f"{v!r} is also an input topic (a feedback loop)")
+        if info.field_name == "dlq_topic" and v == info.data.get("output_topic"):
+            raise ValueError(f"{v!r} is also the output topic")
+        return _topic(v)
+
+    @field_validator("sasl_mechanism")
+    @classmethod
+    def _sasl(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None and str(info.data.get("security_protocol", "")).startswith("SASL"):
+            raise ValueError("required when security_protocol is SASL_PLAINTEXT or SASL_SSL")
+        if v is not None and v not in SASL_MECHANISMS:
+            raise ValueError(f"{v!r} is not a SASL mechanism librdkafka knows")
+        return v
 
 
 class PackerSettings(_Group):
-    token_budget: int | Literal["auto"] = Field("auto", description="tokens per bin, or auto (Phase-0 autotune)")
-    max_seqs_per_bin: int = Field(256, ge=1, le=65_536)
+    token_budget: int | Literal["auto"] = Field(
+        "auto", description="tokens per bin, or auto (Phase-0 autotune)",
+        json_schema_extra=_allowed("'auto' | integer >= 16"),
+    )
+    max_seqs_per_bin: int = Field(256, ge=1, le=65_536, description="documents per bin at most")
     reserve_per_seq: int | None = Field(None, ge=0, description="tokens reserved per document for generation; default max_new_tokens")
     efficient_tokens: int = Field(8_192, ge=1, description="a bin this full is worth sending at once")
     max_wait_ms: float = Field(50.0, ge=0.0, description="longest a bin waits to fill")
@@ -50,40 +127,161 @@ class PackerSettings(_Group):
     alignment: int = Field(16, ge=1, le=4_096, description="ribbon length is padded to a multiple of this")
     slots: int = Field(3, ge=2, le=64, description="pinned bin buffers in the ring")
 
+    @field_validator("token_budget")
+    @classmethod
+    def _budget(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 16:
+            raise ValueError("must be 'auto' or an integer >= 16")
+        return v
+
 
 class ModelSettings(_Group):
-    path: str = Field("tiny-random", description="local path or hub id of a causal LM (or encoder in extractive mode)")
-    mode: Literal["generative", "extractive"] = "generative"
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = "auto"
-    device: str = Field("auto", description="auto, cpu, cuda, cuda:N")
-    attention: Literal["auto", "flash_attn", "varlen", "reference"] = "auto"
-    max_new_tokens: int = Field(128, ge=1, le=8_192)
+    path: str = Field("tiny-random", min_length=1, description="local path or hub id of a causal LM (or encoder in extractive mode)")
+    mode: Literal["generative", "extractive"] = Field("generative", description="write a summary, or pick lines")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field("auto", description="auto: bf16 on CUDA, fp32 on CPU")
+    device: str = Field("auto", description="where the model runs", json_schema_extra=_allowed("'auto' | 'cpu' | 'cuda' | 'cuda:N'"))
+    attention: Literal["auto", "flash_attn", "varlen", "reference"] = Field("auto", description="attention backend")
+    max_new_tokens: int = Field(128, ge=1, le=8_192, description="generated tokens per summary at most")
     temperature: float = Field(0.0, ge=0.0, le=10.0, description="0 = greedy")
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     seed: int = Field(0, description="base seed; each document's seed derives from its id")
-    stop_strings: tuple[str, ...] = ()
+    stop_strings: tuple[str, ...] = Field((), description="generation stops at any of these")
     instruction: str = Field(
         "Summarize the following telemetry for an on-call engineer. Name the failing element, the error and its likely cause.",
-        min_length=1,
+        min_length=1, description="prompt placed before each document",
     )
-    use_chat_template: bool = True
+    use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
     max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate)")
     truncate: bool = Field(False, description="cut overlong documents instead of chunking them")
     highlights: int = Field(3, ge=0, le=64, description="input lines kept as highlights")
-    cuda_graphs: bool = True
-    local_files_only: bool = True
+    cuda_graphs: bool = Field(True, description="capture decode steps in CUDA graphs")
+    local_files_only: bool = Field(True, description="never download model files")
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if not _DEVICE.fullmatch(v):
+            raise ValueError(f"{v!r} is not auto, cpu, cuda or cuda:N")
+        return v
 
 
 class ServerSettings(_Group):
-    host: str = "0.0.0.0"
+    host: str = Field("0.0.0.0", min_length=1, description="metrics/health bind address")
     port: int = Field(9464, ge=0, le=65_535, description="metrics/health port; 0 disables")
 
 
-class Settings(_Group):
+class Settings(BaseSettings):
+    """The root; build it with load_settings(), which does all the layering."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, extra="forbid", env_prefix="RIBBON_", env_nested_delimiter="__", case_sensitive=False
+    )
+
     kafka: KafkaSettings = KafkaSettings()
     packer: PackerSettings = PackerSettings()
     model: ModelSettings = ModelSettings()
     server: ServerSettings = ServerSettings()
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["json", "text"] = "json"
-    drain_timeout_s: float = Field(30.0, ge=0.0)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
+    log_format: Literal["json", "text"] = Field("json", description="log line format")
+    drain_timeout_s: float = Field(30.0, ge=0.0, description="shutdown drains this long at most")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings() layers TOML, environment and overrides itself: the stock
+        # env source ignores unknown RIBBON_ variables and cannot read a given environ.
+        return (init_settings,)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+
+def _repo_config() -> Path | None:
+    path = Path(__file__).resolve().parent.parent / "config" / "ribbon.toml"
+    return path if path.is_file() else None
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Settings from overrides > environ (default os.environ) > TOML > defaults.
+
+    Override keys are dotted paths ("kafka.bootstrap_servers"; a dict setting's
+    key may follow: "kafka.consumer_extra.fetch.min.bytes"); a None value means
+    "flag not given". String values for lists and dicts are parsed as from env.
+    """
+    env = os.environ if environ is None else environ
+    if config_path is None and env.get("RIBBON_CONFIG"):
+        config_path = env["RIBBON_CONFIG"]
+    path = Path(config_path) if config_path is not None else _repo_config()
+    values, provenance = layered_values(Settings, path, env, overrides or {})
+    try:
+        return Settings(**values)
+    except ValueError as exc:  # pydantic.ValidationError
+        raise validation_error(Settings, exc, values, provenance) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cli_exit_on_error(fn: F) -> F:
+    """Decorator for CLI entry points: SettingsError -> `ribbon: error: <line>` on stderr, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SettingsError as exc:
+            print(f"ribbon: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def kafka_client_config(s: KafkaSettings, bootstrap: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """librdkafka properties (consumer, producer); the *_extra dicts override them.
+
+    `bootstrap` (e.g. the embedded broker's address) wins over s.bootstrap_servers.
+    """
+    servers = bootstrap or s.bootstrap_servers
+    if not servers:
+        raise SettingsError("kafka.bootstrap_servers", "no bootstrap servers configured", "host:port[,host:port]")
+    common: dict[str, Any] = {"bootstrap.servers": servers, "security.protocol": s.security_protocol}
+    if s.sasl_mechanism is not None:
+        common["sasl.mechanism"] = s.sasl_mechanism
+    if s.sasl_username is not None:
+        common["sasl.username"] = s.sasl_username
+    if s.sasl_password is not None:
+        common["sasl.password"] = s.sasl_password.get_secret_value()
+    # Dead letters carry the original bytes plus headers: leave room above the input cap.
+    message_max = s.max_message_bytes + 65_536
+    fetch_max = max(52_428_800, message_max)
+    consumer = {
+        **common,
+        "group.id": s.group_id,
+        "session.timeout.ms": s.session_timeout_ms,
+        "max.poll.interval.ms": s.max_poll_interval_ms,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "message.max.bytes": message_max,
+        "fetch.max.bytes": fetch_max,
+        "receive.message.max.bytes": max(100_000_000, fetch_max + 512),
+    }
+    if s.group_instance_id is not None:
+        consumer["group.instance.id"] = s.group_instance_id
+    producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max}
+    if s.delivery == "exactly_once":
+        consumer["isolation.level"] = "read_committed"
+        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{s.worker_slot}"
+    consumer.update(s.consumer_extra)
+    producer.update(s.producer_extra)
+    return consumer, producer
