@@ -1,0 +1,192 @@
+#include "pending_set.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace ribbon {
+namespace {
+
+int top_bit(uint64_t x) noexcept { return 63 - __builtin_clzll(x); }
+
+uint64_t mask_upto(uint32_t bit) noexcept {  // bits 0..bit set
+  return bit >= 63 ? ~uint64_t{0} : ((uint64_t{1} << (bit + 1)) - 1);
+}
+
+}  // namespace
+
+PendingSet::PendingSet(uint32_t budget, uint32_t reserve_per_seq)
+    : budget_(budget), reserve_(reserve_per_seq) {
+  if (budget == 0) throw std::invalid_argument("budget must be > 0, got 0");
+  if (reserve_per_seq >= budget)
+    throw std::invalid_argument("reserve_per_seq (" + std::to_string(reserve_per_seq) +
+                                ") must be smaller than the budget (" +
+                                std::to_string(budget) + ")");
+  buckets_.resize(std::size_t{budget} + 1);
+  bits_.assign((std::size_t{budget} + 1 + 63) / 64, 0);
+  summary_.assign((bits_.size() + 63) / 64, 0);
+}
+
+void PendingSet::add(int64_t seq_id, int64_t key, uint32_t length, std::vector<int32_t> tokens,
+                     double arrival_s) {
+  if (length == 0)
+    throw std::invalid_argument("sequence " + std::to_string(seq_id) + " is empty");
+  if (uint64_t{length} + reserve_ > budget_)
+    throw std::invalid_argument("sequence " + std::to_string(seq_id) + " has " +
+                                std::to_string(length) + " tokens; with reserve_per_seq " +
+                                std::to_string(reserve_) + " it weighs " +
+                                std::to_string(uint64_t{length} + reserve_) +
+                                ", more than the bin budget " + std::to_string(budget_) +
+                                " (split it; the packer never truncates)");
+  uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(items_.size());
+    items_.emplace_back();
+  }
+  PendingItem& it = items_[index];
+  it.seq_id = seq_id;
+  it.key = key;
+  it.length = length;
+  it.weight = length + reserve_;
+  it.arrival_s = arrival_s;
+  it.alive = true;
+  it.tokens = std::move(tokens);
+  const Entry e{index, it.generation};
+  fifo_.entries.push_back(e);
+  fifo_.live++;
+  Queue& b = buckets_[it.weight];
+  b.entries.push_back(e);
+  if (b.live++ == 0) set_bit(it.weight, true);
+  live_++;
+  tokens_ += length;
+  weight_ += it.weight;
+  key_tokens_[key] += length;
+}
+
+bool PendingSet::valid(const Entry& e) const {
+  const PendingItem& it = items_[e.index];
+  return it.alive && it.generation == e.generation;
+}
+
+PendingSet::Entry PendingSet::front(Queue& q) {
+  while (!valid(q.entries[q.head])) q.head++;
+  return q.entries[q.head];
+}
+
+void PendingSet::compact(Queue& q) {
+  if (q.live == 0) {
+    q.entries.clear();
+    q.head = 0;
+  } else if (q.head > 64 && q.head * 2 > q.entries.size()) {
+    q.entries.erase(q.entries.begin(), q.entries.begin() + static_cast<std::ptrdiff_t>(q.head));
+    q.head = 0;
+  }
+}
+
+void PendingSet::set_bit(uint32_t w, bool on) {
+  const std::size_t word = w >> 6;
+  const uint64_t bit = uint64_t{1} << (w & 63);
+  if (on) {
+    bits_[word] |= bit;
+    summary_[word >> 6] |= uint64_t{1} << (word & 63);
+  } else {
+    bits_[word] &= ~bit;
+    if (bits_[word] == 0) summary_[word >> 6] &= ~(uint64_t{1} << (word & 63));
+  }
+}
+
+uint32_t PendingSet::find_le(uint32_t room) const {
+  if (room > budget_) room = budget_;
+  std::size_t word = room >> 6;
+  const uint64_t m = bits_[word] & mask_upto(room & 63);
+  if (m != 0) return static_cast<uint32_t>(word * 64 + static_cast<std::size_t>(top_bit(m)));
+  if (word == 0) return kNone;
+  word--;
+  std::size_t sw = word >> 6;
+  uint64_t s = summary_[sw] & mask_upto(static_cast<uint32_t>(word & 63));
+  for (;;) {
+    if (s != 0) {
+      const std::size_t wi = sw * 64 + static_cast<std::size_t>(top_bit(s));
+      return static_cast<uint32_t>(wi * 64 + static_cast<std::size_t>(top_bit(bits_[wi])));
+    }
+    if (sw == 0) return kNone;
+    s = summary_[--sw];
+  }
+}
+
+void PendingSet::unlink(uint32_t index) {
+  PendingItem& it = items_[index];
+  it.alive = false;
+  Queue& b = buckets_[it.weight];
+  if (--b.live == 0) set_bit(it.weight, false);
+  compact(b);
+  fifo_.live--;
+  compact(fifo_);
+  live_--;
+  tokens_ -= it.length;
+  weight_ -= it.weight;
+  auto k = key_tokens_.find(it.key);
+  k->second -= it.length;
+  if (k->second == 0) key_tokens_.erase(k);
+}
+
+uint32_t PendingSet::take_largest_fitting(uint32_t room) {
+  const uint32_t w = find_le(room);
+  if (w == kNone) return kNone;
+  const uint32_t index = front(buckets_[w]).index;
+  unlink(index);
+  return index;
+}
+
+void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
+  if (live_ == 0 || max_seqs == 0) return;
+  auto take = [&](uint32_t index) {
+    PendingItem& it = items_[index];
+    out.push_back(std::move(it));
+    it.tokens = std::vector<int32_t>();
+    it.generation++;
+    free_.push_back(index);
+  };
+  const uint32_t oldest = front(fifo_).index;
+  uint32_t room = budget_ - items_[oldest].weight;
+  unlink(oldest);
+  take(oldest);
+  for (uint32_t n = 1; n < max_seqs; ++n) {
+    const uint32_t index = take_largest_fitting(room);
+    if (index == kNone) break;
+    room -= items_[index].weight;
+    take(index);
+  }
+}
+
+std::vector<int64_t> PendingSet::cancel(int64_t key) {
+  std::vector<int64_t> ids;
+  if (key_tokens_.find(key) == key_tokens_.end()) return ids;
+  // Walk the FIFO so ids come back in arrival order.
+  std::vector<uint32_t> doomed;
+  for (std::size_t i = fifo_.head; i < fifo_.entries.size(); ++i) {
+    const Entry e = fifo_.entries[i];
+    if (valid(e) && items_[e.index].key == key) doomed.push_back(e.index);
+  }
+  for (const uint32_t index : doomed) {
+    ids.push_back(items_[index].seq_id);
+    unlink(index);
+    PendingItem& it = items_[index];
+    it.tokens = std::vector<int32_t>();
+    it.generation++;
+    free_.push_back(index);
+  }
+  return ids;
+}
+
+int64_t PendingSet::tokens_of(int64_t key) const {
+  const auto k = key_tokens_.find(key);
+  return k == key_tokens_.end() ? 0 : k->second;
+}
+
+double PendingSet::oldest_arrival_s() { return items_[front(fifo_).index].arrival_s; }
+
+}  // namespace ribbon

@@ -1,0 +1,94 @@
+#pragma once
+// The pending sequences and the bin-selection step (single-threaded; the
+// threaded Packer guards it with its mutex, the simulator drives it directly).
+//
+// Selection is First-Fit-Decreasing one bin at a time, made age-aware:
+//   1. the oldest pending sequence always goes first (so a sequence with k
+//      sequences submitted before it is emitted within k + 1 bins: no sequence
+//      waits forever behind others);
+//   2. then, repeatedly, the largest pending sequence that still fits.
+// Scanning sizes in decreasing order and taking each that fits is the same as
+// repeatedly taking the largest that fits, because the room only shrinks.
+// Sizes are bucketed by weight with a two-level bitset over the buckets, so a
+// step costs O(budget / 4096) word tests, not a scan of the queue.
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace ribbon {
+
+struct PendingItem {
+  int64_t seq_id = 0;
+  int64_t key = 0;
+  uint32_t length = 0;  // real tokens
+  uint32_t weight = 0;  // length + reserve_per_seq
+  double arrival_s = 0.0;
+  uint32_t generation = 0;
+  bool alive = false;
+  std::vector<int32_t> tokens;  // empty when only lengths are packed
+};
+
+class PendingSet {
+ public:
+  // budget: the largest weight of a bin; reserve: added to every length.
+  PendingSet(uint32_t budget, uint32_t reserve_per_seq);
+
+  uint32_t budget() const noexcept { return budget_; }
+  uint32_t reserve() const noexcept { return reserve_; }
+
+  // Adds a sequence; throws std::invalid_argument (naming the lengths) when
+  // length + reserve exceeds the budget or the length is zero.
+  void add(int64_t seq_id, int64_t key, uint32_t length, std::vector<int32_t> tokens,
+           double arrival_s);
+
+  // Removes the sequences of the next bin (at most max_seqs) and appends them,
+  // in ribbon order, to `out` (their tokens are moved, not copied).
+  // Empty set -> nothing appended.
+  void select_bin(uint32_t max_seqs, std::vector<PendingItem>& out);
+
+  // Drops every pending sequence of `key`; returns their ids in arrival order.
+  std::vector<int64_t> cancel(int64_t key);
+
+  std::size_t size() const noexcept { return live_; }
+  int64_t tokens() const noexcept { return tokens_; }
+  int64_t weight() const noexcept { return weight_; }
+  int64_t tokens_of(int64_t key) const;
+  // Arrival time of the oldest pending sequence; only valid when size() > 0.
+  double oldest_arrival_s();
+
+ private:
+  struct Entry {
+    uint32_t index;
+    uint32_t generation;
+  };
+  struct Queue {  // FIFO with lazy deletion: dead entries are skipped
+    std::vector<Entry> entries;
+    std::size_t head = 0;
+    uint32_t live = 0;
+  };
+
+  bool valid(const Entry& e) const;
+  // Front live entry of q (dropping dead ones); q must hold a live entry.
+  Entry front(Queue& q);
+  void compact(Queue& q);
+  uint32_t take_largest_fitting(uint32_t room);  // returns index or kNone
+  void unlink(uint32_t index);  // leaves the queues lazily, updates counters
+  void set_bit(uint32_t w, bool on);
+  uint32_t find_le(uint32_t room) const;  // largest non-empty bucket <= room
+
+  static constexpr uint32_t kNone = 0xffffffffu;
+  uint32_t budget_;
+  uint32_t reserve_;
+  std::vector<PendingItem> items_;
+  std::vector<uint32_t> free_;
+  Queue fifo_;
+  std::vector<Queue> buckets_;  // by weight, 0..budget
+  std::vector<uint64_t> bits_;  // bit w set <=> buckets_[w].live > 0
+  std::vector<uint64_t> summary_;  // bit i set <=> bits_[i] != 0
+  std::unordered_map<int64_t, int64_t> key_tokens_;
+  std::size_t live_ = 0;
+  int64_t tokens_ = 0;
+  int64_t weight_ = 0;
+};
+
+}  // namespace ribbon
