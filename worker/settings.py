@@ -31,6 +31,7 @@ __all__ = [
 
 ClientValue = Union[str, int, float, bool]
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC_TEXT = "topic name (1-249 of A-Z a-z 0-9 . _ -)"
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 
@@ -54,9 +55,14 @@ class KafkaSettings(_Group):
     bootstrap_servers: str | None = Field(
         None, description="host:port[,host:port]; unset starts the embedded broker (demo, tests)"
     )
-    input_topics: tuple[str, ...] = Field(("ribbon.input",), min_length=1, description="topics to summarize")
-    output_topic: str = Field("ribbon.summaries", min_length=1, description="summaries are written here")
-    dlq_topic: str = Field("ribbon.dlq", min_length=1, description="bad input goes here with reason headers")
+    input_topics: tuple[str, ...] = Field(
+        ("ribbon.input",), min_length=1, description="topics to summarize",
+        json_schema_extra=_allowed("list of distinct topic names (TOML array; env: JSON array or a,b)"),
+    )
+    output_topic: str = Field("ribbon.summaries", min_length=1, description="summaries are written here",
+                              json_schema_extra=_allowed(_TOPIC_TEXT + ", not an input topic"))
+    dlq_topic: str = Field("ribbon.dlq", min_length=1, description="bad input goes here with reason headers",
+                           json_schema_extra=_allowed(_TOPIC_TEXT + ", not an input or the output topic"))
     group_id: str = Field("ribbon", min_length=1, description="consumer group; one worker per GPU joins it")
     delivery: Literal["exactly_once", "at_least_once"] = Field("exactly_once", description="delivery guarantee")
     transactional_id_prefix: str = Field("ribbon", min_length=1, description="transactional.id = prefix-group-slot")
