@@ -85,6 +85,20 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_setting_flags(pr, ["--bootstrap-servers"])
 
+    run_flags = ["--bootstrap-servers", "--input-topic", "--output-topic", "--dlq-topic", "--group-id",
+                 "--delivery", "--worker-slot", "--model", "--mode", "--max-new-tokens", "--device",
+                 "--token-budget", "--max-wait-ms", "--port", "--log-level"]
+    rn = sub.add_parser("run", parents=[_common()], help="run the worker: consume, summarize, produce (until SIGTERM)")
+    rn.add_argument("--partitions", type=int, default=4,
+                    help="partitions of the input topic when the embedded broker is used (default 4)")
+    _add_setting_flags(rn, run_flags)
+
+    dm = sub.add_parser("demo", parents=[_common()],
+                        help="the whole pipeline on the embedded broker with synthetic telemetry")
+    dm.add_argument("--documents", type=int, default=200, help="documents to produce (default 200)")
+    dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
+    _add_setting_flags(dm, ["--model", "--mode", "--max-new-tokens", "--device", "--token-budget", "--log-level"])
+
     br = sub.add_parser("broker", parents=[_common()], help="run the embedded Kafka-protocol broker (Tansu) in the foreground")
     br.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     br.add_argument("--broker-port", type=int, default=9092, help="listen port (default 9092)")
@@ -137,7 +151,34 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"produce": cmd_produce, "broker": cmd_broker}
+def cmd_run(args: argparse.Namespace) -> int:
+    from worker.service.app import Worker
+    from worker.service.logs import setup_logging
+
+    settings = load(args)
+    setup_logging(settings.log_level, settings.log_format)
+    bootstrap = settings.kafka.bootstrap_servers
+    if bootstrap:
+        return Worker(settings, bootstrap).run_until_signalled()
+    from worker.kafka.broker import EmbeddedBroker
+
+    k = settings.kafka
+    with EmbeddedBroker() as broker:
+        broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
+        print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
+        return Worker(settings, broker.bootstrap).run_until_signalled()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from worker.demo import run_demo
+    from worker.service.logs import setup_logging
+
+    settings = load(args)
+    setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
+    return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty())
+
+
+COMMANDS = {"produce": cmd_produce, "broker": cmd_broker, "run": cmd_run, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

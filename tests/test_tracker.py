@@ -1,0 +1,105 @@
+"""The offset tracker: commit only complete prefixes of the offsets actually seen."""
+
+from __future__ import annotations
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.service.tracker import OffsetTracker, Record
+
+TP = ("in", 0)
+
+
+def rec(off: int) -> tuple[Record, ...]:
+    return (Record("out", None, str(off).encode()),)
+
+
+def test_out_of_order_results_wait_for_the_head():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    for off in (3, 7, 8, 12):  # gaps: offsets are not contiguous
+        assert t.see(TP, e, off)
+    t.complete(TP, e, 8, rec(8))
+    t.complete(TP, e, 7, rec(7))
+    assert t.take_ready() == []
+    assert t.waiting() == 2
+    t.complete(TP, e, 3, rec(3))
+    (r,) = t.take_ready()
+    assert r.offsets == (3, 7, 8) and r.next_offset == 9
+    assert [x.value for x in r.records] == [b"3", b"7", b"8"]
+    assert t.pending() == 1  # 12 still in flight
+
+
+def test_stale_epoch_results_are_dropped():
+    t = OffsetTracker()
+    old = t.assign(TP)
+    t.see(TP, old, 0)
+    t.revoke(TP)
+    new = t.assign(TP)
+    assert new != old
+    assert not t.complete(TP, old, 0, rec(0))
+    assert not t.see(TP, old, 1)
+    assert t.take_ready() == []
+
+
+def test_put_back_restores_order_and_records():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    for off in (1, 2, 5):
+        t.see(TP, e, off)
+        t.complete(TP, e, off, rec(off))
+    taken = t.take_ready(max_records=2)
+    assert taken[0].offsets == (1, 2)
+    t.put_back(taken)
+    again = t.take_ready()
+    assert again[0].offsets == (1, 2, 5)
+    assert [x.value for x in again[0].records] == [b"1", b"2", b"5"]
+
+
+def test_offsets_must_increase():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    t.see(TP, e, 4)
+    try:
+        t.see(TP, e, 4)
+    except ValueError as exc:
+        assert "must increase" in str(exc)
+    else:
+        raise AssertionError("a repeated offset was accepted")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=60), st.randoms(use_true_random=False),
+       st.lists(st.booleans(), min_size=1, max_size=60))
+def test_every_offset_commits_once_in_order(gaps, rnd, aborts):
+    """Whatever the completion order and however many transactions abort, every seen offset
+    goes out exactly once, in order, and the committed offset never runs past an unfinished one."""
+    t = OffsetTracker()
+    e = t.assign(TP)
+    offsets, off = [], 0
+    for g in gaps:
+        off += g
+        offsets.append(off)
+        t.see(TP, e, off)
+    order = offsets[:]
+    rnd.shuffle(order)
+    out: list[bytes] = []
+    committed = 0
+    done: set[int] = set()
+    for i, o in enumerate(order):
+        t.complete(TP, e, o, rec(o))
+        done.add(o)
+        ready = t.take_ready(max_records=rnd.randint(1, 5))
+        if ready and aborts[i % len(aborts)]:
+            t.put_back(ready)
+            continue
+        for r in ready:
+            assert all(x in done for x in offsets if x < r.next_offset)
+            out.extend(x.value for x in r.records)
+            committed = r.next_offset
+    for r in t.take_ready():
+        out.extend(x.value for x in r.records)
+        committed = r.next_offset
+    assert out == [str(o).encode() for o in offsets]
+    assert committed == offsets[-1] + 1

@@ -1,0 +1,183 @@
+"""`ribbon run`: wires ingest → packer → GPU → delivery, and stops them in order.
+
+Shutdown on SIGTERM/SIGINT: stop polling, drain in-flight work up to
+`drain_timeout_s`, let delivery commit the last results, close. A second
+signal exits at once without committing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from worker.service.delivery import Delivery
+from worker.service.docs import DocRegistry
+from worker.service.gpu import GpuLoop
+from worker.service.ingest import Ingest, Watermarks
+from worker.service.metrics import HealthServer, Metrics
+from worker.service.planner import Planner
+from worker.service.tracker import OffsetTracker
+
+log = logging.getLogger(__name__)
+
+CPU_DEFAULT_BUDGET = 4096
+
+
+@dataclass
+class Parts:
+    engine: object
+    packer: object
+    budget: int
+    reserve: int
+
+
+def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
+    """'tiny-random' is the embedded default: a tiny random model built offline (demo, tests)."""
+    if path != "tiny-random":
+        return path
+    from worker.engine.tiny import make_tiny_checkpoint
+
+    target = (cache_dir or Path(os.environ.get("RIBBON_CACHE", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
+    if not (target / "config.json").exists():
+        make_tiny_checkpoint(target)
+    return str(target)
+
+
+def build_parts(settings) -> Parts:
+    from worker.engine import load_engine
+    from worker.packer import Packer
+
+    model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)})
+    engine = load_engine(model)
+    reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
+        else settings.model.max_new_tokens
+    budget = settings.packer.token_budget
+    if budget == "auto":
+        if str(engine.device).startswith("cuda"):
+            from worker.engine import autotune_budget
+
+            budget = autotune_budget(engine, settings.model.max_new_tokens)
+        else:
+            budget = CPU_DEFAULT_BUDGET
+    log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
+    p = settings.packer
+    packer = Packer(budget=int(budget), reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
+                    efficient_tokens=min(p.efficient_tokens, int(budget)), max_wait_s=p.max_wait_ms / 1e3,
+                    latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
+                    device="cuda" if str(engine.device).startswith("cuda") else "cpu")
+    return Parts(engine, packer, int(budget), reserve)
+
+
+class Worker:
+    def __init__(self, settings, bootstrap: str, parts: Parts | None = None):
+        from worker.settings import kafka_client_config
+
+        self.s = settings
+        parts = parts or build_parts(settings)
+        self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
+        self.metrics = Metrics()
+        self.tracker = OffsetTracker()
+        self.registry = DocRegistry()
+        consumer_conf, producer_conf = kafka_client_config(settings.kafka, bootstrap=bootstrap)
+        self.delivery = Delivery(settings=settings, producer_conf=producer_conf, tracker=self.tracker,
+                                 metrics=self.metrics)
+        reserve = parts.reserve
+        tok = self.engine.tokenizer
+        planner = Planner(self.engine.prompt_ids,
+                          lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
+                          max_prompt_tokens=self.budget - reserve,
+                          max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate)
+        b = self.budget
+        marks = Watermarks(high_tokens=4 * b, low_tokens=2 * b, high_messages=20_000, low_messages=10_000)
+        self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
+                             registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
+                             metrics=self.metrics, watermarks=marks)
+        self.gpu = GpuLoop(settings=settings, engine=self.engine, packer=self.packer, registry=self.registry,
+                           tracker=self.tracker, delivery=self.delivery, combine_q=self.ingest.combine_q,
+                           metrics=self.metrics, budget=b)
+        self.server = None
+        if settings.server.port:
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       busy=lambda: self.gpu.busy_since is not None)
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ---- life cycle -------------------------------------------------------------------
+    def start(self) -> Worker:
+        if self.server:
+            self.server.start()
+        t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
+        t.start()
+        self.delivery.started.wait()
+        self._threads = [t]
+        for name, target in (("ribbon-gpu", self.gpu.run), ("ribbon-ingest", self.ingest.run)):
+            th = threading.Thread(target=target, name=name, daemon=True)
+            th.start()
+            self._threads.append(th)
+        self._wire_consumer()
+        return self
+
+    def _wire_consumer(self) -> None:
+        deadline = time.monotonic() + 30
+        while self.ingest.consumer is None and time.monotonic() < deadline and self.ingest.error is None:
+            time.sleep(0.01)
+        self.delivery.consumer = self.ingest.consumer
+
+    def failed(self) -> BaseException | None:
+        return self.ingest.error or self.gpu.error or self.delivery.error
+
+    def drain(self, timeout_s: float) -> bool:
+        """Stop taking input and wait until everything taken is delivered; True if it all went out."""
+        self.draining.set()
+        self.ingest.stop_polling.set()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.failed() is None:
+            if self.tracker.pending() == 0:
+                return True
+            time.sleep(0.05)
+        return self.tracker.pending() == 0
+
+    def close(self) -> None:
+        self.delivery.stop.set()
+        self.delivery.wake()
+        self._threads[0].join(60)
+        self.ingest.stop.set()
+        self.gpu.stop.set()
+        self.packer.close()
+        for th in self._threads[1:]:
+            th.join(60)
+        if self.server:
+            self.server.stop()
+
+    def run_until_signalled(self) -> int:
+        stop = threading.Event()
+        signals = []
+
+        def on_signal(signum, _frame) -> None:
+            signals.append(signum)
+            if len(signals) > 1:
+                log.warning("second signal: exiting now without committing")
+                os._exit(128 + signum)
+            stop.set()
+
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, on_signal)
+        self.start()
+        while not stop.is_set() and self.failed() is None:
+            stop.wait(0.2)
+        if self.failed() is not None:
+            log.error("stopping: %s", self.failed())
+            self.ingest.stop.set()
+            self.gpu.stop.set()
+            self.packer.close()
+            return 1
+        log.info("draining (up to %.0f s)", self.s.drain_timeout_s)
+        clean = self.drain(self.s.drain_timeout_s)
+        self.close()
+        log.info("stopped%s", "" if clean else " with work left uncommitted (it will be redone)")
+        return 0

@@ -1,0 +1,217 @@
+"""The delivery thread: it alone owns the producer.
+
+exactly_once: each step takes, per partition, the complete prefix of seen
+offsets (tracker.take_ready) and produces those outputs and commits their
+offsets in ONE transaction. An abortable error aborts, puts the runs back and
+retries; a fatal one stops the worker without committing.
+at_least_once: idempotent producer; produce, wait for every delivery report,
+then commit the offsets (synchronously). A crash between the two repeats
+outputs, which carry deterministic ids.
+
+Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
+more step here, then forgets the partitions, and only then returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+from worker.service.tracker import OffsetTracker, Ready
+
+log = logging.getLogger(__name__)
+
+
+class FatalDeliveryError(RuntimeError):
+    """The producer cannot go on (fenced, fatal error): stop without committing."""
+
+
+class Delivery:
+    def __init__(self, *, settings, producer_conf: dict, tracker: OffsetTracker, metrics,
+                 interval_s: float = 0.05, max_records: int = 2000, op_timeout_s: float = 30.0):
+        self.s = settings
+        self.exactly_once = settings.kafka.delivery == "exactly_once"
+        self.conf = producer_conf
+        self.tracker, self.metrics = tracker, metrics
+        self.interval_s, self.max_records, self.op_timeout_s = interval_s, max_records, op_timeout_s
+        self._wake = threading.Event()
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.stop = threading.Event()
+        self.consumer = None  # set by the app once the consumer exists
+        self.producer = None
+        self.error: BaseException | None = None
+        self.started = threading.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    # ---- the thread ---------------------------------------------------------------
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        try:
+            self.producer = Producer(self.conf)
+            if self.exactly_once:
+                self._init_transactions()
+            self.started.set()
+            while not self.stop.is_set():
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+                self._serve_requests()
+                self.step()
+            self._serve_requests()
+            self.step()  # the last finished results go out before we leave
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self.error = exc
+            log.exception("delivery thread failed")
+        finally:
+            self.started.set()
+            self._fail_requests()
+            if self.producer is not None:
+                self.producer.flush(5.0)
+
+    def _init_transactions(self) -> None:
+        from confluent_kafka import KafkaException
+
+        delay = 0.5
+        while not self.stop.is_set():
+            try:
+                self.producer.init_transactions(self.op_timeout_s)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.fatal():
+                    raise FatalDeliveryError(f"init_transactions: {err}") from exc
+                log.warning("init_transactions failed (%s); retrying in %.1f s", err, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    # ---- revokes --------------------------------------------------------------------
+    def flush_and_forget(self, tps: list, commit_with, timeout_s: float = 30.0) -> None:
+        """Called on the ingest thread: commit what is finished for `tps`, then forget them."""
+        done = threading.Event()
+        self._requests.put((tps, done))
+        self.wake()
+        if not done.wait(timeout_s):
+            log.error("revoke of %s not served within %.0f s; dropping them uncommitted", tps, timeout_s)
+            for tp in tps:
+                self.tracker.revoke(tp)
+
+    def _serve_requests(self) -> None:
+        while True:
+            try:
+                tps, done = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                self.step()
+            finally:
+                for tp in tps:
+                    self.tracker.revoke(tp)
+                done.set()
+
+    def _fail_requests(self) -> None:
+        while True:
+            try:
+                tps, done = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            for tp in tps:
+                self.tracker.revoke(tp)
+            done.set()
+
+    # ---- one step -------------------------------------------------------------------
+    def step(self) -> int:
+        """Send every committable run; returns the number of input offsets committed."""
+        ready = self.tracker.take_ready(self.max_records)
+        if not ready:
+            return 0
+        ok = self._transaction(ready) if self.exactly_once else self._at_least_once(ready)
+        if not ok:
+            self.tracker.put_back(ready)
+            return 0
+        n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
+        self.metrics.produced.inc(n_out)
+        return sum(len(r.offsets) for r in ready)
+
+    def _produce_all(self, ready: list[Ready], on_delivery=None) -> None:
+        for r in ready:
+            for rec in r.records:
+                while True:
+                    try:
+                        self.producer.produce(rec.topic, value=rec.value, key=rec.key,
+                                              headers=list(rec.headers) or None, on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        self.producer.poll(0.05)
+            self.producer.poll(0)
+
+    @staticmethod
+    def _offsets(ready: list[Ready]) -> list:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(r.tp[0], r.tp[1], r.next_offset) for r in ready]
+
+    def _transaction(self, ready: list[Ready]) -> bool:
+        from confluent_kafka import KafkaException
+
+        p = self.producer
+        try:
+            p.begin_transaction()
+            self._produce_all(ready)
+            p.send_offsets_to_transaction(self._offsets(ready), self.consumer.consumer_group_metadata(),
+                                          self.op_timeout_s)
+            self._commit()
+            self.metrics.txn_commits.inc()
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.fatal():
+                raise FatalDeliveryError(f"transaction failed fatally: {err}") from exc
+            log.warning("transaction aborted (%s); %d runs will be retried", err, len(ready))
+            self._abort()
+            time.sleep(0.2)
+            return False
+
+    def _commit(self) -> None:
+        from confluent_kafka import KafkaException
+
+        for attempt in range(5):
+            try:
+                self.producer.commit_transaction(self.op_timeout_s)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.retriable() and attempt < 4:
+                    time.sleep(0.2 * (attempt + 1))
+                    continue
+                raise
+
+    def _abort(self) -> None:
+        from confluent_kafka import KafkaException
+
+        self.metrics.txn_aborts.inc()
+        try:
+            self.producer.abort_transaction(self.op_timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].fatal():
+                raise FatalDeliveryError(f"abort failed fatally: {exc.args[0]}") from exc
+            log.warning("abort_transaction: %s", exc.args[0])
+
+    def _at_least_once(self, ready: list[Ready]) -> bool:
+        from confluent_kafka import KafkaException
+
+        errors: list = []
+        self._produce_all(ready, on_delivery=lambda err, _m: errors.append(err) if err else None)
+        left = self.producer.flush(self.op_timeout_s)
+        if left or errors:
+            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(errors),
+                        errors[0] if errors else "flush timeout")
+            return False
+        try:
+            self.consumer.commit(offsets=self._offsets(ready), asynchronous=False)
+        except KafkaException as exc:
+            log.warning("offset commit failed (%s); outputs may repeat", exc.args[0])
+        return True

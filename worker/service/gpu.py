@@ -1,0 +1,131 @@
+"""The GPU thread: it alone owns CUDA and the model. The hot loop reads aloud:
+
+    bin = packer.next_bin() → stage (H2D) → release the slot once copied → generate → finish documents
+
+A bin that fails (not an OOM: the engine splits those itself) is retried one
+document at a time; a document that fails alone goes to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import numpy as np
+
+from worker import __version__
+from worker.messages import BadMessage, OutputMessage, dead_letter_headers, encode_output
+from worker.service.docs import Doc, DocRegistry, Seq, mark_gpu_start
+from worker.service.highlights import highlights
+from worker.service.tracker import OffsetTracker, Record
+
+log = logging.getLogger(__name__)
+
+
+class GpuLoop:
+    def __init__(self, *, settings, engine, packer, registry: DocRegistry, tracker: OffsetTracker,
+                 delivery, combine_q, metrics, budget: int):
+        self.s, self.engine, self.packer = settings, engine, packer
+        self.registry, self.tracker, self.delivery = registry, tracker, delivery
+        self.combine_q, self.metrics, self.budget = combine_q, metrics, budget
+        self.reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
+            else settings.model.max_new_tokens
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.busy_since: float | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.metrics.gpu_heartbeat = time.monotonic()
+                b = self.packer.next_bin(0.05)
+                if b is not None:
+                    self.run_bin(b)
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self.error = exc
+            log.exception("gpu thread failed")
+
+    def run_bin(self, b) -> None:
+        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
+        t0 = time.monotonic()
+        self.busy_since = t0
+        staged = self.engine.stage(b.tokens, b.cu_seqlens, b.max_seqlen)
+        staged.wait_copied()
+        self.packer.release(b.slot)
+        mark_gpu_start([s.doc for s in seqs if s is not None], t0)
+        weight = int(b.num_tokens) + self.reserve * len(seqs)
+        self.metrics.bin_fill.observe(weight / self.budget)
+        self.metrics.bins.inc()
+        try:
+            outs = self.engine.generate(staged, self._seeds(seqs))
+        except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+            self.metrics.model_errors.inc()
+            log.exception("model failed on a bin of %d documents; retrying each alone", len(seqs))
+            outs = [self._alone(s) for s in seqs]
+        gpu_s = time.monotonic() - t0
+        self.busy_since = None
+        self.metrics.gpu_seconds.inc(gpu_s)
+        self.metrics.input_tokens.inc(int(b.num_tokens))
+        share = gpu_s / max(1, len(seqs))
+        for seq, out in zip(seqs, outs):
+            if seq is None:
+                continue  # its partition was revoked while it ran
+            if isinstance(out, BaseException):
+                self._dead_letter(seq.doc, out)
+                continue
+            self.metrics.output_tokens.inc(len(out.token_ids))
+            if self.registry.finish(seq, out.text, len(out.token_ids), share):
+                self._round_done(seq)
+
+    def _seeds(self, seqs: list[Seq | None]) -> list[int]:
+        return [s.doc.seed(self.s.model.seed, s.index) if s is not None else 0 for s in seqs]
+
+    def _alone(self, seq: Seq | None):
+        if seq is None:
+            return None
+        tokens = seq.tokens  # [n] int32
+        cu = np.array([0, len(tokens)], dtype=np.int32)  # [2] int32
+        try:
+            staged = self.engine.stage(tokens, cu, len(tokens))
+            return self.engine.generate(staged, self._seeds([seq]))[0]
+        except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic
+            log.warning("document %s failed alone: %s", seq.doc.doc_id, exc)
+            return exc
+
+    def _round_done(self, seq: Seq) -> None:
+        doc = seq.doc
+        if not seq.final:
+            self.combine_q.put(doc)  # the ingest thread plans the combine step (it owns the tokenizer)
+            return
+        now = time.monotonic()
+        rec = Record(self.s.kafka.output_topic, doc.key if doc.key is not None else doc.doc_id.encode(),
+                     encode_output(self._output(doc, doc.parts[0], now)))
+        if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
+            self.metrics.latency.observe(now - doc.received)
+            self.delivery.wake()
+
+    def _output(self, doc: Doc, summary: str, now: float) -> OutputMessage:
+        queued = (doc.first_gpu or now) - doc.received
+        return OutputMessage(
+            id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
+            attributes=doc.meta.get("attributes"),
+            input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
+            summary=summary.strip(), highlights=highlights(doc.text.split("\n"), self.s.model.highlights),
+            mode=self.s.model.mode, model=self.engine.name,
+            tokens={"input": doc.input_tokens, "output": doc.output_tokens, "chunks": doc.chunks},
+            truncated=doc.truncated,
+            timing_ms={"queued": round(queued * 1e3, 3), "gpu": round(doc.gpu_s * 1e3, 3),
+                       "total": round((now - doc.received) * 1e3, 3)},
+        )
+
+    def _dead_letter(self, doc: Doc, exc: BaseException) -> None:
+        err = BadMessage("model_error", f"{type(exc).__name__}: {exc}"[:500])
+        headers = dead_letter_headers(err, topic=doc.tp[0], partition=doc.tp[1], offset=doc.offset,
+                                      worker_version=__version__)
+        rec = Record(self.s.kafka.dlq_topic, doc.key, doc.raw, tuple(headers))
+        if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
+            self.metrics.dead_lettered.labels("model_error").inc()
+            self.delivery.wake()
+
+

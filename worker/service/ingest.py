@@ -1,0 +1,192 @@
+"""The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
+
+poll → decode → validate → plan (prompt, tokenize, chunk) → packer.submit.
+Bad input is completed at once with a dead-letter record. Rebalance callbacks
+run here, inside poll. Backpressure pauses every assigned partition above a
+high watermark and resumes below a low one; polling goes on while paused,
+so the group never sees this consumer as stuck.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from worker import __version__
+from worker.messages import BadMessage, dead_letter_headers, decode_input, default_id
+from worker.service.docs import Doc, DocRegistry
+from worker.service.planner import Planner, combine_text
+from worker.service.tracker import OffsetTracker, Record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Watermarks:
+    high_tokens: int
+    low_tokens: int
+    high_messages: int
+    low_messages: int
+
+
+class Ingest:
+    def __init__(self, *, settings, consumer_conf: dict, tracker: OffsetTracker, registry: DocRegistry,
+                 packer, planner: Planner, delivery, metrics, watermarks: Watermarks):
+        self.s = settings
+        self.conf = consumer_conf
+        self.tracker, self.registry, self.packer = tracker, registry, packer
+        self.planner, self.delivery, self.metrics = planner, delivery, metrics
+        self.marks = watermarks
+        self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
+        self.stop_polling = threading.Event()  # drain: take no new messages
+        self.stop = threading.Event()          # leave: close the consumer
+        self.paused = False
+        self.consumer = None
+        self.assigned = threading.Event()
+        self.error: BaseException | None = None
+
+    # ---- the thread ---------------------------------------------------------------
+    def run(self) -> None:
+        from confluent_kafka import Consumer
+
+        try:
+            self.consumer = Consumer(self.conf)
+            self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
+                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
+            while not self.stop.is_set():
+                self._plan_combines()
+                self._backpressure()
+                msgs = self.consumer.consume(num_messages=500, timeout=0.05)
+                if msgs and not self.stop_polling.is_set():
+                    self._ingest(msgs)
+                elif msgs:  # draining: these were not registered; they will be redelivered
+                    pass
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self.error = exc
+            log.exception("ingest thread failed")
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except Exception:  # noqa: BLE001 - closing after a failure; nothing left to save
+                log.warning("consumer close failed", exc_info=True)
+
+    # ---- messages -----------------------------------------------------------------
+    def _ingest(self, msgs: list) -> None:
+        good: list[tuple[Doc, str]] = []
+        for m in msgs:
+            if m.error() is not None:
+                if not m.error().name() == "_PARTITION_EOF":
+                    log.warning("consume error: %s", m.error())
+                continue
+            tp = (m.topic(), m.partition())
+            epoch = self.tracker.epoch(tp)
+            if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
+                continue  # not ours any more
+            self.metrics.consumed.inc()
+            try:
+                msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
+            except BadMessage as err:
+                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message)
+                continue
+            doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
+            meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
+            good.append((Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
+                             raw=m.value()), msg.document))
+        for doc, text in good:
+            self._submit(doc, text, first=True)
+
+    def _submit(self, doc: Doc, text: str, first: bool) -> None:
+        plan = self.planner.plan(text)
+        if first:
+            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+        for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
+            seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
+            try:
+                self.packer.submit(sid, seq.tokens, doc.epoch)
+            except ValueError as exc:  # the planner keeps prompts in budget; this is a bug, not input
+                self.registry.pop(sid)
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize", str(exc))
+                return
+
+    def _plan_combines(self) -> None:
+        while True:
+            try:
+                doc = self.combine_q.get_nowait()
+            except queue.Empty:
+                return
+            if self.tracker.epoch(doc.tp) != doc.epoch:
+                continue  # revoked meanwhile
+            parts = [doc.parts[i] for i in sorted(doc.parts)]
+            self._submit(doc, combine_text(parts), first=False)
+
+    def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str) -> None:
+        err = BadMessage(error_class, message)
+        headers = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset,
+                                      worker_version=__version__)
+        rec = Record(self.s.kafka.dlq_topic, key, value, tuple(headers))
+        if self.tracker.complete(tp, epoch, offset, (rec,)):
+            self.metrics.dead_lettered.labels(error_class).inc()
+            self.delivery.wake()
+
+    # ---- backpressure -------------------------------------------------------------
+    def _backpressure(self) -> None:
+        tokens = int(self.packer.stats().get("pending_tokens", 0))
+        inflight = self.tracker.pending()
+        self.metrics.pending_tokens.set(tokens)
+        self.metrics.inflight.set(inflight)
+        self.metrics.reorder.set(self.tracker.waiting())
+        want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
+            inflight > self.marks.high_messages
+        want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
+            inflight < self.marks.low_messages
+        parts = self.consumer.assignment()
+        if want_pause and not self.paused:
+            self.consumer.pause(parts)
+            self.paused = True
+            self.metrics.paused.set(len(parts))
+            log.info("paused %d partitions (pending tokens %d, in flight %d)", len(parts), tokens, inflight)
+        elif want_resume and self.paused:
+            self.consumer.resume(parts)
+            self.paused = False
+            self.metrics.paused.set(0)
+            log.info("resumed %d partitions", len(parts))
+
+    # ---- rebalances (called inside poll, on this thread) --------------------------
+    def _on_assign(self, consumer, partitions) -> None:
+        for p in partitions:
+            self.tracker.assign((p.topic, p.partition))
+        if self.paused and partitions:
+            consumer.incremental_assign(partitions)
+            consumer.pause(partitions)
+        self.assigned.set()
+        self.metrics.ready = True
+        log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
+
+    def _forget(self, partitions) -> tuple[list, set[int]]:
+        tps = [(p.topic, p.partition) for p in partitions]
+        epochs = {e for e in (self.tracker.epoch(tp) for tp in tps) if e is not None}
+        for e in epochs:
+            self.packer.cancel(e)
+        self.registry.drop_epochs(epochs)
+        return tps, epochs
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        tps, _ = self._forget(partitions)
+        # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
+        self.delivery.flush_and_forget(tps, commit_with=consumer)
+        log.info("revoked %s", tps)
+
+    def _on_lost(self, consumer, partitions) -> None:
+        tps, _ = self._forget(partitions)
+        for tp in tps:
+            self.tracker.revoke(tp)
+        log.warning("lost %s: their uncommitted results are dropped", tps)

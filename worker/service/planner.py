@@ -1,0 +1,105 @@
+"""Turn a document into sequences that fit a bin: whole, truncated, or in chunks.
+
+Owned by the ingest thread (it holds its own tokenizer). A document whose
+prompt fits `max_prompt_tokens` goes as one sequence. A longer one is cut
+into chunks of whole lines (a line longer than a chunk is split inside), each
+summarized; the chunk summaries are then summarized together (DESIGN.md
+section 6). With `truncate` set, it is cut to fit instead, and marked so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+PromptFn = Callable[[str], list[int]]          # document -> prompt token ids
+CountFn = Callable[[Sequence[str]], list[int]]  # texts -> token counts (batched)
+
+
+@dataclass(frozen=True)
+class Plan:
+    prompts: tuple[tuple[int, ...], ...]  # one prompt per sequence, in chunk order
+    document_tokens: int                  # tokens of the document alone
+    truncated: bool = False
+
+
+class Planner:
+    def __init__(self, prompt: PromptFn, count: CountFn, max_prompt_tokens: int,
+                 max_input_tokens: int | None = None, truncate: bool = False):
+        overhead = len(prompt(""))
+        if max_prompt_tokens <= overhead + 8:
+            raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "
+                             f"{overhead}: raise packer.token_budget or lower model.max_new_tokens")
+        self.prompt, self.count = prompt, count
+        self.max_prompt_tokens = max_prompt_tokens
+        self.overhead = overhead
+        limit = max_prompt_tokens - overhead
+        self.chunk_tokens = min(limit, max_input_tokens) if max_input_tokens else limit
+        self.truncate = truncate
+
+    def plan(self, text: str) -> Plan:
+        ids = self.prompt(text)
+        n_doc = max(0, len(ids) - self.overhead)
+        if len(ids) <= self.max_prompt_tokens and n_doc <= self.chunk_tokens:
+            return Plan((tuple(ids),), n_doc)
+        if self.truncate:
+            return Plan((tuple(self._truncated(text)),), n_doc, truncated=True)
+        return Plan(tuple(tuple(p) for p in self._chunks(text)), n_doc)
+
+    def _fits(self, ids: list[int]) -> bool:
+        return len(ids) <= self.max_prompt_tokens and len(ids) - self.overhead <= self.chunk_tokens
+
+    def _truncated(self, text: str) -> list[int]:
+        lo, hi = 0, len(text)  # longest prefix (in characters) whose prompt fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._fits(self.prompt(text[:mid])):
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.prompt(text[:lo])
+
+    def _chunks(self, text: str) -> list[list[int]]:
+        pieces = self._pieces(text.split("\n"))
+        counts = self.count(pieces)
+        out: list[list[int]] = []
+        cur: list[str] = []
+        cur_n = 0
+        for piece, n in zip(pieces, counts):
+            if cur and cur_n + n + 1 > self.chunk_tokens:
+                out.extend(self._fit("\n".join(cur)))
+                cur, cur_n = [], 0
+            cur.append(piece)
+            cur_n += n + 1
+        if cur:
+            out.extend(self._fit("\n".join(cur)))
+        return out
+
+    def _pieces(self, lines: list[str]) -> list[str]:
+        """Lines, with any line longer than a chunk split into chunk-sized parts."""
+        counts = self.count(lines)
+        out: list[str] = []
+        for line, n in zip(lines, counts):
+            if n < self.chunk_tokens:
+                out.append(line)
+                continue
+            parts = -(-n * 2 // self.chunk_tokens)  # aim at half a chunk per part
+            step = max(1, -(-len(line) // parts))
+            out.extend(line[i:i + step] for i in range(0, len(line), step))
+        return out
+
+    def _fit(self, chunk: str) -> list[list[int]]:
+        """The chunk's prompt, halved until it fits (token counts of joined lines can differ)."""
+        ids = self.prompt(chunk)
+        if self._fits(ids) or len(chunk) <= 1:
+            return [ids]
+        mid = len(chunk) // 2
+        cut = chunk.rfind("\n", 0, mid)
+        cut = cut if cut > 0 else mid
+        return self._fit(chunk[:cut]) + self._fit(chunk[cut:].lstrip("\n"))
+
+
+def combine_text(parts: Sequence[str]) -> str:
+    """The document the chunk summaries are summarized from."""
+    n = len(parts)
+    return "\n".join(f"[part {i + 1}/{n}] {p.strip()}" for i, p in enumerate(parts))

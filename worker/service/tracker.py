@@ -1,0 +1,143 @@
+"""Offsets that never lie: which input offsets are done, and which outputs may go out with them.
+
+Offsets ride with the data. The ingest thread registers every offset it sees
+(offsets are not contiguous: compaction and transaction markers leave gaps);
+the GPU and ingest threads complete them with the records to produce (a
+summary, or a dead-letter record). The delivery thread takes, per partition,
+the longest prefix of seen offsets that are all complete: those outputs and the
+offset after the last of them go out together (one transaction, or produce
+then store). Results that finish out of order wait here: the reorder buffer.
+
+Every partition assignment gets a fresh epoch; results of an older epoch of
+the same partition (revoked, then assigned back) are dropped, never produced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One message to produce: to the output or the dead-letter topic."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+@dataclass
+class _Partition:
+    epoch: int
+    seen: deque[int] = field(default_factory=deque)  # offsets in arrival (= offset) order
+    done: dict[int, tuple[Record, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A committable run of one partition: its records, in offset order, and the offset to commit."""
+
+    tp: TopicPartition
+    epoch: int
+    records: tuple[Record, ...]
+    offsets: tuple[int, ...]
+
+    @property
+    def next_offset(self) -> int:
+        return self.offsets[-1] + 1
+
+
+class OffsetTracker:
+    """Thread-safe per-partition reorder buffer over the offsets actually seen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: dict[TopicPartition, _Partition] = {}
+        self._next_epoch = 1
+
+    def assign(self, tp: TopicPartition) -> int:
+        """Start tracking a newly assigned partition; returns its epoch (also its packer key)."""
+        with self._lock:
+            epoch = self._next_epoch
+            self._next_epoch += 1
+            self._parts[tp] = _Partition(epoch)
+            return epoch
+
+    def revoke(self, tp: TopicPartition) -> None:
+        """Forget a partition: pending and completed-but-uncommitted results are dropped."""
+        with self._lock:
+            self._parts.pop(tp, None)
+
+    def epoch(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            p = self._parts.get(tp)
+            return p.epoch if p else None
+
+    def see(self, tp: TopicPartition, epoch: int, offset: int) -> bool:
+        """Register an offset as consumed; False if the partition is not (or no longer) ours."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch:
+                return False
+            if p.seen and offset <= p.seen[-1]:
+                raise ValueError(f"offset {offset} of {tp} seen after {p.seen[-1]}: offsets must increase")
+            p.seen.append(offset)
+            return True
+
+    def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
+        """Attach the records of a finished offset; False (dropped) if its epoch is gone."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch:
+                return False
+            p.done[offset] = records
+            return True
+
+    def take_ready(self, max_records: int | None = None) -> list[Ready]:
+        """Pop, per partition, the longest complete prefix of seen offsets."""
+        out: list[Ready] = []
+        with self._lock:
+            for tp, p in self._parts.items():
+                recs: list[Record] = []
+                offs: list[int] = []
+                while p.seen and p.seen[0] in p.done:
+                    if max_records is not None and recs and len(recs) >= max_records:
+                        break
+                    off = p.seen.popleft()
+                    recs.extend(p.done.pop(off))
+                    offs.append(off)
+                if offs:
+                    out.append(Ready(tp, p.epoch, tuple(recs), tuple(offs)))
+        return out
+
+    def put_back(self, ready: list[Ready]) -> None:
+        """Return taken runs (their transaction aborted) so they go out again, in order."""
+        with self._lock:
+            for r in ready:
+                p = self._parts.get(r.tp)
+                if p is None or p.epoch != r.epoch:
+                    continue  # revoked meanwhile: another consumer will redo them
+                # The run's records ride on its first offset; the others carry none.
+                for off in reversed(r.offsets):
+                    p.seen.appendleft(off)
+                    p.done[off] = ()
+                p.done[r.offsets[0]] = r.records
+
+    def pending(self) -> int:
+        """Offsets seen but not yet taken (in flight or waiting in the reorder buffer)."""
+        with self._lock:
+            return sum(len(p.seen) for p in self._parts.values())
+
+    def waiting(self) -> int:
+        """Completed offsets held back behind an unfinished one (the reorder buffer's size)."""
+        with self._lock:
+            return sum(len(p.done) for p in self._parts.values())
+
+    def partitions(self) -> list[TopicPartition]:
+        with self._lock:
+            return list(self._parts)
