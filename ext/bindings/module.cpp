@@ -2,6 +2,7 @@
 // One register_*.cpp per area; this file only wires them together.
 #include <pybind11/pybind11.h>
 
+#include "register.hpp"
 #include "version.hpp"
 
 namespace py = pybind11;
@@ -9,4 +10,6 @@ namespace py = pybind11;
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Ribbon's C++ core (private; use worker.packer).";
   m.attr("__version__") = ribbon::core_version();
+  ribbon::register_packer(m);
+  ribbon::register_window(m);
 }

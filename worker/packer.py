@@ -1,0 +1,194 @@
+"""The packer's Python facade: a ring of slot buffers around the C++ packer.
+
+Threads: any thread may call ``submit``/``cancel``/``stats``; the GPU thread
+calls ``next_bin`` (which blocks with the GIL released) and ``release``. The
+C++ packer thread selects and writes bins; see docs/packer.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from worker import _core
+
+if TYPE_CHECKING:
+    from worker.settings import PackerSettings
+
+_INT32 = np.iinfo(np.int32)
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One packed bin; its arrays are views of slot ``slot`` until ``release``."""
+
+    slot: int
+    tokens: Any  # int32 [T_padded]: numpy on cpu, pinned torch tensor on cuda
+    cu_seqlens: Any  # int32 [n + 1], same kind as tokens
+    seq_ids: np.ndarray  # int64 [n], ribbon order
+    max_seqlen: int
+    num_tokens: int  # real tokens; tokens[num_tokens:] is alignment padding
+    weight: int  # sum(len + reserve_per_seq)
+    oldest_wait_s: float  # age of the oldest sequence when released
+    reason: str  # why the window released it: efficient | deadline | rate_low | drain
+
+
+def _round_up(n: int, alignment: int) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def _as_int32(seq_id: int, tokens: np.ndarray | Sequence[int]) -> np.ndarray:
+    """tokens as a 1-D C-contiguous int32 array, refusing values that do not fit."""
+    if isinstance(tokens, np.ndarray) and tokens.dtype == np.int32 and tokens.flags.c_contiguous:
+        return tokens
+    arr = np.asarray(tokens)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int32)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"tokens of sequence {seq_id} must be integers, got dtype {arr.dtype}")
+    if arr.min() < _INT32.min or arr.max() > _INT32.max:
+        raise ValueError(f"tokens of sequence {seq_id} do not fit in int32")
+    return np.ascontiguousarray(arr, dtype=np.int32)
+
+
+class Packer:
+    """Packs submitted sequences into bins under a token budget (see module doc)."""
+
+    def __init__(
+        self,
+        budget: int,
+        reserve_per_seq: int,
+        max_seqs: int = 256,
+        efficient_tokens: int = 8192,
+        max_wait_s: float = 0.05,
+        latency_target_s: float = 2.0,
+        alignment: int = 16,
+        slots: int = 3,
+        device: str = "cpu",
+        pad_token: int = 0,
+    ) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be >= 1, got {slots}")
+        if alignment < 1:
+            raise ValueError(f"alignment must be >= 1, got {alignment}")
+        self.budget = budget
+        self.reserve_per_seq = reserve_per_seq
+        self.device = device
+        ribbon_len = _round_up(budget, alignment)
+        # Ring of slot buffers: tokens int32 [ribbon_len], cu_seqlens int32 [max_seqs + 1],
+        # seq_ids int64 [max_seqs]. On cuda they are pinned torch tensors (host memory the
+        # GPU copies from asynchronously); the C++ side writes them through numpy views.
+        self._tokens, self._cu = self._allocate(slots, ribbon_len, max_seqs + 1, device)
+        self._ids = [np.zeros(max_seqs, dtype=np.int64) for _ in range(slots)]
+        self._core = _core.Packer(
+            budget=budget,
+            reserve_per_seq=reserve_per_seq,
+            max_seqs=max_seqs,
+            alignment=alignment,
+            efficient_tokens=efficient_tokens,
+            max_wait_s=max_wait_s,
+            latency_target_s=latency_target_s,
+            slot_tokens=[_numpy_view(t) for t in self._tokens],
+            slot_cu_seqlens=[_numpy_view(c) for c in self._cu],
+            slot_seq_ids=self._ids,
+            pad_token=pad_token,
+        )
+
+    @staticmethod
+    def _allocate(slots: int, ribbon_len: int, cu_len: int, device: str) -> tuple[list[Any], list[Any]]:
+        if device == "cpu":
+            return (
+                [np.zeros(ribbon_len, dtype=np.int32) for _ in range(slots)],
+                [np.zeros(cu_len, dtype=np.int32) for _ in range(slots)],
+            )
+        if device.startswith("cuda") or device == "torch-cpu":
+            import torch  # only the GPU path needs torch
+
+            def make(n: int) -> torch.Tensor:
+                t = torch.zeros(n, dtype=torch.int32)  # int32 [n]
+                return t.pin_memory() if device.startswith("cuda") else t
+
+            return [make(ribbon_len) for _ in range(slots)], [make(cu_len) for _ in range(slots)]
+        raise ValueError(f"device must be 'cpu', 'torch-cpu' or 'cuda[:N]', got {device!r}")
+
+    @classmethod
+    def from_settings(
+        cls, settings: PackerSettings, budget: int, reserve_per_seq: int, device: str = "cpu"
+    ) -> Packer:
+        """Builds a packer from validated settings; budget/reserve are resolved by the caller."""
+        return cls(
+            budget=budget,
+            reserve_per_seq=reserve_per_seq,
+            max_seqs=settings.max_seqs_per_bin,
+            efficient_tokens=settings.efficient_tokens,
+            max_wait_s=settings.max_wait_ms / 1000.0,
+            latency_target_s=settings.latency_target_ms / 1000.0,
+            alignment=settings.alignment,
+            slots=settings.slots,
+            device=device,
+        )
+
+    def submit(self, seq_id: int, tokens: np.ndarray | Sequence[int], key: int) -> None:
+        """Queues one sequence (copied); ValueError if it is empty or len + reserve > budget."""
+        self._core.submit(seq_id, _as_int32(seq_id, tokens), key)
+
+    def next_bin(self, timeout_s: float) -> Bin | None:
+        """Waits up to timeout_s (GIL released) for a bin; None on timeout or after close."""
+        info = self._core.next_bin(timeout_s)
+        if info is None:
+            return None
+        s, n = info.slot, info.num_seqs
+        return Bin(
+            slot=s,
+            tokens=self._tokens[s][: info.padded_tokens],  # int32 [T_padded], a view
+            cu_seqlens=self._cu[s][: n + 1],  # int32 [n + 1], a view
+            seq_ids=self._ids[s][:n],  # int64 [n], a view
+            max_seqlen=info.max_seqlen,
+            num_tokens=info.num_tokens,
+            weight=info.weight,
+            oldest_wait_s=info.oldest_wait_s,
+            reason=info.reason,
+        )
+
+    def release(self, slot: int) -> None:
+        """Hands slot back to the ring; its views must no longer be used."""
+        self._core.release(slot)
+
+    def cancel(self, key: int) -> list[int]:
+        """Drops the pending sequences of key; returns their ids in arrival order."""
+        return self._core.cancel(key)
+
+    def drain(self, on: bool = True) -> None:
+        """While on, bins are released as soon as the consumer is ready (shutdown)."""
+        self._core.drain(on)
+
+    def close(self) -> None:
+        """Wakes every waiter; next_bin returns None and submit raises from now on."""
+        self._core.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def pending_tokens(self, key: int) -> int:
+        return self._core.pending_tokens(key)
+
+    def stats(self) -> dict[str, float]:
+        return self._core.stats()
+
+    def __enter__(self) -> Packer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _numpy_view(buf: Any) -> np.ndarray:
+    """A numpy view (no copy) of a numpy array or a CPU/pinned torch tensor."""
+    if isinstance(buf, np.ndarray):
+        return buf
+    view = buf.numpy()  # shares memory with the (pinned) host tensor
+    return view
