@@ -1,0 +1,42 @@
+"""The generation engine: packed prefill and batched decode over bins of documents.
+
+API (the worker's GPU thread is the only caller; nothing here is thread-safe):
+
+    from worker.engine import load_engine, Engine, Generated, autotune_budget
+    eng = load_engine(model_settings, device=None)   # local path or hub id; bf16 on CUDA, fp32 on CPU
+    eng.backend            # "flash_attn" | "varlen" | "reference" (logged at load)
+    eng.name, eng.tokenizer, eng.device
+    eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)
+    eng.budget_weight(n_prompt_tokens) -> int        # n + max_new_tokens: the packer's unit
+    staged = eng.stage(tokens, cu_seqlens, max_seqlen)
+        # H2D copy on a copy stream from a pinned slot view; release the slot once
+        # staged.copied() is true (or after staged.wait_copied()).
+    outs = eng.generate(staged, seeds=None) -> list[Generated]   # ribbon order
+        # Generated(token_ids, text, finish_reason "eos"|"stop"|"length", prompt_tokens)
+        # CUDA OOM: the bin is split and retried (eng.stats["oom_splits"]); nothing is dropped.
+    eng.prefill_last_logits(staged) -> Tensor [n, vocab]
+    autotune_budget(eng, max_new_tokens, ...) -> int  # Phase 0, cached on disk
+
+Importing this package does not import torch; the names load on first use.
+"""
+
+from __future__ import annotations
+
+__all__ = ["load_engine", "Engine", "Generated", "Staged", "autotune_budget", "make_tiny_checkpoint"]
+
+_WHERE = {
+    "load_engine": "worker.engine.loader",
+    "Engine": "worker.engine.engine",
+    "Generated": "worker.engine.engine",
+    "Staged": "worker.engine.engine",
+    "autotune_budget": "worker.engine.autotune",
+    "make_tiny_checkpoint": "worker.engine.tiny",
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'worker.engine' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

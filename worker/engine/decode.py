@@ -1,0 +1,160 @@
+"""Decode: every unfinished document of a bin steps together, one token each per step.
+
+The step is pure tensor work on fixed-size state (one row per document, padded to a bucket
+size), so on CUDA it is captured once per bucket as a CUDA graph and replayed. The host looks at
+the `done` flags only every `check_every` steps; when few enough documents remain, the live rows
+are compacted into a smaller bucket (KV stays in place: rows address their own slots).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import torch
+
+from worker.engine.attention import AttnContext
+from worker.engine.kvcache import KVPool
+from worker.engine.prefill import forward_hidden
+from worker.engine.sampling import choose_tokens
+
+log = logging.getLogger(__name__)
+
+FIELDS = ("tok", "pos", "start", "doc", "ngen", "seed")
+
+
+def bucket_for(n: int) -> int:
+    """Smallest of 1, 2, 3, 4, 6, 8, 12, 16, 24, ... that holds n."""
+    b = 1
+    while True:
+        if b >= n:
+            return b
+        if b >= 2 and b + b // 2 >= n:
+            return b + b // 2
+        b *= 2
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+@dataclass
+class StepConfig:
+    max_new: int
+    temperature: float
+    top_p: float
+    eos: torch.Tensor  # int64 [E] (may be empty)
+    num_splits: int
+
+
+class DecodeState:
+    """Fixed-size per-row state: int64 [B] each, plus done: bool [B]."""
+
+    def __init__(self, size: int, device: torch.device):
+        self.size = size
+        for name in FIELDS:
+            setattr(self, name, torch.zeros(size, dtype=torch.int64, device=device))
+        self.done = torch.ones(size, dtype=torch.bool, device=device)
+
+    def park(self, pool: KVPool) -> None:
+        """Every row becomes padding: done, writing the scratch row, recording into the dummy doc."""
+        self.done.fill_(True)
+        self.start.fill_(pool.scratch_row)
+        self.pos.zero_()
+        self.doc.fill_(pool.dummy_doc)
+        self.ngen.zero_()
+        self.tok.zero_()
+        self.seed.zero_()
+
+    def load(self, rows: dict[str, torch.Tensor], pool: KVPool) -> None:
+        """rows: field -> [m] tensors (m <= size), copied into the first m rows; the rest parked."""
+        self.park(pool)
+        m = rows["tok"].shape[0]
+        for name in FIELDS:
+            getattr(self, name)[:m].copy_(rows[name])
+        self.done[:m].copy_(rows["done"])
+
+    def take(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Rows idx (int64 [m], on device) of every field."""
+        out = {name: getattr(self, name).index_select(0, idx) for name in FIELDS}
+        out["done"] = self.done.index_select(0, idx)
+        return out
+
+
+def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, marker: torch.Tensor) -> None:
+    """Advance every live row by one token, in place. No host sync."""
+    live = ~st.done  # [B]
+    rows = st.start + st.pos  # [B] KV row of the token being fed
+    ctx = AttnContext(
+        mode="decode",
+        k_cache=pool.k,
+        v_cache=pool.v,
+        rows=rows,
+        kv_start=st.start.to(torch.int32),  # [B]
+        kv_len=(st.pos + 1).to(torch.int32),  # [B]
+        num_splits=cfg.num_splits,
+    )
+    hidden = forward_hidden(base, st.tok, st.pos, ctx, marker)  # [B, hidden]
+    logits = lm_head(hidden)  # [B, V]
+    nxt = choose_tokens(logits, cfg.temperature, cfg.top_p, st.seed, st.ngen)  # [B]
+    nxt = torch.where(live, nxt, st.tok)
+    doc = torch.where(live, st.doc, torch.full_like(st.doc, pool.dummy_doc))  # [B]
+    col = st.ngen.clamp(max=cfg.max_new - 1)  # [B]
+    pool.out_tokens.index_put_((doc, col), nxt)
+    st.ngen.add_(live.long())
+    pool.out_len.index_put_((doc,), st.ngen)
+    fin = st.ngen >= cfg.max_new
+    if cfg.eos.numel():
+        fin = fin | torch.isin(nxt, cfg.eos)
+    st.pos.add_(live.long())
+    st.tok.copy_(nxt)
+    st.done.logical_or_(fin & live)
+
+
+class StepRunner:
+    """One DecodeState per bucket size, each with its CUDA graph (CUDA) or run eagerly."""
+
+    def __init__(self, base, lm_head, pool: KVPool, use_graphs: bool, marker: torch.Tensor):
+        self.base, self.lm_head, self.pool, self.marker = base, lm_head, pool, marker
+        self.use_graphs = use_graphs
+        self._states: dict[tuple, tuple[DecodeState, object]] = {}
+        self._gen = -1
+        self.captures = 0
+        self._mempool = None  # one memory pool shared by every captured graph (they never run at once)
+
+    def clear(self) -> None:
+        self._states.clear()
+        self._mempool = None
+
+    def state(self, size: int, cfg: StepConfig) -> tuple[DecodeState, object]:
+        if self._gen != self.pool.generation:  # buffers reallocated: old graphs point at freed memory
+            self.clear()
+            self._gen = self.pool.generation
+        key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new)
+        if key not in self._states:
+            st = DecodeState(size, self.pool.out_tokens.device)
+            st.park(self.pool)
+            graph = self._capture(st, cfg) if self.use_graphs else None
+            self._states[key] = (st, graph)
+        return self._states[key]
+
+    def _capture(self, st: DecodeState, cfg: StepConfig):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):  # warm-up: kernel compilation, cuBLAS workspaces (rows are parked)
+                decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
+        torch.cuda.current_stream().wait_stream(side)
+        if self._mempool is None:
+            self._mempool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._mempool):
+            decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
+        self.captures += 1
+        return graph
+
+    def run(self, st: DecodeState, graph, cfg: StepConfig) -> None:
+        if graph is not None:
+            graph.replay()
+        else:
+            decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)

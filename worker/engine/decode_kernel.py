@@ -1,0 +1,92 @@
+"""Triton decode attention over per-document KV slots (flash-decoding with key splits).
+
+One program per (document, kv head, split): it loads the group's query heads once
+([G_PAD, D], GQA) and streams only its own document's rows of the packed KV buffer, so no
+cache is padded to the longest. Split results are merged with their log-sum-exp in torch.
+Every length is read on the device, so the launch is CUDA-graph safe.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_N = 64
+
+
+@triton.jit
+def _decode_kernel(
+    Q, K, V, Start, Len, O, LSE, scale,
+    stride_qb, stride_qh, stride_kn, stride_kh, stride_vn, stride_vh,
+    stride_ob, stride_oh, stride_os, stride_lb, stride_lh,
+    GROUPS: tl.constexpr, G_PAD: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr,
+    NUM_SPLITS: tl.constexpr, IEEE: tl.constexpr,
+):
+    b = tl.program_id(0)
+    g = tl.program_id(1)
+    s = tl.program_id(2)
+    start = tl.load(Start + b).to(tl.int64)
+    n = tl.load(Len + b)
+    per = tl.cdiv(tl.cdiv(n, NUM_SPLITS), BLOCK) * BLOCK
+    lo = s * per
+    hi = tl.minimum(lo + per, n)
+    offs_g = tl.arange(0, G_PAD)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, BLOCK)
+    heads = g * GROUPS + offs_g
+    gmask = offs_g < GROUPS
+    q = tl.load(Q + b * stride_qb + heads[:, None] * stride_qh + offs_d[None, :], mask=gmask[:, None], other=0.0)
+    m_i = tl.full([G_PAD], float("-inf"), tl.float32)
+    l_i = tl.zeros([G_PAD], tl.float32)
+    acc = tl.zeros([G_PAD, D], tl.float32)
+    for j in range(lo, hi, BLOCK):
+        rows = j + offs_n
+        nmask = rows < hi
+        grow = start + rows.to(tl.int64)
+        k = tl.load(K + grow[:, None] * stride_kn + g * stride_kh + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        if IEEE:
+            qk = tl.dot(q, tl.trans(k), input_precision="ieee")
+        else:
+            qk = tl.dot(q, tl.trans(k))
+        qk = tl.where(nmask[None, :], qk * scale, float("-inf"))  # [G_PAD, BLOCK]
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(qk - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(V + grow[:, None] * stride_vn + g * stride_vh + offs_d[None, :], mask=nmask[:, None], other=0.0)
+        if IEEE:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
+        else:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    safe_l = tl.where(l_i > 0, l_i, 1.0)
+    out = acc / safe_l[:, None]
+    lse = tl.where(l_i > 0, m_i + tl.log(safe_l), float("-inf"))
+    o_ptr = O + b * stride_ob + heads[:, None] * stride_oh + s * stride_os + offs_d[None, :]
+    tl.store(o_ptr, out, mask=gmask[:, None])
+    tl.store(LSE + b * stride_lb + heads * stride_lh + s, lse, mask=gmask)
+
+
+def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_splits: int = 1) -> torch.Tensor:
+    """q: [B, H, D]; k/v_cache: [S, Hkv, D]; kv_start/kv_len: int32 [B] -> [B, H, D] (q's dtype)."""
+    bsz, heads, dim = q.shape
+    kv_heads = k_cache.shape[1]
+    groups = heads // kv_heads
+    g_pad = max(16, triton.next_power_of_2(groups))
+    part = torch.empty(bsz, heads, num_splits, dim, device=q.device, dtype=torch.float32)  # [B, H, S, D]
+    lse = torch.empty(bsz, heads, num_splits, device=q.device, dtype=torch.float32)  # [B, H, S]
+    _decode_kernel[(bsz, kv_heads, num_splits)](
+        q, k_cache, v_cache, kv_start, kv_len, part, lse, scale,
+        q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
+        part.stride(0), part.stride(1), part.stride(2), lse.stride(0), lse.stride(1),
+        GROUPS=groups, G_PAD=g_pad, D=dim, BLOCK=BLOCK_N, NUM_SPLITS=num_splits,
+        IEEE=q.dtype == torch.float32, num_warps=4, num_stages=2,
+    )
+    if num_splits == 1:
+        return part[:, :, 0].to(q.dtype)
+    m = lse.amax(-1, keepdim=True)  # [B, H, 1]
+    w = torch.exp(lse - m)  # [B, H, S]
+    out = (part * w.unsqueeze(-1)).sum(2) / w.sum(-1, keepdim=True)  # [B, H, D]
+    return out.to(q.dtype)
+

@@ -1,0 +1,228 @@
+"""Engine: a loaded model plus the packed-bin generation path (DESIGN.md section 5).
+
+One thread owns CUDA and calls stage()/generate(); nothing here is thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from worker.engine.decode import StepRunner
+from worker.engine.kvcache import KVPool
+from worker.engine.loop import BinResult, LoopConfig, run_bin
+from worker.engine.prefill import no_mask_marker, prefill_logits
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Generated:
+    token_ids: list[int]  # generated ids, EOS excluded
+    text: str
+    finish_reason: Literal["eos", "stop", "length"]
+    prompt_tokens: int
+
+
+@dataclass
+class Staged:
+    """A bin on the device. The caller may release the packer slot once copied() is true."""
+
+    tokens: torch.Tensor  # int32 [T_pad] on the device
+    cu_host: list[int]  # [n+1]
+    max_seqlen: int
+    event: object | None = None  # torch.cuda.Event of the copy (None on CPU: copied at once)
+
+    def copied(self) -> bool:
+        return self.event is None or self.event.query()
+
+    def wait_copied(self) -> None:
+        if self.event is not None:
+            self.event.synchronize()
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.cu_host) - 1
+
+
+@dataclass
+class EngineOptions:
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    stop_strings: tuple[str, ...] = ()
+    instruction: str = "Summarize the following telemetry."
+    use_chat_template: bool = True
+    cuda_graphs: bool = True
+    chunk_tokens: int = 32_768  # prefill activation bound (tokens per forward)
+    check_every: int = 8  # decode steps between host looks at the done flags
+
+
+class Engine:
+    def __init__(self, model, tokenizer, backend: str, options: EngineOptions, name: str):
+        from worker.engine.attention import REGISTERED, register_backends
+
+        register_backends()
+        model.config._attn_implementation = REGISTERED[backend]
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.backend = backend
+        self.options = options
+        self.name = name
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.base = getattr(model, model.base_model_prefix)
+        self.lm_head = model.get_output_embeddings()
+        cfg = model.config
+        self.kv_heads = cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        self.eos_ids: tuple[int, ...] = _eos_ids(model, tokenizer)
+        self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
+        self.marker = no_mask_marker(self.device)
+        graphs = options.cuda_graphs and self.device.type == "cuda"
+        self.runner = StepRunner(self.base, self.lm_head, self.pool, graphs, self.marker)
+        self.stats: dict[str, float] = {"oom_splits": 0, "bins": 0, "docs": 0, "prefill_s": 0.0, "decode_s": 0.0,
+                                        "decode_steps": 0, "live_row_steps": 0, "generated_tokens": 0}
+        self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
+        log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
+                                        "dtype": str(self.dtype), "cuda_graphs": graphs})
+
+    # ---------------------------------------------------------------- prompts
+    def prompt_ids(self, document: str) -> list[int]:
+        """Instruction + document through the chat template when there is one, else a plain prompt."""
+        text = f"{self.options.instruction}\n\n{document}"
+        if self.options.use_chat_template and getattr(self.tokenizer, "chat_template", None):
+            rendered = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
+            )
+            return self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(text + "\nSummary:", add_special_tokens=True)["input_ids"]
+
+    def budget_weight(self, n_prompt_tokens: int) -> int:
+        return n_prompt_tokens + self.options.max_new_tokens
+
+    # ---------------------------------------------------------------- staging
+    def stage(self, tokens: torch.Tensor, cu_seqlens, max_seqlen: int) -> Staged:
+        """tokens: int32 [T_pad] (pinned for a real overlap); cu_seqlens: int32 [n+1] (host)."""
+        cu_host = [int(c) for c in (cu_seqlens.tolist() if hasattr(cu_seqlens, "tolist") else cu_seqlens)]
+        if self._copy_stream is None:
+            return Staged(tokens.to(self.device).clone(), cu_host, int(max_seqlen))
+        with torch.cuda.stream(self._copy_stream):
+            dev = tokens.to(self.device, non_blocking=True)  # [T_pad] int32
+            event = torch.cuda.Event()
+            event.record(self._copy_stream)
+        return Staged(dev, cu_host, int(max_seqlen), event)
+
+    def _ready(self, staged: Staged) -> torch.Tensor:
+        if staged.event is not None:
+            torch.cuda.current_stream(self.device).wait_event(staged.event)
+            staged.tokens.record_stream(torch.cuda.current_stream(self.device))
+        return staged.tokens.long()  # [T_pad] int64
+
+    # ---------------------------------------------------------------- compute
+    @torch.inference_mode()
+    def prefill_last_logits(self, staged: Staged) -> torch.Tensor:
+        """float32 [n, V]: logits at each document's last position (no KV kept)."""
+        tokens = self._ready(staged)
+        return prefill_logits(self.base, self.lm_head, tokens, staged.cu_host, self.options.chunk_tokens, self.marker)
+
+    @torch.inference_mode()
+    def generate(self, staged: Staged, seeds: list[int] | None = None) -> list[Generated]:
+        """One Generated per document, in ribbon order. A CUDA OOM splits the bin and retries."""
+        n = staged.num_docs
+        if n == 0:
+            return []
+        if seeds is None:
+            seeds = [self.options.seed + i for i in range(n)]
+        if len(seeds) != n:
+            raise ValueError(f"seeds has {len(seeds)} entries for {n} documents")
+        tokens = self._ready(staged)
+        return self._generate_split(tokens, staged.cu_host, list(seeds))
+
+    def _generate_split(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
+        try:
+            return self._generate_once(tokens, cu_host, seeds)
+        except torch.cuda.OutOfMemoryError:
+            n = len(cu_host) - 1
+            if n == 1:
+                raise
+            self.free()
+            self.stats["oom_splits"] += 1
+            log.warning("CUDA OOM: splitting the bin", extra={"docs": n, "tokens": cu_host[-1]})
+            half = n // 2
+            left = self._generate_split(tokens[: cu_host[half]], cu_host[: half + 1], seeds[:half])
+            cu_right = [c - cu_host[half] for c in cu_host[half:]]
+            right = self._generate_split(tokens[cu_host[half] : cu_host[-1]], cu_right, seeds[half:])
+            return left + right
+
+    def _loop_config(self, step_limit: int | None = None) -> LoopConfig:
+        o = self.options
+        sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
+        eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
+        return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
+                          step_limit)
+
+    def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
+        stop_check = self._stop_check if self.options.stop_strings else None
+        res = run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu_host, seeds,
+                      self._loop_config(), self.marker, stop_check)
+        self._account(res, len(seeds))
+        lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
+        return [self._finish(ids, i in res.stopped, n) for i, (ids, n) in enumerate(zip(res.tokens, lengths))]
+
+    @torch.inference_mode()
+    def trial(self, tokens: torch.Tensor, cu_host: list[int], step_limit: int) -> BinResult:
+        """Autotune probe: prefill + `step_limit` decode steps of a bin at full KV size (no OOM handling)."""
+        seeds = list(range(len(cu_host) - 1))
+        return run_bin(self.base, self.lm_head, self.runner, self.pool, tokens.to(self.device).long(), cu_host, seeds,
+                       self._loop_config(step_limit), self.marker)
+
+    def free(self) -> None:
+        """Drop the KV pool and captured graphs (autotune, OOM recovery)."""
+        self.runner.clear()
+        self.pool.release()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def _account(self, res: BinResult, n: int) -> None:
+        s = self.stats
+        s["bins"] += 1
+        s["docs"] += n
+        s["prefill_s"] += res.prefill_s
+        s["decode_s"] += res.decode_s
+        s["decode_steps"] += res.decode_steps
+        s["live_row_steps"] += res.live_row_steps
+        s["generated_tokens"] += sum(len(t) for t in res.tokens)
+
+    # ---------------------------------------------------------------- text
+    def _stop_check(self, doc: int, ids: list[int]) -> bool:
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return any(s in text for s in self.options.stop_strings)
+
+    def _finish(self, ids: list[int], stopped: bool, prompt_tokens: int) -> Generated:
+        if ids and ids[-1] in self.eos_ids:
+            ids = ids[:-1]
+            return Generated(ids, self.tokenizer.decode(ids, skip_special_tokens=True), "eos", prompt_tokens)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        if stopped:
+            cut = min(text.index(s) for s in self.options.stop_strings if s in text)
+            keep = next(k for k in range(1, len(ids) + 1) if len(self.tokenizer.decode(ids[:k], skip_special_tokens=True)) >= cut)
+            return Generated(ids[:keep], text[:cut], "stop", prompt_tokens)
+        return Generated(ids, text, "length", prompt_tokens)
+
+
+def _eos_ids(model, tokenizer) -> tuple[int, ...]:
+    ids: set[int] = set()
+    for src in (getattr(model, "generation_config", None), model.config):
+        e = getattr(src, "eos_token_id", None) if src is not None else None
+        if isinstance(e, int):
+            ids.add(e)
+        elif isinstance(e, (list, tuple)):
+            ids.update(int(x) for x in e)
+    if tokenizer is not None and getattr(tokenizer, "eos_token_id", None) is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    return tuple(sorted(ids))

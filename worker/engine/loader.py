@@ -1,0 +1,69 @@
+"""The one loader used by tests and production: a local path or hub id -> Engine."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from worker.engine.attention import choose_backend
+from worker.engine.engine import Engine, EngineOptions
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+
+
+def resolve_device(requested: str | None) -> torch.device:
+    if requested in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(requested)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"model.device={requested!r} but CUDA is not available")
+    return dev
+
+
+def resolve_dtype(requested: str, device: torch.device) -> torch.dtype:
+    """auto: bf16 on CUDA (fp16 where bf16 is unsupported), fp32 on CPU."""
+    if requested != "auto":
+        return _DTYPES[requested]
+    if device.type != "cuda":
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def options_from(settings) -> EngineOptions:
+    """ModelSettings (or any object with the same fields) -> EngineOptions."""
+    return EngineOptions(
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        seed=settings.seed,
+        stop_strings=tuple(settings.stop_strings),
+        instruction=settings.instruction,
+        use_chat_template=settings.use_chat_template,
+        cuda_graphs=settings.cuda_graphs,
+    )
+
+
+def load_engine(settings, device: str | None = None, **option_overrides) -> Engine:
+    """Load the model and tokenizer named by settings.path and wrap them in an Engine.
+
+    `device` overrides settings.device. Honors local_files_only (no download unless allowed).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    dev = resolve_device(device if device is not None else settings.device)
+    dtype = resolve_dtype(settings.dtype, dev)
+    backend = choose_backend(settings.attention, dev)
+    local = bool(getattr(settings, "local_files_only", True))
+    tokenizer = AutoTokenizer.from_pretrained(settings.path, local_files_only=local)
+    model = AutoModelForCausalLM.from_pretrained(settings.path, dtype=dtype, local_files_only=local, attn_implementation="sdpa")
+    model.to(dev)
+    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    opts = options_from(settings)
+    for k, v in option_overrides.items():
+        setattr(opts, k, v)
+    log.info("attention backend chosen", extra={"backend": backend, "device": str(dev), "dtype": str(dtype)})
+    return Engine(model, tokenizer, backend, opts, name=str(settings.path))

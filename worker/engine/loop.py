@@ -1,0 +1,131 @@
+"""The generation loop of one bin: packed prefill, then decode until every document is done.
+
+Reads aloud: prefill -> first tokens -> (replay k steps -> look at done -> stop strings ->
+compact) until done -> read the token table once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from worker.engine.decode import DecodeState, StepConfig, StepRunner, bucket_for, next_pow2
+from worker.engine.kvcache import KVPool, slot_starts
+from worker.engine.prefill import prefill_logits
+from worker.engine.sampling import choose_tokens
+
+
+@dataclass
+class LoopConfig:
+    max_new: int
+    temperature: float
+    top_p: float
+    eos: torch.Tensor  # int64 [E]
+    chunk_tokens: int
+    check_every: int
+    num_sms: int  # 0 on CPU
+    kv_heads: int
+    step_limit: int | None = None  # autotune: stop decoding after this many steps
+
+
+@dataclass
+class BinResult:
+    tokens: list[list[int]]  # generated ids per document (EOS included when hit)
+    stopped: set[int]  # documents ended by a stop string
+    prefill_s: float
+    decode_s: float
+    decode_steps: int
+    live_row_steps: int  # sum over steps of live documents (for KV-floor figures)
+
+
+def _splits(size: int, cfg: LoopConfig) -> int:
+    if cfg.num_sms == 0:
+        return 1
+    want = max(1, -(-2 * cfg.num_sms // max(1, size * cfg.kv_heads)))
+    return min(16, next_pow2(want))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tensor, cu_host: list[int],
+            seeds: list[int], cfg: LoopConfig, marker: torch.Tensor, stop_check=None) -> BinResult:
+    """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings)."""
+    device = tokens.device
+    n = len(cu_host) - 1
+    lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
+    starts = slot_starts(lengths, cfg.max_new)
+    pool.ensure(starts[-1] + lengths[-1] + cfg.max_new, n)
+    t0 = time.perf_counter()
+    logits = prefill_logits(base, lm_head, tokens, cu_host, cfg.chunk_tokens, marker, pool, starts)  # [n, V]
+    seed_t = torch.tensor(seeds, dtype=torch.int64).to(device)  # [n]
+    zero = torch.zeros(n, dtype=torch.int64, device=device)
+    first = choose_tokens(logits, cfg.temperature, cfg.top_p, seed_t, zero)  # [n]
+    doc_ids = torch.arange(n, device=device)  # [n]
+    pool.out_tokens[:n, 0] = first
+    pool.out_len[:n] = 1
+    done = first >= 0 if cfg.max_new == 1 else torch.isin(first, cfg.eos)  # [n]
+    rows = {"tok": first, "pos": torch.tensor(lengths, dtype=torch.int64).to(device), "doc": doc_ids,
+            "start": torch.tensor(starts, dtype=torch.int64).to(device), "ngen": zero + 1, "seed": seed_t, "done": done}
+    _sync(device)
+    t1 = time.perf_counter()
+    steps, live_steps, stopped = _decode(runner, pool, rows, n, cfg, stop_check)
+    _sync(device)
+    t2 = time.perf_counter()
+    counts = pool.out_len[:n].tolist()
+    table = pool.out_tokens[:n].tolist()
+    toks = [table[i][: counts[i]] for i in range(n)]
+    return BinResult(toks, stopped, t1 - t0, t2 - t1, steps, live_steps)
+
+
+def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfig, stop_check):
+    live_idx = [i for i, d in enumerate(rows["done"].tolist()) if not d]
+    if not live_idx:
+        return 0, 0, set()
+    sel = torch.tensor(live_idx, dtype=torch.int64, device=rows["tok"].device)
+    rows = {k: v.index_select(0, sel) for k, v in rows.items()}
+    steps = live_steps = 0
+    stopped: set[int] = set()
+    size = bucket_for(len(live_idx))
+    step_cfg = StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+    st, graph = runner.state(size, step_cfg)
+    st.load(rows, pool)
+    m = len(live_idx)
+    while True:
+        for _ in range(cfg.check_every):
+            runner.run(st, graph, step_cfg)
+        steps += cfg.check_every
+        live_steps += m * cfg.check_every
+        done = st.done[:m].tolist()
+        if stop_check is not None:
+            _apply_stops(st, pool, done, stop_check, stopped)
+        live = [i for i, d in enumerate(done) if not d]
+        if not live or (cfg.step_limit is not None and steps >= cfg.step_limit):
+            return steps, live_steps, stopped
+        new_size = bucket_for(len(live))
+        if new_size < size:
+            rows = st.take(torch.tensor(live, dtype=torch.int64, device=st.tok.device))
+            size = new_size
+            step_cfg = StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+            st, graph = runner.state(size, step_cfg)
+            st.load(rows, pool)
+            m = len(live)
+
+
+def _apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, stopped: set[int]) -> None:
+    docs = st.doc[: len(done)].tolist()
+    live_rows = [r for r, d in enumerate(done) if not d]
+    if not live_rows:
+        return
+    counts = pool.out_len.tolist()
+    table = pool.out_tokens.index_select(0, torch.tensor([docs[r] for r in live_rows], device=st.doc.device)).tolist()
+    for r, ids in zip(live_rows, table):
+        doc = docs[r]
+        if stop_check(doc, ids[: counts[doc]]):
+            st.done[r] = True
+            done[r] = True
+            stopped.add(doc)
