@@ -1,0 +1,262 @@
+"""Input decoding (table and property tests over bad inputs), outputs, dead-letter headers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.messages import (
+    ERROR_CLASSES,
+    MAX_HEADER_MESSAGE_BYTES,
+    BadMessage,
+    InputMessage,
+    OutputMessage,
+    decode_input,
+    decode_output,
+    default_id,
+    dead_letter_headers,
+    encode_output,
+    output_key,
+    parse_dead_letter_headers,
+)
+
+LIMIT = 4096
+FIELDS = ("text", "lines", "id", "source", "kind", "attributes")
+
+
+def _bad(value: bytes | None, max_bytes: int = LIMIT) -> BadMessage:
+    with pytest.raises(BadMessage) as info:
+        decode_input(value, max_bytes=max_bytes)
+    return info.value
+
+
+BAD_TABLE: list[tuple[bytes | None, str]] = [
+    (None, "null_value"),
+    (b"x" * (LIMIT + 1), "oversize"),
+    (b"\xff", "invalid_utf8"),
+    (b"ok \xc3\x28 then", "invalid_utf8"),
+    (b"\xed\xa0\x80", "invalid_utf8"),  # an encoded surrogate
+    (b'{"text": "truncated', "invalid_json"),
+    (b"{'text': 'single quotes'}", "invalid_json"),
+    (b'  \n{"text": "a",}', "invalid_json"),
+    (b'{"text": "\\ud800"}', "invalid_json"),  # a lone surrogate escape
+    (b"[1, 2]", "not_an_object"),
+    (b'["text"]', "not_an_object"),
+    (b"42", "not_an_object"),
+    (b"-1.5e3", "not_an_object"),
+    (b"true", "not_an_object"),
+    (b"null", "not_an_object"),
+    (b"", "empty_text"),
+    (b" \t\r\n ", "empty_text"),
+    (b"\xef\xbb\xbf  ", "empty_text"),
+    (b'"   "', "empty_text"),
+    (b"{}", "missing_text"),
+    (b'{"id": "x", "source": "s"}', "missing_text"),
+    (b'{"text": null}', "missing_text"),
+    (b'{"text": ""}', "empty_text"),
+    (b'{"text": " \\n\\t"}', "empty_text"),
+    (b'{"lines": []}', "empty_text"),
+    (b'{"lines": ["", "  "]}', "empty_text"),
+    (b'{"text": 5}', "schema"),
+    (b'{"text": ["a"]}', "schema"),
+    (b'{"lines": "a"}', "schema"),
+    (b'{"lines": ["a", 1]}', "schema"),
+    (b'{"lines": ["a", null]}', "schema"),
+    (b'{"text": "a", "lines": ["b"]}', "schema"),
+    (b'{"text": "a", "id": 7}', "schema"),
+    (b'{"text": "a", "id": ""}', "schema"),
+    (b'{"text": "a", "id": "  "}', "schema"),
+    (b'{"text": "a", "source": false}', "schema"),
+    (b'{"text": "a", "kind": 1}', "schema"),
+    (b'{"text": "a", "attributes": [1]}', "schema"),
+    (b'{"text": "a", "attributes": "k=v"}', "schema"),
+]
+
+
+@pytest.mark.parametrize("value, error_class", BAD_TABLE, ids=[repr(v)[:40] for v, _ in BAD_TABLE])
+def test_bad_input_table(value: bytes | None, error_class: str) -> None:
+    err = _bad(value)
+    assert err.error_class == error_class, err.message
+    assert err.message and "\n" not in err.message and error_class in ERROR_CLASSES
+
+
+GOOD_TABLE: list[tuple[bytes, dict[str, Any]]] = [
+    (b"link down on gnb-017", {"text": "link down on gnb-017"}),
+    (b"\xef\xbb\xbfBOM then text", {"text": "BOM then text"}),
+    (b"[ 12.345] kernel: oops", {"text": "[ 12.345] kernel: oops"}),
+    (b"2024-05-01T12:00:00Z ERROR x", {"text": "2024-05-01T12:00:00Z ERROR x"}),
+    (b"404 not found", {"text": "404 not found"}),
+    (b'"GET /" 500', {"text": '"GET /" 500'}),
+    (b'"a JSON string"', {"text": "a JSON string"}),
+    (b'  {"text": "padded"}  ', {"text": "padded"}),
+    (b'{"lines": ["a", "  ", "b"]}', {"lines": ["a", "  ", "b"]}),
+    (b'{"text": null, "lines": ["x"]}', {"lines": ["x"]}),
+    (b'{"text": "t", "future_field": {"x": 1}}', {"text": "t"}),
+    (b'{"text": "t", "id": "i", "source": "amf-2/syslog", "kind": "custom", "attributes": {"a": [1, null]}}',
+     {"text": "t", "id": "i", "source": "amf-2/syslog", "kind": "custom", "attributes": {"a": [1, None]}}),
+]
+
+
+@pytest.mark.parametrize("value, expected", GOOD_TABLE, ids=[repr(v)[:40] for v, _ in GOOD_TABLE])
+def test_good_input_table(value: bytes, expected: dict[str, Any]) -> None:
+    msg = decode_input(value, max_bytes=LIMIT)
+    assert msg.model_dump(exclude_none=True) == expected
+    assert not hasattr(msg, "future_field")
+
+
+def test_document_joins_lines_and_size_limit_is_inclusive() -> None:
+    assert decode_input(b'{"lines": ["a", "b"]}', max_bytes=LIMIT).document == "a\nb"
+    assert decode_input(b"x" * 10, max_bytes=10).document == "x" * 10
+    assert _bad(b"x" * 11, max_bytes=10).error_class == "oversize"
+    assert _bad(b"\xff" * 11, max_bytes=10).error_class == "oversize"  # size is checked first
+    with pytest.raises(ValueError):
+        decode_input(b"x", max_bytes=0)
+
+
+# --- property tests ---------------------------------------------------------------------------
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(
+    allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+    st.text(max_size=8), inner, max_size=4), max_leaves=12)
+nonblank = st.text(min_size=1, max_size=200).filter(lambda s: not s.isspace())
+blank = st.text(alphabet=" \t\r\n\x0b\x0c\u00a0\u2003\u3000", max_size=30)
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=300)
+def test_any_bytes_decode_or_raise_bad_message(value: bytes) -> None:
+    try:
+        msg = decode_input(value, max_bytes=200)
+    except BadMessage as err:
+        assert err.error_class in ERROR_CLASSES and err.message
+    else:
+        assert len(value) <= 200 and msg.document.strip()
+
+
+@given(st.binary(max_size=40), st.sampled_from([b"\xff", b"\xc0\xaf", b"\x80", b"\xe2\x82", b"\xf5\x80\x80\x80"]),
+       st.binary(max_size=40))
+def test_invalid_utf8(prefix: bytes, bad: bytes, suffix: bytes) -> None:
+    value = prefix.decode("utf-8", "ignore").encode() + bad + b"\x00" + suffix
+    assert _bad(value).error_class == "invalid_utf8"
+
+
+@given(st.binary(min_size=11, max_size=200))
+def test_oversize(value: bytes) -> None:
+    assert _bad(value, max_bytes=10).error_class == "oversize"
+
+
+@given(json_values.filter(lambda v: not isinstance(v, (dict, str))), st.sampled_from(["", " ", "\n\t"]))
+def test_json_non_objects(value: Any, pad: str) -> None:
+    assert _bad(pad.encode() + orjson.dumps(value)).error_class == "not_an_object"
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=4), st.integers(1, 50))
+def test_truncated_json_objects(obj: dict[str, Any], cut: int) -> None:
+    text = orjson.dumps(obj).decode()
+    assert _bad(text[: max(1, len(text) - cut)].encode()).error_class == "invalid_json"
+
+
+@given(blank, st.sampled_from(["plain", "json_text", "json_string", "lines"]))
+def test_whitespace_only_documents(ws: str, form: str) -> None:
+    value = {"plain": ws.encode(), "json_text": orjson.dumps({"text": ws}), "json_string": orjson.dumps(ws),
+             "lines": orjson.dumps({"lines": [ws, ws]})}[form]
+    assert _bad(value).error_class == "empty_text"
+
+
+def _wrong_type(field: str) -> st.SearchStrategy[Any]:
+    if field == "lines":
+        return json_values.filter(lambda v: v is not None and not isinstance(v, list)) | st.lists(
+            json_values.filter(lambda v: not isinstance(v, str)), min_size=1, max_size=3).map(lambda x: ["ok", *x])
+    if field == "attributes":
+        return json_values.filter(lambda v: v is not None and not isinstance(v, dict))
+    return json_values.filter(lambda v: v is not None and not isinstance(v, str))
+
+
+@given(st.data(), st.sampled_from(FIELDS))
+def test_wrong_type_for_each_field(data: st.DataObject, field: str) -> None:
+    obj: dict[str, Any] = {"lines": ["x"]} if field == "text" else {"text": "x"}
+    if field == "lines":
+        obj = {}
+    obj[field] = data.draw(_wrong_type(field))
+    err = _bad(orjson.dumps(obj))
+    assert err.error_class == "schema" and field in err.message
+
+
+optional_str = st.none() | nonblank
+
+
+@given(st.one_of(nonblank.map(lambda t: {"text": t}),
+                 st.lists(st.text(max_size=30), min_size=1, max_size=5).filter(
+                     lambda ls: any(not s.isspace() and s for s in ls)).map(lambda ls: {"lines": ls})),
+       optional_str, optional_str, optional_str, st.none() | st.dictionaries(st.text(max_size=8), json_values,
+                                                                           max_size=3))
+def test_good_json_round_trip(doc: dict[str, Any], id_: str | None, source: str | None, kind: str | None,
+                              attributes: dict[str, Any] | None) -> None:
+    obj = {**doc, "id": id_, "source": source, "kind": kind, "attributes": attributes}
+    msg = decode_input(orjson.dumps(obj), max_bytes=1 << 20)
+    assert msg.model_dump() == {"text": None, "lines": None, **obj}
+    assert msg.document == (doc["text"] if "text" in doc else "\n".join(doc["lines"]))
+    assert InputMessage.model_validate(orjson.loads(orjson.dumps(msg.model_dump()))) == msg
+
+
+@given(nonblank)
+def test_plain_and_json_string_text_round_trip(text: str) -> None:
+    plain = "x" + text  # cannot start like JSON
+    assert decode_input(plain.encode(), max_bytes=1 << 20).text == plain
+    assert decode_input(orjson.dumps(text), max_bytes=1 << 20).text == text
+
+
+# --- outputs and dead letters -------------------------------------------------------------------
+
+def _output(**changes: Any) -> OutputMessage:
+    base: dict[str, Any] = dict(
+        id=default_id("in", 2, 41), source="gnb-017/oam", kind="log", attributes={"site": "x", "n": [1, 2]},
+        input={"topic": "in", "partition": 2, "offset": 41}, summary="Cell 3 lost sync.", highlights=["l1", "l2"],
+        mode="generative", model="tiny-random", tokens={"input": 120, "output": 30, "chunks": 1},
+        truncated=False, timing_ms={"queued": 1.5, "gpu": 20.0, "total": 25.25},
+    )
+    return OutputMessage.model_validate({**base, **changes})
+
+
+def test_output_round_trip_and_key() -> None:
+    msg = _output()
+    data = encode_output(msg)
+    assert orjson.loads(data)["schema_version"] == 1 and orjson.loads(data)["id"] == "in:2:41"
+    assert decode_output(data) == msg
+    assert output_key(None, msg) == b"in:2:41" and output_key(b"k", msg) == b"k"
+
+
+@pytest.mark.parametrize("changes", [
+    {"mode": "abstractive"}, {"schema_version": 2}, {"tokens": {"input": 1, "output": 1, "chunks": 0}},
+    {"input": {"topic": "in", "partition": -1, "offset": 0}}, {"surprise": 1}, {"id": ""},
+])
+def test_output_rejects_invalid(changes: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        _output(**changes)
+
+
+def test_dead_letter_headers() -> None:
+    err = _bad(b'{"text": 5}')
+    headers = dead_letter_headers(err, topic="in", partition=3, offset=99, worker_version="0.1.0")
+    assert [k for k, _ in headers] == ["error.class", "error.message", "source.topic", "source.partition",
+                                       "source.offset", "worker.version"]
+    values = dict(headers)
+    assert values["error.class"] == b"schema" and b"text" in values["error.message"]
+    assert (values["source.topic"], values["source.partition"], values["source.offset"]) == (b"in", b"3", b"99")
+    assert values["worker.version"] == b"0.1.0"
+    parsed = parse_dead_letter_headers([("other", b"x"), *headers])
+    assert (parsed.error_class, parsed.source_offset) == ("schema", "99")
+
+
+@given(st.text(min_size=1, max_size=3000).filter(lambda s: s.strip()))
+def test_dead_letter_message_is_bounded_valid_utf8(reason: str) -> None:
+    headers = dict(dead_letter_headers(BadMessage("schema", reason), topic="t", partition=0, offset=0,
+                                       worker_version="v"))
+    message = headers["error.message"]
+    assert len(message) <= MAX_HEADER_MESSAGE_BYTES and b"\n" not in message
+    assert " ".join(reason.split()).startswith(message.decode("utf-8"))
