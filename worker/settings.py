@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from worker._settings_load import SettingsError, env_var_for, layered_values, validation_error
@@ -126,7 +126,9 @@ class PackerSettings(_Group):
         json_schema_extra=_allowed("'auto' | integer >= 16"),
     )
     max_seqs_per_bin: int = Field(256, ge=1, le=65_536, description="documents per bin at most")
-    reserve_per_seq: int | None = Field(None, ge=0, description="tokens reserved per document for generation; default max_new_tokens")
+    reserve_per_seq: int | None = Field(
+        None, ge=0, description="tokens reserved per document for generation; default max_new_tokens"
+    )
     efficient_tokens: int = Field(8_192, ge=1, description="a bin this full is worth sending at once")
     max_wait_ms: float = Field(50.0, ge=0.0, description="longest a bin waits to fill")
     latency_target_ms: float = Field(2_000.0, gt=0.0, description="per-message latency target")
@@ -142,18 +144,28 @@ class PackerSettings(_Group):
 
 
 class ModelSettings(_Group):
-    path: str = Field("tiny-random", min_length=1, description="local path or hub id of a causal LM (or encoder in extractive mode)")
+    path: str = Field(
+        "tiny-random", min_length=1,
+        description="local path or hub id of a causal LM (or encoder in extractive mode)",
+    )
     mode: Literal["generative", "extractive"] = Field("generative", description="write a summary, or pick lines")
-    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field("auto", description="auto: bf16 on CUDA, fp32 on CPU")
-    device: str = Field("auto", description="where the model runs", json_schema_extra=_allowed("'auto' | 'cpu' | 'cuda' | 'cuda:N'"))
-    attention: Literal["auto", "flash_attn", "varlen", "reference"] = Field("auto", description="attention backend")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="auto: bf16 on CUDA, fp32 on CPU"
+    )
+    device: str = Field(
+        "auto", description="where the model runs", json_schema_extra=_allowed("'auto' | 'cpu' | 'cuda' | 'cuda:N'")
+    )
+    attention: Literal["auto", "flash_attn", "varlen", "reference"] = Field(
+        "auto", description="attention backend"
+    )
     max_new_tokens: int = Field(128, ge=1, le=8_192, description="generated tokens per summary at most")
     temperature: float = Field(0.0, ge=0.0, le=10.0, description="0 = greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     seed: int = Field(0, description="base seed; each document's seed derives from its id")
     stop_strings: tuple[str, ...] = Field((), description="generation stops at any of these")
     instruction: str = Field(
-        "Summarize the following telemetry for an on-call engineer. Name the failing element, the error and its likely cause.",
+        "Summarize the following telemetry for an on-call engineer. "
+        "Name the failing element, the error and its likely cause.",
         min_length=1, description="prompt placed before each document",
     )
     use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
@@ -230,7 +242,7 @@ def load_settings(
     values, provenance = layered_values(Settings, path, env, overrides or {})
     try:
         return Settings(**values)
-    except ValueError as exc:  # pydantic.ValidationError
+    except ValidationError as exc:
         raise validation_error(Settings, exc, values, provenance) from None
 
 
