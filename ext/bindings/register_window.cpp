@@ -91,7 +91,7 @@ void register_window(py::module_& m) {
   m.def(
       "pack_offline",
       [](const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& lengths,
-         uint32_t budget, uint32_t reserve_per_seq, uint32_t max_seqs) {
+         uint32_t budget, uint32_t reserve_per_seq, uint32_t max_seqs, uint64_t window) {
         if (lengths.ndim() != 1)
           throw std::invalid_argument("lengths must be 1-D, got " +
                                       std::to_string(lengths.ndim()) + "-D");
@@ -99,12 +99,15 @@ void register_window(py::module_& m) {
         std::vector<int64_t> bins;
         {
           py::gil_scoped_release nogil;
-          bins = pack_offline(v, budget, reserve_per_seq, max_seqs);
+          bins = pack_offline(v, budget, reserve_per_seq, max_seqs, window);
         }
         return to_numpy(std::move(bins));
       },
       py::arg("lengths"), py::arg("budget"), py::arg("reserve_per_seq"), py::arg("max_seqs"),
-      "Packs all lengths at once with the packer's selection; returns each one's bin index.");
+      py::arg("window") = 0,
+      "Packs lengths with the packer's selection (window 0: all pending at once; else\n"
+      "streaming: arrive until the pending weight reaches window, form one bin, repeat);\n"
+      "returns each sequence's bin index.");
 }
 
 }  // namespace ribbon
