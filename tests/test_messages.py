@@ -27,6 +27,8 @@ from worker.messages import (
 LIMIT = 4096
 FIELDS = ("text", "lines", "id", "source", "kind", "attributes")
 
+PROPERTY = settings(deadline=None)  # no per-example deadline: CI machines are shared
+
 
 def _bad(value: bytes | None, max_bytes: int = LIMIT) -> BadMessage:
     with pytest.raises(BadMessage) as info:
@@ -127,8 +129,8 @@ nonblank = st.text(min_size=1, max_size=200).filter(lambda s: not s.isspace())
 blank = st.text(alphabet=" \t\r\n\x0b\x0c\u00a0\u2003\u3000", max_size=30)
 
 
+@settings(deadline=None, max_examples=300)
 @given(st.binary(max_size=300))
-@settings(max_examples=300)
 def test_any_bytes_decode_or_raise_bad_message(value: bytes) -> None:
     try:
         msg = decode_input(value, max_bytes=200)
@@ -138,6 +140,7 @@ def test_any_bytes_decode_or_raise_bad_message(value: bytes) -> None:
         assert len(value) <= 200 and msg.document.strip()
 
 
+@PROPERTY
 @given(st.binary(max_size=40), st.sampled_from([b"\xff", b"\xc0\xaf", b"\x80", b"\xe2\x82", b"\xf5\x80\x80\x80"]),
        st.binary(max_size=40))
 def test_invalid_utf8(prefix: bytes, bad: bytes, suffix: bytes) -> None:
@@ -145,22 +148,26 @@ def test_invalid_utf8(prefix: bytes, bad: bytes, suffix: bytes) -> None:
     assert _bad(value).error_class == "invalid_utf8"
 
 
+@PROPERTY
 @given(st.binary(min_size=11, max_size=200))
 def test_oversize(value: bytes) -> None:
     assert _bad(value, max_bytes=10).error_class == "oversize"
 
 
+@PROPERTY
 @given(json_values.filter(lambda v: not isinstance(v, (dict, str))), st.sampled_from(["", " ", "\n\t"]))
 def test_json_non_objects(value: Any, pad: str) -> None:
     assert _bad(pad.encode() + orjson.dumps(value)).error_class == "not_an_object"
 
 
+@PROPERTY
 @given(st.dictionaries(st.text(max_size=8), json_values, min_size=1, max_size=4), st.integers(1, 50))
 def test_truncated_json_objects(obj: dict[str, Any], cut: int) -> None:
     text = orjson.dumps(obj).decode()
     assert _bad(text[: max(1, len(text) - cut)].encode()).error_class == "invalid_json"
 
 
+@PROPERTY
 @given(blank, st.sampled_from(["plain", "json_text", "json_string", "lines"]))
 def test_whitespace_only_documents(ws: str, form: str) -> None:
     value = {"plain": ws.encode(), "json_text": orjson.dumps({"text": ws}), "json_string": orjson.dumps(ws),
@@ -177,6 +184,7 @@ def _wrong_type(field: str) -> st.SearchStrategy[Any]:
     return json_values.filter(lambda v: v is not None and not isinstance(v, str))
 
 
+@PROPERTY
 @given(st.data(), st.sampled_from(FIELDS))
 def test_wrong_type_for_each_field(data: st.DataObject, field: str) -> None:
     obj: dict[str, Any] = {"lines": ["x"]} if field == "text" else {"text": "x"}
@@ -190,6 +198,7 @@ def test_wrong_type_for_each_field(data: st.DataObject, field: str) -> None:
 optional_str = st.none() | nonblank
 
 
+@PROPERTY
 @given(st.one_of(nonblank.map(lambda t: {"text": t}),
                  st.lists(st.text(max_size=30), min_size=1, max_size=5).filter(
                      lambda ls: any(not s.isspace() and s for s in ls)).map(lambda ls: {"lines": ls})),
@@ -204,6 +213,7 @@ def test_good_json_round_trip(doc: dict[str, Any], id_: str | None, source: str 
     assert InputMessage.model_validate(orjson.loads(orjson.dumps(msg.model_dump()))) == msg
 
 
+@PROPERTY
 @given(nonblank)
 def test_plain_and_json_string_text_round_trip(text: str) -> None:
     plain = "x" + text  # cannot start like JSON
@@ -253,6 +263,7 @@ def test_dead_letter_headers() -> None:
     assert (parsed.error_class, parsed.source_offset) == ("schema", "99")
 
 
+@PROPERTY
 @given(st.text(min_size=1, max_size=3000).filter(lambda s: s.strip()))
 def test_dead_letter_message_is_bounded_valid_utf8(reason: str) -> None:
     headers = dict(dead_letter_headers(BadMessage("schema", reason), topic="t", partition=0, offset=0,

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
@@ -19,6 +19,8 @@ from worker.schemas import REGENERATE, build_schemas, generated_files, main
 from worker.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+PROPERTY = settings(deadline=None)  # no per-example deadline: CI machines are shared
 
 
 @functools.lru_cache(maxsize=None)
@@ -80,6 +82,7 @@ _values = st.none() | st.booleans() | st.integers(-5, 5) | st.text(alphabet=" a\
     st.sampled_from(["k", "x"]), st.integers(0, 1), max_size=2)
 
 
+@PROPERTY
 @given(st.dictionaries(st.sampled_from(["text", "lines", "id", "source", "kind", "attributes", "other"]), _values))
 def test_input_schema_and_decoder_agree(obj: dict[str, Any]) -> None:
     try:
