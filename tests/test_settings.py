@@ -104,7 +104,8 @@ def test_blank_bootstrap_means_embedded_broker(tmp_path: Path) -> None:
 ERRORS = [
     ("bad type env", "", {"RIBBON_PACKER__SLOTS": "many"}, {}, "packer.slots", "RIBBON_PACKER__SLOTS", "integer"),
     ("bad type toml", '[server]\nport = "x"\n', {}, {}, "server.port", "RIBBON_SERVER__PORT", "config file"),
-    ("fractional int", "[kafka]\nworker_slot = 1.5\n", {}, {}, "kafka.worker_slot", "RIBBON_KAFKA__WORKER_SLOT", ">= 0"),
+    ("fractional int", "[kafka]\nworker_slot = 1.5\n", {}, {}, "kafka.worker_slot", "RIBBON_KAFKA__WORKER_SLOT",
+     ">= 0"),
     ("above range", "", {}, {"server.port": "70000"}, "server.port", "RIBBON_SERVER__PORT", "<= 65535"),
     ("below range", "", {"RIBBON_DRAIN_TIMEOUT_S": "-1"}, {}, "drain_timeout_s", "RIBBON_DRAIN_TIMEOUT_S", ">= 0"),
     ("literal env", "", {"RIBBON_KAFKA__DELIVERY": "twice"}, {}, "kafka.delivery", "RIBBON_KAFKA__DELIVERY",
