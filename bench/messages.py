@@ -25,7 +25,8 @@ def _log_lines(rng: random.Random, n_bytes: int) -> list[str]:
     lines, size = [], 0
     while size < n_bytes:
         line = (f"2026-12-02T10:{rng.randrange(60):02d}:{rng.randrange(60):02d}Z gnb-{rng.randrange(999):03d} "
-                f"ERROR S1AP link {rng.randrange(16)} lost sync, retry {rng.randrange(9)} cause=0x{rng.getrandbits(16):04x}")
+                f"ERROR S1AP link {rng.randrange(16)} lost sync, retry {rng.randrange(9)} "
+                f"cause=0x{rng.getrandbits(16):04x}")
         lines.append(line)
         size += len(line) + 1
     return lines
