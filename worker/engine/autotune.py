@@ -68,7 +68,7 @@ def _peak_for(eng, weight: int, max_new: int, doc_len: int, steps: int) -> int:
     return torch.cuda.max_memory_allocated(eng.device)
 
 
-def search_budget(eng, max_new: int, margin: float = 0.88, max_budget: int = 1 << 20, doc_len: int = 1024,
+def search_budget(eng, max_new: int, margin: float = 0.88, max_budget: int = 1 << 19, doc_len: int = 1024,
                   steps: int = 16) -> tuple[int, dict]:
     """Fit peak(weight) = a + b * weight from two probes, solve for margin * capacity, confirm."""
     total = torch.cuda.get_device_properties(eng.device).total_memory

@@ -134,7 +134,14 @@ class StepRunner:
         if key not in self._states:
             st = DecodeState(size, self.pool.out_tokens.device)
             st.park(self.pool)
-            graph = self._capture(st, cfg) if self.use_graphs else None
+            graph = None
+            if self.use_graphs:
+                try:
+                    graph = self._capture(st, cfg)
+                except RuntimeError as exc:  # keep serving, eagerly, and say why
+                    log.warning("CUDA graph capture failed; decoding eagerly", extra={"error": str(exc)[:300]})
+                    self.use_graphs = False
+                    st.park(self.pool)
             self._states[key] = (st, graph)
         return self._states[key]
 

@@ -203,14 +203,17 @@ class Engine:
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return any(s in text for s in self.options.stop_strings)
 
+    def _text(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True) if self.tokenizer is not None else ""
+
     def _finish(self, ids: list[int], stopped: bool, prompt_tokens: int) -> Generated:
         if ids and ids[-1] in self.eos_ids:
             ids = ids[:-1]
-            return Generated(ids, self.tokenizer.decode(ids, skip_special_tokens=True), "eos", prompt_tokens)
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            return Generated(ids, self._text(ids), "eos", prompt_tokens)
+        text = self._text(ids)
         if stopped:
             cut = min(text.index(s) for s in self.options.stop_strings if s in text)
-            keep = next(k for k in range(1, len(ids) + 1) if len(self.tokenizer.decode(ids[:k], skip_special_tokens=True)) >= cut)
+            keep = next(k for k in range(1, len(ids) + 1) if len(self._text(ids[:k])) >= cut)
             return Generated(ids[:keep], text[:cut], "stop", prompt_tokens)
         return Generated(ids, text, "length", prompt_tokens)
 

@@ -48,8 +48,8 @@ class KVPool:
             self.k, self.v = [], []  # free before allocating the larger buffers
             new_rows = max(rows, self.rows + self.rows // 4)
             shape = (new_rows + 1, self.kv_heads, self.head_dim)
-            self.k = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
-            self.v = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+            self.k = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
+            self.v = [torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(self.layers)]
             self.rows = new_rows
             self.generation += 1
         if docs > self.docs or self.out_tokens is None:

@@ -67,3 +67,25 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
         setattr(opts, k, v)
     log.info("attention backend chosen", extra={"backend": backend, "device": str(dev), "dtype": str(dtype)})
     return Engine(model, tokenizer, backend, opts, name=str(settings.path))
+
+
+def random_model(config_path: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
+    """A model of this architecture (config JSON) with random weights, built on `device` (benchmarks)."""
+    import json
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with open(config_path) as f:
+        cfg = AutoConfig.for_model(**json.load(f))
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    return model.eval()
+
+
+def engine_for_model(model, tokenizer, attention: str = "auto", name: str = "model", **options) -> Engine:
+    """Wrap an already-built model (random weights in benchmarks) the same way load_engine does."""
+    dev = next(model.parameters()).device
+    backend = choose_backend(attention, dev)
+    log.info("attention backend chosen", extra={"backend": backend, "device": str(dev)})
+    return Engine(model, tokenizer, backend, EngineOptions(**options), name=name)

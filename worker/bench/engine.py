@@ -1,0 +1,296 @@
+"""`ribbon bench engine`: Ribbon's packed engine against Hugging Face on one GPU.
+
+Random weights of public architectures (config/models/*.json), bf16. For each model and mix:
+prefill only (HF padded batches of 8 vs Ribbon packed bins) and generation of max_new tokens on
+a subset that every system runs (HF generate in padded batches of 8, HF generate_batch, Ribbon).
+Ceilings measured in the same run: bf16 matmul rate (MFU) and device copy bandwidth (decode floor).
+Writes one JSON (and, with --plot, PNGs) under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+MIXES = ("stress", "uniform")
+MODELS = {"7b": "config/models/qwen2.5-7b.json", "0.5b": "config/models/qwen2.5-0.5b.json"}
+
+
+def make_mix(kind: str, vocab: int, seed: int = 0, n: int | None = None) -> list[list[int]]:
+    """stress: 400 docs alternating 60-175 and 2,420-2,660 tokens; uniform: 300 docs of 65-2,530."""
+    rng = random.Random(seed)
+    if kind == "stress":
+        lens = [rng.randint(60, 175) if i % 2 == 0 else rng.randint(2420, 2660) for i in range(n or 400)]
+    elif kind == "uniform":
+        lens = [rng.randint(65, 2530) for _ in range(n or 300)]
+    else:
+        raise ValueError(f"unknown mix {kind!r}")
+    return [[rng.randrange(100, vocab - 100) for _ in range(k)] for k in lens]
+
+
+def ffd_bins(weights: list[int], budget: int) -> list[list[int]]:
+    """First-fit decreasing: lists of document indices whose weights sum to <= budget."""
+    order = sorted(range(len(weights)), key=lambda i: -weights[i])
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for i in order:
+        for b, r in enumerate(room):
+            if weights[i] <= r:
+                bins[b].append(i)
+                room[b] -= weights[i]
+                break
+        else:
+            bins.append([i])
+            room.append(budget - weights[i])
+    return bins
+
+
+def ceilings() -> dict:
+    import torch
+
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ b
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        a @ b
+    torch.cuda.synchronize()
+    tflops = 10 * 2 * 8192**3 / (time.perf_counter() - t0) / 1e12
+    src = torch.empty(2 * 2**30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(10):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    bw = 10 * 2 * src.numel() / (time.perf_counter() - t0)  # bytes read + written per second
+    del a, b, src, dst
+    torch.cuda.empty_cache()
+    return {"bf16_matmul_tflops": tflops, "copy_bytes_per_s": bw}
+
+
+def model_figures(model) -> dict:
+    """Matmul parameters per token and bytes a decode step must read (weights)."""
+    import torch
+
+    base = getattr(model, model.base_model_prefix)
+    layer_params = sum(p.numel() for n, p in base.layers.named_parameters() if p.dim() == 2)
+    emb = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    untied = head.data_ptr() != emb.data_ptr()
+    read = total - (emb.numel() * emb.element_size() if untied else 0)  # embedding: only B rows are read
+    cfg = model.config
+    return {"layer_matmul_params": layer_params, "weight_bytes_read_per_step": read, "layers": cfg.num_hidden_layers,
+            "q_dim": cfg.num_attention_heads * (getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads),
+            "dtype": str(torch.bfloat16)}
+
+
+def prefill_flops(fig: dict, lens: list[int]) -> float:
+    attn = fig["layers"] * fig["q_dim"] * 2 * sum(n * n for n in lens)  # causal QK^T + PV
+    return 2.0 * fig["layer_matmul_params"] * sum(lens) + attn
+
+
+def _stage(eng, docs: list[list[int]], idx: list[int]):
+    import torch
+
+    sel = [docs[i] for i in idx]
+    cu = [0]
+    for d in sel:
+        cu.append(cu[-1] + len(d))
+    pad = (-cu[-1]) % 16
+    ribbon = torch.empty(cu[-1] + pad, dtype=torch.int32).pin_memory()  # [T_pad] like a packer slot
+    ribbon[: cu[-1]] = torch.tensor([t for d in sel for t in d], dtype=torch.int32)
+    ribbon[cu[-1]:] = 0
+    return eng.stage(ribbon, torch.tensor(cu, dtype=torch.int32), max(len(d) for d in sel))
+
+
+def ribbon_prefill(eng, docs: list[list[int]], bin_tokens: int) -> dict:
+    import torch
+
+    bins = ffd_bins([len(d) for d in docs], bin_tokens)
+    eng.prefill_last_logits(_stage(eng, docs, bins[0]))  # warm-up
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    t0 = time.perf_counter()
+    nxt = _stage(eng, docs, bins[0])
+    for k in range(len(bins)):
+        cur = nxt
+        if k + 1 < len(bins):
+            nxt = _stage(eng, docs, bins[k + 1])  # the next copy overlaps this bin's compute
+        eng.prefill_last_logits(cur)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    real = sum(len(d) for d in docs)
+    padded = sum(-(-sum(len(docs[i]) for i in b) // 16) * 16 for b in bins)
+    return {"wall_s": wall, "real_tokens": real, "tokens_per_s": real / wall, "padding_pct": 100.0 * (1 - real / padded),
+            "bins": len(bins), "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
+
+
+def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: float) -> dict:
+    import torch
+
+    max_new = eng.options.max_new_tokens
+    bins = ffd_bins([len(d) + max_new for d in docs], budget)
+    eng.generate(_stage(eng, docs, bins[0][:4]))  # warm-up: kernels, one graph
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = dict(eng.stats)
+    floor_s = 0.0
+    out_tokens = 0
+    t0 = time.perf_counter()
+    for b in bins:
+        steps0 = eng.stats["decode_steps"]
+        outs = eng.generate(_stage(eng, docs, b))
+        out_tokens += sum(len(o.token_ids) for o in outs)
+        steps = eng.stats["decode_steps"] - steps0
+        kv_rows = sum(len(docs[i]) for i in b) + len(b) * max_new / 2  # live rows, averaged over the steps
+        floor_s += steps * (fig["weight_bytes_read_per_step"] + kv_rows * eng.pool.bytes_per_row) / bw
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    d = {k: eng.stats[k] - before[k] for k in eng.stats}
+    step_ms = 1e3 * d["decode_s"] / max(1, d["decode_steps"])
+    floor_ms = 1e3 * floor_s / max(1, d["decode_steps"])
+    return {"wall_s": wall, "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / wall, "bins": len(bins),
+            "prefill_s": d["prefill_s"], "decode_s": d["decode_s"], "decode_steps": d["decode_steps"],
+            "decode_step_ms": step_ms, "decode_floor_ms": floor_ms, "decode_vs_floor": step_ms / floor_ms,
+            "oom_splits": d["oom_splits"], "graph_captures": eng.runner.captures,
+            "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
+
+
+def _log(msg: str, **kv) -> None:
+    print(json.dumps({"t": round(time.time(), 1), "msg": msg, **kv}), flush=True)
+
+
+def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
+    import torch
+
+    from worker.bench import engine_hf as hf
+    from worker.engine.autotune import autotune_budget
+    from worker.engine.loader import engine_for_model, random_model
+
+    t0 = time.perf_counter()
+    model = random_model(MODELS[key], torch.device("cuda"), torch.bfloat16)
+    fig = model_figures(model)
+    eng = engine_for_model(model, None, attention=args.attention, name=f"qwen2.5-{key}-random",
+                           max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens)
+    eng.eos_ids = tuple(sorted({model.config.eos_token_id}))
+    res = results.setdefault(key, {"backend": eng.backend, "figures": fig, "load_s": time.perf_counter() - t0})
+    budget = autotune_budget(eng, args.max_new, override=args.budget, cache_path=Path(args.out) / "autotune_cache.json")
+    res["budget"] = budget
+    _log("model ready", model=key, backend=eng.backend, budget=budget)
+    for mix in args.mixes:
+        docs = make_mix(mix, model.config.vocab_size, n=args.docs)
+        lens = [len(d) for d in docs]
+        r = res.setdefault(mix, {"docs": len(docs), "tokens": sum(lens)})
+        flops = prefill_flops(fig, lens)
+        for name, fn in (("hf_padded", lambda: hf.hf_prefill(model, docs)),
+                         ("ribbon", lambda: _ribbon_prefill(eng, model, docs, args.chunk_tokens))):
+            if name == "hf_padded" and args.skip_hf:
+                continue
+            out = fn()
+            out["mfu"] = flops / out["wall_s"] / (ceil["bf16_matmul_tflops"] * 1e12)
+            r.setdefault("prefill", {})[name] = out
+            _log("prefill", model=key, mix=mix, system=name, tok_s=round(out["tokens_per_s"]), mfu=round(out["mfu"], 3))
+            save()
+        sub = docs[: args.gen_docs]
+        g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
+        systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil["copy_bytes_per_s"]))]
+        if not args.skip_hf:
+            systems += [("hf_generate_batch", lambda: hf.hf_generate_batch(model, sub, args.max_new)),
+                        ("hf_generate_padded", lambda: hf.hf_generate(model, sub, args.max_new))]
+        for name, fn in systems:
+            try:
+                g[name] = fn()
+            except Exception as exc:  # a baseline that fails is reported, not fatal
+                g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+            _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"))
+            save()
+        if args.full_corpus_generate:
+            r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil["copy_bytes_per_s"])
+            _log("generate full corpus", model=key, mix=mix, wall=r["generate_full_corpus_ribbon"]["wall_s"])
+            save()
+    eng.free()
+    del eng, model
+    torch.cuda.empty_cache()
+
+
+def _ribbon_prefill(eng, model, docs, chunk):
+    from worker.engine.attention import REGISTERED
+
+    model.config._attn_implementation = REGISTERED[eng.backend]
+    return ribbon_prefill(eng, docs, chunk)
+
+
+def _ribbon_gen(eng, model, docs, budget, fig, bw):
+    from worker.engine.attention import REGISTERED
+
+    model.config._attn_implementation = REGISTERED[eng.backend]
+    return ribbon_generate(eng, docs, budget, fig, bw)
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="ribbon bench engine", description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="7b,0.5b", help="comma list of: " + ", ".join(MODELS))
+    p.add_argument("--mixes", default=",".join(MIXES), help="comma list of: stress, uniform")
+    p.add_argument("--docs", type=int, default=None, help="documents per mix (default: 400 stress, 300 uniform)")
+    p.add_argument("--gen-docs", type=int, default=96, help="subset (first N) generated by every system")
+    p.add_argument("--max-new", type=int, default=128)
+    p.add_argument("--chunk-tokens", type=int, default=32_768, help="Ribbon prefill tokens per forward")
+    p.add_argument("--budget", type=int, default=None, help="token budget (default: Phase-0 autotune)")
+    p.add_argument("--attention", default="auto", choices=["auto", "flash_attn", "varlen", "reference"])
+    p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
+    p.add_argument("--full-corpus-generate", action="store_true", help="also generate for every document with Ribbon")
+    p.add_argument("--out", default="bench/results")
+    p.add_argument("--name", default="engine_h200.json")
+    p.add_argument("--plot", default=None, help="only draw PNGs from this results JSON")
+    a = p.parse_args(argv)
+    a.models = [m for m in a.models.split(",") if m]
+    a.mixes = [m for m in a.mixes.split(",") if m]
+    return a
+
+
+def main(argv=None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if args.plot:
+        from worker.bench.engine_plot import plot
+
+        for path in plot(args.plot, args.out):
+            print(path)
+        return 0
+    import torch
+    import transformers
+
+    if not torch.cuda.is_available():
+        print("ribbon bench engine needs a CUDA GPU", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                     "transformers": transformers.__version__, "python": platform.python_version(),
+                     "args": {k: v for k, v in vars(args).items()}}
+
+    def save():
+        (out / args.name).write_text(json.dumps(results, indent=1, default=str))
+
+    results["ceilings"] = ceil = ceilings()
+    _log("ceilings", **ceil)
+    save()
+    for key in args.models:
+        run_model(key, args, ceil, results, save)
+    save()
+    print(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""PNG plots of an engine benchmark JSON (drawn where the JSON is, no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def plot(json_path: str, out_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(json_path).read_text())
+    stem = Path(json_path).stem
+    models = [k for k in res if isinstance(res[k], dict) and "figures" in res[k]]
+    mixes = ("stress", "uniform")
+    paths = []
+
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        labels, vals = [], []
+        for mix in mixes:
+            for sysname, p in res[m].get(mix, {}).get("prefill", {}).items():
+                labels.append(f"{mix}\n{sysname}")
+                vals.append(p["tokens_per_s"] / 1e3)
+        ax.bar(range(len(vals)), vals, color=["#999", "#2a7"] * (len(vals) // 2 + 1))
+        ax.set_xticks(range(len(vals)), labels, fontsize=8)
+        ax.set_ylabel("prefill, thousand real tokens/s")
+        ax.set_title(f"Qwen2.5-{m} (random weights, bf16)")
+        for i, v in enumerate(vals):
+            ax.text(i, v, f"{v:.1f}k", ha="center", va="bottom", fontsize=8)
+    fig.suptitle(f"Packed prefill vs HF padded batches of 8 - {res.get('gpu', '')}")
+    fig.tight_layout()
+    p = Path(out_dir) / f"{stem}_prefill.png"
+    fig.savefig(p, dpi=110)
+    paths.append(str(p))
+    plt.close(fig)
+
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        labels, vals = [], []
+        for mix in mixes:
+            g = res[m].get(mix, {}).get("generate", {})
+            for sysname in ("hf_generate_padded", "hf_generate_batch", "ribbon"):
+                if "wall_s" in g.get(sysname, {}):
+                    labels.append(f"{mix}\n{sysname.replace('hf_generate_', 'hf ')}")
+                    vals.append(g[sysname]["wall_s"])
+        ax.bar(range(len(vals)), vals, color=["#999", "#bbb", "#2a7"] * (len(vals) // 3 + 1))
+        ax.set_xticks(range(len(vals)), labels, fontsize=7)
+        ax.set_ylabel("wall time for the subset, s (lower is better)")
+        ax.set_title(f"Qwen2.5-{m}: generate {res['args']['max_new']} tokens")
+        for i, v in enumerate(vals):
+            ax.text(i, v, f"{v:.1f}s", ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    p = Path(out_dir) / f"{stem}_generate.png"
+    fig.savefig(p, dpi=110)
+    paths.append(str(p))
+    plt.close(fig)
+    return paths
