@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import platform
 import random
 import sys
@@ -261,6 +262,7 @@ def parse(argv):
 
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args.plot:
         from worker.bench.engine_plot import plot
 

@@ -139,7 +139,7 @@ class StepRunner:
                 try:
                     graph = self._capture(st, cfg)
                 except RuntimeError as exc:  # keep serving, eagerly, and say why
-                    log.warning("CUDA graph capture failed; decoding eagerly", extra={"error": str(exc)[:300]})
+                    log.warning("CUDA graph capture failed (%s); decoding eagerly", str(exc)[:300])
                     self.use_graphs = False
                     st.park(self.pool)
             self._states[key] = (st, graph)
