@@ -124,6 +124,7 @@ class PyPacker {
     d["arrival_rate_tokens_per_s"] = s.arrival_rate_tokens_per_s;
     d["service_estimate_s"] = s.service_estimate_s;
     d["released_efficient"] = s.released_efficient;
+    d["released_no_gain"] = s.released_no_gain;
     d["released_deadline"] = s.released_deadline;
     d["released_rate_low"] = s.released_rate_low;
     d["released_drain"] = s.released_drain;

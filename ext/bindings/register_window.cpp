@@ -30,7 +30,8 @@ void register_window(py::module_& m) {
   py::class_<WindowPolicy>(m, "WindowPolicy",
                            "The adaptive accumulation window; every call takes the time.")
       .def(py::init([](int64_t budget, int64_t efficient_tokens, int64_t max_seqs,
-                       double max_wait_s, double latency_target_s, double rate_time_constant_s) {
+                       double max_wait_s, double latency_target_s, double rate_time_constant_s,
+                       double service_memory) {
              WindowConfig c;
              c.budget = budget;
              c.efficient_tokens = efficient_tokens;
@@ -38,11 +39,12 @@ void register_window(py::module_& m) {
              c.max_wait_s = max_wait_s;
              c.latency_target_s = latency_target_s;
              c.rate_time_constant_s = rate_time_constant_s;
+             c.service_memory = service_memory;
              return WindowPolicy(c);
            }),
            py::kw_only(), py::arg("budget"), py::arg("efficient_tokens"), py::arg("max_seqs"),
            py::arg("max_wait_s"), py::arg("latency_target_s"),
-           py::arg("rate_time_constant_s") = 0.25)
+           py::arg("rate_time_constant_s") = 0.25, py::arg("service_memory") = 0.9)
       .def("on_arrival", &WindowPolicy::on_arrival, py::arg("now_s"), py::arg("weight"))
       .def("on_ready", &WindowPolicy::on_ready, py::arg("now_s"))
       .def("on_release", &WindowPolicy::on_release, py::arg("now_s"), py::arg("weight"))
@@ -58,7 +60,11 @@ void register_window(py::module_& m) {
           "Returns (action, wait_s); action is 'wait' or the reason to release now.")
       .def("arrival_rate", &WindowPolicy::arrival_rate, py::arg("now_s"))
       .def("service_estimate_s", &WindowPolicy::service_estimate_s)
-      .def("wait_limit_s", &WindowPolicy::wait_limit_s);
+      .def("wait_limit_s", &WindowPolicy::wait_limit_s)
+      .def("has_service_model", &WindowPolicy::has_service_model)
+      .def("service_overhead_s", &WindowPolicy::service_overhead_s)
+      .def("service_s_per_weight", &WindowPolicy::service_s_per_weight)
+      .def("fill_target", &WindowPolicy::fill_target, py::arg("rate"));
 
   py::class_<PendingSet>(m, "PendingSet", "Pending sequences (lengths only) and bin selection.")
       .def(py::init<uint32_t, uint32_t>(), py::arg("budget"), py::arg("reserve_per_seq"))

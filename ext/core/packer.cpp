@@ -141,6 +141,7 @@ void Packer::run() {
     stats_.weight_emitted += info.weight;
     switch (d.action) {
       case Release::kEfficient: stats_.released_efficient++; break;
+      case Release::kNoGain: stats_.released_no_gain++; break;
       case Release::kDeadline: stats_.released_deadline++; break;
       case Release::kRateLow: stats_.released_rate_low++; break;
       case Release::kDrain: stats_.released_drain++; break;

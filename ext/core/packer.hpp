@@ -61,8 +61,8 @@ struct PackerStats {
   double wait_s_total = 0.0;
   double arrival_rate_tokens_per_s = 0.0;  // weight per second, estimated
   double service_estimate_s = 0.0;
-  int64_t released_efficient = 0, released_deadline = 0, released_rate_low = 0,
-          released_drain = 0;
+  int64_t released_efficient = 0, released_no_gain = 0, released_deadline = 0,
+          released_rate_low = 0, released_drain = 0;
   int64_t free_slots = 0;
 };
 

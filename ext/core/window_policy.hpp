@@ -4,14 +4,21 @@
 //
 // A pure object: every call takes the current time `now_s` (seconds on any
 // monotonic clock), so tests and the simulator drive it with a virtual clock.
-// It releases at once when waiting would not pay:
+// It learns the pass time of the consumer, t = a + b * weight, from the time
+// between a release and the next "ready" (weighted least squares, recent
+// passes count most), and releases at once when waiting would not pay:
 //   efficient  the pending weight already makes an efficient (or full) bin;
+//   no_gain    more weight is pending than arrives during its own pass
+//              (W >= w* = rate * a / (1 - rate * b)), or less than one
+//              sequence (of the mean arrival weight) arrives during a pass:
+//              the wait would delay the pending without filling the bin;
 //   deadline   the oldest sequence has waited its limit:
 //              min(max_wait, latency_target - estimated service time);
 //   rate_low   at the estimated arrival rate, the bin would not reach the
 //              efficient size before that limit;
-// otherwise it waits just long enough for the projected fill, and is asked
-// again on every arrival.
+// otherwise it waits just long enough for the projected fill (the smaller of
+// the efficient size and rate * a / (1 - rate * b)), and is asked again on
+// every arrival.
 #include <cstdint>
 
 namespace ribbon {
@@ -23,9 +30,10 @@ struct WindowConfig {
   double max_wait_s = 0.05;          // longest the oldest sequence waits to fill
   double latency_target_s = 2.0;     // per-message latency target
   double rate_time_constant_s = 0.25;  // memory of the arrival-rate estimate
+  double service_memory = 0.9;  // weight of the older passes in the a, b fit
 };
 
-enum class Release : uint8_t { kWait = 0, kEfficient, kDeadline, kRateLow, kDrain };
+enum class Release : uint8_t { kWait = 0, kEfficient, kNoGain, kDeadline, kRateLow, kDrain };
 const char* release_name(Release r) noexcept;
 
 struct PendingView {
@@ -54,14 +62,27 @@ class WindowPolicy {
   double arrival_rate(double now_s) const noexcept;  // weight per second
   double service_estimate_s() const noexcept { return service_s_; }
   double wait_limit_s() const noexcept;  // how long the oldest may wait
+  bool has_service_model() const noexcept { return have_fit_; }
+  double service_overhead_s() const noexcept { return fit_a_; }       // a
+  double service_s_per_weight() const noexcept { return fit_b_; }     // b
+  // The weight worth waiting for at rate: min(efficient, budget, w*); 0 when
+  // w* is less than one mean arrival (waiting would not pay).
+  double fill_target(double rate) const noexcept;
 
  private:
   WindowConfig config_;
   double rate_ = 0.0;  // weight/s at rate_time_
   double rate_time_ = 0.0;
+  double mean_arrival_ = 0.0;  // EWMA of the weight of one arrival
   bool have_rate_ = false;
   double service_s_ = 0.0;  // EWMA of release -> next ready
   double released_at_ = 0.0;
+  double released_weight_ = 0.0;
+  // Exponentially weighted sums over passes (w = weight, t = seconds).
+  double s1_ = 0.0, sw_ = 0.0, sww_ = 0.0, st_ = 0.0, swt_ = 0.0;
+  bool have_fit_ = false;
+  double fit_a_ = 0.0, fit_b_ = 0.0;
+  void add_pass(double weight, double seconds) noexcept;
   bool in_service_ = false;
   bool draining_ = false;
 };

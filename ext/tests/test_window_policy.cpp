@@ -93,3 +93,32 @@ TEST(window_drain_releases_anything) {
   p.set_draining(true);
   CHECK(p.decide(0.0, {1, 1, 0.0}).action == Release::kDrain);
 }
+
+TEST(window_learns_the_pass_time_and_stops_waiting_when_it_would_not_pay) {
+  WindowPolicy p(config());
+  CHECK(!p.has_service_model());
+  // Passes of t = 0.01 + w / 100000 at three sizes.
+  double now = 0.0;
+  for (int i = 0; i < 9; ++i) {
+    const double w = 1000.0 * (1 + i % 3);
+    p.on_release(now, static_cast<int64_t>(w));
+    now += 0.01 + w / 100000.0;
+    p.on_ready(now);
+  }
+  CHECK(p.has_service_model());
+  CHECK(std::fabs(p.service_overhead_s() - 0.01) < 1e-9);
+  CHECK(std::fabs(p.service_s_per_weight() - 1e-5) < 1e-12);
+  // At 50000/s: r a / (1 - r b) = 500 / 0.5 = 1000 < efficient 8000.
+  CHECK(std::fabs(p.fill_target(50000.0) - 1000.0) < 1e-6);
+  // At or past the rate the GPU can absorb (r b >= 1) the efficient size rules.
+  CHECK(p.fill_target(200000.0) == 8000.0);
+  // A steady 50000/s stream: 1200 pending beats the 1000 that arrive during its pass.
+  const double t0 = 10.0;
+  for (int i = 0; i < 500; ++i) p.on_arrival(t0 + i * 0.002, 100);
+  const double rate = p.arrival_rate(t0 + 1.0);
+  CHECK(rate > 40000.0 && rate < 55000.0);
+  CHECK(p.decide(t0 + 1.0, {1200, 12, t0 + 0.99}).action == Release::kNoGain);
+  const auto d = p.decide(t0 + 1.0, {400, 4, t0 + 0.999});
+  CHECK(!d.release());
+  CHECK(std::fabs(d.wait_s - (p.fill_target(rate) - 400.0) / rate) < 1e-9);
+}
