@@ -1,0 +1,34 @@
+"""Runs the C++ unit-test driver of the core (ext/tests), built with the extension."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from worker import _core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _driver() -> Path:
+    """Installed next to the extension (worker/_bin), else in the build tree."""
+    installed = Path(_core.__file__).parent / "_bin" / "ribbon_core_tests"
+    if installed.is_file():
+        return installed
+    built = sorted(ROOT.glob("build/*/ribbon_core_tests"), key=lambda p: p.stat().st_mtime)
+    if not built:
+        pytest.fail("ribbon_core_tests was not built: run `make install`")
+    return built[-1]
+
+
+def test_cpp_core_unit_tests_pass():
+    proc = subprocess.run([str(_driver())], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 failed checks" in proc.stdout
+    assert "FAIL" not in proc.stdout
+
+
+def test_cpp_driver_reports_a_failure(tmp_path):
+    """The driver's exit code is meaningful: asking for no known case fails."""
+    proc = subprocess.run([str(_driver()), "no_such_case"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
