@@ -83,9 +83,10 @@ def hf_generate(model, docs: list[list[int]], max_new: int, batch: int = 8, pad_
             "batches": len(_batches(docs, batch)), "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
 
 
-@torch.inference_mode()
 def hf_generate_batch(model, docs: list[list[int]], max_new: int) -> dict:
-    """transformers' continuous batching (model.generate_batch), greedy; its warm-up is inside the wall time."""
+    """transformers' continuous batching (model.generate_batch), greedy; its warm-up is inside the wall time.
+
+    Not under inference_mode: its generation thread updates cache tensors in place outside it."""
     from transformers import GenerationConfig
 
     model.config._attn_implementation = "sdpa"

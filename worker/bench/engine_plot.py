@@ -23,6 +23,8 @@ def plot(json_path: str, out_dir: str) -> list[str]:
         labels, vals = [], []
         for mix in mixes:
             for sysname, p in res[m].get(mix, {}).get("prefill", {}).items():
+                if sysname not in ("hf_padded", "ribbon"):
+                    continue
                 labels.append(f"{mix}\n{sysname}")
                 vals.append(p["tokens_per_s"] / 1e3)
         ax.bar(range(len(vals)), vals, color=["#999", "#2a7"] * (len(vals) // 2 + 1))
@@ -44,7 +46,8 @@ def plot(json_path: str, out_dir: str) -> list[str]:
         for mix in mixes:
             g = res[m].get(mix, {}).get("generate", {})
             for sysname in ("hf_generate_padded", "hf_generate_batch", "ribbon"):
-                if "wall_s" in g.get(sysname, {}):
+                run = g.get(sysname, {})
+                if run.get("output_tokens", 0) > 0 and not run.get("errors"):
                     labels.append(f"{mix}\n{sysname.replace('hf_generate_', 'hf ')}")
                     vals.append(g[sysname]["wall_s"])
         ax.bar(range(len(vals)), vals, color=["#999", "#bbb", "#2a7"] * (len(vals) // 3 + 1))

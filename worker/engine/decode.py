@@ -9,6 +9,7 @@ are compacted into a smaller bucket (KV stays in place: rows address their own s
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 
 import torch
@@ -120,6 +121,7 @@ class StepRunner:
         self._states: dict[tuple, tuple[DecodeState, object]] = {}
         self._gen = -1
         self.captures = 0
+        self.capture_s = 0.0  # time spent capturing graphs (warm-up steps included)
         self._mempool = None  # one memory pool shared by every captured graph (they never run at once)
 
     def clear(self) -> None:
@@ -146,6 +148,7 @@ class StepRunner:
         return self._states[key]
 
     def _capture(self, st: DecodeState, cfg: StepConfig):
+        t0 = time.perf_counter()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -157,7 +160,9 @@ class StepRunner:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._mempool):
             decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
+        torch.cuda.synchronize()
         self.captures += 1
+        self.capture_s += time.perf_counter() - t0
         return graph
 
     def run(self, st: DecodeState, graph, cfg: StepConfig) -> None:
