@@ -118,7 +118,8 @@ def test_the_single_broker_can_hold_what_is_asked_of_it(compose, workers):
     assert all(rf == 1 for _, rf in _created_topics(compose).values())
     internal = {urlparse(u).netloc for u in str(kafka["KAFKA_ADVERTISED_LISTENERS"]).split(",")}
     for name, (_, s) in workers.items():
-        assert set(s.kafka.bootstrap_servers.split(",")) <= internal, f"{name} bootstraps from {s.kafka.bootstrap_servers}"
+        servers = set(s.kafka.bootstrap_servers.split(","))
+        assert servers <= internal, f"{name} bootstraps from {servers}, not an advertised listener {internal}"
         # dead letters re-send the input bytes plus headers: the broker must accept what the producer sends
         producer = kafka_client_config(s.kafka)[1]
         assert int(kafka["KAFKA_MESSAGE_MAX_BYTES"]) >= producer["message.max.bytes"]

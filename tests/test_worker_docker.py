@@ -113,8 +113,8 @@ def committed_outputs(bootstrap: str, topic: str, n_ids: int, timeout_s: float) 
     """read_committed outputs once `n_ids` distinct ids arrived (or the timeout), plus anything late."""
     deadline = time.monotonic() + timeout_s
     got = consume_all(bootstrap, topic, n_ids, timeout_s=min(60.0, timeout_s), isolation="read_committed")
-    while len(by_id(got)) < n_ids and time.monotonic() < deadline:
-        got = consume_all(bootstrap, topic, n_ids, timeout_s=10, isolation="read_committed")
+    while len(by_id(got)) < n_ids and time.monotonic() < deadline:  # repeats count too: ask for more
+        got = consume_all(bootstrap, topic, max(n_ids, len(got) + 1), timeout_s=10, isolation="read_committed")
     # one more record than expected would be a repeat: give it time to show
     return consume_all(bootstrap, topic, len(got) + 1, timeout_s=10, isolation="read_committed")
 
