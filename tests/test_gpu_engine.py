@@ -25,7 +25,7 @@ def _lens_cu(lens):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("heads,kv_heads,dim", [(28, 4, 128), (14, 2, 64), (4, 4, 128)])
-@pytest.mark.parametrize("splits", [1, 4, 16])
+@pytest.mark.parametrize("splits", [1, 4])
 def test_decode_kernel_matches_reference(dtype, heads, kv_heads, dim, splits):
     from worker.engine.attention import reference_decode
     from worker.engine.decode_kernel import decode_attention
@@ -112,7 +112,7 @@ def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
     from worker.settings import ModelSettings
 
     eng, hf, path = tiny_gpu
-    docs = _docs(64, 1, 200, hf.config.vocab_size, seed=5)
+    docs = _docs(32, 1, 200, hf.config.vocab_size, seed=5)
     outs = eng.generate(_stage(eng, docs))
     agree = total = full = 0
     for d, o in zip(docs, outs):

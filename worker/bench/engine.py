@@ -209,6 +209,8 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         r["prefill"]["ribbon"] = dict(best)
         save()
         sub = docs[: args.gen_docs[key][args.mixes.index(mix) % len(args.gen_docs[key])]]
+        if not sub:
+            continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil["copy_bytes_per_s"]))]
         if not args.skip_hf:

@@ -134,13 +134,14 @@ def _make(prefill_impl, decode_impl):
     def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         ctx = _ctx(kwargs)
         scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
-        q, k, v = _unpack(query, key, value)  # [T, H, D], [T, Hkv, D], [T, Hkv, D]
         layer = module.layer_idx
-        _write_kv(ctx, layer, k, v)
         if ctx.mode == "prefill":
+            q, k, v = _unpack(query, key, value)  # [T, H, D], [T, Hkv, D], [T, Hkv, D]
+            _write_kv(ctx, layer, k, v)
             out = prefill_impl(q, k, v, ctx, scale)  # [T, H, D]
-        else:
-            out = decode_impl(q, ctx, layer, scale)  # [B, H, D]
+        else:  # strided views, no copies: the decode kernel takes strides
+            _write_kv(ctx, layer, key[0].transpose(0, 1), value[0].transpose(0, 1))  # [B, Hkv, D] each
+            out = decode_impl(query[0].transpose(0, 1), ctx, layer, scale)  # [B, H, D]
         return out.unsqueeze(0), None  # [1, T, H, D]
 
     return attention

@@ -64,18 +64,41 @@ def _decode_kernel(
     out = acc / safe_l[:, None]
     lse = tl.where(l_i > 0, m_i + tl.log(safe_l), float("-inf"))
     o_ptr = O + b * stride_ob + heads[:, None] * stride_oh + s * stride_os + offs_d[None, :]
-    tl.store(o_ptr, out, mask=gmask[:, None])
-    tl.store(LSE + b * stride_lb + heads * stride_lh + s, lse, mask=gmask)
+    tl.store(o_ptr, out.to(O.dtype.element_ty), mask=gmask[:, None])
+    if NUM_SPLITS > 1:
+        tl.store(LSE + b * stride_lb + heads * stride_lh + s, lse, mask=gmask)
+
+
+@triton.jit
+def _combine_kernel(P, LSE, O, stride_pb, stride_ph, stride_ps, stride_lb, stride_lh, stride_ob, stride_oh,
+                    S: tl.constexpr, D: tl.constexpr):
+    """One program per (document, head): merge S split results by their log-sum-exp."""
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    offs_s = tl.arange(0, S)
+    offs_d = tl.arange(0, D)
+    lse = tl.load(LSE + b * stride_lb + h * stride_lh + offs_s)  # [S]; split 0 is never empty
+    w = tl.exp(lse - tl.max(lse, 0))  # empty splits (-inf) weigh 0
+    part = tl.load(P + b * stride_pb + h * stride_ph + offs_s[:, None] * stride_ps + offs_d[None, :])  # [S, D]
+    out = tl.sum(part * w[:, None], 0) / tl.sum(w, 0)
+    tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
 
 def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_splits: int = 1) -> torch.Tensor:
-    """q: [B, H, D]; k/v_cache: [S, Hkv, D]; kv_start/kv_len: int32 [B] -> [B, H, D] (q's dtype)."""
+    """q: [B, H, D] (any strides, unit last); k/v_cache: [S, Hkv, D]; kv_start/kv_len: int32 [B]
+    -> [B, H, D] contiguous, q's dtype. num_splits: a power of two."""
+    if q.stride(-1) != 1:
+        q = q.contiguous()
     bsz, heads, dim = q.shape
     kv_heads = k_cache.shape[1]
     groups = heads // kv_heads
     g_pad = max(16, triton.next_power_of_2(groups))
-    part = torch.empty(bsz, heads, num_splits, dim, device=q.device, dtype=torch.float32)  # [B, H, S, D]
-    lse = torch.empty(bsz, heads, num_splits, device=q.device, dtype=torch.float32)  # [B, H, S]
+    out = torch.empty(bsz, heads, dim, device=q.device, dtype=q.dtype)  # [B, H, D]
+    if num_splits == 1:
+        part, lse = out.unsqueeze(2), out  # the kernel writes the result directly; no LSE needed
+    else:
+        part = torch.empty(bsz, heads, num_splits, dim, device=q.device, dtype=torch.float32)  # [B, H, S, D]
+        lse = torch.empty(bsz, heads, num_splits, device=q.device, dtype=torch.float32)  # [B, H, S]
     _decode_kernel[(bsz, kv_heads, num_splits)](
         q, k_cache, v_cache, kv_start, kv_len, part, lse, scale,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
@@ -83,10 +106,9 @@ def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_sp
         GROUPS=groups, G_PAD=g_pad, D=dim, BLOCK=BLOCK_N, NUM_SPLITS=num_splits,
         IEEE=q.dtype == torch.float32, num_warps=4, num_stages=2,
     )
-    if num_splits == 1:
-        return part[:, :, 0].to(q.dtype)
-    m = lse.amax(-1, keepdim=True)  # [B, H, 1]
-    w = torch.exp(lse - m)  # [B, H, S]
-    out = (part * w.unsqueeze(-1)).sum(2) / w.sum(-1, keepdim=True)  # [B, H, D]
-    return out.to(q.dtype)
-
+    if num_splits > 1:
+        _combine_kernel[(bsz, heads)](
+            part, lse, out, part.stride(0), part.stride(1), part.stride(2), lse.stride(0), lse.stride(1),
+            out.stride(0), out.stride(1), S=num_splits, D=dim, num_warps=4,
+        )
+    return out
