@@ -44,13 +44,15 @@ def compose() -> dict:
 
 
 @pytest.fixture(scope="module")
-def workers(compose) -> dict[str, tuple[dict, Settings]]:
+def workers(compose, tmp_path_factory) -> dict[str, tuple[dict, Settings]]:
     """Every service that runs the worker: name -> (service, settings loaded from its environment only)."""
+    no_file = tmp_path_factory.mktemp("cfg") / "empty.toml"  # the image has no config/ribbon.toml
+    no_file.write_text("")
     out = {}
     for name, svc in compose["services"].items():
         env = {k: compose_value(v) for k, v in (svc.get("environment") or {}).items()}
         if any(k.startswith("RIBBON_") for k in env):
-            out[name] = (svc, load_settings(environ=env))
+            out[name] = (svc, load_settings(config_path=no_file, environ=env))
     assert out, "no worker service in docker-compose.yml"
     return out
 
@@ -207,3 +209,14 @@ def test_mounted_files_and_copied_sources_exist(compose):
     ignored = (ROOT / ".dockerignore").read_text()
     for src in ("pyproject.toml", "CMakeLists.txt", "README.md", "ext/", "worker/"):
         assert f"!{src}" in ignored, f".dockerignore drops {src}, which the build needs"
+
+
+def test_the_image_runs_the_worker():
+    from worker.cli import COMMANDS
+
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    entry = json.loads(next(x for x in lines if x.startswith("ENTRYPOINT ")).split(" ", 1)[1])
+    cmd = json.loads(next(x for x in lines if x.startswith("CMD ")).split(" ", 1)[1])
+    assert entry == ["ribbon"]
+    assert re.search(r'^ribbon = "worker\.cli:main"$', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert cmd[0] in COMMANDS and cmd[0] == "run"
