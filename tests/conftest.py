@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -34,22 +33,11 @@ def new_topic(broker: EmbeddedBroker) -> Callable[..., str]:
     return make
 
 
-def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0,
-                isolation: str = "read_uncommitted") -> list:
-    """Read `topic` from the start until `expected` messages arrived or the timeout passed."""
-    from confluent_kafka import Consumer
+# ---- the worker under test -------------------------------------------------------------
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "isolation.level": isolation, "session.timeout.ms": 6000})
-    c.subscribe([topic])
-    out = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(out) < expected and time.monotonic() < deadline:
-            for m in c.consume(num_messages=1000, timeout=0.5):
-                if m.error() is None:
-                    out.append(m)
-    finally:
-        c.close()
-    return out
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny random Qwen2 checkpoint, saved and loaded through the real loader."""
+    from worker.engine.tiny import make_tiny_checkpoint
+
+    return str(make_tiny_checkpoint(tmp_path_factory.mktemp("model") / "tiny-qwen2", arch="qwen2", seed=0))

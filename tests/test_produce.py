@@ -7,7 +7,7 @@ import sys
 
 import orjson
 import pytest
-from conftest import consume_all
+from helpers import consume_all
 
 from worker.produce import Split, SplitError, documents
 

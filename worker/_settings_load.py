@@ -25,7 +25,7 @@ else:  # pragma: no cover
 ENV_PREFIX = "RIBBON_"
 CONFIG_ENV = "RIBBON_CONFIG"
 # RIBBON_ variables that are not settings: the config file path and the C++ build switch.
-RESERVED_ENV = frozenset({CONFIG_ENV, "RIBBON_WERROR"})
+RESERVED_ENV = frozenset({CONFIG_ENV, "RIBBON_WERROR", "RIBBON_CACHE_DIR"})  # not settings: build flag, cache folder
 
 Kind = Literal["group", "dict", "list", "scalar"]
 Path_ = tuple[str, ...]

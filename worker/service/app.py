@@ -42,7 +42,7 @@ def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
         return path
     from worker.engine.tiny import make_tiny_checkpoint
 
-    target = (cache_dir or Path(os.environ.get("RIBBON_CACHE", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
+    target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
     if not (target / "config.json").exists():
         make_tiny_checkpoint(target)
     return str(target)
@@ -52,6 +52,9 @@ def build_parts(settings) -> Parts:
     from worker.engine import load_engine
     from worker.packer import Packer
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)})
     engine = load_engine(model)
     reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
@@ -134,6 +137,7 @@ class Worker:
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
         self.draining.set()
+        self.metrics.ready = False
         self.ingest.stop_polling.set()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.failed() is None:
@@ -143,14 +147,16 @@ class Worker:
         return self.tracker.pending() == 0
 
     def close(self) -> None:
+        """Leave the group (its revoke commits what is finished), then stop delivery, then the GPU."""
+        delivery, gpu, ingest = self._threads
+        self.ingest.stop.set()
+        ingest.join(60)
         self.delivery.stop.set()
         self.delivery.wake()
-        self._threads[0].join(60)
-        self.ingest.stop.set()
+        delivery.join(60)
         self.gpu.stop.set()
         self.packer.close()
-        for th in self._threads[1:]:
-            th.join(60)
+        gpu.join(60)
         if self.server:
             self.server.stop()
 

@@ -91,6 +91,10 @@ class Delivery:
     # ---- revokes --------------------------------------------------------------------
     def flush_and_forget(self, tps: list, commit_with, timeout_s: float = 30.0) -> None:
         """Called on the ingest thread: commit what is finished for `tps`, then forget them."""
+        if self.stop.is_set() or self.error is not None:  # no delivery thread to serve it
+            for tp in tps:
+                self.tracker.revoke(tp)
+            return
         done = threading.Event()
         self._requests.put((tps, done))
         self.wake()

@@ -23,6 +23,15 @@ from worker.service.tracker import OffsetTracker, Record
 log = logging.getLogger(__name__)
 
 
+def _tensor(x):
+    """Packer slots are numpy arrays on CPU, pinned torch tensors on CUDA; the engine takes tensors."""
+    if isinstance(x, np.ndarray):
+        import torch
+
+        return torch.from_numpy(x)  # zero-copy view
+    return x
+
+
 class GpuLoop:
     def __init__(self, *, settings, engine, packer, registry: DocRegistry, tracker: OffsetTracker,
                  delivery, combine_q, metrics, budget: int):
@@ -34,6 +43,7 @@ class GpuLoop:
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.busy_since: float | None = None
+        self._oom_seen = 0
 
     def run(self) -> None:
         try:
@@ -50,7 +60,7 @@ class GpuLoop:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
         t0 = time.monotonic()
         self.busy_since = t0
-        staged = self.engine.stage(b.tokens, b.cu_seqlens, b.max_seqlen)
+        staged = self.engine.stage(_tensor(b.tokens), _tensor(b.cu_seqlens), int(b.max_seqlen))
         staged.wait_copied()
         self.packer.release(b.slot)
         mark_gpu_start([s.doc for s in seqs if s is not None], t0)
@@ -65,6 +75,7 @@ class GpuLoop:
             outs = [self._alone(s) for s in seqs]
         gpu_s = time.monotonic() - t0
         self.busy_since = None
+        self._count_oom_splits()
         self.metrics.gpu_seconds.inc(gpu_s)
         self.metrics.input_tokens.inc(int(b.num_tokens))
         share = gpu_s / max(1, len(seqs))
@@ -78,6 +89,12 @@ class GpuLoop:
             if self.registry.finish(seq, out.text, len(out.token_ids), share):
                 self._round_done(seq)
 
+    def _count_oom_splits(self) -> None:
+        n = int(getattr(self.engine, "stats", {}).get("oom_splits", 0))
+        if n > self._oom_seen:
+            self.metrics.oom_splits.inc(n - self._oom_seen)
+            self._oom_seen = n
+
     def _seeds(self, seqs: list[Seq | None]) -> list[int]:
         return [s.doc.seed(self.s.model.seed, s.index) if s is not None else 0 for s in seqs]
 
@@ -87,7 +104,7 @@ class GpuLoop:
         tokens = seq.tokens  # [n] int32
         cu = np.array([0, len(tokens)], dtype=np.int32)  # [2] int32
         try:
-            staged = self.engine.stage(tokens, cu, len(tokens))
+            staged = self.engine.stage(_tensor(tokens), _tensor(cu), len(tokens))
             return self.engine.generate(staged, self._seeds([seq]))[0]
         except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic
             log.warning("document %s failed alone: %s", seq.doc.doc_id, exc)

@@ -58,10 +58,14 @@ class Ingest:
             self.consumer = Consumer(self.conf)
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
+            next_lag = 0.0
             while not self.stop.is_set():
                 self._plan_combines()
                 self._backpressure()
-                msgs = self.consumer.consume(num_messages=500, timeout=0.05)
+                if time.monotonic() >= next_lag:
+                    self._report_lag()
+                    next_lag = time.monotonic() + 5.0
+                msgs = self.consumer.consume(num_messages=100, timeout=0.05)
                 if msgs and not self.stop_polling.is_set():
                     self._ingest(msgs)
                 elif msgs:  # draining: these were not registered; they will be redelivered
@@ -137,6 +141,19 @@ class Ingest:
             self.metrics.dead_lettered.labels(error_class).inc()
             self.delivery.wake()
 
+    def _report_lag(self) -> None:
+        """Consumer lag per partition: high watermark minus our position (cached watermarks, no round trip)."""
+        parts = self.consumer.assignment()
+        if not parts:
+            return
+        for tp in self.consumer.position(parts):
+            try:
+                _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
+                continue
+            if high >= 0 and tp.offset >= 0:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - tp.offset))
+
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
         tokens = int(self.packer.stats().get("pending_tokens", 0))
@@ -181,12 +198,24 @@ class Ingest:
 
     def _on_revoke(self, consumer, partitions) -> None:
         tps, _ = self._forget(partitions)
+        self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
         self.delivery.flush_and_forget(tps, commit_with=consumer)
         log.info("revoked %s", tps)
 
+    def _not_ready_if_empty(self, consumer, partitions) -> None:
+        gone = {(p.topic, p.partition) for p in partitions}
+        if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
+            self.metrics.ready = False
+        for topic, part in gone:
+            try:
+                self.metrics.lag.remove(topic, str(part))
+            except KeyError:
+                pass
+
     def _on_lost(self, consumer, partitions) -> None:
         tps, _ = self._forget(partitions)
+        self._not_ready_if_empty(consumer, partitions)
         for tp in tps:
             self.tracker.revoke(tp)
         log.warning("lost %s: their uncommitted results are dropped", tps)

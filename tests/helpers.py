@@ -1,0 +1,92 @@
+"""Helpers shared by the integration tests: produce, consume, start workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+
+from worker.samples import document
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0,
+                isolation: str = "read_uncommitted") -> list:
+    """Read `topic` from the start until `expected` messages arrived or the timeout passed."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": isolation, "session.timeout.ms": 6000})
+    c.subscribe([topic])
+    out = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for m in c.consume(num_messages=1000, timeout=0.5):
+                if m.error() is None:
+                    out.append(m)
+    finally:
+        c.close()
+    return out
+
+
+def worker_env(bootstrap: str, model: str, *, input_topic: str, output_topic: str, dlq_topic: str,
+               group: str, slot: int = 0, delivery: str = "exactly_once", **extra: str) -> dict[str, str]:
+    """The environment of a worker process: every setting through its RIBBON_ variable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIBBON_")}
+    env.update({
+        "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": input_topic,
+        "RIBBON_KAFKA__OUTPUT_TOPIC": output_topic, "RIBBON_KAFKA__DLQ_TOPIC": dlq_topic,
+        "RIBBON_KAFKA__GROUP_ID": group, "RIBBON_KAFKA__WORKER_SLOT": str(slot),
+        "RIBBON_KAFKA__DELIVERY": delivery, "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000",
+        "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": "4", "RIBBON_MODEL__DEVICE": "cpu",
+        "RIBBON_PACKER__TOKEN_BUDGET": "4096", "RIBBON_PACKER__MAX_WAIT_MS": "20",
+        "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "RIBBON_DRAIN_TIMEOUT_S": "60",
+        "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
+    })
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], keys: list[bytes | None] | None = None) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    for i, v in enumerate(values):
+        p.produce(topic, value=v, key=keys[i] if keys else f"k{i}".encode())
+        p.poll(0)
+    assert p.flush(30) == 0
+
+
+def topics(new_topic, partitions: int = 3) -> dict[str, str]:
+    return {"input_topic": new_topic("in", partitions), "output_topic": new_topic("out"),
+            "dlq_topic": new_topic("dlq")}
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "ab") as fh:  # the child keeps its own descriptor
+        return subprocess.Popen([sys.executable, "-m", "worker", "run"], env=env, stdout=fh, stderr=fh, cwd=ROOT)
+
+
+def mixed_docs(n: int, seed: int) -> list[dict]:
+    sizes = (1, 2, 3, 1, 5, 2)
+    return [document(i, n_lines=sizes[i % len(sizes)], seed=seed) for i in range(n)]
+
+
+def by_id(msgs) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for m in msgs:
+        o = orjson.loads(m.value())
+        out.setdefault(o["id"], []).append(o)
+    return out
+
+
+def same_but_timing(a: dict, b: dict) -> bool:
+    return {**a, "timing_ms": None} == {**b, "timing_ms": None}

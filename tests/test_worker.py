@@ -1,0 +1,115 @@
+"""The worker end to end through a real broker (embedded Tansu), tiny random model on CPU."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import jsonschema
+import orjson
+from helpers import by_id, consume_all, mixed_docs, produce, start_worker, topics, worker_env
+
+from worker.samples import document
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_two_thousand_documents_one_summary_each(broker, new_topic, tiny_model, tmp_path):
+    t = topics(new_topic)
+    docs = mixed_docs(2000, seed=1)
+    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    proc = start_worker(env, tmp_path / "worker.log")
+    try:
+        got = consume_all(broker.bootstrap, t["output_topic"], 2000, timeout_s=300, isolation="read_committed")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(90)
+    assert rc == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    outs = by_id(got)
+    assert set(outs) == {d["id"] for d in docs}
+    assert all(len(v) == 1 for v in outs.values())
+    schema = json.loads((ROOT / "schemas" / "output.json").read_text())
+    src = {d["id"]: d for d in docs}
+    for m in got:
+        o = orjson.loads(m.value())
+        jsonschema.validate(o, schema)
+        d = src[o["id"]]
+        assert (o["source"], o["kind"], o["attributes"]) == (d["source"], d["kind"], d["attributes"])
+        assert o["input"]["topic"] == t["input_topic"]
+        assert o["tokens"]["input"] > 0 and 0 <= o["tokens"]["output"] <= 4  # a random model may stop at once (EOS)
+        assert o["highlights"] and all(h in [ln.strip() for ln in d["lines"]] for h in o["highlights"])
+        assert m.key() == f"k{docs.index(d)}".encode()  # the output key is the input key
+    assert consume_all(broker.bootstrap, t["dlq_topic"], 1, timeout_s=2) == []
+
+
+BAD_CASES = [
+    (b"\xff\xfe\xfa", "invalid_utf8"),
+    (b'{"text": "unterminated', "invalid_json"),
+    (b'{"lines": []}', "schema"),
+    (b'{"text": "   "}', "empty_text"),
+    (b'{"text": 42}', "schema"),
+    (b"[1, 2, 3]", "not_an_object"),
+]
+
+
+def test_bad_messages_go_to_the_dead_letter_topic_with_reasons(broker, new_topic, tiny_model, tmp_path):
+    t = topics(new_topic)
+    values, expect_bad = [], {}
+    for i in range(2000):
+        if i % 2:
+            v, reason = BAD_CASES[i % len(BAD_CASES)]
+            values.append(v)
+            expect_bad[i] = reason
+        else:
+            values.append(orjson.dumps(document(i, n_lines=3, seed=2)))
+    keys = [f"key-{i}".encode() for i in range(2000)]
+    produce(broker.bootstrap, t["input_topic"], values, keys)
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    proc = start_worker(env, tmp_path / "worker.log")
+    try:
+        dlq = consume_all(broker.bootstrap, t["dlq_topic"], 1000, timeout_s=240, isolation="read_committed")
+        good = consume_all(broker.bootstrap, t["output_topic"], 1000, timeout_s=240, isolation="read_committed")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(90)
+    assert rc == 0
+    assert len(good) == 1000 and len(by_id(good)) == 1000
+    assert len(dlq) == 1000
+    for m in dlq:
+        i = int(m.key().decode().split("-")[1])
+        h = {k: v.decode() for k, v in m.headers()}
+        assert m.value() == values[i]
+        assert h["error.class"] == expect_bad[i], h
+        assert h["error.message"]
+        assert h["source.topic"] == t["input_topic"] and int(h["source.offset"]) >= 0
+        assert h["worker.version"]
+
+
+def test_sigterm_drains_and_commits_what_it_produced(broker, new_topic, tiny_model, tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    t = topics(new_topic)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in mixed_docs(1500, seed=3)])
+    proc = start_worker(worker_env(broker.bootstrap, tiny_model, group=group, RIBBON_DRAIN_TIMEOUT_S="30", **t),
+                        tmp_path / "worker.log")
+    consume_all(broker.bootstrap, t["output_topic"], 100, timeout_s=120)  # mid-stream
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(60)
+    assert rc == 0, (tmp_path / "worker.log").read_text()[-3000:]
+    assert time.monotonic() - t0 < 30 + 15
+    outs = consume_all(broker.bootstrap, t["output_topic"], 1500, timeout_s=5, isolation="read_committed")
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    committed = c.committed([TopicPartition(t["input_topic"], p) for p in range(3)], timeout=10)
+    c.close()
+    for tp in committed:
+        produced = {o["input"]["offset"] for o in (orjson.loads(m.value()) for m in outs)
+                    if o["input"]["partition"] == tp.partition}
+        n = max(tp.offset, 0)
+        assert produced == set(range(n)), f"partition {tp.partition}: committed {tp.offset}"
+    assert len(outs) >= 100

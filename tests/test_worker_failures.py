@@ -1,0 +1,87 @@
+"""The worker under failure: kill -9 at random moments, and a consumer group that changes shape.
+
+On Tansu, aborted transactional records are visible even to read_committed
+consumers, so a crash can surface repeats: we check that nothing is lost and
+that any repeat is identical to the first copy (but for timing_ms). Strict
+no-repeat checks run against Apache Kafka in test_worker_docker.py.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+import uuid
+
+import orjson
+from helpers import by_id, consume_all, mixed_docs, produce, same_but_timing, start_worker, topics, worker_env
+
+
+def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -> None:
+    missing = ids - set(outs)
+    assert not missing, f"{len(missing)} inputs without a summary, e.g. {sorted(missing)[:5]}"
+    for doc_id, copies in outs.items():
+        assert all(same_but_timing(copies[0], c) for c in copies[1:]), f"{doc_id} repeated with other content"
+
+
+def test_kill_9_five_times_loses_nothing(broker, new_topic, tiny_model, tmp_path):
+    rng = random.Random(7)
+    t = topics(new_topic)
+    docs = mixed_docs(5000, seed=4)
+    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    log = tmp_path / "worker.log"
+    kills = 0
+    seen = 0
+    while kills < 5:
+        proc = start_worker(env, log)
+        # kill at a random moment after some progress (or during start-up, now and then)
+        target = seen + rng.randint(50, 400)
+        deadline = time.monotonic() + rng.uniform(4, 20)
+        while time.monotonic() < deadline:
+            seen = len(consume_all(broker.bootstrap, t["output_topic"], target, timeout_s=1))
+            if seen >= target:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        kills += 1
+    proc = start_worker(env, log)
+    try:
+        got = consume_all(broker.bootstrap, t["output_topic"], 5000 + 10_000, timeout_s=240)
+        outs = by_id(got)
+        deadline = time.monotonic() + 240
+        while len(outs) < 5000 and time.monotonic() < deadline:
+            got = consume_all(broker.bootstrap, t["output_topic"], 5000 + 10_000, timeout_s=5)
+            outs = by_id(got)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(90)
+    assert kills == 5
+    assert_complete_and_consistent(outs, {d["id"] for d in docs})
+
+
+def test_group_grows_and_shrinks_mid_stream(broker, new_topic, tiny_model, tmp_path):
+    t = topics(new_topic, partitions=6)
+    docs = mixed_docs(3000, seed=5)
+    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    procs = {slot: start_worker(worker_env(broker.bootstrap, tiny_model, group=group, slot=slot, **t),
+                                tmp_path / f"w{slot}.log") for slot in range(3)}
+    try:
+        consume_all(broker.bootstrap, t["output_topic"], 300, timeout_s=120)
+        procs[3] = start_worker(worker_env(broker.bootstrap, tiny_model, group=group, slot=3, **t),
+                                tmp_path / "w3.log")
+        consume_all(broker.bootstrap, t["output_topic"], 900, timeout_s=120)
+        procs[0].send_signal(signal.SIGTERM)  # one leaves (drains and commits)
+        assert procs[0].wait(90) == 0
+        got = consume_all(broker.bootstrap, t["output_topic"], 10_000, timeout_s=15)
+        deadline = time.monotonic() + 300
+        while len(by_id(got)) < 3000 and time.monotonic() < deadline:
+            got = consume_all(broker.bootstrap, t["output_topic"], 10_000, timeout_s=5)
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs.values():
+            p.wait(90)
+    assert_complete_and_consistent(by_id(got), {d["id"] for d in docs})
