@@ -140,6 +140,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--overhead-7b-ms", type=float, default=20.0, help="a for the 7B-class model")
     ap.add_argument("--overhead-05b-ms", type=float, default=5.0, help="a for the 0.5B-class model")
+    ap.add_argument("--stem", default=None, help="results file name (default window_sim[_quick])")
     args = ap.parse_args()
     models = [
         ServiceModel("7b_prefill", args.overhead_7b_ms / 1e3, 38_000.0),
@@ -150,8 +151,8 @@ def main() -> None:
     results = run(models, horizons, args.seed)
     print_table(results)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = "window_sim_quick" if args.quick else "window_sim"
-    meta = {"budget": BUDGET, "max_seqs": MAX_SEQS, "efficient_tokens": EFFICIENT, "max_wait_s": MAX_WAIT_S,
+    stem = args.stem or ("window_sim_quick" if args.quick else "window_sim")
+    meta = {"argv": vars(args), "budget": BUDGET, "max_seqs": MAX_SEQS, "efficient_tokens": EFFICIENT, "max_wait_s": MAX_WAIT_S,
             "latency_target_s": LATENCY_TARGET_S, "lengths": [LEN_LO, LEN_HI], "seed": args.seed,
             "reserve_per_seq": 0, "python": platform.python_version(), "wall_s": time.perf_counter() - t0}
     (RESULTS / f"{stem}.json").write_text(json.dumps({"meta": meta, "models": results}, indent=1))

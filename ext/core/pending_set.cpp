@@ -63,20 +63,19 @@ void PendingSet::add(int64_t seq_id, int64_t key, uint32_t length, std::vector<i
   live_++;
   tokens_ += length;
   weight_ += it.weight;
-  key_tokens_[key] += length;
+  key_tokens(key) += length;
 }
 
-bool PendingSet::valid(const Entry& e) const {
-  const PendingItem& it = items_[e.index];
-  return it.alive && it.generation == e.generation;
-}
-
-PendingSet::Entry PendingSet::front(Queue& q) {
-  while (!valid(q.entries[q.head])) q.head++;
-  return q.entries[q.head];
+int64_t& PendingSet::key_tokens(int64_t key) {
+  if (last_key_tokens_ == nullptr || last_key_ != key) {
+    last_key_tokens_ = &key_tokens_[key];  // element references survive rehashing
+    last_key_ = key;
+  }
+  return *last_key_tokens_;
 }
 
 void PendingSet::compact(Queue& q) {
+  if (q.live != 0 && q.head <= 64) return;
   if (q.live == 0) {
     q.entries.clear();
     q.head = 0;
@@ -128,9 +127,13 @@ void PendingSet::unlink(uint32_t index) {
   live_--;
   tokens_ -= it.length;
   weight_ -= it.weight;
-  auto k = key_tokens_.find(it.key);
-  k->second -= it.length;
-  if (k->second == 0) key_tokens_.erase(k);
+  int64_t& left = key_tokens(it.key);
+  left -= it.length;
+  // Keys are few (partitions): an emptied entry stays unless the map grows large.
+  if (left == 0 && key_tokens_.size() > 4096) {
+    key_tokens_.erase(it.key);
+    last_key_tokens_ = nullptr;
+  }
 }
 
 uint32_t PendingSet::take_largest_fitting(uint32_t room) {
@@ -164,7 +167,7 @@ void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
 
 std::vector<int64_t> PendingSet::cancel(int64_t key) {
   std::vector<int64_t> ids;
-  if (key_tokens_.find(key) == key_tokens_.end()) return ids;
+  if (tokens_of(key) == 0) return ids;
   // Walk the FIFO so ids come back in arrival order.
   std::vector<uint32_t> doomed;
   for (std::size_t i = fifo_.head; i < fifo_.entries.size(); ++i) {

@@ -67,9 +67,15 @@ class PendingSet {
     uint32_t live = 0;
   };
 
-  bool valid(const Entry& e) const;
+  bool valid(const Entry& e) const {
+    const PendingItem& it = items_[e.index];
+    return it.alive && it.generation == e.generation;
+  }
   // Front live entry of q (dropping dead ones); q must hold a live entry.
-  Entry front(Queue& q);
+  Entry front(Queue& q) {
+    while (!valid(q.entries[q.head])) q.head++;
+    return q.entries[q.head];
+  }
   void compact(Queue& q);
   uint32_t take_largest_fitting(uint32_t room);  // returns index or kNone
   void unlink(uint32_t index);  // leaves the queues lazily, updates counters
@@ -85,7 +91,10 @@ class PendingSet {
   std::vector<Queue> buckets_;  // by weight, 0..budget
   std::vector<uint64_t> bits_;  // bit w set <=> buckets_[w].live > 0
   std::vector<uint64_t> summary_;  // bit i set <=> bits_[i] != 0
-  std::unordered_map<int64_t, int64_t> key_tokens_;
+  int64_t& key_tokens(int64_t key);  // creates the entry; caches the last key
+  std::unordered_map<int64_t, int64_t> key_tokens_;  // entries are stable in memory
+  int64_t last_key_ = 0;
+  int64_t* last_key_tokens_ = nullptr;
   std::size_t live_ = 0;
   int64_t tokens_ = 0;
   int64_t weight_ = 0;
