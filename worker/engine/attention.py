@@ -14,6 +14,7 @@ varlen_attn + a Triton decode kernel), "reference" (exact per-document math, CPU
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from dataclasses import dataclass
@@ -95,7 +96,9 @@ def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float) -> tor
 
 
 # ---------------------------------------------------------------- fused backends ------
+@functools.lru_cache(maxsize=1)
 def _varlen_fn():
+    """torch's varlen_attn and what its signature offers (checked once, never by version string)."""
     from torch.nn.attention.varlen import varlen_attn
 
     params = inspect.signature(varlen_attn).parameters
