@@ -190,5 +190,4 @@ def _numpy_view(buf: Any) -> np.ndarray:
     """A numpy view (no copy) of a numpy array or a CPU/pinned torch tensor."""
     if isinstance(buf, np.ndarray):
         return buf
-    view = buf.numpy()  # shares memory with the (pinned) host tensor
-    return view
+    return buf.numpy()  # shares memory with the (pinned) host tensor
