@@ -22,7 +22,7 @@ PendingSet::PendingSet(uint32_t budget, uint32_t reserve_per_seq)
     throw std::invalid_argument("reserve_per_seq (" + std::to_string(reserve_per_seq) +
                                 ") must be smaller than the budget (" +
                                 std::to_string(budget) + ")");
-  buckets_.resize(std::size_t{budget} + 1);
+  buckets_.assign(std::size_t{budget} + 1, List{kNone, kNone});
   bits_.assign((std::size_t{budget} + 1 + 63) / 64, 0);
   summary_.assign((bits_.size() + 63) / 64, 0);
 }
@@ -52,14 +52,23 @@ void PendingSet::add(int64_t seq_id, int64_t key, uint32_t length, std::vector<i
   it.length = length;
   it.weight = length + reserve_;
   it.arrival_s = arrival_s;
-  it.alive = true;
   it.tokens = std::move(tokens);
-  const Entry e{index, it.generation};
-  fifo_.entries.push_back(e);
-  fifo_.live++;
-  Queue& b = buckets_[it.weight];
-  b.entries.push_back(e);
-  if (b.live++ == 0) set_bit(it.weight, true);
+  // Append to the tail of its weight's list and of the arrival list.
+  List& b = buckets_[it.weight];
+  it.w_prev = b.tail;
+  it.w_next = kNone;
+  if (b.tail == kNone) {
+    b.head = index;
+    set_bit(it.weight, true);
+  } else {
+    items_[b.tail].w_next = index;
+  }
+  b.tail = index;
+  it.a_prev = by_age_.tail;
+  it.a_next = kNone;
+  if (by_age_.tail == kNone) by_age_.head = index;
+  else items_[by_age_.tail].a_next = index;
+  by_age_.tail = index;
   live_++;
   tokens_ += length;
   weight_ += it.weight;
@@ -72,17 +81,6 @@ int64_t& PendingSet::key_tokens(int64_t key) {
     last_key_ = key;
   }
   return *last_key_tokens_;
-}
-
-void PendingSet::compact(Queue& q) {
-  if (q.live != 0 && q.head <= 64) return;
-  if (q.live == 0) {
-    q.entries.clear();
-    q.head = 0;
-  } else if (q.head > 64 && q.head * 2 > q.entries.size()) {
-    q.entries.erase(q.entries.begin(), q.entries.begin() + static_cast<std::ptrdiff_t>(q.head));
-    q.head = 0;
-  }
 }
 
 void PendingSet::set_bit(uint32_t w, bool on) {
@@ -118,12 +116,16 @@ uint32_t PendingSet::find_le(uint32_t room) const {
 
 void PendingSet::unlink(uint32_t index) {
   PendingItem& it = items_[index];
-  it.alive = false;
-  Queue& b = buckets_[it.weight];
-  if (--b.live == 0) set_bit(it.weight, false);
-  compact(b);
-  fifo_.live--;
-  compact(fifo_);
+  List& b = buckets_[it.weight];
+  if (it.w_prev == kNone) b.head = it.w_next;
+  else items_[it.w_prev].w_next = it.w_next;
+  if (it.w_next == kNone) b.tail = it.w_prev;
+  else items_[it.w_next].w_prev = it.w_prev;
+  if (b.head == kNone) set_bit(it.weight, false);
+  if (it.a_prev == kNone) by_age_.head = it.a_next;
+  else items_[it.a_prev].a_next = it.a_next;
+  if (it.a_next == kNone) by_age_.tail = it.a_prev;
+  else items_[it.a_next].a_prev = it.a_prev;
   live_--;
   tokens_ -= it.length;
   weight_ -= it.weight;
@@ -136,51 +138,46 @@ void PendingSet::unlink(uint32_t index) {
   }
 }
 
+void PendingSet::release(uint32_t index, std::vector<PendingItem>* out) {
+  PendingItem& it = items_[index];
+  if (out != nullptr) out->push_back(std::move(it));
+  it.tokens = std::vector<int32_t>();
+  free_.push_back(index);
+}
+
 uint32_t PendingSet::take_largest_fitting(uint32_t room) {
   const uint32_t w = find_le(room);
   if (w == kNone) return kNone;
-  const uint32_t index = front(buckets_[w]).index;
+  const uint32_t index = buckets_[w].head;  // the oldest of that weight
   unlink(index);
   return index;
 }
 
 void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
   if (live_ == 0 || max_seqs == 0) return;
-  auto take = [&](uint32_t index) {
-    PendingItem& it = items_[index];
-    out.push_back(std::move(it));
-    it.tokens = std::vector<int32_t>();
-    it.generation++;
-    free_.push_back(index);
-  };
-  const uint32_t oldest = front(fifo_).index;
+  const uint32_t oldest = by_age_.head;
   uint32_t room = budget_ - items_[oldest].weight;
   unlink(oldest);
-  take(oldest);
+  release(oldest, &out);
   for (uint32_t n = 1; n < max_seqs; ++n) {
     const uint32_t index = take_largest_fitting(room);
     if (index == kNone) break;
     room -= items_[index].weight;
-    take(index);
+    release(index, &out);
   }
 }
 
 std::vector<int64_t> PendingSet::cancel(int64_t key) {
   std::vector<int64_t> ids;
   if (tokens_of(key) == 0) return ids;
-  // Walk the FIFO so ids come back in arrival order.
-  std::vector<uint32_t> doomed;
-  for (std::size_t i = fifo_.head; i < fifo_.entries.size(); ++i) {
-    const Entry e = fifo_.entries[i];
-    if (valid(e) && items_[e.index].key == key) doomed.push_back(e.index);
-  }
-  for (const uint32_t index : doomed) {
-    ids.push_back(items_[index].seq_id);
-    unlink(index);
-    PendingItem& it = items_[index];
-    it.tokens = std::vector<int32_t>();
-    it.generation++;
-    free_.push_back(index);
+  for (uint32_t index = by_age_.head; index != kNone;) {  // arrival order
+    const uint32_t next = items_[index].a_next;
+    if (items_[index].key == key) {
+      ids.push_back(items_[index].seq_id);
+      unlink(index);
+      release(index, nullptr);
+    }
+    index = next;
   }
   return ids;
 }
@@ -190,6 +187,6 @@ int64_t PendingSet::tokens_of(int64_t key) const {
   return k == key_tokens_.end() ? 0 : k->second;
 }
 
-double PendingSet::oldest_arrival_s() { return items_[front(fifo_).index].arrival_s; }
+double PendingSet::oldest_arrival_s() const { return items_[by_age_.head].arrival_s; }
 
 }  // namespace ribbon

@@ -9,8 +9,10 @@
 //   2. then, repeatedly, the largest pending sequence that still fits.
 // Scanning sizes in decreasing order and taking each that fits is the same as
 // repeatedly taking the largest that fits, because the room only shrinks.
-// Sizes are bucketed by weight with a two-level bitset over the buckets, so a
-// step costs O(budget / 4096) word tests, not a scan of the queue.
+// Sizes are bucketed by weight (an intrusive FIFO list per weight) with a
+// two-level bitset over the buckets, so a step costs a few word tests, not a
+// scan of the queue; a second intrusive list keeps the arrival order. Every
+// operation is O(1) apart from that bitset search and cancel (O(pending)).
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -23,9 +25,10 @@ struct PendingItem {
   uint32_t length = 0;  // real tokens
   uint32_t weight = 0;  // length + reserve_per_seq
   double arrival_s = 0.0;
-  uint32_t generation = 0;
-  bool alive = false;
   std::vector<int32_t> tokens;  // empty when only lengths are packed
+  // Links of the two intrusive lists (indices into the set's items; kNone ends).
+  uint32_t w_prev = 0, w_next = 0;  // same weight, arrival order
+  uint32_t a_prev = 0, a_next = 0;  // all pending, arrival order
 };
 
 class PendingSet {
@@ -54,42 +57,28 @@ class PendingSet {
   int64_t weight() const noexcept { return weight_; }
   int64_t tokens_of(int64_t key) const;
   // Arrival time of the oldest pending sequence; only valid when size() > 0.
-  double oldest_arrival_s();
+  double oldest_arrival_s() const;
 
  private:
-  struct Entry {
-    uint32_t index;
-    uint32_t generation;
+  struct List {
+    uint32_t head;
+    uint32_t tail;
   };
-  struct Queue {  // FIFO with lazy deletion: dead entries are skipped
-    std::vector<Entry> entries;
-    std::size_t head = 0;
-    uint32_t live = 0;
-  };
+  static constexpr uint32_t kNone = 0xffffffffu;
 
-  bool valid(const Entry& e) const {
-    const PendingItem& it = items_[e.index];
-    return it.alive && it.generation == e.generation;
-  }
-  // Front live entry of q (dropping dead ones); q must hold a live entry.
-  Entry front(Queue& q) {
-    while (!valid(q.entries[q.head])) q.head++;
-    return q.entries[q.head];
-  }
-  void compact(Queue& q);
   uint32_t take_largest_fitting(uint32_t room);  // returns index or kNone
-  void unlink(uint32_t index);  // leaves the queues lazily, updates counters
+  void unlink(uint32_t index);  // leaves both lists, updates counters
+  void release(uint32_t index, std::vector<PendingItem>* out);  // moves to out or drops
   void set_bit(uint32_t w, bool on);
   uint32_t find_le(uint32_t room) const;  // largest non-empty bucket <= room
 
-  static constexpr uint32_t kNone = 0xffffffffu;
   uint32_t budget_;
   uint32_t reserve_;
   std::vector<PendingItem> items_;
   std::vector<uint32_t> free_;
-  Queue fifo_;
-  std::vector<Queue> buckets_;  // by weight, 0..budget
-  std::vector<uint64_t> bits_;  // bit w set <=> buckets_[w].live > 0
+  List by_age_{kNone, kNone};
+  std::vector<List> buckets_;  // by weight, 0..budget
+  std::vector<uint64_t> bits_;  // bit w set <=> buckets_[w] is not empty
   std::vector<uint64_t> summary_;  // bit i set <=> bits_[i] != 0
   int64_t& key_tokens(int64_t key);  // creates the entry; caches the last key
   std::unordered_map<int64_t, int64_t> key_tokens_;  // entries are stable in memory
