@@ -99,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
     _add_setting_flags(dm, ["--model", "--mode", "--max-new-tokens", "--device", "--token-budget", "--log-level"])
 
+    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic)")
+    bn.add_argument("which", choices=["engine", "e2e"], help="engine: packed engine vs HF baselines; "
+                    "e2e: worker throughput vs engine alone")
+    bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
+
+    at = sub.add_parser("autotune", parents=[_common()],
+                        help="Phase 0: measure the largest safe token budget for this model and GPU, and cache it")
+    at.add_argument("--refresh", action="store_true", help="measure again even if a cached budget exists")
+    _add_setting_flags(at, ["--model", "--max-new-tokens", "--device"])
+
     br = sub.add_parser("broker", parents=[_common()], help="run the embedded Kafka-protocol broker (Tansu) in the foreground")
     br.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
     br.add_argument("--broker-port", type=int, default=9092, help="listen port (default 9092)")
@@ -166,7 +176,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     with EmbeddedBroker() as broker:
         broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
         print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
-        return Worker(settings, broker.bootstrap).run_until_signalled()
+        from worker.demo import with_bootstrap
+
+        return Worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap).run_until_signalled()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -178,7 +190,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty())
 
 
-COMMANDS = {"produce": cmd_produce, "broker": cmd_broker, "run": cmd_run, "demo": cmd_demo}
+def cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    return importlib.import_module(f"worker.bench.{args.which}").main(args.args)
+
+
+def cmd_autotune(args: argparse.Namespace) -> int:
+    from worker.engine import autotune_budget, load_engine
+    from worker.service.app import resolve_model_path
+    from worker.service.logs import setup_logging
+
+    settings = load(args)
+    setup_logging(settings.log_level, "text")
+    eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+    override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None
+    budget = autotune_budget(eng, settings.model.max_new_tokens, override=override, refresh=args.refresh)
+    print(f"token budget {budget} for {eng.name} on {eng.device} (max_new_tokens {settings.model.max_new_tokens})")
+    return 0
+
+
+COMMANDS = {"bench": cmd_bench, "autotune": cmd_autotune, "produce": cmd_produce, "broker": cmd_broker, "run": cmd_run, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:

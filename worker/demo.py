@@ -19,7 +19,11 @@ BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
 
 def with_bootstrap(settings, bootstrap: str):
-    return settings.model_copy(update={"kafka": settings.kafka.model_copy(update={"bootstrap_servers": bootstrap})})
+    """Settings pointed at the embedded broker. Tansu holds a group join about half of
+    session.timeout.ms, so a short session keeps start-up quick."""
+    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap,
+                                              "session_timeout_ms": min(settings.kafka.session_timeout_ms, 6000)})
+    return settings.model_copy(update={"kafka": kafka})
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:

@@ -25,9 +25,6 @@ from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
-CPU_DEFAULT_BUDGET = 4096
-
-
 @dataclass
 class Parts:
     engine: object
@@ -48,32 +45,34 @@ def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
     return str(target)
 
 
-def build_parts(settings) -> Parts:
-    from worker.engine import load_engine
-    from worker.packer import Packer
+def build_parts(settings, engine=None) -> Parts:
+    """Load the engine (unless given), settle the token budget, and make a packer for it."""
+    if engine is None:
+        from transformers.utils import logging as hf_logging
 
-    from transformers.utils import logging as hf_logging
+        from worker.engine import load_engine
 
-    hf_logging.disable_progress_bar()
-    model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)})
-    engine = load_engine(model)
+        hf_logging.disable_progress_bar()
+        engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
     reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
         else settings.model.max_new_tokens
     budget = settings.packer.token_budget
     if budget == "auto":
-        if str(engine.device).startswith("cuda"):
-            from worker.engine import autotune_budget
+        from worker.engine import autotune_budget
 
-            budget = autotune_budget(engine, settings.model.max_new_tokens)
-        else:
-            budget = CPU_DEFAULT_BUDGET
+        budget = autotune_budget(engine, settings.model.max_new_tokens)  # cached on disk; CPU: a fixed default
     log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
+    return Parts(engine, make_packer(settings, int(budget), reserve, engine.device), int(budget), reserve)
+
+
+def make_packer(settings, budget: int, reserve: int, device):
+    from worker.packer import Packer
+
     p = settings.packer
-    packer = Packer(budget=int(budget), reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
-                    efficient_tokens=min(p.efficient_tokens, int(budget)), max_wait_s=p.max_wait_ms / 1e3,
-                    latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
-                    device="cuda" if str(engine.device).startswith("cuda") else "cpu")
-    return Parts(engine, packer, int(budget), reserve)
+    return Packer(budget=budget, reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
+                  efficient_tokens=min(p.efficient_tokens, budget), max_wait_s=p.max_wait_ms / 1e3,
+                  latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
+                  device="cuda" if str(device).startswith("cuda") else "cpu")
 
 
 class Worker:

@@ -1,0 +1,183 @@
+"""`ribbon bench e2e`: documents/s from input topic to output topic, against the engine alone.
+
+Side by side in one process, on the same documents, the same engine instance
+(already warm) and the same token budget:
+  engine only: the documents pre-tokenized and pre-packed, bins fed straight to the engine;
+  end to end:  the documents on the embedded broker's input topic; the full worker (consume,
+               decode, validate, tokenize, pack, generate, produce + commit in transactions)
+               until every summary is readable (read_committed) on the output topic.
+The worker's own cost is 1 - e2e/engine. Group-join time is reported apart (it is start-up,
+not throughput): "steady" figures run from the first assignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from worker.samples import corpus
+
+
+def random_checkpoint(arch_config: str, out: Path) -> str:
+    """Random weights of a public architecture (config JSON) with the tiny offline tokenizer."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from worker.engine.tiny import make_tiny_checkpoint
+
+    tok_dir = make_tiny_checkpoint(out / "tok")
+    cfg = AutoConfig.from_pretrained(arch_config)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    model.save_pretrained(out / "model")
+    for f in tok_dir.iterdir():
+        if f.name.startswith(("tokenizer", "special_tokens", "chat_template")):
+            shutil.copy(f, out / "model" / f.name)
+    return str(out / "model")
+
+
+def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
+    """Pack with the real packer (not timed), then time the engine over the bins."""
+    import numpy as np
+    import torch
+
+    p = parts.packer
+    for i, ids in enumerate(prompts):
+        p.submit(i, np.asarray(ids, dtype=np.int32), 0)
+    bins, n = [], 0
+    while n < len(prompts):
+        b = p.next_bin(1.0)
+        if b is None:
+            continue
+        tok = torch.as_tensor(b.tokens).clone()
+        cu = torch.as_tensor(b.cu_seqlens).clone()
+        bins.append((tok, cu, int(b.max_seqlen), [int(s) for s in b.seq_ids], int(b.num_tokens)))
+        n += len(b.seq_ids)
+        p.release(b.slot)
+    eng = parts.engine
+    warm = eng.stage(*bins[0][:3])
+    eng.generate(warm, [seeds[i] for i in bins[0][3]])  # warm-up (CUDA graphs, allocator)
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    out_tokens = 0
+    for tok, cu, mx, ids, _ in bins:
+        outs = eng.generate(eng.stage(tok.pin_memory() if tok.device.type == "cpu" and torch.cuda.is_available()
+                                      else tok, cu, mx), [seeds[i] for i in ids])
+        out_tokens += sum(len(o.token_ids) for o in outs)
+    sync()
+    wall = time.perf_counter() - t0
+    in_tokens = sum(b[4] for b in bins)
+    return {"wall_s": wall, "docs_per_s": len(prompts) / wall, "input_tokens_per_s": in_tokens / wall,
+            "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
+            "input_tokens": in_tokens}
+
+
+def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
+    from confluent_kafka import Consumer, Producer
+
+    from worker.demo import with_bootstrap
+    from worker.kafka.broker import EmbeddedBroker
+    from worker.service.app import Parts, Worker, make_packer
+
+    k = settings.kafka
+    with EmbeddedBroker() as broker:
+        broker.create_topics({k.input_topics[0]: 8, k.output_topic: 8, k.dlq_topic: 1})
+        prod = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+        for i, d in enumerate(docs):
+            prod.produce(k.input_topics[0], value=orjson.dumps(d), key=str(i).encode())
+            prod.poll(0)
+        prod.flush(60)
+        s = with_bootstrap(settings, broker.bootstrap)
+        packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
+        worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
+        reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-reader",
+                           "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        reader.subscribe([k.output_topic])
+        t0 = time.perf_counter()
+        worker.start()
+        worker.ingest.assigned.wait(60)
+        t_assigned = time.perf_counter()
+        got, out_tokens, in_tokens = 0, 0, 0
+        deadline = time.monotonic() + timeout_s
+        while got < len(docs) and time.monotonic() < deadline:
+            for m in reader.consume(1000, 0.1):
+                if m.error() is None:
+                    o = orjson.loads(m.value())
+                    got += 1
+                    out_tokens += o["tokens"]["output"]
+                    in_tokens += o["tokens"]["input"]
+        t1 = time.perf_counter()
+        reader.close()
+        worker.drain(30)
+        worker.close()
+    steady = t1 - t_assigned
+    return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got,
+            "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
+            "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from worker.service.app import build_parts
+    from worker.settings import load_settings
+
+    ap = argparse.ArgumentParser(prog="ribbon bench e2e", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
+    ap.add_argument("--arch-config", help="random weights of this architecture config instead, e.g. "
+                                          "config/models/qwen2.5-0.5b.json")
+    ap.add_argument("--documents", type=int, default=1000)
+    ap.add_argument("--max-new-tokens", type=int, default=16)
+    ap.add_argument("--token-budget", default="auto")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    tmp = Path(tempfile.mkdtemp(prefix="ribbon-e2e-"))
+    model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
+    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
+                                        "model.device": a.device, "packer.token_budget": a.token_budget,
+                                        "server.port": 0, "log_level": "WARNING"})
+    parts = build_parts(settings)
+    eng = parts.engine
+    docs = corpus(a.documents, seed=11)
+    t0 = time.perf_counter()
+    prompts = [eng.prompt_ids("\n".join(d["lines"])) for d in docs]
+    tok_s = time.perf_counter() - t0
+    seeds = list(range(len(docs)))
+    only = engine_only(parts, prompts, seeds)
+    e2e = end_to_end(settings, parts, docs, a.timeout)
+    import torch
+
+    device = torch.cuda.get_device_name() if eng.device.type == "cuda" else platform.processor() or "cpu"
+    result = {
+        "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
+        "documents": len(docs), "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
+        "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
+        "engine_only": only, "end_to_end": e2e,
+        "worker_overhead_pct": 100.0 * (1.0 - e2e["docs_per_s"] / only["docs_per_s"]),
+        "command": "ribbon bench e2e " + " ".join(argv or []),
+    }
+    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
+    for name, r in (("engine only", only), ("end to end", e2e)):
+        print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
+              f"{r.get('steady_s', r['wall_s']):9.2f}")
+    print(f"worker overhead: {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
+          f"(group join {e2e['group_join_s']:.1f} s excluded); {e2e['summaries']}/{len(docs)} summaries; "
+          f"tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if e2e["summaries"] == len(docs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
