@@ -11,7 +11,8 @@ from worker.settings import PackerSettings
 
 
 def make(**kw) -> Packer:
-    args = dict(budget=256, reserve_per_seq=8, max_seqs=16, efficient_tokens=1, max_wait_s=0.0, alignment=16, slots=2)
+    args = {"budget": 256, "reserve_per_seq": 8, "max_seqs": 16, "efficient_tokens": 1, "max_wait_s": 0.0,
+            "alignment": 16, "slots": 2}
     args.update(kw)
     return Packer(**args)
 

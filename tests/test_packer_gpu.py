@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from worker.packer import Packer  # noqa: E402
+from worker.packer import Packer
 
 pytestmark = [
     pytest.mark.gpu,

@@ -1,5 +1,7 @@
 """Property tests of bin selection (C++) against the pure-Python reference."""
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,7 +110,7 @@ def test_threaded_packer_reconstructs_the_inputs(seqs, alignment):
             cu = b.cu_seqlens.tolist()
             assert len(b.tokens) % alignment == 0 and len(b.tokens) - b.num_tokens < alignment
             assert b.weight <= 128 and cu[-1] == b.num_tokens
-            assert b.max_seqlen == max(y - x for x, y in zip(cu, cu[1:]))
+            assert b.max_seqlen == max(y - x for x, y in itertools.pairwise(cu))
             assert (b.tokens[b.num_tokens :] == -99).all()
             for j, sid in enumerate(b.seq_ids.tolist()):
                 assert sid not in out

@@ -1,5 +1,6 @@
 """Concurrency: several submitting threads and one consumer, cancel and close under load."""
 
+import itertools
 import threading
 import time
 
@@ -25,7 +26,7 @@ def consume(p: Packer, want: int, out: dict, bins: list, timeout_s: float = 30.0
         if b is None:
             return
         cu = b.cu_seqlens.tolist()
-        assert cu[0] == 0 and all(x < y for x, y in zip(cu, cu[1:]))
+        assert cu[0] == 0 and all(x < y for x, y in itertools.pairwise(cu))
         bins.append((b.weight, len(b.seq_ids), b.num_tokens, len(b.tokens)))
         for i, sid in enumerate(b.seq_ids.tolist()):
             assert sid not in out, f"sequence {sid} came out twice"

@@ -12,7 +12,7 @@ from worker.packer_sim import AdaptivePolicy, FixedPolicy, ServiceModel, simulat
 
 
 def policy(**kw) -> _core.WindowPolicy:
-    args = dict(budget=16384, efficient_tokens=8192, max_seqs=256, max_wait_s=0.05, latency_target_s=2.0)
+    args = {"budget": 16384, "efficient_tokens": 8192, "max_seqs": 256, "max_wait_s": 0.05, "latency_target_s": 2.0}
     args.update(kw)
     return _core.WindowPolicy(**args)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from worker.settings import PackerSettings
 
 _INT32 = np.iinfo(np.int32)
+_P = TypeVar("_P", bound="Packer")
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class Packer:
     def stats(self) -> dict[str, float]:
         return self._core.stats()
 
-    def __enter__(self) -> Packer:
+    def __enter__(self: _P) -> _P:
         return self
 
     def __exit__(self, *exc: object) -> None:

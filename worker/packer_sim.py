@@ -153,7 +153,7 @@ def summarize(times: np.ndarray, lengths: np.ndarray, finish: np.ndarray, bins: 
     latency = finish - times  # float64 [n]
     done_in_horizon = finish <= horizon
     return {
-        "sequences": int(len(times)),
+        "sequences": len(times),
         "bins": bins,
         "throughput_tokens_per_s": float(lengths[done_in_horizon].sum() / horizon),
         "mean_fill": bin_tokens / (bins * budget) if bins else 0.0,
