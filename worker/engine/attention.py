@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -41,6 +41,7 @@ class AttnContext:
     kv_start: torch.Tensor | None = None  # decode: int32 [B] first row of each document's slot
     kv_len: torch.Tensor | None = None  # decode: int32 [B] rows to attend (new token included)
     num_splits: int = 1  # decode: key splits per (doc, kv head) program
+    memo: dict = field(default_factory=dict)  # reference backend: index plans shared by every layer
 
 
 def _write_kv(ctx: AttnContext, layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -67,32 +68,103 @@ def _ctx(kwargs: dict[str, Any]) -> AttnContext:
 
 
 # ---------------------------------------------------------------- reference (exact) ----
-def reference_prefill(q, k, v, cu_host: list[int], scale: float) -> torch.Tensor:
-    """Per-document causal attention. q: [T, H, D], k/v: [T, Hkv, D] -> [T, H, D]."""
-    out = torch.empty_like(q)
-    groups = q.shape[1] // k.shape[1]
-    for a, b in zip(cu_host[:-1], cu_host[1:]):
-        if b == a:
-            continue
-        qd = q[a:b].transpose(0, 1)  # [H, L, D]
-        kd = k[a:b].transpose(0, 1).repeat_interleave(groups, dim=0)  # [H, L, D]
-        vd = v[a:b].transpose(0, 1).repeat_interleave(groups, dim=0)  # [H, L, D]
-        od = torch.nn.functional.scaled_dot_product_attention(qd, kd, vd, is_causal=True, scale=scale)
-        out[a:b] = od.transpose(0, 1)  # [L, H, D]
+# Same math as one causal SDPA per document (prefill) and one softmax(q k^T) v per document
+# (decode), in fp32 on CPU, but batched: documents of similar length share one padded SDPA call;
+# decode gathers every row's slot into a padded [B, Hkv, L, D] view with a length mask. The
+# index tensors depend only on cu_seqlens / kv_start / kv_len, so they are built once per
+# forward and reused by every layer (AttnContext.memo).
+PAD_SLACK = 0.2  # a bucket may waste this fraction of its real attention work on padding...
+PAD_FREE = 16_384  # ...plus this many (query, key) pairs: about one call's fixed cost on a CPU
+
+
+def length_buckets(lengths: list[int]) -> list[list[int]]:
+    """Document indices grouped by similar length (ascending), empty documents left out.
+
+    Padded work of a bucket = count * longest**2; it stays within PAD_SLACK of the real work
+    (sum of length**2) plus PAD_FREE, so short documents share a call and long ones don't pay
+    for padding to the longest.
+    """
+    order = sorted((n, i) for i, n in enumerate(lengths) if n > 0)
+    buckets: list[list[int]] = []
+    real = 0
+    for n, i in order:
+        if buckets and (len(buckets[-1]) + 1) * n * n - (real + n * n) <= PAD_SLACK * (real + n * n) + PAD_FREE:
+            buckets[-1].append(i)
+            real += n * n
+        else:
+            buckets.append([i])
+            real = n * n
+    return buckets
+
+
+def _prefill_plan(cu_host: list[int], device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]]:
+    """Per bucket: gather index int64 [m*L] into the ribbon, src int64 [t] (valid padded
+    positions), dst int64 [t] (their ribbon rows), and L."""
+    starts = cu_host[:-1]
+    lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
+    plan = []
+    for bucket in length_buckets(lengths):
+        width = max(lengths[i] for i in bucket)
+        st = torch.tensor([starts[i] for i in bucket], dtype=torch.int64)  # [m]
+        ln = torch.tensor([lengths[i] for i in bucket], dtype=torch.int64)  # [m]
+        ar = torch.arange(width, dtype=torch.int64)  # [L]
+        valid = (ar[None, :] < ln[:, None]).view(-1)  # [m*L]
+        idx = torch.where(ar[None, :] < ln[:, None], st[:, None] + ar[None, :], st[:, None]).view(-1)  # [m*L]
+        src = valid.nonzero().squeeze(1)  # [t]
+        plan.append((idx.to(device), src.to(device), idx[src].to(device), width))
+    return plan
+
+
+def reference_prefill(q, k, v, cu_host: list[int], scale: float, plan=None) -> torch.Tensor:
+    """Per-document causal attention. q: [T, H, D], k/v: [T, Hkv, D] (views are fine) -> [T, H, D].
+
+    Documents are right-padded inside their bucket: causality alone keeps every real query off
+    the padding keys (they come after it), and padded queries are dropped.
+    """
+    if plan is None:
+        plan = _prefill_plan(cu_host, q.device)
+    heads, kv_heads, dim = q.shape[1], k.shape[1], q.shape[2]
+    out = torch.zeros(q.shape, dtype=q.dtype, device=q.device)  # [T, H, D] (rows past cu_host[-1] stay zero)
+    for idx, src, dst, width in plan:
+        m = idx.numel() // width
+        qb = q.index_select(0, idx).view(m, width, heads, dim).transpose(1, 2)  # [m, H, L, D]
+        kb = k.index_select(0, idx).view(m, width, kv_heads, dim).transpose(1, 2)  # [m, Hkv, L, D]
+        vb = v.index_select(0, idx).view(m, width, kv_heads, dim).transpose(1, 2)  # [m, Hkv, L, D]
+        ob = torch.nn.functional.scaled_dot_product_attention(
+            qb, kb, vb, is_causal=True, scale=scale, enable_gqa=heads != kv_heads
+        )  # [m, H, L, D]
+        ob = ob.transpose(1, 2).reshape(m * width, heads, dim)  # [m*L, H, D]
+        out.index_copy_(0, dst, ob.index_select(0, src))
     return out
 
 
-def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float) -> torch.Tensor:
-    """q: [B, H, D]; caches [S, Hkv, D]; each row attends its own slot rows -> [B, H, D]."""
-    out = torch.empty_like(q)
-    groups = q.shape[1] // k_cache.shape[1]
-    starts, lens = kv_start.tolist(), kv_len.tolist()
-    for i, (s, n) in enumerate(zip(starts, lens)):
-        kd = k_cache[s : s + n].transpose(0, 1).repeat_interleave(groups, dim=0).to(q.dtype)  # [H, n, D]
-        vd = v_cache[s : s + n].transpose(0, 1).repeat_interleave(groups, dim=0).to(q.dtype)  # [H, n, D]
-        w = torch.softmax((q[i].unsqueeze(1) @ kd.transpose(1, 2)).float() * scale, dim=-1)  # [H, 1, n]
-        out[i] = (w.to(vd.dtype) @ vd).squeeze(1)  # [H, D]
-    return out
+def _decode_plan(kv_start: torch.Tensor, kv_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gather index int64 [B*L] into the cache and key mask bool [1, B, 1, L], L = max kv_len."""
+    width = int(kv_len.max())  # one host read per forward (free on CPU)
+    ar = torch.arange(width, dtype=torch.int64, device=kv_len.device)  # [L]
+    start = kv_start.long()[:, None]  # [B, 1]
+    valid = ar[None, :] < kv_len.long()[:, None]  # [B, L]
+    idx = torch.where(valid, start + ar[None, :], start).view(-1)  # [B*L]
+    return idx, valid[None, :, None, :]
+
+
+def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float, plan=None) -> torch.Tensor:
+    """q: [B, H, D]; caches [S, Hkv, D]; each row attends its own slot rows -> [B, H, D].
+
+    KV heads lead (each one's rows gathered contiguously); GQA by reshape: the G query heads of a
+    KV head attend its keys in one matmul, with no repeated K/V.
+    """
+    idx, valid = plan if plan is not None else _decode_plan(kv_start, kv_len)
+    rows, heads, dim = q.shape
+    kv_heads = k_cache.shape[1]
+    width = valid.shape[-1]
+    kd = k_cache.transpose(0, 1).index_select(1, idx).view(kv_heads, rows, width, dim).to(q.dtype)  # [Hkv, B, L, D]
+    vd = v_cache.transpose(0, 1).index_select(1, idx).view(kv_heads, rows, width, dim).to(q.dtype)  # [Hkv, B, L, D]
+    qg = q.reshape(rows, kv_heads, heads // kv_heads, dim).transpose(0, 1)  # [Hkv, B, G, D]
+    s = (qg @ kd.transpose(2, 3)).float() * scale  # [Hkv, B, G, L]
+    w = torch.softmax(s.masked_fill_(~valid, float("-inf")), dim=-1)  # [Hkv, B, G, L]
+    out = w.to(vd.dtype) @ vd  # [Hkv, B, G, D]
+    return out.transpose(0, 1).reshape(rows, heads, dim)
 
 
 # ---------------------------------------------------------------- fused backends ------
@@ -150,12 +222,26 @@ def _make(prefill_impl, decode_impl):
     return attention
 
 
-def _ref_prefill(q, k, v, ctx, scale):
-    return reference_prefill(q, k, v, ctx.cu_host, scale)
-
-
-def _ref_decode(q, ctx, layer, scale):
-    return reference_decode(q, ctx.k_cache[layer], ctx.v_cache[layer], ctx.kv_start, ctx.kv_len, scale)
+def _reference_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """The reference backend: strided views in (no q/k/v copies), index plans built by the first
+    layer of a forward and reused by the others."""
+    ctx = _ctx(kwargs)
+    scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
+    layer = module.layer_idx
+    q = query[0].transpose(0, 1)  # [T, H, D] view
+    k = key[0].transpose(0, 1)  # [T, Hkv, D] view
+    v = value[0].transpose(0, 1)  # [T, Hkv, D] view
+    _write_kv(ctx, layer, k, v)
+    if ctx.mode == "prefill":
+        if "prefill" not in ctx.memo:
+            ctx.memo["prefill"] = _prefill_plan(ctx.cu_host, q.device)
+        out = reference_prefill(q, k, v, ctx.cu_host, scale, ctx.memo["prefill"])  # [T, H, D]
+    else:
+        if "decode" not in ctx.memo:
+            ctx.memo["decode"] = _decode_plan(ctx.kv_start, ctx.kv_len)
+        out = reference_decode(q, ctx.k_cache[layer], ctx.v_cache[layer], ctx.kv_start, ctx.kv_len, scale,
+                               ctx.memo["decode"])  # [B, H, D]
+    return out.unsqueeze(0), None  # [1, T, H, D]
 
 
 def _no_mask(*args, **kwargs):
@@ -171,7 +257,7 @@ def register_backends() -> None:
     fns = {
         "flash_attn": _make(flash_prefill, kernel_decode),
         "varlen": _make(varlen_prefill, kernel_decode),
-        "reference": _make(_ref_prefill, _ref_decode),
+        "reference": _reference_attention,
     }
     for backend, name in REGISTERED.items():
         AttentionInterface.register(name, fns[backend])

@@ -95,11 +95,13 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
     st, graph = runner.state(size, step_cfg)
     st.load(rows, pool)
     m = len(live_idx)
+    on_cpu = st.tok.device.type == "cpu"
     while True:
-        for _ in range(cfg.check_every):
+        k = _steps_to_run(cfg, steps, on_cpu)
+        for _ in range(k):
             runner.run(st, graph, step_cfg)
-        steps += cfg.check_every
-        live_steps += m * cfg.check_every
+        steps += k
+        live_steps += m * k
         done = st.done[:m].tolist()
         if stop_check is not None:
             _apply_stops(st, pool, done, stop_check, stopped)
@@ -114,6 +116,15 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
             st, graph = runner.state(size, step_cfg)
             st.load(rows, pool)
             m = len(live)
+
+
+def _steps_to_run(cfg: LoopConfig, steps: int, on_cpu: bool) -> int:
+    """Steps before the next host look. On CPU (where every step is paid for, looks are free) no
+    more than the max_new - 1 - steps that any live row can still take: a row has generated
+    1 + steps tokens at least, so the rest would be steps over finished rows only."""
+    if not on_cpu:
+        return cfg.check_every
+    return max(1, min(cfg.check_every, cfg.max_new - 1 - steps))
 
 
 def _apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, stopped: set[int]) -> None:
