@@ -31,7 +31,6 @@ def test_thousand_documents_arrive_intact(broker, new_topic, tmp_path):
     assert len(got) == 1000
     by_id = {orjson.loads(m.value())["id"]: orjson.loads(m.value()) for m in got}
     assert by_id == {d["id"]: d for d in docs}
-    assert {m.partition() for m in got} == {0, 1, 2}
 
 
 def test_blank_and_line_splits(tmp_path):

@@ -162,23 +162,30 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from worker.service.app import Worker
+    from worker.service.app import Worker, install_signal_handlers
     from worker.service.logs import setup_logging
+    from worker.settings import SettingsError
 
     settings = load(args)
     setup_logging(settings.log_level, settings.log_format)
-    bootstrap = settings.kafka.bootstrap_servers
-    if bootstrap:
-        return Worker(settings, bootstrap).run_until_signalled()
-    from worker.kafka.broker import EmbeddedBroker
-
-    k = settings.kafka
-    with EmbeddedBroker() as broker:
-        broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
-        print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
+    stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
+    try:
+        bootstrap = settings.kafka.bootstrap_servers
+        if bootstrap:
+            worker = Worker(settings, bootstrap)
+            return 0 if stop.is_set() else worker.run_until_signalled(stop)
         from worker.demo import with_bootstrap
+        from worker.kafka.broker import EmbeddedBroker
 
-        return Worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap).run_until_signalled()
+        k = settings.kafka
+        with EmbeddedBroker() as broker:
+            broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
+            print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
+            worker = Worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap)
+            return 0 if stop.is_set() else worker.run_until_signalled(stop)
+    except SettingsError as exc:
+        print(f"ribbon: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -94,13 +94,17 @@ class Engine:
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
         """Instruction + document through the chat template when there is one, else a plain prompt."""
-        text = f"{self.options.instruction}\n\n{document}"
+        return self.prompt_ids_batch([document])[0]
+
+    def prompt_ids_batch(self, documents: list[str]) -> list[list[int]]:
+        """prompt_ids for many documents in one tokenizer call (the fast tokenizer batches in Rust)."""
+        texts = [f"{self.options.instruction}\n\n{d}" for d in documents]
         if self.options.use_chat_template and getattr(self.tokenizer, "chat_template", None):
-            rendered = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
-            )
+            rendered = [self.tokenizer.apply_chat_template([{"role": "user", "content": t}],
+                                                           add_generation_prompt=True, tokenize=False)
+                        for t in texts]
             return self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
-        return self.tokenizer(text + "\nSummary:", add_special_tokens=True)["input_ids"]
+        return self.tokenizer([t + "\nSummary:" for t in texts], add_special_tokens=True)["input_ids"]
 
     def budget_weight(self, n_prompt_tokens: int) -> int:
         return n_prompt_tokens + self.options.max_new_tokens

@@ -90,10 +90,18 @@ class Worker:
                                  metrics=self.metrics)
         reserve = parts.reserve
         tok = self.engine.tokenizer
-        planner = Planner(self.engine.prompt_ids,
-                          lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
-                          max_prompt_tokens=self.budget - reserve,
-                          max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate)
+        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
+        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
+        try:
+            planner = Planner(self.engine.prompt_ids,
+                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
+                              max_prompt_tokens=self.budget - reserve, max_input_tokens=settings.model.max_input_tokens,
+                              truncate=settings.model.truncate, max_new_tokens=reserve,
+                              prompt_batch=self.engine.prompt_ids_batch)
+        except ValueError as exc:
+            from worker.settings import SettingsError
+
+            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
         b = self.budget
         marks = Watermarks(high_tokens=4 * b, low_tokens=2 * b, high_messages=20_000, low_messages=10_000)
         self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
@@ -138,51 +146,70 @@ class Worker:
         self.draining.set()
         self.metrics.ready = False
         self.ingest.stop_polling.set()
+        self.packer.drain(True)  # the last partial bins go at once
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.failed() is None:
-            if self.tracker.pending() == 0:
+            if self.idle():
                 return True
             time.sleep(0.05)
-        return self.tracker.pending() == 0
+        return self.idle()
 
-    def close(self) -> None:
-        """Leave the group (its revoke commits what is finished), then stop delivery, then the GPU."""
+    def idle(self) -> bool:
+        """Nothing in flight, nothing waiting to commit, no transaction under way."""
+        return self.tracker.pending() == 0 and not self.delivery.busy
+
+    def close(self, timeout_s: float = 60.0) -> bool:
+        """Leave the group (its revoke commits what is finished), then stop delivery, then the GPU.
+
+        Returns False if a thread did not stop within `timeout_s` in all."""
+        deadline = time.monotonic() + timeout_s
+        left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
         delivery, gpu, ingest = self._threads
         self.ingest.stop.set()
-        ingest.join(60)
+        ingest.join(left())
         self.delivery.stop.set()
         self.delivery.wake()
-        delivery.join(60)
+        delivery.join(left())
         self.gpu.stop.set()
         self.packer.close()
-        gpu.join(60)
+        gpu.join(left())
         if self.server:
             self.server.stop()
+        return not any(t.is_alive() for t in self._threads)
 
-    def run_until_signalled(self) -> int:
-        stop = threading.Event()
-        signals = []
-
-        def on_signal(signum, _frame) -> None:
-            signals.append(signum)
-            if len(signals) > 1:
-                log.warning("second signal: exiting now without committing")
-                os._exit(128 + signum)
-            stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, on_signal)
+    def run_until_signalled(self, stop: threading.Event | None = None) -> int:
+        """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
+        stop = stop or install_signal_handlers()
         self.start()
         while not stop.is_set() and self.failed() is None:
             stop.wait(0.2)
         if self.failed() is not None:
-            log.error("stopping: %s", self.failed())
-            self.ingest.stop.set()
-            self.gpu.stop.set()
-            self.packer.close()
+            log.error("stopping without committing more: %s", self.failed())
+            self.ingest.stop_polling.set()
+            self.close(timeout_s=30)
             return 1
         log.info("draining (up to %.0f s)", self.s.drain_timeout_s)
         clean = self.drain(self.s.drain_timeout_s)
-        self.close()
-        log.info("stopped%s", "" if clean else " with work left uncommitted (it will be redone)")
+        closed = self.close(timeout_s=max(10.0, self.s.drain_timeout_s / 2))
+        if self.failed() is not None:
+            log.error("failed while stopping: %s", self.failed())
+            return 1
+        log.info("stopped%s", "" if clean and closed else " with work left uncommitted (it will be redone)")
         return 0
+
+
+def install_signal_handlers() -> threading.Event:
+    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once."""
+    stop = threading.Event()
+    signals: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        signals.append(signum)
+        if len(signals) > 1:
+            log.warning("second signal: exiting now without committing")
+            os._exit(128 + signum)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    return stop

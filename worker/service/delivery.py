@@ -5,8 +5,14 @@ offsets (tracker.take_ready) and produces those outputs and commits their
 offsets in ONE transaction. An abortable error aborts, puts the runs back and
 retries; a fatal one stops the worker without committing.
 at_least_once: idempotent producer; produce, wait for every delivery report,
-then commit the offsets (synchronously). A crash between the two repeats
-outputs, which carry deterministic ids.
+then hand the offsets to the ingest thread, which commits them. A crash
+between the two repeats outputs, which carry deterministic ids.
+
+This thread never calls the consumer: confluent-kafka serializes calls into
+one consumer, so a call from here would wait for the ingest thread's poll (or
+its rebalance callback, which may be waiting for us). The ingest thread hands
+over the group metadata instead (refreshed every loop, and taken inside the
+revoke callback for the final transaction of revoked partitions).
 
 Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
 more step here, then forgets the partitions, and only then returns.
@@ -39,7 +45,9 @@ class Delivery:
         self._wake = threading.Event()
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self.stop = threading.Event()
-        self.consumer = None  # set by the app once the consumer exists
+        self.group_metadata = None  # the consumer's group metadata, handed over by the ingest thread
+        self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
+        self.busy = False  # a step is under way (drain waits for it)
         self.producer = None
         self.error: BaseException | None = None
         self.started = threading.Event()
@@ -89,14 +97,14 @@ class Delivery:
                 delay = min(delay * 2, 10.0)
 
     # ---- revokes --------------------------------------------------------------------
-    def flush_and_forget(self, tps: list, commit_with, timeout_s: float = 30.0) -> None:
+    def flush_and_forget(self, tps: list, group_metadata, timeout_s: float = 30.0) -> None:
         """Called on the ingest thread: commit what is finished for `tps`, then forget them."""
         if self.stop.is_set() or self.error is not None:  # no delivery thread to serve it
             for tp in tps:
                 self.tracker.revoke(tp)
             return
         done = threading.Event()
-        self._requests.put((tps, done))
+        self._requests.put((tps, group_metadata, done))
         self.wake()
         if not done.wait(timeout_s):
             log.error("revoke of %s not served within %.0f s; dropping them uncommitted", tps, timeout_s)
@@ -106,11 +114,11 @@ class Delivery:
     def _serve_requests(self) -> None:
         while True:
             try:
-                tps, done = self._requests.get_nowait()
+                tps, metadata, done = self._requests.get_nowait()
             except queue.Empty:
                 return
             try:
-                self.step()
+                self.step(metadata)
             finally:
                 for tp in tps:
                     self.tracker.revoke(tp)
@@ -119,7 +127,7 @@ class Delivery:
     def _fail_requests(self) -> None:
         while True:
             try:
-                tps, done = self._requests.get_nowait()
+                tps, _, done = self._requests.get_nowait()
             except queue.Empty:
                 return
             for tp in tps:
@@ -127,15 +135,20 @@ class Delivery:
             done.set()
 
     # ---- one step -------------------------------------------------------------------
-    def step(self) -> int:
+    def step(self, group_metadata=None) -> int:
         """Send every committable run; returns the number of input offsets committed."""
-        ready = self.tracker.take_ready(self.max_records)
-        if not ready:
-            return 0
-        ok = self._transaction(ready) if self.exactly_once else self._at_least_once(ready)
-        if not ok:
-            self.tracker.put_back(ready)
-            return 0
+        self.busy = True
+        try:
+            ready = self.tracker.take_ready(self.max_records)
+            if not ready:
+                return 0
+            ok = self._transaction(ready, group_metadata or self.group_metadata) if self.exactly_once \
+                else self._at_least_once(ready)
+            if not ok:
+                self.tracker.put_back(ready)
+                return 0
+        finally:
+            self.busy = False
         n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
         self.metrics.produced.inc(n_out)
         return sum(len(r.offsets) for r in ready)
@@ -143,14 +156,29 @@ class Delivery:
     def _produce_all(self, ready: list[Ready], on_delivery=None) -> None:
         for r in ready:
             for rec in r.records:
-                while True:
-                    try:
-                        self.producer.produce(rec.topic, value=rec.value, key=rec.key,
-                                              headers=list(rec.headers) or None, on_delivery=on_delivery)
-                        break
-                    except BufferError:
-                        self.producer.poll(0.05)
+                self._produce(rec, on_delivery)
             self.producer.poll(0)
+
+    def _produce(self, rec, on_delivery) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        value, headers = rec.value, list(rec.headers)
+        while True:
+            try:
+                self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
+                                      on_delivery=on_delivery)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE or value is None:
+                    raise
+                # A record that can never be produced must not stall every partition: the dead-letter
+                # copy goes without the original bytes (its headers still say where they are).
+                log.warning("record for %s too large (%d bytes): dead-lettered without its value",
+                            rec.topic, len(value))
+                rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, rec.headers)
+                value, headers = None, [*rec.headers, ("error.value_dropped", b"msg_size_too_large")]
 
     @staticmethod
     def _offsets(ready: list[Ready]) -> list:
@@ -158,15 +186,21 @@ class Delivery:
 
         return [TopicPartition(r.tp[0], r.tp[1], r.next_offset) for r in ready]
 
-    def _transaction(self, ready: list[Ready]) -> bool:
+    def _transaction(self, ready: list[Ready], group_metadata) -> bool:
+        """One transaction: the runs' records and their offsets, or nothing (abort, retry later).
+
+        Transactional calls take no timeout (-1: the remaining transaction time), as librdkafka
+        recommends: a timed-out commit may still complete, so it is resumed, never aborted.
+        """
         from confluent_kafka import KafkaException
 
+        if group_metadata is None:
+            return False  # no assignment yet
         p = self.producer
         try:
             p.begin_transaction()
             self._produce_all(ready)
-            p.send_offsets_to_transaction(self._offsets(ready), self.consumer.consumer_group_metadata(),
-                                          self.op_timeout_s)
+            p.send_offsets_to_transaction(self._offsets(ready), group_metadata)
             self._commit()
             self.metrics.txn_commits.inc()
             return True
@@ -182,31 +216,33 @@ class Delivery:
     def _commit(self) -> None:
         from confluent_kafka import KafkaException
 
-        for attempt in range(5):
+        while True:
             try:
-                self.producer.commit_transaction(self.op_timeout_s)
+                self.producer.commit_transaction()
                 return
             except KafkaException as exc:
                 err = exc.args[0]
-                if err.retriable() and attempt < 4:
-                    time.sleep(0.2 * (attempt + 1))
-                    continue
+                if err.retriable() and not err.txn_requires_abort() and not err.fatal():
+                    continue  # resume the same commit
                 raise
 
     def _abort(self) -> None:
         from confluent_kafka import KafkaException
 
         self.metrics.txn_aborts.inc()
-        try:
-            self.producer.abort_transaction(self.op_timeout_s)
-        except KafkaException as exc:
-            if exc.args[0].fatal():
-                raise FatalDeliveryError(f"abort failed fatally: {exc.args[0]}") from exc
-            log.warning("abort_transaction: %s", exc.args[0])
+        while True:
+            try:
+                self.producer.abort_transaction()
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.fatal():
+                    raise FatalDeliveryError(f"abort failed fatally: {err}") from exc
+                if not err.retriable():
+                    log.warning("abort_transaction: %s", err)
+                    return
 
     def _at_least_once(self, ready: list[Ready]) -> bool:
-        from confluent_kafka import KafkaException
-
         errors: list = []
         self._produce_all(ready, on_delivery=lambda err, _m: errors.append(err) if err else None)
         left = self.producer.flush(self.op_timeout_s)
@@ -214,8 +250,5 @@ class Delivery:
             log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(errors),
                         errors[0] if errors else "flush timeout")
             return False
-        try:
-            self.consumer.commit(offsets=self._offsets(ready), asynchronous=False)
-        except KafkaException as exc:
-            log.warning("offset commit failed (%s); outputs may repeat", exc.args[0])
+        self.to_commit.put(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
         return True

@@ -36,7 +36,7 @@ class Doc:
     output_tokens: int = 0
     gpu_s: float = 0.0
     first_gpu: float | None = None
-    failures: int = 0
+    rounds: int = 0                 # combine rounds done (chunked documents)
     raw: bytes | None = None        # the original value, for the dead-letter topic
 
     def seed(self, base: int, index: int) -> int:

@@ -60,19 +60,18 @@ class GpuLoop:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
         t0 = time.monotonic()
         self.busy_since = t0
-        staged = self.engine.stage(_tensor(b.tokens), _tensor(b.cu_seqlens), int(b.max_seqlen))
-        staged.wait_copied()
-        self.packer.release(b.slot)
-        mark_gpu_start([s.doc for s in seqs if s is not None], t0)
-        weight = int(b.num_tokens) + self.reserve * len(seqs)
-        self.metrics.bin_fill.observe(weight / self.budget)
-        self.metrics.bins.inc()
         try:
-            outs = self.engine.generate(staged, self._seeds(seqs))
+            staged = self.engine.stage(_tensor(b.tokens), _tensor(b.cu_seqlens), int(b.max_seqlen))
+            staged.wait_copied()
         except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
-            self.metrics.model_errors.inc()
-            log.exception("model failed on a bin of %d documents; retrying each alone", len(seqs))
-            outs = [self._alone(s) for s in seqs]
+            log.exception("staging a bin failed; its documents go alone")
+            staged = None
+        finally:
+            self.packer.release(b.slot)
+        mark_gpu_start([s.doc for s in seqs if s is not None], t0)
+        self.metrics.bin_fill.observe((int(b.num_tokens) + self.reserve * len(seqs)) / self.budget)
+        self.metrics.bins.inc()
+        outs = self._generate(staged, seqs)
         gpu_s = time.monotonic() - t0
         self.busy_since = None
         self._count_oom_splits()
@@ -82,12 +81,24 @@ class GpuLoop:
         for seq, out in zip(seqs, outs):
             if seq is None:
                 continue  # its partition was revoked while it ran
-            if isinstance(out, BaseException):
-                self._dead_letter(seq.doc, out)
-                continue
-            self.metrics.output_tokens.inc(len(out.token_ids))
-            if self.registry.finish(seq, out.text, len(out.token_ids), share):
-                self._round_done(seq)
+            try:
+                if isinstance(out, BaseException):
+                    raise out
+                self.metrics.output_tokens.inc(len(out.token_ids))
+                if self.registry.finish(seq, out.text, len(out.token_ids), share):
+                    self._round_done(seq)
+            except Exception as exc:  # noqa: BLE001 - one document fails, the worker goes on
+                self._dead_letter(seq.doc, exc)
+
+    def _generate(self, staged, seqs: list[Seq | None]) -> list:
+        """The bin's outputs; on a failure each document alone (a failure alone is its own result)."""
+        if staged is not None:
+            try:
+                return self.engine.generate(staged, self._seeds(seqs))
+            except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+                self.metrics.model_errors.inc()
+                log.exception("model failed on a bin of %d documents; retrying each alone", len(seqs))
+        return [self._alone(s) for s in seqs]
 
     def _count_oom_splits(self) -> None:
         n = int(getattr(self.engine, "stats", {}).get("oom_splits", 0))

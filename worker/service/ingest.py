@@ -25,6 +25,8 @@ from worker.service.tracker import OffsetTracker, Record
 
 log = logging.getLogger(__name__)
 
+MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
+
 
 @dataclass(frozen=True)
 class Watermarks:
@@ -60,6 +62,10 @@ class Ingest:
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
             next_lag = 0.0
             while not self.stop.is_set():
+                # Delivery never calls the consumer (calls into one consumer are serialized): hand it
+                # the group metadata for its transactions, and commit what it delivered (at_least_once).
+                self.delivery.group_metadata = self.consumer.consumer_group_metadata()
+                self._commit_delivered(asynchronous=True)
                 self._plan_combines()
                 self._backpressure()
                 if time.monotonic() >= next_lag:
@@ -76,6 +82,22 @@ class Ingest:
         finally:
             self._close()
 
+    def _commit_delivered(self, asynchronous: bool) -> None:
+        from confluent_kafka import KafkaException
+
+        offsets: dict = {}
+        while True:
+            try:
+                for tp in self.delivery.to_commit.get_nowait():
+                    offsets[(tp.topic, tp.partition)] = tp
+            except queue.Empty:
+                break
+        if offsets:
+            try:
+                self.consumer.commit(offsets=list(offsets.values()), asynchronous=asynchronous)
+            except KafkaException as exc:
+                log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
+
     def _close(self) -> None:
         if self.consumer is not None:
             try:
@@ -85,7 +107,7 @@ class Ingest:
 
     # ---- messages -----------------------------------------------------------------
     def _ingest(self, msgs: list) -> None:
-        good: list[tuple[Doc, str]] = []
+        good: list[Doc] = []
         for m in msgs:
             if m.error() is not None:
                 if not m.error().name() == "_PARTITION_EOF":
@@ -103,23 +125,22 @@ class Ingest:
                 continue
             doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
-            good.append((Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
-                             raw=m.value()), msg.document))
-        for doc, text in good:
-            self._submit(doc, text, first=True)
+            good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
+                            raw=m.value()))
+        if good:
+            for doc, plan in zip(good, self.planner.plan_many([d.text for d in good])):
+                doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+                self._submit(doc, plan)
 
-    def _submit(self, doc: Doc, text: str, first: bool) -> None:
-        plan = self.planner.plan(text)
-        if first:
-            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+    def _submit(self, doc: Doc, plan) -> None:
+        limit = self.planner.max_prompt_tokens
+        if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
+            self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
+                              f"a planned prompt exceeds {limit} tokens")
+            return
         for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
             seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
-            try:
-                self.packer.submit(sid, seq.tokens, doc.epoch)
-            except ValueError as exc:  # the planner keeps prompts in budget; this is a bug, not input
-                self.registry.pop(sid)
-                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize", str(exc))
-                return
+            self.packer.submit(sid, seq.tokens, doc.epoch)
 
     def _plan_combines(self) -> None:
         while True:
@@ -130,7 +151,13 @@ class Ingest:
             if self.tracker.epoch(doc.tp) != doc.epoch:
                 continue  # revoked meanwhile
             parts = [doc.parts[i] for i in sorted(doc.parts)]
-            self._submit(doc, combine_text(parts), first=False)
+            plan = self.planner.plan(combine_text(parts))
+            doc.rounds += 1
+            if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
+                                  f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds")
+                continue
+            self._submit(doc, plan)
 
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str) -> None:
         err = BadMessage(error_class, message)
@@ -184,8 +211,9 @@ class Ingest:
         if self.paused and partitions:
             consumer.incremental_assign(partitions)
             consumer.pause(partitions)
+            self.metrics.paused.set(len(consumer.assignment()))
         self.assigned.set()
-        self.metrics.ready = True
+        self.metrics.ready = bool(partitions) or bool(consumer.assignment())
         log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
 
     def _forget(self, partitions) -> tuple[list, set[int]]:
@@ -200,7 +228,9 @@ class Ingest:
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
-        self.delivery.flush_and_forget(tps, commit_with=consumer)
+        # The metadata is taken here, inside the callback: the consumer admits this re-entrant call.
+        self.delivery.flush_and_forget(tps, group_metadata=consumer.consumer_group_metadata())
+        self._commit_delivered(asynchronous=False)
         log.info("revoked %s", tps)
 
     def _not_ready_if_empty(self, consumer, partitions) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-PromptFn = Callable[[str], list[int]]          # document -> prompt token ids
-CountFn = Callable[[Sequence[str]], list[int]]  # texts -> token counts (batched)
+PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
+BatchPromptFn = Callable[[list[str]], list[list[int]]]   # documents -> prompt token ids (one call)
+CountFn = Callable[[Sequence[str]], list[int]]           # texts -> token counts (batched)
 
 
 @dataclass(frozen=True)
@@ -25,20 +26,35 @@ class Plan:
 
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, max_prompt_tokens: int,
-                 max_input_tokens: int | None = None, truncate: bool = False):
+                 max_input_tokens: int | None = None, truncate: bool = False, max_new_tokens: int = 0,
+                 prompt_batch: BatchPromptFn | None = None):
         overhead = len(prompt(""))
         if max_prompt_tokens <= overhead + 8:
             raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "
                              f"{overhead}: raise packer.token_budget or lower model.max_new_tokens")
         self.prompt, self.count = prompt, count
+        self.prompt_batch = prompt_batch or (lambda texts: [prompt(t) for t in texts])
         self.max_prompt_tokens = max_prompt_tokens
         self.overhead = overhead
         limit = max_prompt_tokens - overhead
         self.chunk_tokens = min(limit, max_input_tokens) if max_input_tokens else limit
         self.truncate = truncate
+        # A chunk must hold two chunk summaries (and their "[part i/n]" tags), or combining
+        # summaries would never shrink: a chunked document would go round forever.
+        part = max_new_tokens + count(["[part 99/99] "])[0] + 1
+        if not truncate and self.chunk_tokens < 2 * part:
+            raise ValueError(f"chunks of {self.chunk_tokens} document tokens cannot combine summaries of "
+                             f"{max_new_tokens} tokens: raise model.max_input_tokens (or packer.token_budget) "
+                             f"to at least {2 * part}, or lower model.max_new_tokens")
+
+    def plan_many(self, texts: list[str]) -> list[Plan]:
+        """Plans for many documents, tokenized in one batch (chunking, rarely needed, goes one by one)."""
+        return [self._plan(t, ids) for t, ids in zip(texts, self.prompt_batch(texts))]
 
     def plan(self, text: str) -> Plan:
-        ids = self.prompt(text)
+        return self._plan(text, self.prompt(text))
+
+    def _plan(self, text: str, ids: list[int]) -> Plan:
         n_doc = max(0, len(ids) - self.overhead)
         if len(ids) <= self.max_prompt_tokens and n_doc <= self.chunk_tokens:
             return Plan((tuple(ids),), n_doc)

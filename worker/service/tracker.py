@@ -85,7 +85,7 @@ class OffsetTracker:
             if p is None or p.epoch != epoch:
                 return False
             if p.seen and offset <= p.seen[-1]:
-                raise ValueError(f"offset {offset} of {tp} seen after {p.seen[-1]}: offsets must increase")
+                return False  # a rewind (e.g. offset reset): that offset is already tracked
             p.seen.append(offset)
             return True
 
