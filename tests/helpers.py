@@ -90,3 +90,39 @@ def by_id(msgs) -> dict[str, list[dict]]:
 
 def same_but_timing(a: dict, b: dict) -> bool:
     return {**a, "timing_ms": None} == {**b, "timing_ms": None}
+
+
+def read_until_ids(bootstrap: str, topic: str, ids: set[str], timeout_s: float,
+                   isolation: str = "read_committed") -> list:
+    """Read `topic` from the start until every id in `ids` was seen (or the timeout); returns all messages."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "isolation.level": isolation, "session.timeout.ms": 6000})
+    c.subscribe([topic])
+    out, seen = [], set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not ids <= seen and time.monotonic() < deadline:
+            for m in c.consume(num_messages=1000, timeout=0.5):
+                if m.error() is None:
+                    out.append(m)
+                    seen.add(orjson.loads(m.value())["id"])
+    finally:
+        c.close()
+    return out
+
+
+def committed_equals_end(bootstrap: str, group: str, topic: str, partitions: int) -> tuple[list, list]:
+    """(committed offsets, end offsets) of the group on `topic`: equal once every input was committed."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        committed = [max(tp.offset, 0) for tp in c.committed(tps, timeout=10)]
+        ends = [c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps]
+    finally:
+        c.close()
+    return committed, ends

@@ -6,15 +6,15 @@ import json
 import signal
 import time
 import uuid
-from pathlib import Path
+import subprocess
+import sys
 
 import jsonschema
 import orjson
-from helpers import by_id, consume_all, mixed_docs, produce, start_worker, topics, worker_env
+from helpers import ROOT, by_id, consume_all, mixed_docs, produce, start_worker, topics, worker_env
 
 from worker.samples import document
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_two_thousand_documents_one_summary_each(broker, new_topic, tiny_model, tmp_path):
@@ -53,6 +53,8 @@ BAD_CASES = [
     (b'{"text": "   "}', "empty_text"),
     (b'{"text": 42}', "schema"),
     (b"[1, 2, 3]", "not_an_object"),
+    (None, "null_value"),
+    (b'{"text": "' + b"x" * 70_000 + b'"}', "oversize"),
 ]
 
 
@@ -68,7 +70,8 @@ def test_bad_messages_go_to_the_dead_letter_topic_with_reasons(broker, new_topic
             values.append(orjson.dumps(document(i, n_lines=3, seed=2)))
     keys = [f"key-{i}".encode() for i in range(2000)]
     produce(broker.bootstrap, t["input_topic"], values, keys)
-    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}",
+                     RIBBON_KAFKA__MAX_MESSAGE_BYTES="65536", **t)
     proc = start_worker(env, tmp_path / "worker.log")
     try:
         dlq = consume_all(broker.bootstrap, t["dlq_topic"], 1000, timeout_s=240, isolation="read_committed")
@@ -103,7 +106,7 @@ def test_sigterm_drains_and_commits_what_it_produced(broker, new_topic, tiny_mod
     rc = proc.wait(60)
     assert rc == 0, (tmp_path / "worker.log").read_text()[-3000:]
     assert time.monotonic() - t0 < 30 + 15
-    outs = consume_all(broker.bootstrap, t["output_topic"], 1500, timeout_s=5, isolation="read_committed")
+    outs = consume_all(broker.bootstrap, t["output_topic"], 1500, timeout_s=20, isolation="read_committed")
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     committed = c.committed([TopicPartition(t["input_topic"], p) for p in range(3)], timeout=10)
     c.close()
@@ -113,3 +116,33 @@ def test_sigterm_drains_and_commits_what_it_produced(broker, new_topic, tiny_mod
         n = max(tp.offset, 0)
         assert produced == set(range(n)), f"partition {tp.partition}: committed {tp.offset}"
     assert len(outs) >= 100
+
+
+def test_long_documents_are_chunked_then_combined(broker, new_topic, tiny_model, tmp_path):
+    """Documents far over the chunk size: summarized in chunks, chunk summaries summarized again."""
+    t = topics(new_topic, partitions=2)
+    docs = [document(i, n_lines=30 + i % 20, seed=6) for i in range(40)]
+    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}",
+                     RIBBON_MODEL__MAX_INPUT_TOKENS="300", **t)
+    proc = start_worker(env, tmp_path / "worker.log")
+    try:
+        got = consume_all(broker.bootstrap, t["output_topic"], 40, timeout_s=240, isolation="read_committed")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(90)
+    assert rc == 0
+    outs = by_id(got)
+    assert set(outs) == {d["id"] for d in docs} and all(len(v) == 1 for v in outs.values())
+    for (o,) in outs.values():
+        assert o["tokens"]["chunks"] > 1 and o["tokens"]["input"] > 300
+        assert o["truncated"] is False
+
+
+def test_a_setting_that_cannot_chunk_stops_startup(broker, tiny_model, tmp_path):
+    env = worker_env(broker.bootstrap, tiny_model, group="g-bad", input_topic="a", output_topic="b",
+                     dlq_topic="c", RIBBON_MODEL__MAX_INPUT_TOKENS="16")
+    res = subprocess.run([sys.executable, "-m", "worker", "run"], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert res.returncode == 2
+    assert "RIBBON_MODEL__MAX_INPUT_TOKENS" in res.stderr

@@ -14,7 +14,8 @@ import time
 import uuid
 
 import orjson
-from helpers import by_id, consume_all, mixed_docs, produce, same_but_timing, start_worker, topics, worker_env
+from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produce, read_until_ids, same_but_timing,
+                     start_worker, topics, worker_env)
 
 
 def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -> None:
@@ -29,7 +30,8 @@ def test_kill_9_five_times_loses_nothing(broker, new_topic, tiny_model, tmp_path
     t = topics(new_topic)
     docs = mixed_docs(5000, seed=4)
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
-    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    env = worker_env(broker.bootstrap, tiny_model, group=group, **t)
     log = tmp_path / "worker.log"
     kills = 0
     seen = 0
@@ -46,18 +48,16 @@ def test_kill_9_five_times_loses_nothing(broker, new_topic, tiny_model, tmp_path
         proc.wait(30)
         kills += 1
     proc = start_worker(env, log)
+    ids = {d["id"] for d in docs}
     try:
-        got = consume_all(broker.bootstrap, t["output_topic"], 5000 + 10_000, timeout_s=240)
-        outs = by_id(got)
-        deadline = time.monotonic() + 240
-        while len(outs) < 5000 and time.monotonic() < deadline:
-            got = consume_all(broker.bootstrap, t["output_topic"], 5000 + 10_000, timeout_s=5)
-            outs = by_id(got)
+        outs = by_id(read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=300))
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(90)
+        assert proc.wait(90) == 0
     assert kills == 5
-    assert_complete_and_consistent(outs, {d["id"] for d in docs})
+    assert_complete_and_consistent(outs, ids)
+    committed, ends = committed_equals_end(broker.bootstrap, group, t["input_topic"], 3)
+    assert committed == ends, "every input offset is committed once its summary is out"
 
 
 def test_group_grows_and_shrinks_mid_stream(broker, new_topic, tiny_model, tmp_path):
@@ -74,14 +74,13 @@ def test_group_grows_and_shrinks_mid_stream(broker, new_topic, tiny_model, tmp_p
         consume_all(broker.bootstrap, t["output_topic"], 900, timeout_s=120)
         procs[0].send_signal(signal.SIGTERM)  # one leaves (drains and commits)
         assert procs[0].wait(90) == 0
-        got = consume_all(broker.bootstrap, t["output_topic"], 10_000, timeout_s=15)
-        deadline = time.monotonic() + 300
-        while len(by_id(got)) < 3000 and time.monotonic() < deadline:
-            got = consume_all(broker.bootstrap, t["output_topic"], 10_000, timeout_s=5)
+        got = read_until_ids(broker.bootstrap, t["output_topic"], {d["id"] for d in docs}, timeout_s=300)
     finally:
         for p in procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        for p in procs.values():
-            p.wait(90)
+        codes = [p.wait(90) for p in procs.values()]
+    assert codes == [0, 0, 0, 0]
     assert_complete_and_consistent(by_id(got), {d["id"] for d in docs})
+    committed, ends = committed_equals_end(broker.bootstrap, group, t["input_topic"], 6)
+    assert committed == ends

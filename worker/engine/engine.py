@@ -6,7 +6,7 @@ One thread owns CUDA and calls stage()/generate(); nothing here is thread-safe.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
