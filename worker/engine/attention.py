@@ -139,32 +139,31 @@ def reference_prefill(q, k, v, cu_host: list[int], scale: float, plan=None) -> t
 
 
 def _decode_plan(kv_start: torch.Tensor, kv_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gather index int64 [B*L] into the cache and key mask bool [1, B, 1, L], L = max kv_len."""
+    """Gather index int64 [B*L] into the cache and key mask bool [B, 1, 1, L], L = max kv_len."""
     width = int(kv_len.max())  # one host read per forward (free on CPU)
     ar = torch.arange(width, dtype=torch.int64, device=kv_len.device)  # [L]
     start = kv_start.long()[:, None]  # [B, 1]
     valid = ar[None, :] < kv_len.long()[:, None]  # [B, L]
     idx = torch.where(valid, start + ar[None, :], start).view(-1)  # [B*L]
-    return idx, valid[None, :, None, :]
+    return idx, valid[:, None, None, :]
 
 
 def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float, plan=None) -> torch.Tensor:
     """q: [B, H, D]; caches [S, Hkv, D]; each row attends its own slot rows -> [B, H, D].
 
-    KV heads lead (each one's rows gathered contiguously); GQA by reshape: the G query heads of a
-    KV head attend its keys in one matmul, with no repeated K/V.
+    Whole cache rows are gathered once (padded to the longest) and one masked SDPA call attends
+    them (GQA in the kernel: no repeated K/V); masked keys get exactly zero weight.
     """
     idx, valid = plan if plan is not None else _decode_plan(kv_start, kv_len)
     rows, heads, dim = q.shape
     kv_heads = k_cache.shape[1]
     width = valid.shape[-1]
-    kd = k_cache.transpose(0, 1).index_select(1, idx).view(kv_heads, rows, width, dim).to(q.dtype)  # [Hkv, B, L, D]
-    vd = v_cache.transpose(0, 1).index_select(1, idx).view(kv_heads, rows, width, dim).to(q.dtype)  # [Hkv, B, L, D]
-    qg = q.reshape(rows, kv_heads, heads // kv_heads, dim).transpose(0, 1)  # [Hkv, B, G, D]
-    s = (qg @ kd.transpose(2, 3)).float() * scale  # [Hkv, B, G, L]
-    w = torch.softmax(s.masked_fill_(~valid, float("-inf")), dim=-1)  # [Hkv, B, G, L]
-    out = w.to(vd.dtype) @ vd  # [Hkv, B, G, D]
-    return out.transpose(0, 1).reshape(rows, heads, dim)
+    kd = k_cache.index_select(0, idx).view(rows, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [B, Hkv, L, D]
+    vd = v_cache.index_select(0, idx).view(rows, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [B, Hkv, L, D]
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q[:, :, None, :], kd, vd, attn_mask=valid, scale=scale, enable_gqa=heads != kv_heads
+    )  # [B, H, 1, D]
+    return out[:, :, 0]  # [B, H, D]
 
 
 # ---------------------------------------------------------------- fused backends ------
