@@ -69,31 +69,33 @@ def _ctx(kwargs: dict[str, Any]) -> AttnContext:
 
 # ---------------------------------------------------------------- reference (exact) ----
 # Same math as one causal SDPA per document (prefill) and one softmax(q k^T) v per document
-# (decode), in fp32 on CPU, but batched: documents of similar length share one padded SDPA call;
-# decode gathers every row's slot into a padded [B, Hkv, L, D] view with a length mask. The
-# index tensors depend only on cu_seqlens / kv_start / kv_len, so they are built once per
-# forward and reused by every layer (AttnContext.memo).
-PAD_SLACK = 0.2  # a bucket may waste this fraction of its real attention work on padding...
-PAD_FREE = 16_384  # ...plus this many (query, key) pairs: about one call's fixed cost on a CPU
+# (decode), in fp32 on CPU, but batched: documents (decode rows) of similar length share one
+# padded SDPA call. The index tensors depend only on cu_seqlens / kv_start / kv_len, so they are
+# built once per forward and reused by every layer (AttnContext.memo).
+PAD_SLACK = 0.1  # a bucket may waste this fraction of its real attention work on padding...
+PREFILL_PAD_FREE = 16_384  # ...plus this many (query, key) pairs (prefill) or
+DECODE_PAD_FREE = 2_048  # ...key rows (decode): about one call's fixed cost on a CPU
 
 
-def length_buckets(lengths: list[int]) -> list[list[int]]:
-    """Document indices grouped by similar length (ascending), empty documents left out.
+def length_buckets(lengths: list[int], power: int = 2, free: int | None = None) -> list[list[int]]:
+    """Indices grouped by similar length (ascending), zero lengths left out.
 
-    Padded work of a bucket = count * longest**2; it stays within PAD_SLACK of the real work
-    (sum of length**2) plus PAD_FREE, so short documents share a call and long ones don't pay
-    for padding to the longest.
+    Work of a length is length**power (2: causal prefill, 1: decode). A bucket pads to its
+    longest: count * longest**power stays within PAD_SLACK of the real work plus `free` (default
+    PREFILL_PAD_FREE), so short ones share a call and long ones don't pay for padding to the longest.
     """
+    free = PREFILL_PAD_FREE if free is None else free
     order = sorted((n, i) for i, n in enumerate(lengths) if n > 0)
     buckets: list[list[int]] = []
     real = 0
     for n, i in order:
-        if buckets and (len(buckets[-1]) + 1) * n * n - (real + n * n) <= PAD_SLACK * (real + n * n) + PAD_FREE:
+        w = n**power
+        if buckets and (len(buckets[-1]) + 1) * w - (real + w) <= PAD_SLACK * (real + w) + free:
             buckets[-1].append(i)
-            real += n * n
+            real += w
         else:
             buckets.append([i])
-            real = n * n
+            real = w
     return buckets
 
 
@@ -138,32 +140,48 @@ def reference_prefill(q, k, v, cu_host: list[int], scale: float, plan=None) -> t
     return out
 
 
-def _decode_plan(kv_start: torch.Tensor, kv_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gather index int64 [B*L] into the cache and key mask bool [B, 1, 1, L], L = max kv_len."""
-    width = int(kv_len.max())  # one host read per forward (free on CPU)
-    ar = torch.arange(width, dtype=torch.int64, device=kv_len.device)  # [L]
-    start = kv_start.long()[:, None]  # [B, 1]
-    valid = ar[None, :] < kv_len.long()[:, None]  # [B, L]
-    idx = torch.where(valid, start + ar[None, :], start).view(-1)  # [B*L]
-    return idx, valid[:, None, None, :]
+def _decode_plan(kv_start: torch.Tensor, kv_len: torch.Tensor) -> list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]]:
+    """Per bucket of rows: row ids int64 [m] (None: every row, in order), gather index int64
+    [m*L] into the cache, key mask bool [m, 1, 1, L]."""
+    lens = kv_len.tolist()  # one host read per forward (free on CPU)
+    buckets = length_buckets(lens, power=1, free=DECODE_PAD_FREE)
+    plan = []
+    for bucket in buckets:
+        width = max(lens[i] for i in bucket)
+        rows = None if len(buckets) == 1 else torch.tensor(bucket, dtype=torch.int64, device=kv_len.device)  # [m]
+        ln = kv_len.long() if rows is None else kv_len.long().index_select(0, rows)  # [m]
+        start = (kv_start.long() if rows is None else kv_start.long().index_select(0, rows))[:, None]  # [m, 1]
+        ar = torch.arange(width, dtype=torch.int64, device=kv_len.device)  # [L]
+        valid = ar[None, :] < ln[:, None]  # [m, L]
+        idx = torch.where(valid, start + ar[None, :], start).view(-1)  # [m*L]
+        plan.append((rows, idx, valid[:, None, None, :]))
+    return plan
 
 
 def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float, plan=None) -> torch.Tensor:
     """q: [B, H, D]; caches [S, Hkv, D]; each row attends its own slot rows -> [B, H, D].
 
-    Whole cache rows are gathered once (padded to the longest) and one masked SDPA call attends
-    them (GQA in the kernel: no repeated K/V); masked keys get exactly zero weight.
+    Per bucket of rows of similar length, whole cache rows are gathered (padded to the bucket's
+    longest) and one masked SDPA call attends them (GQA in the kernel: no repeated K/V); masked
+    keys get exactly zero weight.
     """
-    idx, valid = plan if plan is not None else _decode_plan(kv_start, kv_len)
-    rows, heads, dim = q.shape
+    if plan is None:
+        plan = _decode_plan(kv_start, kv_len)
+    batch, heads, dim = q.shape
     kv_heads = k_cache.shape[1]
-    width = valid.shape[-1]
-    kd = k_cache.index_select(0, idx).view(rows, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [B, Hkv, L, D]
-    vd = v_cache.index_select(0, idx).view(rows, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [B, Hkv, L, D]
-    out = torch.nn.functional.scaled_dot_product_attention(
-        q[:, :, None, :], kd, vd, attn_mask=valid, scale=scale, enable_gqa=heads != kv_heads
-    )  # [B, H, 1, D]
-    return out[:, :, 0]  # [B, H, D]
+    out = torch.zeros(q.shape, dtype=q.dtype, device=q.device)  # [B, H, D] (kv_len 0 rows stay zero)
+    for rows, idx, valid in plan:
+        m, width = valid.shape[0], valid.shape[-1]
+        qb = q if rows is None else q.index_select(0, rows)  # [m, H, D]
+        kd = k_cache.index_select(0, idx).view(m, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [m, Hkv, L, D]
+        vd = v_cache.index_select(0, idx).view(m, width, kv_heads, dim).transpose(1, 2).to(q.dtype)  # [m, Hkv, L, D]
+        ob = torch.nn.functional.scaled_dot_product_attention(
+            qb[:, :, None, :], kd, vd, attn_mask=valid, scale=scale, enable_gqa=heads != kv_heads
+        )[:, :, 0]  # [m, H, D]
+        if rows is None:
+            return ob
+        out.index_copy_(0, rows, ob)
+    return out
 
 
 # ---------------------------------------------------------------- fused backends ------
