@@ -116,10 +116,14 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
                     in_tokens += o["tokens"]["input"]
         t1 = time.perf_counter()
         reader.close()
+        sample = worker.metrics.registry.get_sample_value
+        bins = int(sample("ribbon_bins_total") or 0)
+        busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
         worker.drain(30)
         worker.close()
     steady = t1 - t_assigned
-    return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got,
+    return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
+            "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
 
@@ -172,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in (("engine only", only), ("end to end", e2e)):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
+    print(f"end to end: {e2e['bins']} bins (engine only: {only['bins']}); the model ran "
+          f"{100 * e2e['gpu_busy_fraction']:.0f}% of the steady time")
     print(f"worker overhead: {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
           f"(group join {e2e['group_join_s']:.1f} s excluded); {e2e['summaries']}/{len(docs)} summaries; "
           f"tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")
