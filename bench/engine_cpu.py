@@ -50,7 +50,7 @@ def ribbon_run(eng, docs: list[list[int]]):
     cu = [0]
     for d in docs:
         cu.append(cu[-1] + len(d))
-    ribbon = torch.tensor(sum(docs, []), dtype=torch.int32)  # [T]
+    ribbon = torch.tensor([t for d in docs for t in d], dtype=torch.int32)  # [T]
     staged = eng.stage(ribbon, torch.tensor(cu, dtype=torch.int32), max(len(d) for d in docs))
     return [o.token_ids for o in eng.generate(staged)]
 

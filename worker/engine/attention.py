@@ -9,13 +9,15 @@ passed as the `ribbon` keyword, which transformers forwards unchanged to every a
   then attention runs over the document's own rows only (no padding to the longest).
 
 Backends: "flash_attn" (flash_attn_varlen_func + our decode kernel), "varlen" (torch's
-varlen_attn + a Triton decode kernel), "reference" (exact per-document math, CPU or GPU).
+varlen_attn + a Triton decode kernel), "reference" (exact per-document math, CPU or GPU;
+documents or decode rows of similar length batched into one padded SDPA call).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,7 +105,7 @@ def _prefill_plan(cu_host: list[int], device: torch.device) -> list[tuple[torch.
     """Per bucket: gather index int64 [m*L] into the ribbon, src int64 [t] (valid padded
     positions), dst int64 [t] (their ribbon rows), and L."""
     starts = cu_host[:-1]
-    lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
+    lengths = [b - a for a, b in itertools.pairwise(cu_host)]
     plan = []
     for bucket in length_buckets(lengths):
         width = max(lengths[i] for i in bucket)
@@ -167,7 +169,7 @@ def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float, plan=N
     """
     if plan is None:
         plan = _decode_plan(kv_start, kv_len)
-    batch, heads, dim = q.shape
+    heads, dim = q.shape[1], q.shape[2]
     kv_heads = k_cache.shape[1]
     out = torch.zeros(q.shape, dtype=q.dtype, device=q.device)  # [B, H, D] (kv_len 0 rows stay zero)
     for rows, idx, valid in plan:
@@ -263,7 +265,7 @@ def _reference_attention(module, query, key, value, attention_mask, scaling=None
 
 def _no_mask(*args, **kwargs):
     """Mask entry for our backends: causality is per document from cu_seqlens, so no mask tensor."""
-    return None
+    return
 
 
 def register_backends() -> None:

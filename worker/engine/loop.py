@@ -6,12 +6,19 @@ compact) until done -> read the token table once.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 
 import torch
 
-from worker.engine.decode import DecodeState, StepConfig, StepRunner, bucket_for, next_pow2
+from worker.engine.decode import (
+    DecodeState,
+    StepConfig,
+    StepRunner,
+    bucket_for,
+    next_pow2,
+)
 from worker.engine.kvcache import KVPool, slot_starts
 from worker.engine.prefill import prefill_logits
 from worker.engine.sampling import choose_tokens
@@ -57,7 +64,7 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
     """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings)."""
     device = tokens.device
     n = len(cu_host) - 1
-    lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
+    lengths = [b - a for a, b in itertools.pairwise(cu_host)]
     starts = slot_starts(lengths, cfg.max_new)
     pool.ensure(starts[-1] + lengths[-1] + cfg.max_new, n)
     t0 = time.perf_counter()
