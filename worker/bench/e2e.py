@@ -18,6 +18,7 @@ import logging
 import platform
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
 
 
 def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
     from worker.demo import with_bootstrap
     from worker.kafka.broker import EmbeddedBroker
@@ -98,10 +99,16 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         s = with_bootstrap(settings, broker.bootstrap)
         packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
+        # The reader takes its partitions by assign(), not by joining a group: a group join on the
+        # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
         reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-reader",
-                           "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-        reader.subscribe([k.output_topic])
+                           "enable.auto.commit": False, "isolation.level": "read_committed"})
+        reader.assign([TopicPartition(k.output_topic, p, OFFSET_BEGINNING) for p in range(8)])
+        timeline: list[dict] = []
+        stop_sampling = threading.Event()
+        sampler = threading.Thread(target=_sample, args=(worker, timeline, stop_sampling), daemon=True)
         t0 = time.perf_counter()
+        sampler.start()
         worker.start()
         worker.ingest.assigned.wait(60)
         t_assigned = time.perf_counter()
@@ -116,6 +123,8 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
                     in_tokens += o["tokens"]["input"]
         t1 = time.perf_counter()
         reader.close()
+        stop_sampling.set()
+        sampler.join(5)
         sample = worker.metrics.registry.get_sample_value
         bins = int(sample("ribbon_bins_total") or 0)
         busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
@@ -123,9 +132,24 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         worker.close()
     steady = t1 - t_assigned
     return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
-            "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady,
+            "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
+
+
+def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.1) -> None:
+    """A timeline of the pipeline: what was consumed, waits in the packer, ran on the model, went out."""
+    get = worker.metrics.registry.get_sample_value
+    t0 = time.perf_counter()
+    while not stop.wait(every_s):
+        out.append({"t": round(time.perf_counter() - t0, 3),
+                    "consumed": get("ribbon_consumed_messages_total") or 0,
+                    "pending_tokens": get("ribbon_pending_tokens") or 0,
+                    "inflight": get("ribbon_inflight_messages") or 0,
+                    "paused": get("ribbon_paused_partitions") or 0,
+                    "bins": get("ribbon_bins_total") or 0,
+                    "gpu_busy_s": round(get("ribbon_gpu_busy_seconds_total") or 0, 3),
+                    "produced": get("ribbon_produced_summaries_total") or 0})
 
 
 def main(argv: list[str] | None = None) -> int:

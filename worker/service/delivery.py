@@ -76,7 +76,7 @@ class Delivery:
             log.exception("delivery thread failed")
         finally:
             self.started.set()
-            self._fail_requests()
+            self._serve_requests(commit=False)
             if self.producer is not None:
                 self.producer.flush(5.0)
 
@@ -111,28 +111,20 @@ class Delivery:
             for tp in tps:
                 self.tracker.revoke(tp)
 
-    def _serve_requests(self) -> None:
+    def _serve_requests(self, commit: bool = True) -> None:
+        """Serve queued revokes: one more step (unless failing), then forget their partitions."""
         while True:
             try:
                 tps, metadata, done = self._requests.get_nowait()
             except queue.Empty:
                 return
             try:
-                self.step(metadata)
+                if commit:
+                    self.step(metadata)
             finally:
                 for tp in tps:
                     self.tracker.revoke(tp)
                 done.set()
-
-    def _fail_requests(self) -> None:
-        while True:
-            try:
-                tps, _, done = self._requests.get_nowait()
-            except queue.Empty:
-                return
-            for tp in tps:
-                self.tracker.revoke(tp)
-            done.set()
 
     # ---- one step -------------------------------------------------------------------
     def step(self, group_metadata=None) -> int:
