@@ -188,3 +188,16 @@ def test_next_bin_releases_the_gil_while_it_blocks():
         p.close()
         t.join(10)
         assert not t.is_alive() and result == [None]
+
+
+def test_each_bin_takes_the_oldest_of_every_key_first():
+    """Offsets commit in order per partition: a bin advances every key's head before filling by size."""
+    with make(max_seqs=16) as p:  # budget 256, reserve 8
+        for sid, key in ((10, 0), (11, 0), (12, 0)):
+            p.submit(sid, [1] * 60, key=key)  # weight 68 each
+        p.submit(13, [2] * 40, key=1)  # weight 48: head of key 1
+        p.submit(14, [3] * 40, key=2)  # weight 48: head of key 2 (decreasing size alone would leave it out)
+        b = p.next_bin(5.0)
+        assert b is not None
+        assert set(b.seq_ids.tolist()) == {10, 13, 14, 11}
+        assert b.weight <= 256

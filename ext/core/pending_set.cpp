@@ -1,5 +1,6 @@
 #include "pending_set.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -155,11 +156,31 @@ uint32_t PendingSet::take_largest_fitting(uint32_t room) {
 
 void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
   if (live_ == 0 || max_seqs == 0) return;
-  const uint32_t oldest = by_age_.head;
-  uint32_t room = budget_ - items_[oldest].weight;
-  unlink(oldest);
-  release(oldest, &out);
-  for (uint32_t n = 1; n < max_seqs; ++n) {
+  uint32_t room = budget_;
+  uint32_t n = 0;
+  // 1. The oldest pending sequence of every key, oldest first, each if it fits. The
+  //    globally oldest comes first and always fits (the age bound). With several keys
+  //    (partitions) every bin moves each key's head, so offsets commit in order without
+  //    waiting for the small documents that decreasing sizes would leave for last.
+  std::size_t keys = 0;
+  for (const auto& kv : key_tokens_) keys += kv.second > 0 ? 1 : 0;
+  heads_.clear();
+  for (uint32_t index = by_age_.head; index != kNone && n < max_seqs && heads_.size() < keys;) {
+    const uint32_t next = items_[index].a_next;
+    const PendingItem& it = items_[index];
+    if (std::find(heads_.begin(), heads_.end(), it.key) == heads_.end()) {
+      heads_.push_back(it.key);
+      if (it.weight <= room) {
+        room -= it.weight;
+        unlink(index);
+        release(index, &out);
+        ++n;
+      }
+    }
+    index = next;
+  }
+  // 2. Then, repeatedly, the largest pending sequence that still fits.
+  for (; n < max_seqs; ++n) {
     const uint32_t index = take_largest_fitting(room);
     if (index == kNone) break;
     room -= items_[index].weight;

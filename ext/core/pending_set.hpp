@@ -5,8 +5,10 @@
 // Selection is First-Fit-Decreasing one bin at a time, made age-aware:
 //   1. the oldest pending sequence always goes first (so a sequence with k
 //      sequences submitted before it is emitted within k + 1 bins: no sequence
-//      waits forever behind others);
+//      waits forever behind others), then the oldest of every other key
+//      (partition) that fits, so each bin advances every partition's head;
 //   2. then, repeatedly, the largest pending sequence that still fits.
+// With one key, step 1 takes just the oldest (worker/packer_ref.py is that case).
 // Scanning sizes in decreasing order and taking each that fits is the same as
 // repeatedly taking the largest that fits, because the room only shrinks.
 // Sizes are bucketed by weight (an intrusive FIFO list per weight) with a
@@ -82,6 +84,7 @@ class PendingSet {
   std::vector<uint64_t> summary_;  // bit i set <=> bits_[i] != 0
   int64_t& key_tokens(int64_t key);  // creates the entry; caches the last key
   std::unordered_map<int64_t, int64_t> key_tokens_;  // entries are stable in memory
+  std::vector<int64_t> heads_;  // keys whose head a bin already took (scratch of select_bin)
   int64_t last_key_ = 0;
   int64_t* last_key_tokens_ = nullptr;
   std::size_t live_ = 0;

@@ -78,7 +78,8 @@ TEST(pending_cancel_by_key) {
 }
 
 // Against a naive model: random adds, cancels and selections; every selected
-// bin must equal the naive "oldest, then largest that fits (oldest among equals)".
+// bin must equal the naive "oldest of each key (each if it fits), then largest that
+// fits (oldest among equals)".
 TEST(pending_matches_naive_model) {
   std::mt19937 rng_engine(1234);
   auto rng = [&] { return static_cast<uint32_t>(rng_engine()); };
@@ -110,9 +111,16 @@ TEST(pending_matches_naive_model) {
         const uint32_t max_seqs = 1 + rng() % 6;
         std::vector<int64_t> expect;
         if (!model.empty()) {
-          uint32_t room = budget - model[0].weight;
-          expect.push_back(model[0].seq_id);
-          model.erase(model.begin());
+          uint32_t room = budget;
+          std::vector<int64_t> heads;  // the oldest of each key, in arrival order, each if it fits
+          for (auto it = model.begin(); it != model.end() && expect.size() < max_seqs;) {
+            if (std::find(heads.begin(), heads.end(), it->key) != heads.end()) { ++it; continue; }
+            heads.push_back(it->key);
+            if (it->weight > room) { ++it; continue; }
+            room -= it->weight;
+            expect.push_back(it->seq_id);
+            it = model.erase(it);
+          }
           while (expect.size() < max_seqs) {
             auto best = model.end();
             for (auto it = model.begin(); it != model.end(); ++it)
