@@ -146,3 +146,28 @@ def test_a_setting_that_cannot_chunk_stops_startup(broker, tiny_model, tmp_path)
                          timeout=120, cwd=ROOT)
     assert res.returncode == 2
     assert "RIBBON_MODEL__MAX_INPUT_TOKENS" in res.stderr
+
+
+def test_broker_unreachable_at_start_then_back(tiny_model, tmp_path):
+    """No broker at start: the worker waits (retrying, logging) instead of dying, then works."""
+    from worker.kafka.broker import EmbeddedBroker, free_port
+
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    names = {"input_topic": "late-in", "output_topic": "late-out", "dlq_topic": "late-dlq"}
+    proc = start_worker(worker_env(bootstrap, tiny_model, group="g-late", **names), tmp_path / "worker.log")
+    try:
+        time.sleep(12)  # model loaded, clients retrying against a closed port
+        assert proc.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+        with EmbeddedBroker(port=port) as broker:
+            broker.create_topics({"late-in": 2, "late-out": 1, "late-dlq": 1})
+            docs = mixed_docs(50, seed=8)
+            produce(broker.bootstrap, "late-in", [orjson.dumps(d) for d in docs])
+            got = consume_all(broker.bootstrap, "late-out", 50, timeout_s=120, isolation="read_committed")
+            assert set(by_id(got)) == {d["id"] for d in docs}
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(90) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
