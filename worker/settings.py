@@ -173,6 +173,11 @@ class ModelSettings(_Group):
     truncate: bool = Field(False, description="cut overlong documents instead of chunking them")
     highlights: int = Field(3, ge=0, le=64, description="input lines kept as highlights")
     cuda_graphs: bool = Field(True, description="capture decode steps in CUDA graphs")
+    cpu_threads: int | None = Field(
+        None, ge=1, le=1_024,
+        description="torch threads when the model runs on CPU; unset: 1 on a machine of 2 cores or fewer, "
+                    "else torch's default",
+    )
     local_files_only: bool = Field(True, description="never download model files")
 
     @field_validator("device")

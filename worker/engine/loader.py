@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import torch
 
@@ -32,6 +33,31 @@ def resolve_dtype(requested: str, device: torch.device) -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity where the OS tells it, else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def apply_cpu_threads(requested: int | None, cores: int | None = None) -> int:
+    """model.cpu_threads -> torch.set_num_threads; returns the thread count now in force.
+
+    None (auto): 1 thread on 2 cores or fewer (shared cores: a second thread mostly waits and
+    is slower, measured in docs/engine.md), else torch's default is left alone.
+    """
+    cores = usable_cores() if cores is None else cores
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"model.cpu_threads={requested!r} must be >= 1")
+        torch.set_num_threads(requested)
+    elif cores <= 2:
+        torch.set_num_threads(1)
+    threads = torch.get_num_threads()
+    log.info("cpu threads", extra={"threads": threads, "requested": requested, "cores": cores})
+    return threads
+
+
 def options_from(settings) -> EngineOptions:
     """ModelSettings (or any object with the same fields) -> EngineOptions."""
     return EngineOptions(
@@ -56,6 +82,8 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
     dev = resolve_device(device if device is not None else settings.device)
     dtype = resolve_dtype(settings.dtype, dev)
     backend = choose_backend(settings.attention, dev)
+    if dev.type == "cpu":
+        apply_cpu_threads(getattr(settings, "cpu_threads", None))
     local = bool(getattr(settings, "local_files_only", True))
     tokenizer = AutoTokenizer.from_pretrained(settings.path, local_files_only=local)
     model = AutoModelForCausalLM.from_pretrained(settings.path, dtype=dtype, local_files_only=local, attn_implementation="sdpa")
