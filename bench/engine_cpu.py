@@ -74,7 +74,9 @@ def hf_run(model, docs: list[list[int]], max_new: int, eos: list[int], pad: int)
 
 
 def measure(path: Path, hf, n_docs: int, max_new: int, repeats: int) -> dict:
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=max_new))
+    # cpu_threads: the loader would otherwise pick its own count (1 on small machines).
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=max_new,
+                                    cpu_threads=torch.get_num_threads()))
     docs = make_docs(n_docs, hf.config.vocab_size, seed=n_docs)
     eos = list(eng.eos_ids)
     first = dict(eng.stats)
