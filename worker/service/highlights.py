@@ -29,8 +29,12 @@ to the earlier line.
 
 from __future__ import annotations
 
-
 import numpy as np
+
+MIN_GROUP = 5         # lines of one shape needed before their numbers are compared
+Z_OUTLIER = 3.5       # robust z from which a number is an outlier (Iglewicz & Hoaglin)
+RARITY_WEIGHT = 2.0   # a line of a unique shape scores this much
+MAX_DIGITS = 18       # longer digit runs are ids, not magnitudes (and float64 stays exact enough)
 
 _SEVERITY = {
     "panic": 6.0, "fatal": 6.0, "crit": 5.0, "critical": 5.0, "emerg": 5.0, "alert": 4.0,
@@ -41,34 +45,41 @@ _SEVERITY = {
     "warn": 1.5, "warning": 1.5, "retry": 1.0, "retrying": 1.0, "degraded": 2.5, "overload": 3.0,
     "abort": 3.0, "aborted": 3.0, "restart": 2.0, "restarted": 2.0, "alarm": 3.0,
 }
-_SEVERITY_WORDS = sorted(_SEVERITY)
-_MIN_WORD = min(len(w) for w in _SEVERITY_WORDS)
-_MAX_WORD = max(len(w) for w in _SEVERITY_WORDS)  # <= 12 letters: a word code fits 5 bits a letter in int64
-_SEVERITY_SHAPES = np.zeros((_MAX_WORD + 1, 26, 26), dtype=bool)  # [length, first, last letter]
-for _w in _SEVERITY_WORDS:
-    _SEVERITY_SHAPES[len(_w), ord(_w[0]) - 97, ord(_w[-1]) - 97] = True
+_MIN_WORD = min(len(w) for w in _SEVERITY)
+_MAX_WORD = max(len(w) for w in _SEVERITY)  # <= 12 letters: a word code (5 bits a letter) fits int64
+_SHAPE_DELETE = b"0123456789abcdef."     # deleted from a line to get its shape
+_MAX_RUN = 2 * MAX_DIGITS + 1            # longest run of digits and points that can be a number
 
 
-def _word_code(word: bytes) -> int:
+def _word_code(word: str) -> int:
     """A word of a-z as an integer, 5 bits a letter; equal codes mean equal words."""
     code = 0
-    for ch in word:
+    for ch in word.encode():
         code = (code << 5) | (ch - 96)
     return code
 
 
-_SEVERITY_CODES = np.array(sorted(_word_code(w.encode()) for w in _SEVERITY_WORDS), dtype=np.int64)
-_SEVERITY_SCORES = np.array([_SEVERITY[w] for w in sorted(_SEVERITY_WORDS, key=lambda w: _word_code(w.encode()))])
-_SHAPE_DELETE = b"0123456789abcdef."
-_MAX_RUN = 2 * 18 + 1  # longest run of digits and points that can be a number
-# Place value of a digit at distance d from its number's point (or end): 10**(-d-1) before it, 10**-d after.
-_D = np.arange(-_MAX_RUN, _MAX_RUN + 1)
-_PLACE = np.where(_D < 0, 10.0 ** (-_D - 1), np.where(_D > 0, 10.0 ** -np.abs(_D), 0.0))  # [2 * _MAX_RUN + 1]
+def _severity_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes [S] sorted, their scores [S], could-be [length, first, last letter] bool) of the severity words."""
+    words = sorted(_SEVERITY, key=_word_code)
+    could_be = np.zeros((_MAX_WORD + 1, 26, 26), dtype=bool)
+    for w in words:
+        could_be[len(w), ord(w[0]) - 97, ord(w[-1]) - 97] = True
+    return (np.array([_word_code(w) for w in words], dtype=np.int64),
+            np.array([_SEVERITY[w] for w in words]), could_be)
 
-MIN_GROUP = 5         # lines of one shape needed before their numbers are compared
-Z_OUTLIER = 3.5       # robust z from which a number is an outlier (Iglewicz & Hoaglin)
-RARITY_WEIGHT = 2.0   # a line of a unique shape scores this much
-MAX_DIGITS = 18       # longer digit runs are ids, not magnitudes
+
+def _place_values() -> np.ndarray:
+    """[2 * _MAX_RUN + 1]: value of a digit at distance d (index d + _MAX_RUN) from its number's point.
+
+    The point is where "." is, or the end of an integer: 10**(-d-1) before it, 0 at it, 10**-d after.
+    """
+    d = np.arange(-_MAX_RUN, _MAX_RUN + 1, dtype=np.float64)
+    return np.where(d < 0, 10.0 ** (-d - 1), np.where(d > 0, 10.0 ** -d, 0.0))
+
+
+_SEVERITY_CODES, _SEVERITY_SCORES, _SEVERITY_SHAPES = _severity_table()
+_PLACE = _place_values()
 
 
 def _document(cands: list[str]) -> bytes:
@@ -158,13 +169,11 @@ def _hex_id(a: np.ndarray, letter: np.ndarray, dig: np.ndarray,
     cand = np.flatnonzero(followed & (nxt >= 97) & (nxt <= 102))   # [H] "7f3a1e10", "3db", "12ab..."
     hex_long = np.zeros(len(start), dtype=bool)
     if len(cand):
-        sep = np.flatnonzero(~(letter | dig))                      # [S] offsets of non-alnum bytes
-        j = np.searchsorted(sep, end[cand])
-        run_end = np.where(j < len(sep), sep[np.minimum(j, len(sep) - 1)], n)  # [H] exclusive
-        ghz = np.flatnonzero(letter & (a > 102))                   # [G] offsets of g-z
-        g = np.searchsorted(ghz, end[cand])
-        no_ghz = (g >= len(ghz)) | (ghz[np.minimum(g, max(len(ghz) - 1, 0))] >= run_end) if len(ghz) else True
-        hex_long[cand] = (run_end - start[cand] >= 8) & no_ghz
+        sep = np.append(np.flatnonzero(~(letter | dig)), n)        # [S+1] non-alnum offsets, then n
+        run_end = sep[np.searchsorted(sep, end[cand])]             # [H] exclusive end of the run
+        ghz = np.append(np.flatnonzero(letter & (a > 102)), n)     # [G+1] offsets of g-z, then n
+        next_ghz = ghz[np.searchsorted(ghz, end[cand])]            # [H] first g-z at or after end
+        hex_long[cand] = (run_end - start[cand] >= 8) & (next_ghz >= run_end)
     return zero_x | hex_long
 
 
@@ -267,6 +276,7 @@ def highlights(lines: list[str], k: int) -> list[str]:
     z = _outlier_z(shape, vals, np.searchsorted(newlines, offsets))  # [L]
     rarity = RARITY_WEIGHT / np.bincount(shape)[shape]             # [L]
     score = _severity(a, letter, newlines, len(cands)) + _outlier_score(z) + rarity  # [L]
-    order = np.argsort(-score, kind="stable").tolist()            # best first, ties to the earlier line
+    order = np.lexsort((-z, -score)).tolist()                     # best first; then the farther outlier,
+                                                                   # then the earlier line (lexsort is stable)
     chosen = _select(order, shape.tolist(), (z >= Z_OUTLIER).tolist(), k)
     return [cands[j] for j in sorted(chosen)]
