@@ -153,7 +153,7 @@ def test_the_number_scanner_on_examples(text, expected):
 def scan(text: str) -> list[tuple[int, float]]:
     a = np.frombuffer(text.encode(), dtype=np.uint8)
     vals, offsets = _numbers(a, (a >= 97) & (a <= 122))
-    return list(zip(offsets.tolist(), vals.tolist()))
+    return list(zip(offsets.tolist(), vals.tolist(), strict=True))
 
 
 def assert_same_numbers(got: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
