@@ -22,11 +22,12 @@ follow ("35ms" is 35).
 
 Cost: the document is scanned as one lowercased byte string by bytes.translate
 and a fixed number of numpy passes; Python works per line only (strip, a dict
-of shapes), never per character or per number; the only sorts are two over the
-numbers of the groups compared. No pairwise comparison. Runs on the GPU thread
+of shapes), never per character or per number; sorting is over the lines and,
+for the two medians, over the numbers of the groups compared (n log n there,
+linear elsewhere). No pairwise comparison. Runs on the GPU thread
 for every document (2,000 log lines, 126 kB: about 6 ms on the 2-core dev VM).
-Deterministic: equal input gives equal highlights; equal
-scores go to the farther outlier, then to the earlier line.
+Deterministic: equal input gives equal highlights; equal scores go to the
+farther outlier, then to the earlier line.
 """
 
 from __future__ import annotations
