@@ -73,10 +73,10 @@ class Ingest:
                     self._report_lag()
                     next_lag = time.monotonic() + 5.0
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
+                # While draining, polled messages are not registered: their offsets never commit,
+                # so whoever owns the partition next gets them again.
                 if msgs and not self.stop_polling.is_set():
                     self._ingest(msgs)
-                elif msgs:  # draining: these were not registered; they will be redelivered
-                    pass
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self.error = exc
             log.exception("ingest thread failed")
