@@ -60,7 +60,7 @@ class Delivery:
         from confluent_kafka import Producer
 
         try:
-            self.producer = Producer(self.conf)
+            self.producer = Producer(self.conf, logger=logging.getLogger("librdkafka.producer"))
             if self.exactly_once:
                 self._init_transactions()
             self.started.set()

@@ -58,7 +58,7 @@ class Ingest:
         from confluent_kafka import Consumer
 
         try:
-            self.consumer = Consumer(self.conf)
+            self.consumer = Consumer(self.conf, logger=logging.getLogger("librdkafka.consumer"))
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
             next_lag = 0.0
