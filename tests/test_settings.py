@@ -43,9 +43,9 @@ PRECEDENCE: list[tuple[str, str, dict[str, str], dict[str, Any], Callable[[Setti
      [{}, {"fetch.min.bytes": 1, "client.id": "toml"},
       {"fetch.min.bytes": 1, "client.id": "env", "check.crcs": True},
       {"fetch.min.bytes": 7, "client.id": "env", "check.crcs": True}]),
-    ("whole group as JSON", '[server]\nport = 1000\nhost = "127.0.0.1"\n', {"RIBBON_SERVER": '{"port": 2000}'},
+    ("whole group as JSON", '[server]\nport = 1000\nhost = "0.0.0.0"\n', {"RIBBON_SERVER": '{"port": 2000}'},
      {"server.port": "3000"}, lambda s: (s.server.host, s.server.port),
-     [("0.0.0.0", 9464), ("127.0.0.1", 1000), ("127.0.0.1", 2000), ("127.0.0.1", 3000)]),
+     [("127.0.0.1", 9464), ("0.0.0.0", 1000), ("0.0.0.0", 2000), ("0.0.0.0", 3000)]),
 ]
 
 

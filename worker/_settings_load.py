@@ -25,7 +25,8 @@ else:  # pragma: no cover
 ENV_PREFIX = "RIBBON_"
 CONFIG_ENV = "RIBBON_CONFIG"
 # RIBBON_ variables that are not settings: the config file path and the C++ build switch.
-RESERVED_ENV = frozenset({CONFIG_ENV, "RIBBON_WERROR", "RIBBON_CACHE_DIR"})  # not settings: build flag, cache folder
+# RIBBON_ variables that are not settings: the build flag, the cache folder, the GPU a --gpus child owns.
+RESERVED_ENV = frozenset({CONFIG_ENV, "RIBBON_WERROR", "RIBBON_CACHE_DIR", "RIBBON_GPU_INDEX"})
 
 Kind = Literal["group", "dict", "list", "scalar"]
 Path_ = tuple[str, ...]

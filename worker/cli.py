@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from worker import __version__
+from worker.ops.errors import EXIT_FAILED, EXIT_USAGE, OneLineParser, StartupError, fail
 
 # Flags that set a setting: flag -> (dotted setting path, help). They win over
 # the environment and the config file.
@@ -43,7 +44,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.set or []:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"ribbon: error: --set takes KEY=VALUE, got {item!r}")
+            fail(f"--set takes KEY=VALUE (a dotted setting name, e.g. packer.max_wait_ms=20), got {item!r}")
         out[key.strip()] = value
     for name, value in vars(args).items():
         if name.startswith("set_") and value is not None:
@@ -58,12 +59,11 @@ def load(args: argparse.Namespace):
     try:
         return load_settings(config_path=args.config, overrides=_overrides(args))
     except SettingsError as exc:
-        print(f"ribbon: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        fail(str(exc))
 
 
 def _common() -> argparse.ArgumentParser:
-    c = argparse.ArgumentParser(add_help=False)
+    c = OneLineParser(add_help=False)
     c.add_argument("--config", metavar="PATH", help="settings file (TOML); default config/ribbon.toml if present")
     c.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="set any setting by its dotted name, e.g. --set packer.max_wait_ms=20 (repeatable)")
@@ -71,13 +71,15 @@ def _common() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ribbon", description="Summarize Kafka telemetry streams on a GPU, packed.")
+    p = OneLineParser(prog="ribbon", description="Summarize Kafka telemetry streams on a GPU, packed.")
     p.add_argument("--version", action="version", version=f"ribbon {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     pr = sub.add_parser("produce", parents=[_common()], help="send documents from a file to a topic")
     pr.add_argument("file", type=Path, help="input file")
-    pr.add_argument("--topic", required=True, help="topic to produce to")
+    pr.add_argument("--topic", required=True, type=topic_name, help="topic to produce to")
+    pr.add_argument("--timeout", type=float, default=10.0,
+                    help="seconds to wait for the cluster to answer before giving up, exit 3 (default 10)")
     pr.add_argument("--split", default="jsonl",
                     help="jsonl: one JSON object per line (sent as is); blank: blank-line-separated blocks; "
                          "lines:N: N lines per document (default jsonl)")
@@ -109,42 +111,72 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--refresh", action="store_true", help="measure again even if a cached budget exists")
     _add_setting_flags(at, ["--model", "--max-new-tokens", "--device"])
 
-    br = sub.add_parser("broker", parents=[_common()], help="run the embedded Kafka-protocol broker (Tansu) in the foreground")
+    # The broker has no settings of its own: no --config/--set (they would be ignored).
+    br = sub.add_parser("broker", help="run the embedded Kafka-protocol broker (Tansu) in the foreground")
     br.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    br.add_argument("--broker-port", type=int, default=9092, help="listen port (default 9092)")
-    br.add_argument("--topics", default="", help="topics to create, NAME[:PARTITIONS],... ")
+    br.add_argument("--broker-port", type=port_number, default=9092, help="listen port 1-65535 (default 9092)")
+    br.add_argument("--topics", default="", type=topic_specs, help="topics to create, NAME[:PARTITIONS],... ")
+
+    from worker.ops import cli_ops
+
+    cli_ops.add_parsers(sub, _common(), _add_setting_flags, run_parser=rn)
     return p
 
 
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"not a port number (1-65535): {text!r}")
+    return port
+
+
+def topic_name(text: str) -> str:
+    from worker.settings import _topic
+
+    try:
+        return _topic(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def topic_specs(spec: str) -> dict[str, int]:
+    """NAME[:PARTITIONS],... -> {name: partitions}."""
+    topics: dict[str, int] = {}
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, n = item.partition(":")
+        if n and not (n.isdigit() and int(n) >= 1):
+            raise argparse.ArgumentTypeError(f"partitions of {name!r} must be an integer >= 1, got {n!r}")
+        topics[topic_name(name)] = int(n) if n else 1
+    return topics
+
+
 def cmd_produce(args: argparse.Namespace) -> int:
+    from worker.ops.preflight import probe_cluster
     from worker.produce import Split, SplitError, produce_file
+    from worker.settings import kafka_client_config
 
     try:
         split = Split.parse(args.split)
     except SplitError as exc:
-        print(f"ribbon: error: {exc}", file=sys.stderr)
-        return 2
+        fail(str(exc))
     if not args.file.is_file():
-        print(f"ribbon: error: no such file: {args.file}", file=sys.stderr)
-        return 2
+        fail(f"no such file: {args.file}")
     settings = load(args)
     bootstrap = settings.kafka.bootstrap_servers
     if not bootstrap:
-        print("ribbon: error: produce needs a broker: set --bootstrap-servers "
-              "(env RIBBON_KAFKA__BOOTSTRAP_SERVERS)", file=sys.stderr)
-        return 2
-    n = produce_file(args.file, topic=args.topic, bootstrap=bootstrap, split=split, source=args.source,
-                     producer_config=dict(settings.kafka.producer_extra), progress=not args.no_progress)
+        fail("produce needs a broker: set --bootstrap-servers (env RIBBON_KAFKA__BOOTSTRAP_SERVERS)")
+    _, producer_conf = kafka_client_config(settings.kafka)
+    probe_cluster(producer_conf, args.timeout)  # exit 3 with one line, not hundreds of librdkafka retries
+    try:
+        n = produce_file(args.file, topic=args.topic, bootstrap=bootstrap, split=split, source=args.source,
+                         producer_config=dict(settings.kafka.producer_extra), progress=not args.no_progress)
+    except RuntimeError as exc:
+        fail(str(exc), EXIT_FAILED)
     print(f"produced {n} documents to {args.topic}")
     return 0
-
-
-def _parse_topics(spec: str) -> dict[str, int]:
-    topics: dict[str, int] = {}
-    for item in filter(None, (s.strip() for s in spec.split(","))):
-        name, _, n = item.partition(":")
-        topics[name] = int(n) if n else 1
-    return topics
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -155,23 +187,32 @@ def cmd_broker(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     with EmbeddedBroker(host=args.host, port=args.broker_port) as broker:
         if args.topics:
-            broker.create_topics(_parse_topics(args.topics))
+            broker.create_topics(args.topics)
         print(f"broker ready on {broker.bootstrap} (in memory; Ctrl-C stops it)", flush=True)
         stop.wait()
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from worker.ops.preflight import check_model_path
     from worker.service.app import Worker, install_signal_handlers
     from worker.service.logs import setup_logging
     from worker.settings import SettingsError
 
     settings = load(args)
+    if args.gpus:
+        from worker.ops.supervisor import run_supervisor
+
+        return run_supervisor(settings, args)
+    check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging(settings.log_level, settings.log_format)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
         bootstrap = settings.kafka.bootstrap_servers
         if bootstrap:
+            from worker.ops.cli_ops import warn_if_unreachable
+
+            warn_if_unreachable(settings)
             worker = Worker(settings, bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
         from worker.demo import with_bootstrap
@@ -184,8 +225,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             worker = Worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
-        print(f"ribbon: error: {exc}", file=sys.stderr)
-        return 2
+        fail(str(exc))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -217,12 +257,26 @@ def cmd_autotune(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"bench": cmd_bench, "autotune": cmd_autotune, "produce": cmd_produce, "broker": cmd_broker, "run": cmd_run, "demo": cmd_demo}
+COMMANDS = {"bench": cmd_bench, "autotune": cmd_autotune, "produce": cmd_produce, "broker": cmd_broker,
+            "run": cmd_run, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Every start-up error is one line on stderr and a documented exit code (worker/ops/errors.py)."""
+    from worker.kafka.broker import BrokerError
+    from worker.ops import cli_ops
+    from worker.settings import SettingsError
+
     args = build_parser().parse_args(argv)
-    return COMMANDS[args.command](args)
+    command = COMMANDS.get(args.command) or cli_ops.COMMANDS[args.command]
+    try:
+        return command(args)
+    except (SettingsError, BrokerError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    except StartupError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ ClientValue = Union[str, int, float, bool]
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _TOPIC_TEXT = "topic name (1-249 of A-Z a-z 0-9 . _ -)"
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+# host:port, host may be a name, IPv4 or [IPv6]; an optional PROTOCOL:// prefix as librdkafka allows.
+_BOOTSTRAP = re.compile(r"(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):"
+                        r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 
 
@@ -53,7 +56,8 @@ class _Group(BaseModel):
 
 class KafkaSettings(_Group):
     bootstrap_servers: str | None = Field(
-        None, description="host:port[,host:port]; unset starts the embedded broker (demo, tests)"
+        None, description="host:port[,host:port]; unset starts the embedded broker (demo, tests)",
+        json_schema_extra=_allowed("host:port[,host:port] (port 1-65535; optional)"),
     )
     input_topics: tuple[str, ...] = Field(
         ("ribbon.input",), min_length=1, description="topics to summarize",
@@ -66,7 +70,11 @@ class KafkaSettings(_Group):
     group_id: str = Field("ribbon", min_length=1, description="consumer group; one worker per GPU joins it")
     delivery: Literal["exactly_once", "at_least_once"] = Field("exactly_once", description="delivery guarantee")
     transactional_id_prefix: str = Field("ribbon", min_length=1, description="transactional.id = prefix-group-slot")
-    worker_slot: int = Field(0, ge=0, description="stable per-worker index: transactional.id suffix")
+    worker_slot: int | Literal["auto", "ordinal", "random"] = Field(
+        0, description="transactional.id suffix: a stable index, or auto (host name), ordinal (StatefulSet), "
+                       "random (Apache Kafka only); see docs/operating.md",
+        json_schema_extra=_allowed("integer >= 0 | 'auto' | 'ordinal' | 'random'"),
+    )
     group_instance_id: str | None = Field(None, description="static membership id (optional)")
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT", description="librdkafka security.protocol"
@@ -92,7 +100,18 @@ class KafkaSettings(_Group):
     @field_validator("bootstrap_servers")
     @classmethod
     def _blank_is_unset(cls, v: str | None) -> str | None:
-        return v.strip() or None if v is not None else None
+        v = v.strip() or None if v is not None else None
+        for item in (v or "").split(","):
+            if v is not None and not _BOOTSTRAP.fullmatch(item.strip()):
+                raise ValueError(f"{item.strip()!r} is not host:port (port 1-65535)")
+        return v
+
+    @field_validator("worker_slot")
+    @classmethod
+    def _slot(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 0:
+            raise ValueError("must be an integer >= 0, 'auto', 'ordinal' or 'random'")
+        return v
 
     @field_validator("input_topics")
     @classmethod
@@ -189,7 +208,8 @@ class ModelSettings(_Group):
 
 
 class ServerSettings(_Group):
-    host: str = Field("0.0.0.0", min_length=1, description="metrics/health bind address")
+    host: str = Field("127.0.0.1", min_length=1,
+                      description="metrics/health bind address; 0.0.0.0 to be scraped from outside (containers)")
     port: int = Field(9464, ge=0, le=65_535, description="metrics/health port; 0 disables")
 
 
@@ -304,7 +324,13 @@ def kafka_client_config(s: KafkaSettings, bootstrap: str | None = None) -> tuple
     producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max}
     if s.delivery == "exactly_once":
         consumer["isolation.level"] = "read_committed"
-        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{s.worker_slot}"
+        from worker.ops.identity import IdentityError, resolve_identity
+
+        try:
+            identity = resolve_identity(s.worker_slot)
+        except IdentityError as exc:
+            raise SettingsError("kafka.worker_slot", str(exc), "integer >= 0 | 'auto' | 'random'") from None
+        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{identity}"
     consumer.update(s.consumer_extra)
     producer.update(s.producer_extra)
     return consumer, producer

@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
-import threading
+import platform
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from importlib import metadata
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector, generate_latest,
+)
+
+from worker import __version__
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "none"
 
 
 class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+        PlatformCollector(registry=r)  # python_info
+        Info("ribbon_build", "the running build: ribbon, Python, torch and librdkafka client versions",
+             registry=r).info({"version": __version__, "python": platform.python_version(),
+                               "torch": _dist_version("torch"), "confluent_kafka": _dist_version("confluent-kafka"),
+                               "transformers": _dist_version("transformers")})
         self.consumed = Counter("ribbon_consumed_messages_total", "input messages polled", registry=r)
         self.produced = Counter("ribbon_produced_summaries_total", "summaries committed to the output topic",
                                 registry=r)
@@ -45,49 +63,34 @@ class Metrics:
 
 
 class HealthServer:
-    """Serves /metrics, /healthz (the GPU loop is alive) and /readyz (model loaded, partitions assigned)."""
+    """Serves /metrics, /healthz (the GPU loop is alive) and /readyz (model loaded, partitions assigned).
+
+    The server itself is worker.ops.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
+    a port it cannot listen on is a start-up error naming server.port/server.host.
+    """
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
-                 busy: callable = lambda: False) -> None:
+                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 10.0) -> None:
+        from worker.ops.errors import StartupError
+        from worker.ops.http import HttpServer
+
         self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                code, ctype, body = server.respond(self.path)
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="ribbon-http", daemon=True)
+        probes = {"/healthz": lambda: (self.healthy(), "ok" if self.healthy() else "gpu loop stuck"),
+                  "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
+        try:
+            self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
+        except OSError as exc:
+            raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                               "a free port, or 0 to disable the server") from None
+        self.port = self.http.port
 
     def healthy(self) -> bool:
         idle = time.monotonic() - self.metrics.gpu_heartbeat
         return idle < self.stuck_after_s or not self.busy()
 
-    def respond(self, path: str) -> tuple[int, str, bytes]:
-        if path == "/metrics":
-            return 200, CONTENT_TYPE_LATEST, self.metrics.render()
-        if path == "/healthz":
-            ok = self.healthy()
-            return (200 if ok else 503), "text/plain", (b"ok\n" if ok else b"gpu loop stuck\n")
-        if path == "/readyz":
-            ok = self.metrics.ready
-            return (200 if ok else 503), "text/plain", (b"ready\n" if ok else b"not ready\n")
-        return 404, "text/plain", b"not found\n"
-
     def start(self) -> HealthServer:
-        self._thread.start()
+        self.http.start()
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.http.stop()
