@@ -34,6 +34,7 @@ StartResponse = Callable[..., Any]
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64  # listen backlog (socketserver's default is 5)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A peer that resets, or stays idle past the timeout, is the client's business: no traceback.
