@@ -38,8 +38,15 @@ def test_ordinal_is_the_statefulset_index_and_fails_elsewhere():
 
 
 def test_random_is_unique_and_new_at_every_start():
-    ids = {resolve_identity("random", environ={}, hostname="h") for _ in range(200)}
-    assert len(ids) == 200 and all(len(i) == 12 for i in ids)
+    from worker.ops import identity
+
+    one = resolve_identity("random", environ={}, hostname="h")
+    assert one == resolve_identity("random", environ={}, hostname="other")  # fixed for the process
+    ids = set()
+    for _ in range(200):  # a new process: a new id
+        identity._process_random.cache_clear()
+        ids.add(resolve_identity("random", environ={}, hostname="h"))
+    assert len(ids) == 200 and all(len(i) == 12 and int(i, 16) >= 0 for i in ids)
 
 
 def test_gpu_children_of_one_host_never_share_an_identity():

@@ -210,8 +210,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         bootstrap = settings.kafka.bootstrap_servers
         if bootstrap:
-            from worker.ops.cli_ops import warn_if_unreachable
+            from worker.ops.cli_ops import log_identity, warn_if_unreachable
 
+            log_identity(settings)
             warn_if_unreachable(settings)
             worker = Worker(settings, bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
@@ -268,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     from worker.settings import SettingsError
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # `run --gpus` hands the flags to its children
     command = COMMANDS.get(args.command) or cli_ops.COMMANDS[args.command]
     try:
         return command(args)

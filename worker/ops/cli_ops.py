@@ -100,4 +100,13 @@ def warn_if_unreachable(settings: Any, timeout_s: float = 3.0) -> None:
         log.warning("%s; the worker keeps retrying", exc)
 
 
+def log_identity(settings: Any) -> None:
+    """One line saying who this worker is to the broker (its transactional.id and group)."""
+    from worker.settings import kafka_client_config
+
+    producer = kafka_client_config(settings.kafka)[1]
+    log.info("worker identity: group %s, transactional.id %s", settings.kafka.group_id,
+             producer.get("transactional.id", "none (at_least_once)"))
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"replay": cmd_replay, "validate": cmd_validate}

@@ -7,7 +7,7 @@
 | integer   | the number given (hand numbering, as before)  | yes                             | if you say so |
 | `auto`    | the short host name: a StatefulSet pod's `name-3`, a compose container's id, the machine's name | StatefulSet: yes; container: until recreated; host: yes | per host |
 | `ordinal` | the StatefulSet ordinal only (`name-3` -> `3`); fails elsewhere | yes               | within the set |
-| `random`  | 12 random hex digits, new at every start       | no                              | yes         |
+| `random`  | 12 random hex digits, new at every process start | no                              | yes         |
 
 Under `ribbon run --gpus`, every child adds `-gpuN` (its GPU index, passed in
 RIBBON_GPU_INDEX by the supervisor), so the processes of one host never share
@@ -24,6 +24,7 @@ Which form is safe where (docs/operating.md, "Worker identity"):
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import socket
@@ -40,6 +41,12 @@ class IdentityError(ValueError):
     pass
 
 
+@functools.lru_cache(maxsize=1)
+def _process_random() -> str:
+    """One random id per process: every client of this worker (and its log line) agrees on it."""
+    return uuid.uuid4().hex[:12]
+
+
 def resolve_identity(slot: int | str, environ: Mapping[str, str] | None = None,
                      hostname: str | None = None) -> str:
     """The worker's identity for `slot` (see the table above), plus `-gpuN` under the supervisor."""
@@ -54,7 +61,7 @@ def _base(slot: int | str, env: Mapping[str, str], host: str) -> str:
     if isinstance(slot, int):
         return str(slot)
     if slot == "random":
-        return uuid.uuid4().hex[:12]
+        return _process_random()
     short = host.split(".")[0]
     ordinal = _ORDINAL.match(short)
     if slot == "ordinal":
