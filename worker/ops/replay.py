@@ -67,28 +67,79 @@ class ReplayReport:
 def start_offsets(consumer: Any, topic: str, partitions: Iterable[int], since_ms: int | None,
                   timeout_s: float) -> dict[int, int]:
     """First offset at or after `since_ms` per partition (the log start without it; the end if none)."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+    from confluent_kafka import TopicPartition
 
     parts = list(partitions)
     if since_ms is None:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[0] for p in parts}
     found = consumer.offsets_for_times([TopicPartition(topic, p, since_ms) for p in parts], timeout=timeout_s)
-    out = {}
-    for tp in found:
-        high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=timeout_s)[1]
-        out[tp.partition] = high if tp.offset < 0 and tp.offset != OFFSET_BEGINNING else max(tp.offset, 0)
+    ends = end_offsets(consumer, topic, parts, timeout_s)
+    # -1 (OFFSET_END): no record at or after since_ms
+    starts = {tp.partition: ends[tp.partition] if tp.offset < 0 else tp.offset for tp in found}
+    return _first_at_or_after(consumer, topic, starts, ends, since_ms, timeout_s)
+
+
+def _first_at_or_after(consumer: Any, topic: str, starts: dict[int, int], ends: dict[int, int], since_ms: int,
+                       timeout_s: float) -> dict[int, int]:
+    """Step forward from the broker's answer to the first record stamped at or after `since_ms`.
+
+    Apache Kafka's time index is exact (one record is read per partition); the embedded broker answers
+    offset 0 to every time query, so there this is a scan of the partition.
+    """
+    out = dict(starts)
+    todo = {p: o for p, o in starts.items() if o < ends[p]}
+
+    def first(msg: Any) -> None:
+        p = msg.partition()
+        if p in todo and msg.timestamp()[1] >= since_ms:
+            out[p] = msg.offset()
+            del todo[p]
+
+    for p in list(todo):
+        out[p] = ends[p]  # none at or after since_ms unless found
+    if todo:
+        read_bounded(consumer, topic, dict(todo), ends, first, timeout_s, done=lambda: not todo)
     return out
 
 
+def end_offsets(consumer: Any, topic: str, partitions: Iterable[int], timeout_s: float,
+                idle_s: float = 1.0, scan_s: float = 5.0) -> dict[int, int]:
+    """The end offset (last offset + 1) of each partition now.
+
+    Apache Kafka's high watermark is the answer; the embedded broker (Tansu) reports the base offset of
+    its last batch + 1 instead, so the tail from there is read as well (until no record came for `idle_s`,
+    `scan_s` at most): exact on both, and at most one batch more work.
+    """
+    from confluent_kafka import TopicPartition
+
+    parts = list(partitions)
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in parts}
+    tail = [TopicPartition(topic, p, ends[p] - 1) for p in parts if ends[p] > 0]
+    if not tail:
+        return ends
+    consumer.assign(tail)
+    start = last = time.monotonic()
+    while time.monotonic() - last < idle_s and time.monotonic() - start < scan_s:
+        for msg in consumer.consume(num_messages=500, timeout=0.2):
+            if msg.error() is None:
+                ends[msg.partition()] = max(ends[msg.partition()], msg.offset() + 1)
+                last = time.monotonic()
+    consumer.unassign()
+    return ends
+
+
 def read_bounded(consumer: Any, topic: str, starts: dict[int, int], ends: dict[int, int],
-                 on_record: Callable[[Any], None], timeout_s: float) -> None:
-    """Every record of `topic` from `starts` up to (not including) `ends`, by assign(); bounded in time."""
+                 on_record: Callable[[Any], None], timeout_s: float,
+                 done: Callable[[], bool] = lambda: False) -> None:
+    """Every record of `topic` from `starts` up to (not including) `ends`, by assign(); bounded in time.
+
+    `done()` true stops early."""
     from confluent_kafka import TopicPartition
 
     todo = {p for p in starts if starts[p] < ends[p]}
     consumer.assign([TopicPartition(topic, p, starts[p]) for p in todo])
     deadline = time.monotonic() + timeout_s
-    while todo:
+    while todo and not done():
         if time.monotonic() > deadline:
             raise StartupError(None, f"replay stopped: {topic} did not deliver up to its end offsets within "
                                f"{timeout_s:g} s (partitions left: {sorted(todo)})", exit_code=1)
@@ -135,11 +186,9 @@ def replay_dlq(consumer_conf: dict[str, Any], producer_conf: dict[str, Any], dlq
         if md.error is not None:
             raise StartupError("kafka.dlq_topic", f"dead-letter topic {dlq_topic!r}: {md.error.str()}",
                                exit_code=1)
-        from confluent_kafka import TopicPartition
-
         parts = sorted(md.partitions)
         starts = start_offsets(consumer, dlq_topic, parts, flt.since_ms, timeout_s)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(dlq_topic, p), timeout=timeout_s)[1] for p in parts}
+        ends = end_offsets(consumer, dlq_topic, parts, timeout_s)
         total = sum(max(0, ends[p] - starts[p]) for p in parts)
         with tqdm(total=total, desc=f"replay {dlq_topic}", unit="msg", disable=not progress) as bar:
             def on_record(msg: Any) -> None:
