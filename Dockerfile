@@ -1,17 +1,20 @@
 # syntax=docker/dockerfile:1
 # The Ribbon worker on a CUDA PyTorch runtime. Torch comes from the base image
 # (the package does not depend on it, so pip never replaces it); the C++ packer
-# extension is compiled in a build stage and installed as a wheel.
+# extension is compiled in a build stage and installed as a wheel. The embedded
+# test broker (the `broker` extra) is not installed: production talks to Kafka.
 #
 #   docker build -t ribbon-worker .
-#   docker build --build-arg BASE_IMAGE=pytorch/pytorch:<tag>-runtime -t ribbon-worker .
+#   docker build --build-arg BASE_IMAGE=pytorch/pytorch:<exact tag>-runtime -t ribbon-worker .
 #
-# The fused varlen attention backend needs a torch that has
-# torch.nn.attention.varlen (or flash_attn installed); otherwise the worker logs
-# the fallback it chose at start ("attention backend ...").
-ARG BASE_IMAGE=pytorch/pytorch:2.9.0-cuda12.8-cudnn9-runtime
+# The base is an exact tag whose torch (2.10) has torch.nn.attention.varlen, the
+# fused varlen attention backend; `ribbon validate` prints the backend chosen.
+# CI lints this file with hadolint (tests/test_deploy.py).
+ARG BASE_IMAGE=pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime
 
 FROM ${BASE_IMAGE} AS build
+# Build stage only: the compiler is whatever the base's Ubuntu release ships (not in the final image).
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends g++ make \
  && rm -rf /var/lib/apt/lists/*
@@ -24,24 +27,29 @@ RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels \
       -C cmake.define.RIBBON_BUILD_TESTS=OFF .
 
 FROM ${BASE_IMAGE}
+# TOKENIZERS_PARALLELISM is a switch, not a secret.
+# hadolint ignore=DL3064
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
-    TOKENIZERS_PARALLELISM=false
+    TOKENIZERS_PARALLELISM=false \
+    RIBBON_SERVER__HOST=0.0.0.0
 COPY --from=build /wheels /wheels
-RUN python -m pip install /wheels/*.whl \
+RUN python -m pip install --no-cache-dir /wheels/*.whl \
  && rm -rf /wheels \
- && python -c "import torch, worker._core, worker.cli; print('torch', torch.__version__)"
-# Non-root; the autotune cache (~/.cache/ribbon) is a volume in docker-compose.yml.
-RUN useradd --create-home --uid 10001 ribbon \
+ && python -c "import torch, torch.nn.attention.varlen, worker._core, worker.cli; print('torch', torch.__version__)"
+# Non-root, by number (Kubernetes' runAsNonRoot can check it); the autotune
+# cache (~/.cache/ribbon) is a volume in docker-compose.yml and deploy/k8s.
+RUN groupadd --gid 10001 ribbon \
+ && useradd --create-home --uid 10001 --gid 10001 ribbon \
  && mkdir -p /home/ribbon/.cache/ribbon /models \
- && chown -R ribbon /home/ribbon/.cache
-USER ribbon
+ && chown -R 10001:10001 /home/ribbon/.cache
+USER 10001:10001
 WORKDIR /home/ribbon
 EXPOSE 9464
 # /healthz answers 503 when the GPU loop is stuck; urlopen raises on it (exit 1).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=600s --retries=4 \
-  CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('RIBBON_SERVER__PORT', '9464'), timeout=3)"
+  CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('RIBBON_SERVER__PORT', '9464'), timeout=3)"]
 ENTRYPOINT ["ribbon"]
 CMD ["run"]

