@@ -38,6 +38,7 @@ class Doc:
     first_gpu: float | None = None
     rounds: int = 0                 # combine rounds done (chunked documents)
     raw: bytes | None = None        # the original value, for the dead-letter topic
+    headers: tuple = ()             # the input record's headers: carried to the output (worker/ops/headers.py)
 
     def seed(self, base: int, index: int) -> int:
         """A reproducible seed per document (and chunk): reruns sample the same tokens."""

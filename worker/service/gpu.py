@@ -16,6 +16,7 @@ import numpy as np
 
 from worker import __version__
 from worker.messages import BadMessage, OutputMessage, dead_letter_headers, encode_output
+from worker.ops.headers import dead_letter_headers_with_input, output_headers
 from worker.service.docs import Doc, DocRegistry, Seq, mark_gpu_start
 from worker.service.highlights import highlights
 from worker.service.tracker import OffsetTracker, Record
@@ -128,7 +129,8 @@ class GpuLoop:
             return
         now = time.monotonic()
         rec = Record(self.s.kafka.output_topic, doc.key if doc.key is not None else doc.doc_id.encode(),
-                     encode_output(self._output(doc, doc.parts[0], now)))
+                     encode_output(self._output(doc, doc.parts[0], now)),
+                     output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
         if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             self.metrics.latency.observe(now - doc.received)
             self.delivery.wake()
@@ -151,7 +153,7 @@ class GpuLoop:
         err = BadMessage("model_error", f"{type(exc).__name__}: {exc}"[:500])
         headers = dead_letter_headers(err, topic=doc.tp[0], partition=doc.tp[1], offset=doc.offset,
                                       worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, doc.key, doc.raw, tuple(headers))
+        rec = Record(self.s.kafka.dlq_topic, doc.key, doc.raw, dead_letter_headers_with_input(doc.headers, headers))
         if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             self.metrics.dead_lettered.labels("model_error").inc()
             self.delivery.wake()

@@ -19,6 +19,7 @@ import numpy as np
 
 from worker import __version__
 from worker.messages import BadMessage, dead_letter_headers, decode_input, default_id
+from worker.ops.headers import dead_letter_headers_with_input
 from worker.service.docs import Doc, DocRegistry
 from worker.service.planner import Planner, combine_text
 from worker.service.tracker import OffsetTracker, Record
@@ -122,12 +123,13 @@ class Ingest:
             try:
                 msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
             except BadMessage as err:
-                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message)
+                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message,
+                                  m.headers())
                 continue
             doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
-                            raw=m.value()))
+                            raw=m.value(), headers=tuple(m.headers() or ())))
         if good:
             for doc, plan in zip(good, self.planner.plan_many([d.text for d in good])):
                 doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
@@ -137,7 +139,7 @@ class Ingest:
         limit = self.planner.max_prompt_tokens
         if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
             self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
-                              f"a planned prompt exceeds {limit} tokens")
+                              f"a planned prompt exceeds {limit} tokens", doc.headers)
             return
         for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
             seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
@@ -156,15 +158,17 @@ class Ingest:
             doc.rounds += 1
             if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
                 self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
-                                  f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds")
+                                  f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
+                                  doc.headers)
                 continue
             self._submit(doc, plan)
 
-    def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str) -> None:
+    def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
+                     in_headers=()) -> None:
         err = BadMessage(error_class, message)
         headers = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset,
                                       worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, key, value, tuple(headers))
+        rec = Record(self.s.kafka.dlq_topic, key, value, dead_letter_headers_with_input(in_headers, headers))
         if self.tracker.complete(tp, epoch, offset, (rec,)):
             self.metrics.dead_lettered.labels(error_class).inc()
             self.delivery.wake()
