@@ -195,7 +195,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from worker.ops.preflight import check_model_path
-    from worker.service.app import Worker, install_signal_handlers
+    from worker.service.app import install_signal_handlers
     from worker.service.logs import setup_logging
     from worker.settings import SettingsError
 
@@ -210,11 +210,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         bootstrap = settings.kafka.bootstrap_servers
         if bootstrap:
-            from worker.ops.cli_ops import log_identity, warn_if_unreachable
+            from worker.ops.cli_ops import build_worker, log_identity, warn_if_unreachable
 
             log_identity(settings)
             warn_if_unreachable(settings)
-            worker = Worker(settings, bootstrap)
+            worker = build_worker(settings, bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
         from worker.demo import with_bootstrap
         from worker.kafka.broker import EmbeddedBroker
@@ -223,7 +223,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         with EmbeddedBroker() as broker:
             broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
             print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
-            worker = Worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap)
+            from worker.ops.cli_ops import build_worker
+
+            worker = build_worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
         fail(str(exc))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -71,7 +72,7 @@ def produce_file(path: Path, *, topic: str, bootstrap: str, split: Split, source
     from tqdm import tqdm
 
     conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
-            **(producer_config or {})}
+            "logger": logging.getLogger("librdkafka.producer"), **(producer_config or {})}
     producer = Producer(conf)
     acked = 0
     errors: list[str] = []

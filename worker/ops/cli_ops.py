@@ -100,6 +100,18 @@ def warn_if_unreachable(settings: Any, timeout_s: float = 3.0) -> None:
         log.warning("%s; the worker keeps retrying", exc)
 
 
+def build_worker(settings: Any, bootstrap: str) -> Any:
+    """The Worker, or one line naming model.path when the model's files cannot be loaded."""
+    from worker.service.app import Worker
+
+    try:
+        return Worker(settings, bootstrap)
+    except (OSError, ValueError) as exc:  # missing weights, unknown architecture, unreadable JSON, ...
+        first = " ".join(str(exc).split())[:300]
+        raise StartupError("model.path", f"cannot load {settings.model.path!r}: {type(exc).__name__}: {first}",
+                           "a Hugging Face causal LM folder or cached hub id, or 'tiny-random'") from None
+
+
 def log_identity(settings: Any) -> None:
     """One line saying who this worker is to the broker (its transactional.id and group)."""
     from worker.settings import kafka_client_config

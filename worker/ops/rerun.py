@@ -58,7 +58,8 @@ def rerun(settings: Any, args: Any) -> int:
 
     from worker.ops.preflight import check_model_path, probe_cluster
     from worker.ops.replay import parse_time
-    from worker.service.app import Worker, install_signal_handlers
+    from worker.ops.cli_ops import build_worker
+    from worker.service.app import install_signal_handlers
     from worker.service.logs import setup_logging
     from worker.settings import kafka_client_config
 
@@ -80,7 +81,7 @@ def rerun(settings: Any, args: Any) -> int:
         log.info("re-run of %d records over %d partitions in group %s", total, len(rng), group)
         stop = install_signal_handlers()
         done = threading.Event()
-        worker = Worker(settings, k.bootstrap_servers)
+        worker = build_worker(settings, k.bootstrap_servers)
 
         def watch() -> None:
             with tqdm(total=total, desc=f"rerun {group}", unit="msg", disable=not sys.stderr.isatty()) as bar:
