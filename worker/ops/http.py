@@ -62,7 +62,7 @@ class HttpServer:
     """Serves `registry` on /metrics and the given probes on their paths, in a daemon thread."""
 
     def __init__(self, registry: CollectorRegistry, host: str, port: int, probes: dict[str, Probe],
-                 idle_timeout_s: float = 10.0) -> None:
+                 idle_timeout_s: float = 5.0) -> None:
         self.probes = probes
         self.metrics_app = make_wsgi_app(registry)
         server_class = _IPv6Server if ":" in host else _Server

@@ -70,7 +70,7 @@ class HealthServer:
     """
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
-                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 10.0) -> None:
+                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0) -> None:
         from worker.ops.errors import StartupError
         from worker.ops.http import HttpServer
 
