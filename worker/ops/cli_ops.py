@@ -113,10 +113,13 @@ def build_worker(settings: Any, bootstrap: str) -> Any:
 
 
 def log_identity(settings: Any) -> None:
-    """One line saying who this worker is to the broker (its transactional.id and group)."""
+    """One line saying who this worker is to the broker (its transactional.id and group); the client
+    properties checked by librdkafka first (a bad one is one line naming kafka.*_extra)."""
+    from worker.ops.preflight import check_client_config
     from worker.settings import kafka_client_config
 
-    producer = kafka_client_config(settings.kafka)[1]
+    consumer, producer = kafka_client_config(settings.kafka)
+    check_client_config(consumer, producer)
     log.info("worker identity: group %s, transactional.id %s", settings.kafka.group_id,
              producer.get("transactional.id", "none (at_least_once)"))
 

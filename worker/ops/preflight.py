@@ -68,6 +68,22 @@ def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
                                          if t.error is None})
 
 
+def check_client_config(consumer_conf: dict[str, Any], producer_conf: dict[str, Any]) -> None:
+    """librdkafka refuses an unknown or bad property when a client is built: build both now (no network
+    wait) so a typo in kafka.consumer_extra / producer_extra is one line at start, not a dead thread later."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    for setting, cls, conf in (("kafka.consumer_extra", Consumer, consumer_conf),
+                               ("kafka.producer_extra", Producer, producer_conf)):
+        try:
+            client = cls({**conf, "logger": PROBE_LOGGER})
+        except KafkaException as exc:
+            raise StartupError(setting, f"librdkafka refused it: {exc.args[0].str()}",
+                               "librdkafka properties (CONFIGURATION.md of librdkafka)") from None
+        if isinstance(client, Consumer):
+            client.close()
+
+
 _ADMIN_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id", "socket.timeout.ms"})
 
 
