@@ -59,6 +59,8 @@ CASES = [
      ["kafka.output_topic", "feedback loop"]),
     ("bad produce topic", ["produce", "README.md", "--topic", "no/slash", "--bootstrap-servers", "h:1"], 2,
      ["--topic", "no/slash"]),
+    ("bad replay target topic", ["replay", "dlq", "--to-topic", "a b", "--bootstrap-servers", "h:1"], 2,
+     ["--to-topic", "'a b'"]),
     ("bad --worker-slot", ["run", "--worker-slot", "sometimes"], 2, ["kafka.worker_slot", "RIBBON_KAFKA__WORKER_SLOT"]),
     ("replay time not a time", ["replay", "dlq", "--bootstrap-servers", "127.0.0.1:{closed}", "--since", "yesterday"],
      2, ["not a time", "yesterday"]),

@@ -27,7 +27,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
                     help="only dead letters of this error.class (repeatable; default all)")
     dl.add_argument("--since", metavar="TIME", help="only records at or after TIME (ISO 8601 or epoch ms)")
     dl.add_argument("--until", metavar="TIME", help="only records before TIME (ISO 8601 or epoch ms)")
-    dl.add_argument("--to-topic", metavar="TOPIC", help="produce here instead of each record's source.topic")
+    from worker.cli import topic_name
+
+    dl.add_argument("--to-topic", metavar="TOPIC", type=topic_name,
+                    help="produce here instead of each record's source.topic")
     dl.add_argument("--dry-run", action="store_true", help="count what would be replayed, produce nothing")
     dl.add_argument("--no-progress", action="store_true", help="no progress bar")
     dl.add_argument("--timeout", type=float, default=60.0, help="give up after this many seconds (default 60)")
@@ -53,7 +56,7 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from worker.cli import load, topic_name
+    from worker.cli import load
     from worker.ops.preflight import probe_cluster
     from worker.ops.replay import DlqFilter, parse_time, replay_dlq
     from worker.settings import kafka_client_config
@@ -66,7 +69,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from worker.ops.rerun import rerun
 
         return rerun(settings, args)
-    to_topic = topic_name(args.to_topic) if args.to_topic else None
+    to_topic = args.to_topic
     flt = DlqFilter(frozenset(args.error_class), parse_time(args.since) if args.since else None,
                     parse_time(args.until) if args.until else None)
     probe_cluster(producer_conf, min(args.timeout, 10.0))
