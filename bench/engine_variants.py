@@ -47,8 +47,8 @@ def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
     nbytes = 2 * sum(lens) * eng.kv_heads * eng.head_dim * 2  # K and V rows read once
     ref = decode_attention(q, k, v, st, ln, eng.head_dim**-0.5, 1)
     out = []
-    for splits in (1, 2, 4, 8, 16):
-        for block in (32, 64, 128):
+    for splits in (1, 2, 4, 8):
+        for block in (32, 64):
             for warps in (4, 8):
                 for stages in (2, 3):
                     fn = lambda: decode_attention(q, k, v, st, ln, eng.head_dim**-0.5, splits, block, warps, stages)  # noqa: E731
