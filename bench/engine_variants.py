@@ -134,9 +134,7 @@ def main(argv=None) -> int:
 
     def generate(name: str) -> None:
         eng.runner.clear()
-        r = ribbon_generate(eng, gen, args.budget, fig, bw)
-        r["job_floor_s"] = prefill_flops(fig, [len(d) for d in gen]) / rate + r["decode_floor_ms"] * r["decode_steps"] / 1e3
-        r["wall_vs_job_floor"] = r["wall_s"] / r["job_floor_s"]
+        r = ribbon_generate(eng, gen, args.budget, fig, bw, rate)
         res.setdefault("generate", {})[name] = r
         _log("generate", variant=name, wall=round(r["wall_s"], 3), step_ms=round(r["decode_step_ms"], 3),
              vs_floor=round(r["decode_vs_floor"], 3), vs_job_floor=round(r["wall_vs_job_floor"], 3))

@@ -16,7 +16,7 @@ import triton.language as tl
 # program iteration, warps, pipeline stages.
 BLOCK_N = 64
 NUM_WARPS = 4
-NUM_STAGES = 2
+NUM_STAGES = 3
 
 
 @triton.jit

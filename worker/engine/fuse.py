@@ -47,6 +47,7 @@ def compile_layers(base) -> int:
         raise EngineSettingError("model.compile", f"{type(base).__name__} has no .layers (a decoder-layer stack)",
                                  "off")
     _raise_limits()
+    _quiet_imports()
     for layer in layers:
         layer.compile(dynamic=True)
     log.info("decoder layers compiled", extra={"layers": len(layers)})
@@ -57,6 +58,16 @@ def uncompile_layers(base) -> None:
     """Back to eager layers (benchmarks compare both in one process)."""
     for layer in getattr(base, "layers", []):
         layer._compiled_call_impl = None
+
+
+def _quiet_imports() -> None:
+    """Inductor imports torch.utils.mkldnn, whose torch.jit.script_method use warns (torch's own
+    deprecation, nothing we call); import it once here with that one warning silenced."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.script_method.* is deprecated", category=DeprecationWarning)
+        import torch.utils.mkldnn  # noqa: F401
 
 
 def _raise_limits() -> None:

@@ -51,7 +51,7 @@ class BinResult:
 def _splits(size: int, cfg: LoopConfig) -> int:
     if cfg.num_sms == 0:
         return 1
-    want = max(1, -(-4 * cfg.num_sms // max(1, size * cfg.kv_heads)))  # ~4 programs per SM
+    want = max(1, -(-2 * cfg.num_sms // max(1, size * cfg.kv_heads)))  # ~2 programs per SM (H200 sweep)
     return min(16, next_pow2(want))
 
 
