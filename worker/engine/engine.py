@@ -205,13 +205,13 @@ class Engine:
         t0 = time.perf_counter()
         self.pool.ensure(max(budget, 1), max(max_docs, 1))
         t1 = time.perf_counter()
-        n = max(1, min(max_docs, budget // (self.options.max_new_tokens + 16), 64))
+        n = max(1, min(max_docs, budget // (self.options.max_new_tokens + 16), 64 if self.device.type == "cuda" else 1))
         cu = [16 * i for i in range(n + 1)]  # one small bin of 16-token documents: compiles prefill (dynamic T)
         tokens = torch.zeros(cu[-1], dtype=torch.int64, device=self.device)
         run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu, list(range(n)),
                 self._loop_config(step_limit=1), self.marker)
         t2 = time.perf_counter()
-        buckets = warm_decode(self.runner, self._loop_config(), max_docs) if self.device.type == "cuda" else 0
+        buckets = warm_decode(self.runner, self._loop_config(), max_docs)  # CUDA: captures; CPU: states only
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         t3 = time.perf_counter()

@@ -59,6 +59,20 @@ def apply_cpu_threads(requested: int | None, cores: int | None = None) -> int:
     return threads
 
 
+def refuse_slow_cuda(backend: str, device: torch.device, requested: str, allowed: bool) -> None:
+    """On CUDA, `auto` landing on the exact reference path means a torch without the fused path
+    (e.g. an image whose torch predates varlen_attn): many times slower, so refuse to start
+    unless model.allow_reference_on_cuda says otherwise. An explicit attention=reference is honoured."""
+    if device.type != "cuda" or backend != "reference" or requested != "auto" or allowed:
+        return
+    raise EngineSettingError(
+        "model.allow_reference_on_cuda",
+        f"on CUDA attention=auto found only the exact reference path (torch {torch.__version__}: flash_attn "
+        f"{'yes' if flash_attn_available() else 'no'}, torch varlen_attn {'yes' if varlen_available() else 'no'}, "
+        f"triton {'yes' if triton_available() else 'no'}); it is many times slower, so the worker does not start",
+        "true to run on the reference path anyway, or install a torch with varlen_attn (>= 2.11) and triton")
+
+
 def options_from(settings) -> EngineOptions:
     """ModelSettings (or any object with the same fields) -> EngineOptions."""
     return EngineOptions(
@@ -84,14 +98,7 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
     dev = resolve_device(device if device is not None else settings.device)
     dtype = resolve_dtype(settings.dtype, dev)
     backend = choose_backend(settings.attention, dev)
-    if dev.type == "cuda" and backend == "reference" and settings.attention == "auto" \
-            and not getattr(settings, "allow_reference_on_cuda", False):
-        raise EngineSettingError(
-            "model.allow_reference_on_cuda",
-            f"on CUDA only the exact reference attention is available (torch {torch.__version__}: flash_attn "
-            f"{'yes' if flash_attn_available() else 'no'}, torch varlen_attn {'yes' if varlen_available() else 'no'}, "
-            f"triton {'yes' if triton_available() else 'no'}); it is many times slower, so the worker does not start",
-            "true to run on the reference path anyway, or install a torch with varlen_attn (>= 2.11) and triton")
+    refuse_slow_cuda(backend, dev, settings.attention, bool(getattr(settings, "allow_reference_on_cuda", False)))
     if dev.type == "cpu":
         apply_cpu_threads(getattr(settings, "cpu_threads", None))
     local = bool(getattr(settings, "local_files_only", True))
