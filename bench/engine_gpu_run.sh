@@ -2,6 +2,8 @@
 # Device calls for issue 10, from a copy of the tree holding whl/ (pure-Python deps the image
 # lacks). Stages, in the order given: variants | 7b | 0.5b | tests. Results in $OUT.
 #   bash bench/engine_gpu_run.sh 7b 0.5b tests
+# whl/ held (pip download --no-deps for cp312 manylinux): pydantic 2.14.4, pydantic_core 2.50.5,
+# pydantic-settings 2.16.3, python-dotenv 1.2.4, typing-inspection 0.4.5, annotated-types 0.8.0, orjson.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site whl/*.whl || exit 1

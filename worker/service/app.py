@@ -51,7 +51,6 @@ def build_parts(settings, engine=None) -> Parts:
         from transformers.utils import logging as hf_logging
 
         from worker.engine import load_engine
-
         from worker.engine.errors import EngineSettingError
         from worker.settings import SettingsError
 
