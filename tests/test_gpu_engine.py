@@ -158,3 +158,18 @@ def test_autotune_finds_caches_and_holds(tmp_path):
     tokens, cu = _probe_bin(budget, 64, 1500, model.config.vocab_size)
     outs = eng.generate(eng.stage(tokens.to(torch.int32), cu, 1500))
     assert len(outs) == len(cu) - 1 and eng.stats["oom_splits"] == 0
+
+
+def test_warm_up_captures_every_graph_before_the_first_bin(tiny_gpu):
+    from worker.engine.loader import load_engine
+    from worker.settings import ModelSettings
+
+    ref_eng, hf, path = tiny_gpu
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24), device="cuda")
+    report = eng.warm_up(budget=16_384, max_docs=40)
+    assert report["buckets"] == 11 and eng.runner.captures >= 11  # 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48
+    captures, generation = eng.runner.captures, eng.pool.generation
+    docs = _docs(40, 1, 200, hf.config.vocab_size, seed=7)  # weight <= 40 * 224 < 16,384
+    outs = eng.generate(_stage(eng, docs))
+    assert eng.runner.captures == captures and eng.pool.generation == generation  # nothing built in the bin
+    assert outs == ref_eng.generate(_stage(ref_eng, docs))

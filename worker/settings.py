@@ -192,6 +192,14 @@ class ModelSettings(_Group):
     truncate: bool = Field(False, description="cut overlong documents instead of chunking them")
     highlights: int = Field(3, ge=0, le=64, description="input lines kept as highlights")
     cuda_graphs: bool = Field(True, description="capture decode steps in CUDA graphs")
+    compile: Literal["auto", "on", "off"] = Field(
+        "auto", description="torch.compile the decoder layers (fused element-wise work); auto: on CUDA with a "
+                            "fused attention backend, off on CPU",
+    )
+    allow_reference_on_cuda: bool = Field(
+        False, description="start on CUDA even when attention=auto finds only the slow exact reference path "
+                           "(no flash_attn, no torch varlen_attn with triton)",
+    )
     cpu_threads: int | None = Field(
         None, ge=1, le=1_024,
         description="torch threads when the model runs on CPU; unset: 1 on a machine of 2 cores or fewer, "

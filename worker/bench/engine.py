@@ -137,7 +137,14 @@ def ribbon_prefill(eng, docs: list[list[int]], bin_tokens: int) -> dict:
             "bins": len(bins), "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
 
 
-def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: float) -> dict:
+def job_floor_s(fig: dict, docs: list[list[int]], rate: float, decode_floor_s: float) -> float:
+    """The physical floor of a generation job: its prefill FLOPs at the measured matmul rate
+    (FLOP/s) plus its decode steps each at their memory floor (weights + live KV rows read once
+    at the measured copy bandwidth; `decode_floor_s`, summed over the steps Ribbon ran)."""
+    return prefill_flops(fig, [len(d) for d in docs]) / rate + decode_floor_s
+
+
+def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: float, rate: float) -> dict:
     import torch
 
     max_new = eng.options.max_new_tokens
@@ -164,9 +171,12 @@ def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: floa
     capture_s = eng.runner.capture_s - cap0  # graphs first needed inside the timed run
     step_ms = 1e3 * (d["decode_s"] - capture_s) / max(1, d["decode_steps"])
     floor_ms = 1e3 * floor_s / max(1, d["decode_steps"])
+    job_floor = job_floor_s(fig, docs, rate, floor_s)
     return {"wall_s": wall, "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / wall, "bins": len(bins),
             "prefill_s": d["prefill_s"], "decode_s": d["decode_s"], "decode_steps": d["decode_steps"],
             "decode_step_ms": step_ms, "decode_floor_ms": floor_ms, "decode_vs_floor": step_ms / floor_ms,
+            "job_floor_s": job_floor, "prefill_floor_s": job_floor - floor_s, "decode_floor_s": floor_s,
+            "wall_vs_job_floor": wall / job_floor,
             "oom_splits": d["oom_splits"], "graph_captures": eng.runner.captures, "graph_capture_s_in_run": capture_s,
             "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
 
@@ -186,9 +196,10 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     model = random_model(MODELS[key], torch.device("cuda"), torch.bfloat16)
     fig = model_figures(model)
     eng = engine_for_model(model, None, attention=args.attention, name=f"qwen2.5-{key}-random",
-                           max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens)
+                           max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens, compile=args.compile)
     eng.eos_ids = tuple(sorted({model.config.eos_token_id}))
-    res = results.setdefault(key, {"backend": eng.backend, "figures": fig, "load_s": time.perf_counter() - t0})
+    res = results.setdefault(key, {"backend": eng.backend, "compiled_layers": eng.compiled, "figures": fig,
+                                   "load_s": time.perf_counter() - t0})
     budget = autotune_budget(eng, args.max_new, override=args.budget, cache_path=Path(args.out) / "autotune_cache.json")
     res["budget"] = budget
     _log("model ready", model=key, backend=eng.backend, budget=budget)
@@ -197,7 +208,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         lens = [len(d) for d in docs]
         r = res.setdefault(mix, {"docs": len(docs), "tokens": sum(lens)})
         flops = prefill_flops(fig, lens)
-        runs = [] if args.skip_hf else [("hf_padded", lambda: hf.hf_prefill(model, docs))]
+        runs = [] if args.skip_hf else [("hf_padded", lambda: _eager(eng, hf.hf_prefill, model, docs))]
         runs += [(f"ribbon_chunk{c}", lambda c=c: _ribbon_prefill(eng, model, docs, c)) for c in args.prefill_chunks]
         for name, fn in runs:
             out = fn()
@@ -212,19 +223,22 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if not sub:
             continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
-        systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil["copy_bytes_per_s"]))]
+        systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
         if not args.skip_hf:
-            systems += [("hf_generate_batch", lambda: hf.hf_generate_batch(model, sub, args.max_new)),
-                        ("hf_generate_padded", lambda: hf.hf_generate(model, sub, args.max_new))]
+            systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
+                        ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
         for name, fn in systems:
             try:
                 g[name] = fn()
             except Exception as exc:  # a baseline that fails is reported, not fatal
                 g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
-            _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"))
+            if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
+                g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
+            _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
+                 vs_job_floor=g[name].get("wall_vs_job_floor"))
             save()
         if args.full_corpus_generate:
-            r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil["copy_bytes_per_s"])
+            r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
             _log("generate full corpus", model=key, mix=mix, wall=r["generate_full_corpus_ribbon"]["wall_s"])
             save()
     eng.free()
@@ -243,11 +257,24 @@ def _ribbon_prefill(eng, model, docs, chunk):
         eng.options.chunk_tokens = saved
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, bw):
+def _ribbon_gen(eng, model, docs, budget, fig, ceil):
     from worker.engine.attention import REGISTERED
 
     model.config._attn_implementation = REGISTERED[eng.backend]
-    return ribbon_generate(eng, docs, budget, fig, bw)
+    return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+
+
+def _eager(eng, fn, *args):
+    """A Hugging Face baseline on the same model object, its layers eager as HF runs them."""
+    from worker.engine.fuse import compile_layers, uncompile_layers
+
+    if not eng.compiled:
+        return fn(*args)
+    uncompile_layers(eng.base)
+    try:
+        return fn(*args)
+    finally:
+        compile_layers(eng.base)
 
 
 def parse(argv):
@@ -262,6 +289,7 @@ def parse(argv):
     p.add_argument("--prefill-chunks", default="32768,65536", help="Ribbon prefill-only bin sizes to run")
     p.add_argument("--budget", type=int, default=None, help="token budget (default: Phase-0 autotune)")
     p.add_argument("--attention", default="auto", choices=["auto", "flash_attn", "varlen", "reference"])
+    p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="compiled decoder layers")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--full-corpus-generate", action="store_true", help="also generate for every document with Ribbon")
     p.add_argument("--out", default="bench/results")

@@ -51,6 +51,12 @@ def plot(json_path: str, out_dir: str) -> list[str]:
                     labels.append(f"{mix}\n{sysname.replace('hf_generate_', 'hf ')}")
                     vals.append(g[sysname]["wall_s"])
         ax.bar(range(len(vals)), vals, color=["#999", "#bbb", "#2a7"] * (len(vals) // 3 + 1))
+        floors = [res[m][mix]["generate"]["ribbon"]["job_floor_s"] for mix in mixes
+                  if "job_floor_s" in res[m].get(mix, {}).get("generate", {}).get("ribbon", {})]
+        if floors:  # the job's physical floor: prefill FLOPs at the matmul rate + decode at its memory floor
+            ax.axhline(floors[0], color="#c33", ls="--", lw=1)
+            ax.text(len(vals) - 0.5, floors[0], f"physical floor {floors[0]:.2f}s", color="#c33", ha="right",
+                    va="bottom", fontsize=7)
         ax.set_xticks(range(len(vals)), labels, fontsize=7)
         ax.set_ylabel("wall time for the subset, s (lower is better)")
         ax.set_title(f"Qwen2.5-{m}: generate {res['args']['max_new']} tokens")

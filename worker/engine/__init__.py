@@ -5,6 +5,8 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     from worker.engine import load_engine, Engine, Generated, autotune_budget
     eng = load_engine(model_settings, device=None)   # local path or hub id; bf16 on CUDA, fp32 on CPU
     eng.backend            # "flash_attn" | "varlen" | "reference" (logged at load)
+    eng.compiled           # decoder layers through torch.compile (model.compile; CUDA only)
+    eng.warm_up(budget, max_docs)  # at start, after autotune: KV pool, compiled layers, every decode graph
     eng.name, eng.tokenizer, eng.device
     eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)
     eng.budget_weight(n_prompt_tokens) -> int        # n + max_new_tokens: the packer's unit
@@ -17,7 +19,8 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.prefill_last_logits(staged) -> Tensor [n, vocab]
     autotune_budget(eng, max_new_tokens, ...) -> int  # Phase 0, cached on disk
 
-Importing this package does not import torch; the names load on first use.
+Settings this machine cannot honour raise worker.engine.errors.EngineSettingError (a ValueError
+naming the setting). Importing this package does not import torch; the names load on first use.
 """
 
 from __future__ import annotations

@@ -9,8 +9,11 @@ passed as the `ribbon` keyword, which transformers forwards unchanged to every a
   then attention runs over the document's own rows only (no padding to the longest).
 
 Backends: "flash_attn" (flash_attn_varlen_func + our decode kernel), "varlen" (torch's
-varlen_attn + a Triton decode kernel), "reference" (exact per-document math, CPU or GPU;
-documents or decode rows of similar length batched into one padded SDPA call).
+varlen_attn + a Triton decode kernel; GQA without expanded K/V: `enable_gqa` where varlen_attn has
+it, else the same FlashAttention-2 kernel through aten), "reference" (exact per-document math, CPU
+or GPU; documents or decode rows of similar length batched into one padded SDPA call).
+Every interface function is `torch.compiler.disable`d: compiled decoder layers (fuse.py) run it
+eagerly.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from worker.engine.errors import EngineSettingError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,7 @@ class AttnContext:
     kv_start: torch.Tensor | None = None  # decode: int32 [B] first row of each document's slot
     kv_len: torch.Tensor | None = None  # decode: int32 [B] rows to attend (new token included)
     num_splits: int = 1  # decode: key splits per (doc, kv head) program
+    expand_kv: bool = False  # prefill, measurement only: repeat K/V heads (the torch 2.11 varlen_attn path)
     memo: dict = field(default_factory=dict)  # reference backend: index plans shared by every layer
 
 
@@ -196,17 +202,26 @@ def _varlen_fn():
     return varlen_attn, "enable_gqa" in params, "is_causal" in params
 
 
+def _flash_gqa(q, k, v, cu: torch.Tensor, max_seqlen: int, scale: float) -> torch.Tensor:
+    """FlashAttention-2 varlen through aten, K/V heads not expanded: the kernel maps each query head
+    to its KV head itself (what varlen_attn(enable_gqa=True) calls on torch >= 2.12)."""
+    return torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, max_seqlen, max_seqlen, 0.0, True, False,
+                                                   scale=scale)[0]  # [T, H, D]
+
+
 def varlen_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     fn, has_gqa, has_is_causal = _varlen_fn()
-    extra: dict[str, Any] = {"is_causal": True} if has_is_causal else {"window_size": (-1, 0)}
+    cu = ctx.cu_seqlens
     groups = q.shape[1] // k.shape[1]
+    if groups > 1 and not has_gqa and not ctx.expand_kv:
+        return _flash_gqa(q, k, v, cu, ctx.max_seqlen, scale)
+    extra: dict[str, Any] = {"is_causal": True} if has_is_causal else {"window_size": (-1, 0)}
     if groups > 1:
-        if has_gqa:
+        if has_gqa and not ctx.expand_kv:
             extra["enable_gqa"] = True
-        else:  # torch 2.11: no GQA in varlen_attn, expand kv heads
+        else:  # measurement only (expand_kv): what torch 2.11's varlen_attn needed
             k = k.repeat_interleave(groups, dim=1)  # [T, H, D]
             v = v.repeat_interleave(groups, dim=1)  # [T, H, D]
-    cu = ctx.cu_seqlens
     return fn(q, k, v, cu, cu, ctx.max_seqlen, ctx.max_seqlen, scale=scale, **extra)
 
 
@@ -238,7 +253,7 @@ def _make(prefill_impl, decode_impl):
             out = decode_impl(query[0].transpose(0, 1), ctx, layer, scale)  # [B, H, D]
         return out.unsqueeze(0), None  # [1, T, H, D]
 
-    return attention
+    return torch.compiler.disable(attention)  # compiled layers (fuse.py) call it eagerly: one graph break
 
 
 def _reference_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -276,7 +291,7 @@ def register_backends() -> None:
     fns = {
         "flash_attn": _make(flash_prefill, kernel_decode),
         "varlen": _make(varlen_prefill, kernel_decode),
-        "reference": _reference_attention,
+        "reference": torch.compiler.disable(_reference_attention),
     }
     for backend, name in REGISTERED.items():
         AttentionInterface.register(name, fns[backend])
@@ -299,20 +314,36 @@ def triton_available() -> bool:
     return True
 
 
+def varlen_available() -> bool:
+    """torch.nn.attention.varlen.varlen_attn exists (torch >= 2.11; the fused prefill path needs it)."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def choose_backend(requested: str, device: torch.device) -> str:
-    """auto -> flash_attn when importable on CUDA, else varlen on CUDA, else reference."""
+    """auto -> flash_attn when importable on CUDA, else varlen when torch has varlen_attn, else reference.
+
+    Each choice is checked against what is installed (Triton for the decode kernel, flash_attn or
+    torch's varlen_attn for prefill), so a bad pick fails here, at start, not in the first bin.
+    """
     if device.type != "cuda":
         if requested not in ("auto", "reference"):
-            raise ValueError(f"model.attention={requested!r} needs a CUDA device; on {device} use auto or reference")
+            raise EngineSettingError("model.attention", f"{requested!r} needs a CUDA device (here {device})",
+                                     "auto or reference")
         return "reference"
-    if requested == "flash_attn" and not flash_attn_available():
-        raise ValueError("model.attention=flash_attn but flash_attn is not importable")
-    if requested == "varlen" and not triton_available():
-        raise ValueError("model.attention=varlen needs triton for the decode kernel")
+    if requested == "flash_attn" and not (flash_attn_available() and triton_available()):
+        raise EngineSettingError("model.attention", "flash_attn needs flash_attn and triton importable",
+                                 "auto, varlen or reference")
+    if requested == "varlen" and not (varlen_available() and triton_available()):
+        raise EngineSettingError("model.attention", f"varlen needs torch.nn.attention.varlen (torch >= 2.11; this is "
+                                 f"{torch.__version__}) and triton", "auto, flash_attn or reference")
     if requested != "auto":
         return requested
     if flash_attn_available() and triton_available():
         return "flash_attn"
-    if triton_available():
+    if varlen_available() and triton_available():
         return "varlen"
     return "reference"

@@ -12,7 +12,11 @@ import torch
 import triton
 import triton.language as tl
 
+# Launch shape, tuned on the H200 by bench/engine_variants.py (committed JSON): key rows per
+# program iteration, warps, pipeline stages.
 BLOCK_N = 64
+NUM_WARPS = 4
+NUM_STAGES = 3
 
 
 @triton.jit
@@ -84,7 +88,8 @@ def _combine_kernel(P, LSE, O, stride_pb, stride_ph, stride_ps, stride_lb, strid
     tl.store(O + b * stride_ob + h * stride_oh + offs_d, out.to(O.dtype.element_ty))
 
 
-def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_splits: int = 1) -> torch.Tensor:
+def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_splits: int = 1,
+                     block: int | None = None, num_warps: int | None = None, num_stages: int | None = None) -> torch.Tensor:
     """q: [B, H, D] (any strides, unit last); k/v_cache: [S, Hkv, D]; kv_start/kv_len: int32 [B]
     -> [B, H, D] contiguous, q's dtype. num_splits: a power of two."""
     if q.stride(-1) != 1:
@@ -103,8 +108,8 @@ def decode_attention(q, k_cache, v_cache, kv_start, kv_len, scale: float, num_sp
         q, k_cache, v_cache, kv_start, kv_len, part, lse, scale,
         q.stride(0), q.stride(1), k_cache.stride(0), k_cache.stride(1), v_cache.stride(0), v_cache.stride(1),
         part.stride(0), part.stride(1), part.stride(2), lse.stride(0), lse.stride(1),
-        GROUPS=groups, G_PAD=g_pad, D=dim, BLOCK=BLOCK_N, NUM_SPLITS=num_splits,
-        IEEE=q.dtype == torch.float32, num_warps=4, num_stages=2,
+        GROUPS=groups, G_PAD=g_pad, D=dim, BLOCK=block or BLOCK_N, NUM_SPLITS=num_splits,
+        IEEE=q.dtype == torch.float32, num_warps=num_warps or NUM_WARPS, num_stages=num_stages or NUM_STAGES,
     )
     if num_splits > 1:
         _combine_kernel[(bsz, heads)](

@@ -6,6 +6,7 @@ One thread owns CUDA and calls stage()/generate(); nothing here is thread-safe.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Literal
 
@@ -13,7 +14,7 @@ import torch
 
 from worker.engine.decode import StepRunner
 from worker.engine.kvcache import KVPool
-from worker.engine.loop import BinResult, LoopConfig, run_bin
+from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.prefill import no_mask_marker, prefill_logits
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class EngineOptions:
     cuda_graphs: bool = True
     chunk_tokens: int = 32_768  # prefill activation bound (tokens per forward)
     check_every: int = 8  # decode steps between host looks at the done flags
+    compile: str = "auto"  # "auto" | "on" | "off": torch.compile of the decoder layers (fuse.py)
+    expand_kv: bool = False  # measurement only: prefill with repeated K/V heads (the old torch 2.11 path)
 
 
 class Engine:
@@ -84,12 +87,19 @@ class Engine:
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
+        from worker.engine.fuse import compile_layers, want_compile
+
+        self.compiled = want_compile(options.compile, self.device, backend)
+        if self.compiled:
+            compile_layers(self.base)
+        self.warmup_s: dict[str, float] = {}
         self.runner = StepRunner(self.base, self.lm_head, self.pool, graphs, self.marker)
         self.stats: dict[str, float] = {"oom_splits": 0, "bins": 0, "docs": 0, "prefill_s": 0.0, "decode_s": 0.0,
                                         "decode_steps": 0, "live_row_steps": 0, "generated_tokens": 0}
         self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
-                                        "dtype": str(self.dtype), "cuda_graphs": graphs})
+                                        "dtype": str(self.dtype), "cuda_graphs": graphs,
+                                        "compiled_layers": self.compiled})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
@@ -132,7 +142,8 @@ class Engine:
     def prefill_last_logits(self, staged: Staged) -> torch.Tensor:
         """float32 [n, V]: logits at each document's last position (no KV kept)."""
         tokens = self._ready(staged)
-        return prefill_logits(self.base, self.lm_head, tokens, staged.cu_host, self.options.chunk_tokens, self.marker)
+        return prefill_logits(self.base, self.lm_head, tokens, staged.cu_host, self.options.chunk_tokens, self.marker,
+                              expand_kv=self.options.expand_kv)
 
     @torch.inference_mode()
     def generate(self, staged: Staged, seeds: list[int] | None = None) -> list[Generated]:
@@ -168,7 +179,7 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit)
+                          step_limit, o.expand_kv)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None
@@ -184,6 +195,30 @@ class Engine:
         seeds = list(range(len(cu_host) - 1))
         return run_bin(self.base, self.lm_head, self.runner, self.pool, tokens.to(self.device).long(), cu_host, seeds,
                        self._loop_config(step_limit), self.marker)
+
+    @torch.inference_mode()
+    def warm_up(self, budget: int, max_docs: int) -> dict[str, float]:
+        """Costly set-up at start, not in the first live bins: the KV pool for a full bin (`budget`
+        tokens of weight, `max_docs` documents), compiled layers for prefill and decode, and the
+        decode CUDA graph of every bucket a bin of <= max_docs documents can use. Call it after
+        autotune (which frees the pool). Returns seconds spent per part (also in self.warmup_s)."""
+        t0 = time.perf_counter()
+        self.pool.ensure(max(budget, 1), max(max_docs, 1))
+        t1 = time.perf_counter()
+        n = max(1, min(max_docs, budget // (self.options.max_new_tokens + 16), 64 if self.device.type == "cuda" else 1))
+        cu = [16 * i for i in range(n + 1)]  # one small bin of 16-token documents: compiles prefill (dynamic T)
+        tokens = torch.zeros(cu[-1], dtype=torch.int64, device=self.device)
+        run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu, list(range(n)),
+                self._loop_config(step_limit=1), self.marker)
+        t2 = time.perf_counter()
+        buckets = warm_decode(self.runner, self._loop_config(), max_docs)  # CUDA: captures; CPU: states only
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        t3 = time.perf_counter()
+        self.warmup_s = {"kv_pool_s": t1 - t0, "prefill_s": t2 - t1, "decode_graphs_s": t3 - t2, "buckets": buckets,
+                         "kv_rows": self.pool.rows, "docs": self.pool.docs}
+        log.info("engine warmed up", extra=self.warmup_s)
+        return self.warmup_s
 
     def free(self) -> None:
         """Drop the KV pool and captured graphs (autotune, OOM recovery)."""

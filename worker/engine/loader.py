@@ -7,8 +7,9 @@ import os
 
 import torch
 
-from worker.engine.attention import choose_backend
+from worker.engine.attention import choose_backend, flash_attn_available, triton_available, varlen_available
 from worker.engine.engine import Engine, EngineOptions
+from worker.engine.errors import EngineSettingError
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +21,7 @@ def resolve_device(requested: str | None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(requested)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"model.device={requested!r} but CUDA is not available")
+        raise EngineSettingError("model.device", f"{requested!r} but CUDA is not available", "auto or cpu")
     return dev
 
 
@@ -58,6 +59,20 @@ def apply_cpu_threads(requested: int | None, cores: int | None = None) -> int:
     return threads
 
 
+def refuse_slow_cuda(backend: str, device: torch.device, requested: str, allowed: bool) -> None:
+    """On CUDA, `auto` landing on the exact reference path means a torch without the fused path
+    (e.g. an image whose torch predates varlen_attn): many times slower, so refuse to start
+    unless model.allow_reference_on_cuda says otherwise. An explicit attention=reference is honoured."""
+    if device.type != "cuda" or backend != "reference" or requested != "auto" or allowed:
+        return
+    raise EngineSettingError(
+        "model.allow_reference_on_cuda",
+        f"on CUDA attention=auto found only the exact reference path (torch {torch.__version__}: flash_attn "
+        f"{'yes' if flash_attn_available() else 'no'}, torch varlen_attn {'yes' if varlen_available() else 'no'}, "
+        f"triton {'yes' if triton_available() else 'no'}); it is many times slower, so the worker does not start",
+        "true to run on the reference path anyway, or install a torch with varlen_attn (>= 2.11) and triton")
+
+
 def options_from(settings) -> EngineOptions:
     """ModelSettings (or any object with the same fields) -> EngineOptions."""
     return EngineOptions(
@@ -69,6 +84,7 @@ def options_from(settings) -> EngineOptions:
         instruction=settings.instruction,
         use_chat_template=settings.use_chat_template,
         cuda_graphs=settings.cuda_graphs,
+        compile=getattr(settings, "compile", "auto"),
     )
 
 
@@ -82,6 +98,7 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
     dev = resolve_device(device if device is not None else settings.device)
     dtype = resolve_dtype(settings.dtype, dev)
     backend = choose_backend(settings.attention, dev)
+    refuse_slow_cuda(backend, dev, settings.attention, bool(getattr(settings, "allow_reference_on_cuda", False)))
     if dev.type == "cpu":
         apply_cpu_threads(getattr(settings, "cpu_threads", None))
     local = bool(getattr(settings, "local_files_only", True))
@@ -93,7 +110,8 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
     opts = options_from(settings)
     for k, v in option_overrides.items():
         setattr(opts, k, v)
-    log.info("attention backend chosen", extra={"backend": backend, "device": str(dev), "dtype": str(dtype)})
+    log.info("attention backend chosen", extra={"backend": backend, "device": str(dev), "dtype": str(dtype),
+                                                "requested": settings.attention, "torch": torch.__version__})
     return Engine(model, tokenizer, backend, opts, name=str(settings.path))
 
 

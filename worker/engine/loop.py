@@ -35,6 +35,7 @@ class LoopConfig:
     num_sms: int  # 0 on CPU
     kv_heads: int
     step_limit: int | None = None  # autotune: stop decoding after this many steps
+    expand_kv: bool = False  # measurement only (EngineOptions.expand_kv)
 
 
 @dataclass
@@ -50,7 +51,7 @@ class BinResult:
 def _splits(size: int, cfg: LoopConfig) -> int:
     if cfg.num_sms == 0:
         return 1
-    want = max(1, -(-4 * cfg.num_sms // max(1, size * cfg.kv_heads)))  # ~4 programs per SM
+    want = max(1, -(-2 * cfg.num_sms // max(1, size * cfg.kv_heads)))  # ~2 programs per SM (H200 sweep)
     return min(16, next_pow2(want))
 
 
@@ -68,7 +69,8 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
     starts = slot_starts(lengths, cfg.max_new)
     pool.ensure(starts[-1] + lengths[-1] + cfg.max_new, n)
     t0 = time.perf_counter()
-    logits = prefill_logits(base, lm_head, tokens, cu_host, cfg.chunk_tokens, marker, pool, starts)  # [n, V]
+    logits = prefill_logits(base, lm_head, tokens, cu_host, cfg.chunk_tokens, marker, pool, starts,
+                            cfg.expand_kv)  # [n, V]
     seed_t = torch.tensor(seeds, dtype=torch.int64).to(device)  # [n]
     zero = torch.zeros(n, dtype=torch.int64, device=device)
     first = choose_tokens(logits, cfg.temperature, cfg.top_p, seed_t, zero)  # [n]
@@ -98,7 +100,7 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
     steps = live_steps = 0
     stopped: set[int] = set()
     size = bucket_for(len(live_idx))
-    step_cfg = StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+    step_cfg = _step_config(size, cfg)
     st, graph = runner.state(size, step_cfg)
     st.load(rows, pool)
     m = len(live_idx)
@@ -119,10 +121,29 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
         if new_size < size:
             rows = st.take(torch.tensor(live, dtype=torch.int64, device=st.tok.device))
             size = new_size
-            step_cfg = StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+            step_cfg = _step_config(size, cfg)
             st, graph = runner.state(size, step_cfg)
             st.load(rows, pool)
             m = len(live)
+
+
+def _step_config(size: int, cfg: LoopConfig) -> StepConfig:
+    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+
+
+def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:
+    """Capture the decode graph of every bucket up to bucket_for(max_docs) (rows parked: no KV
+    is touched but the scratch row). Returns the number of buckets."""
+    sizes = []
+    size = 1
+    while True:
+        sizes.append(size)
+        if size >= max_docs:
+            break
+        size = bucket_for(size + 1)
+    for size in sizes:
+        runner.state(size, _step_config(size, cfg))
+    return len(sizes)
 
 
 def _steps_to_run(cfg: LoopConfig, steps: int, on_cpu: bool) -> int:

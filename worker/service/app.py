@@ -51,9 +51,14 @@ def build_parts(settings, engine=None) -> Parts:
         from transformers.utils import logging as hf_logging
 
         from worker.engine import load_engine
+        from worker.engine.errors import EngineSettingError
+        from worker.settings import SettingsError
 
         hf_logging.disable_progress_bar()
-        engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+        try:
+            engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+        except EngineSettingError as exc:
+            raise SettingsError(exc.setting, exc.message, exc.allowed) from None
     reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
         else settings.model.max_new_tokens
     budget = settings.packer.token_budget
@@ -62,6 +67,8 @@ def build_parts(settings, engine=None) -> Parts:
 
         budget = autotune_budget(engine, settings.model.max_new_tokens)  # cached on disk; CPU: a fixed default
     log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
+    if hasattr(engine, "warm_up"):  # KV pool, compiled layers and decode graphs now, not in the first live bins
+        engine.warm_up(int(budget), settings.packer.max_seqs_per_bin)
     return Parts(engine, make_packer(settings, int(budget), reserve, engine.device), int(budget), reserve)
 
 
