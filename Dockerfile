@@ -7,10 +7,11 @@
 #   docker build -t ribbon-worker .
 #   docker build --build-arg BASE_IMAGE=pytorch/pytorch:<exact tag>-runtime -t ribbon-worker .
 #
-# The base is an exact tag whose torch (2.10) has torch.nn.attention.varlen, the
-# fused varlen attention backend; `ribbon validate` prints the backend chosen.
+# The base is an exact tag whose torch (2.11, CUDA 13.0: what the H200 runs in
+# docs/engine.md used) has torch.nn.attention.varlen, the fused varlen attention
+# backend (the build imports it); `ribbon validate` prints the backend chosen.
 # CI lints this file with hadolint (tests/test_deploy.py).
-ARG BASE_IMAGE=pytorch/pytorch:2.10.0-cuda12.8-cudnn9-runtime
+ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 
 FROM ${BASE_IMAGE} AS build
 # Build stage only: the compiler is whatever the base's Ubuntu release ships (not in the final image).

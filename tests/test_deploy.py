@@ -168,9 +168,9 @@ def test_dockerfile_is_hadolint_clean():
 def test_dockerfile_base_user_healthcheck():
     text = (ROOT / "Dockerfile").read_text()
     base = re.search(r"^ARG BASE_IMAGE=(\S+)$", text, re.M).group(1)
-    # an exact tag (or digest) whose torch has torch.nn.attention.varlen (torch >= 2.10)
+    # an exact tag (or digest) whose torch has torch.nn.attention.varlen (the engine needs torch >= 2.11)
     m = re.fullmatch(r"pytorch/pytorch:(\d+)\.(\d+)\.(\d+)-cuda[\d.]+-cudnn\d+-runtime(@sha256:[0-9a-f]{64})?", base)
-    assert m and (int(m.group(1)), int(m.group(2))) >= (2, 10)
+    assert m and (int(m.group(1)), int(m.group(2))) >= (2, 11)
     assert "torch.nn.attention.varlen" in text  # the build fails if the base lacks it
     assert re.search(r'^  CMD \["python", "-c", ".*?/healthz', text, re.M), "HEALTHCHECK in exec form"
     assert re.search(r"^USER \d+:\d+$", text, re.M)

@@ -63,27 +63,17 @@ def _tokenizer(path: str) -> Check:
 
 def _attention(settings: Any) -> Check:
     try:
-        from worker.engine.attention import choose_backend
+        from worker.engine.attention import choose_backend, varlen_available
         from worker.engine.loader import resolve_device
 
         device = resolve_device(settings.model.device)
         backend = choose_backend(settings.model.attention, device)
-    except (ValueError, RuntimeError) as exc:
-        return False, "attention", str(exc)
+    except (ValueError, RuntimeError) as exc:  # the engine's EngineSettingError is a ValueError
+        return False, "attention", " ".join(str(exc).split())
     import torch
 
-    varlen = "has" if _has_varlen(torch) else "lacks"
+    varlen = "has" if varlen_available() else "lacks"
     return True, "attention", f"{backend} on {device} (torch {torch.__version__} {varlen} torch.nn.attention.varlen)"
-
-
-def _has_varlen(torch: Any) -> bool:
-    try:
-        import importlib
-
-        importlib.import_module("torch.nn.attention.varlen")
-    except ImportError:
-        return False
-    return True
 
 
 def _cluster(settings: Any, timeout_s: float) -> list[Check]:
