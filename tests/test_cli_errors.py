@@ -25,6 +25,8 @@ CASES = [
     ("model folder that does not load", ["run", "--model", "{badmodel}", "--device", "cpu",
                                          "--bootstrap-servers", "127.0.0.1:{closed}"], 2,
      ["model.path", "RIBBON_MODEL__PATH", "cannot load"]),
+    ("demo with a missing model", ["demo", "--model", "/no/such/model"], 2, ["model.path", "RIBBON_MODEL__PATH"]),
+    ("autotune with a missing model", ["autotune", "--model", "/no/such/model"], 2, ["model.path"]),
     ("hub id not cached, downloads off", ["run", "--model", "nobody/no-such-model"], 2,
      ["model.path", "RIBBON_MODEL__PATH", "local Hugging Face cache"]),
     ("malformed bootstrap address", ["run", "--bootstrap-servers", "localhost"], 2,

@@ -233,9 +233,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from worker.demo import run_demo
+    from worker.ops.preflight import check_model_path
     from worker.service.logs import setup_logging
 
     settings = load(args)
+    check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty())
 
@@ -248,12 +250,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.engine import autotune_budget, load_engine
+    from worker.engine.errors import EngineSettingError
+    from worker.ops.preflight import check_model_path
     from worker.service.app import resolve_model_path
     from worker.service.logs import setup_logging
 
     settings = load(args)
+    check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging(settings.log_level, "text")
-    eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+    try:
+        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+    except EngineSettingError as exc:
+        raise StartupError(exc.setting, exc.message, exc.allowed) from None
     override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None
     budget = autotune_budget(eng, settings.model.max_new_tokens, override=override, refresh=args.refresh)
     print(f"token budget {budget} for {eng.name} on {eng.device} (max_new_tokens {settings.model.max_new_tokens})")
