@@ -15,10 +15,10 @@ import time
 import numpy as np
 
 from worker import __version__
-from worker.messages import BadMessage, OutputMessage, dead_letter_headers, encode_output
+from worker.messages import BadMessage, dead_letter_headers, encode_output
 from worker.ops.headers import dead_letter_headers_with_input, output_headers
 from worker.service.docs import Doc, DocRegistry, Seq, mark_gpu_start
-from worker.service.highlights import highlights
+from worker.service.outputs import build_output
 from worker.service.tracker import OffsetTracker, Record
 
 log = logging.getLogger(__name__)
@@ -129,25 +129,12 @@ class GpuLoop:
             return
         now = time.monotonic()
         rec = Record(self.s.kafka.output_topic, doc.key if doc.key is not None else doc.doc_id.encode(),
-                     encode_output(self._output(doc, doc.parts[0], now)),
+                     encode_output(build_output(doc, doc.parts[0], settings=self.s,
+                                                  model_name=self.engine.name, now=now)),
                      output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
         if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             self.metrics.latency.observe(now - doc.received)
             self.delivery.wake()
-
-    def _output(self, doc: Doc, summary: str, now: float) -> OutputMessage:
-        queued = (doc.first_gpu or now) - doc.received
-        return OutputMessage(
-            id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
-            attributes=doc.meta.get("attributes"),
-            input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
-            summary=summary.strip(), highlights=highlights(doc.text.split("\n"), self.s.model.highlights),
-            mode=self.s.model.mode, model=self.engine.name,
-            tokens={"input": doc.input_tokens, "output": doc.output_tokens, "chunks": doc.chunks},
-            truncated=doc.truncated,
-            timing_ms={"queued": round(queued * 1e3, 3), "gpu": round(doc.gpu_s * 1e3, 3),
-                       "total": round((now - doc.received) * 1e3, 3)},
-        )
 
     def _dead_letter(self, doc: Doc, exc: BaseException) -> None:
         err = BadMessage("model_error", f"{type(exc).__name__}: {exc}"[:500])
