@@ -8,17 +8,11 @@ order of pause, loss, resume and reassignment is exact instead of left to timing
 from __future__ import annotations
 
 import logging
-import os
 import queue
-import signal
 import threading
-import time
-from collections.abc import Callable, Iterator
 
-import pytest
-from helpers import produce
+from helpers import frozen, produce, wait_for
 
-from worker.kafka.broker import EmbeddedBroker
 from worker.service.docs import DocRegistry
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import Metrics
@@ -61,20 +55,6 @@ class FakeDelivery:
             self.tracker.revoke(tp)
 
 
-@pytest.fixture
-def private_broker(tmp_path) -> Iterator[EmbeddedBroker]:
-    with EmbeddedBroker(log_path=tmp_path / "tansu.log") as b:
-        yield b
-
-
-def wait_for(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.05)
-
-
 def make_ingest(bootstrap: str, topic: str) -> tuple[Ingest, FakePacker]:
     settings = Settings(kafka=KafkaSettings(input_topics=(topic,), output_topic="out", dlq_topic="dlq",
                                             group_id=f"g-{topic}", delivery="at_least_once",
@@ -106,13 +86,10 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
 
         packer.pending_tokens = 5000  # over the high watermark: every partition paused
         wait_for(lambda: ingest.paused, 10, "backpressure to pause")
-        os.kill(b.pid, signal.SIGSTOP)
-        try:  # the session times out: the partitions are lost while paused
+        with frozen(b.pid):  # the session times out: the partitions are lost while paused
             wait_for(lambda: not ingest.tracker.partitions(), 3 * SESSION_MS / 1e3, "the partitions to be lost")
             packer.pending_tokens = 0  # the backlog clears while nothing is assigned
             wait_for(lambda: not ingest.paused, 10, "backpressure to resume")
-        finally:
-            os.kill(b.pid, signal.SIGCONT)
         wait_for(lambda: len(ingest.tracker.partitions()) == 2, 60, "the partitions to come back")
         produce(b.bootstrap, topic, [f"more {i}".encode() for i in range(20)])
         wait_for(lambda: consumed() >= 40, 30, "messages after the partitions came back (they stayed paused)")

@@ -120,7 +120,9 @@ class Worker:
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu.busy_since is not None)
+                                       busy=lambda: self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -146,7 +148,7 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or self.gpu.error or self.delivery.error
+        return self.ingest.error or self.gpu.error or self.delivery.failure()
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
