@@ -127,13 +127,20 @@ class Worker:
         self._threads: list[threading.Thread] = []
 
     # ---- life cycle -------------------------------------------------------------------
-    def start(self) -> Worker:
+    def start(self, stop: threading.Event | None = None) -> Worker:
+        """Start the threads: delivery first (its producer must be ready before anything is consumed).
+
+        A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
+        delivery thread was started, and close() stops it."""
         if self.server:
             self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
-        self.delivery.started.wait()
         self._threads = [t]
+        while not self.delivery.started.wait(0.1):
+            if stop is not None and stop.is_set():
+                log.info("stopped while waiting for the producer (is the broker reachable?)")
+                return self
         for name, target in (("ribbon-gpu", self.gpu.run), ("ribbon-ingest", self.ingest.run)):
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
@@ -173,15 +180,17 @@ class Worker:
         Returns False if a thread did not stop within `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
-        delivery, gpu, ingest = self._threads
+        threads = {t.name: t for t in self._threads}  # only delivery when stopped during start()
         self.ingest.stop.set()
-        ingest.join(left())
+        if "ribbon-ingest" in threads:
+            threads["ribbon-ingest"].join(left())
         self.delivery.stop.set()
         self.delivery.wake()
-        delivery.join(left())
+        threads["ribbon-delivery"].join(left())
         self.gpu.stop.set()
         self.packer.close()
-        gpu.join(left())
+        if "ribbon-gpu" in threads:
+            threads["ribbon-gpu"].join(left())
         if self.server:
             self.server.stop()
         return not any(t.is_alive() for t in self._threads)
@@ -189,7 +198,7 @@ class Worker:
     def run_until_signalled(self, stop: threading.Event | None = None) -> int:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
-        self.start()
+        self.start(stop)
         while not stop.is_set() and self.failed() is None:
             stop.wait(0.2)
         if self.failed() is not None:

@@ -123,20 +123,26 @@ class Delivery:
                 self.producer.flush(5.0)
 
     def _init_transactions(self) -> None:
-        from confluent_kafka import KafkaException
+        """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each
+        call waits one second at most (librdkafka resumes a timed-out init), so the stop is seen soon."""
+        from confluent_kafka import KafkaError, KafkaException
 
-        delay = 0.5
+        delay, started, next_log = 0.5, time.monotonic(), 0.0
         while not self.stop.is_set():
             try:
-                self.producer.init_transactions(self.op_timeout_s)
+                self.producer.init_transactions(min(1.0, self.op_timeout_s))
                 return
             except KafkaException as exc:
                 err = exc.args[0]
                 if err.fatal():
                     raise FatalDeliveryError(f"init_transactions: {err}") from exc
-                log.warning("init_transactions failed (%s); retrying in %.1f s", err, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                if time.monotonic() >= next_log:
+                    log.warning("init_transactions not done after %.0f s (%s); retrying",
+                                time.monotonic() - started, err)
+                    next_log = time.monotonic() + 30.0
+                if err.code() != KafkaError._TIMED_OUT:
+                    self.stop.wait(delay)
+                    delay = min(delay * 2, 10.0)
 
     # ---- revokes --------------------------------------------------------------------
     def flush_and_forget(self, tps: list, group_metadata, timeout_s: float = 30.0) -> None:
