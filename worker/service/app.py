@@ -101,7 +101,8 @@ class Worker:
         # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
             planner = Planner(self.engine.prompt_ids,
-                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
+                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                                 split_special_tokens=True)["input_ids"]],
                               max_prompt_tokens=self.budget - reserve, max_input_tokens=settings.model.max_input_tokens,
                               truncate=settings.model.truncate, max_new_tokens=reserve,
                               prompt_batch=self.engine.prompt_ids_batch)
