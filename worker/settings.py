@@ -90,6 +90,16 @@ class KafkaSettings(_Group):
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
     )
+    dead_letter_spill_bytes: int = Field(
+        65_536, ge=0,
+        description="dead-letter values this large wait for their commit in a temporary file, not in memory; "
+                    "0 keeps them in memory",
+    )
+    hold_warning_s: float = Field(
+        120.0, gt=0.0,
+        description="an input unfinished this long holds its partition's commits: logged once with its "
+                    "topic/partition/offset and counted in ribbon_held_partition_seconds",
+    )
     txn_call_timeout_s: float = Field(
         10.0, gt=0.0, le=600.0,
         description="each transactional call (and an at-least-once flush) waits this long at most, then is "

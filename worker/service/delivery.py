@@ -32,6 +32,7 @@ import queue
 import threading
 import time
 
+from worker.service.spill import Spilled
 from worker.service.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
@@ -59,12 +60,12 @@ class _Deadline:
 
 class Delivery:
     def __init__(self, *, settings, producer_conf: dict, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.05, max_records: int = 2000):
+                 interval_s: float = 0.05, max_records: int = 2000, max_bytes: int = 64 << 20):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
         self.conf = producer_conf
         self.tracker, self.metrics = tracker, metrics
-        self.interval_s, self.max_records = interval_s, max_records
+        self.interval_s, self.max_records, self.max_bytes = interval_s, max_records, max_bytes
         self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
         self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
@@ -179,7 +180,7 @@ class Delivery:
         """Send every committable run; returns the number of input offsets committed."""
         self.busy = True
         try:
-            ready = self.tracker.take_ready(self.max_records)
+            ready = self.tracker.take_ready(self.max_records, self.max_bytes)  # bounds the producer's buffer
             if not ready:
                 return 0
             self.busy_since = time.monotonic()
@@ -203,7 +204,8 @@ class Delivery:
     def _produce(self, rec, deadline: _Deadline, on_delivery) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
-        value, headers = rec.value, list(rec.headers)
+        value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
+        headers = list(rec.headers)
         while True:
             try:
                 self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,

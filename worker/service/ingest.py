@@ -22,6 +22,7 @@ from worker.messages import BadMessage, dead_letter_headers, decode_input, defau
 from worker.ops.headers import dead_letter_headers_with_input
 from worker.service.docs import Doc, DocRegistry
 from worker.service.planner import Planner, combine_text
+from worker.service.spill import Spool
 from worker.service.tracker import OffsetTracker, Record
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class Ingest:
         self.tracker, self.registry, self.packer = tracker, registry, packer
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = watermarks
+        self.spool = Spool(settings.kafka.dead_letter_spill_bytes)  # large dead-letter values wait on disk
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
@@ -53,6 +55,7 @@ class Ingest:
         self.consumer = None
         self.assigned = threading.Event()
         self.error: BaseException | None = None
+        self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -72,6 +75,7 @@ class Ingest:
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
+                    self._report_held()
                     next_lag = time.monotonic() + 5.0
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
@@ -168,7 +172,8 @@ class Ingest:
         err = BadMessage(error_class, message)
         headers = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset,
                                       worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, key, value, dead_letter_headers_with_input(in_headers, headers))
+        rec = Record(self.s.kafka.dlq_topic, key, self.spool.hold(value),
+                     dead_letter_headers_with_input(in_headers, headers))
         if self.tracker.complete(tp, epoch, offset, (rec,)):
             self.metrics.dead_lettered.labels(error_class).inc()
             self.delivery.wake()
@@ -186,6 +191,26 @@ class Ingest:
             if high >= 0 and tp.offset >= 0:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - tp.offset))
 
+    def _report_held(self) -> None:
+        """How long each partition's oldest unfinished input has held its commits; one warning per input
+        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
+        limit = self.s.kafka.hold_warning_s
+        holding = self.tracker.holding()
+        for (topic, part), offset, age in holding:
+            self.metrics.held.labels(topic, str(part)).set(age)
+            key = ((topic, part), self.tracker.epoch((topic, part)), offset)
+            if age >= limit and key not in self._warned:
+                self._warned.add(key)
+                self.metrics.slow_documents.inc()
+                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
+                            "%.0f s)", topic, part, offset, age, limit,
+                            extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
+        held = {tp for tp, _, _ in holding}
+        for tp in self.tracker.partitions():
+            if tp not in held:
+                self.metrics.held.labels(tp[0], str(tp[1])).set(0)
+        self._warned = {k for k in self._warned if (k[0], k[2]) in {(tp, off) for tp, off, _ in holding}}
+
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
         tokens = int(self.packer.stats().get("pending_tokens", 0))
@@ -193,6 +218,7 @@ class Ingest:
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
         self.metrics.reorder.set(self.tracker.waiting())
+        self.metrics.spilled.set(self.spool.held_bytes)
         want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
             inflight > self.marks.high_messages
         want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
@@ -246,10 +272,11 @@ class Ingest:
         if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
             self.metrics.ready = False
         for topic, part in gone:
-            try:
-                self.metrics.lag.remove(topic, str(part))
-            except KeyError:
-                pass
+            for gauge in (self.metrics.lag, self.metrics.held):
+                try:
+                    gauge.remove(topic, str(part))
+                except KeyError:
+                    pass
 
     def _on_lost(self, consumer, partitions) -> None:
         tps, _ = self._forget(partitions)
