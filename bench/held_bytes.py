@@ -58,7 +58,7 @@ def produce_case(bootstrap: str, count: int, size: int) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
                   "message.max.bytes": max(1_000_000, size + 100_000)})
     p.produce("in", value=orjson.dumps(document(0, n_lines=3000, seed=9)), key=b"slow")
-    bad = b"\xff" + os.urandom(size - 1)  # invalid UTF-8 from the first byte
+    bad = b"\xff" + os.urandom(max(0, size - 1))  # invalid UTF-8 from the first byte
     for i in range(count):
         p.produce("in", value=bad, key=f"bad-{i}".encode())
         p.poll(0)
@@ -145,12 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     model = str(make_tiny_checkpoint(tmp / "tiny", arch="qwen2", seed=0))
     rows = []
     print(f"{'size':>9} {'spill':>6} {'peak RSS MiB':>12} {'held MiB':>8} {'done':>5} {'s':>6}")
-    for size in (int(x) for x in args.sizes.split(",")):
-        for spill in (0, 65_536):
-            row = run_case(model, args.count, size, spill, args.timeout, tmp / f"worker-{size}-{spill}.log")
-            rows.append(row)
-            print(f"{size:>9} {spill:>6} {row['peak_rss_mib']:>12} {row['held_input_mib']:>8} "
-                  f"{str(row['completed']):>5} {row['seconds']:>6}", flush=True)
+    cases = [(0, 65_536)] + [(int(x), spill) for x in args.sizes.split(",") for spill in (0, 65_536)]
+    for size, spill in cases:  # the first: no bad messages at all (the worker's own footprint)
+        row = run_case(model, args.count if size else 0, size, spill, args.timeout, tmp / f"worker-{size}-{spill}.log")
+        rows.append(row)
+        print(f"{size:>9} {spill:>6} {row['peak_rss_mib']:>12} {row['held_input_mib']:>8} "
+              f"{str(row['completed']):>5} {row['seconds']:>6}", flush=True)
     out = {"bench": "held_bytes", "host": platform.node(), "python": platform.python_version(),
            "cpus": os.cpu_count(), "logs": str(tmp), "rows": rows}
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")

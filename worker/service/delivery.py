@@ -38,6 +38,9 @@ from worker.service.tracker import OffsetTracker, Ready
 log = logging.getLogger(__name__)
 
 
+VALUE_DROPPED = ("error.value_dropped", b"msg_size_too_large")  # header of a dead letter sent without its value
+
+
 class FatalDeliveryError(RuntimeError):
     """The producer cannot go on (fenced, fatal error, a transaction stuck): stop without committing."""
 
@@ -75,6 +78,7 @@ class Delivery:
         self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
         self.busy = False  # a step is under way (drain waits for it)
         self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
+        self._refused: set[int] = set()  # id() of records the broker refused as too large (sent valueless next)
         self.producer = None
         self.error: BaseException | None = None
         self.started = threading.Event()
@@ -195,21 +199,25 @@ class Delivery:
         self.metrics.produced.inc(n_out)
         return sum(len(r.offsets) for r in ready)
 
-    def _produce_all(self, ready: list[Ready], deadline: _Deadline, on_delivery=None) -> None:
+    def _produce_all(self, ready: list[Ready], deadline: _Deadline, failed: list) -> None:
+        """Produce every record; delivery reports that fail are appended to `failed` as (record, error)."""
         for r in ready:
             for rec in r.records:
-                self._produce(rec, deadline, on_delivery)
+                self._produce(rec, deadline, failed)
             self.producer.poll(0)
 
-    def _produce(self, rec, deadline: _Deadline, on_delivery) -> None:
+    def _produce(self, rec, deadline: _Deadline, failed: list) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
+        if id(rec) in self._refused:  # the broker refused it as too large before: its value stays behind
+            rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, (*rec.headers, VALUE_DROPPED))
         value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
         headers = list(rec.headers)
+        report = lambda err, _msg, rec=rec: failed.append((rec, err)) if err is not None else None  # noqa: E731
         while True:
             try:
                 self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
-                                      on_delivery=on_delivery)
+                                      on_delivery=report)
                 return
             except BufferError:  # the producer's queue is full: wait for deliveries, not for ever
                 deadline.check("producing (the producer queue stayed full)")
@@ -222,7 +230,21 @@ class Delivery:
                 log.warning("record for %s too large (%d bytes): dead-lettered without its value",
                             rec.topic, len(value))
                 rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, rec.headers)
-                value, headers = None, [*rec.headers, ("error.value_dropped", b"msg_size_too_large")]
+                value, headers = None, [*rec.headers, VALUE_DROPPED]
+
+    def _note_refused(self, failed: list) -> None:
+        """Records the broker refused as too large go without their value next time (or they would fail
+        every retry, and hold their partition for good)."""
+        from confluent_kafka import KafkaError
+
+        for rec, err in failed:
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE and rec.value is not None and id(rec) not in self._refused:
+                log.warning("the broker refused a record for %s as too large (%d bytes): it goes to the "
+                            "dead-letter topic without its value", rec.topic, rec.size)
+                self._refused.add(id(rec))
+
+    def _delivered(self, ready: list[Ready]) -> None:
+        self._refused.difference_update(id(rec) for r in ready for rec in r.records)
 
     @staticmethod
     def _offsets(ready: list[Ready]) -> list:
@@ -242,12 +264,14 @@ class Delivery:
         if group_metadata is None:
             return False  # no assignment yet
         p = self.producer
+        failed: list = []
         try:
             p.begin_transaction()
-            self._produce_all(ready, deadline)
+            self._produce_all(ready, deadline, failed)
             p.send_offsets_to_transaction(self._offsets(ready), group_metadata, self.op_timeout_s)
             self._commit(deadline)
             self.metrics.txn_commits.inc()
+            self._delivered(ready)
             return True
         except KafkaException as exc:
             err = exc.args[0]
@@ -255,6 +279,8 @@ class Delivery:
                 raise FatalDeliveryError(f"transaction failed fatally: {err}") from exc
             log.warning("transaction aborted (%s); %d runs will be retried", err, len(ready))
             self._abort(deadline)
+            p.poll(0)  # delivery reports of the aborted records
+            self._note_refused(failed)
             time.sleep(0.2)
             return False
 
@@ -292,13 +318,14 @@ class Delivery:
                 deadline.check("abort_transaction")
 
     def _at_least_once(self, ready: list[Ready]) -> bool:
-        errors: list = []
-        self._produce_all(ready, _Deadline(self.stuck_s),
-                          on_delivery=lambda err, _m: errors.append(err) if err else None)
+        failed: list = []
+        self._produce_all(ready, _Deadline(self.stuck_s), failed)
         left = self.producer.flush(self.op_timeout_s)
-        if left or errors:
-            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(errors),
-                        errors[0] if errors else "flush timeout")
+        if left or failed:
+            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(failed),
+                        failed[0][1] if failed else "flush timeout")
+            self._note_refused(failed)
             return False
+        self._delivered(ready)
         self.to_commit.put(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
         return True
