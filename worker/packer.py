@@ -70,6 +70,7 @@ class Packer:
         slots: int = 3,
         device: str = "cpu",
         pad_token: int = 0,
+        order: str = "decreasing",
     ) -> None:
         if slots < 1:
             raise ValueError(f"slots must be >= 1, got {slots}")
@@ -96,6 +97,7 @@ class Packer:
             slot_cu_seqlens=[_numpy_view(c) for c in self._cu],
             slot_seq_ids=self._ids,
             pad_token=pad_token,
+            order=order,
         )
 
     @staticmethod
@@ -130,6 +132,7 @@ class Packer:
             alignment=settings.alignment,
             slots=settings.slots,
             device=device,
+            order=settings.order,
         )
 
     def submit(self, seq_id: int, tokens: np.ndarray | Sequence[int], key: int) -> None:

@@ -25,6 +25,7 @@ import queue
 import threading
 import time
 
+from worker.kafka.clients import Factory
 from worker.service.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
@@ -35,11 +36,11 @@ class FatalDeliveryError(RuntimeError):
 
 
 class Delivery:
-    def __init__(self, *, settings, producer_conf: dict, tracker: OffsetTracker, metrics,
+    def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
                  interval_s: float = 0.05, max_records: int = 2000, op_timeout_s: float = 30.0):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
-        self.conf = producer_conf
+        self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
         self.interval_s, self.max_records, self.op_timeout_s = interval_s, max_records, op_timeout_s
         self._wake = threading.Event()
@@ -57,10 +58,8 @@ class Delivery:
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        from confluent_kafka import Producer
-
         try:
-            self.producer = Producer(self.conf, logger=logging.getLogger("librdkafka.producer"))
+            self.producer = self.make_producer()
             if self.exactly_once:
                 self._init_transactions()
             self.started.set()
@@ -139,11 +138,14 @@ class Delivery:
             if not ok:
                 self.tracker.put_back(ready)
                 return 0
+            self.tracker.mark_committed(ready)
         finally:
             self.busy = False
         n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
         self.metrics.produced.inc(n_out)
-        return sum(len(r.offsets) for r in ready)
+        n_in = sum(len(r.offsets) for r in ready)
+        self.metrics.committed.inc(n_in)
+        return n_in
 
     def _produce_all(self, ready: list[Ready], on_delivery=None) -> None:
         for r in ready:
