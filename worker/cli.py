@@ -101,9 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
     _add_setting_flags(dm, ["--model", "--mode", "--max-new-tokens", "--device", "--token-budget", "--log-level"])
 
-    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic)")
-    bn.add_argument("which", choices=["engine", "e2e"], help="engine: packed engine vs HF baselines; "
-                    "e2e: worker throughput vs engine alone")
+    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
+                                      "steady (latency under a steady load)")
+    bn.add_argument("which", choices=["engine", "e2e", "steady"], help="engine: packed engine vs HF baselines; "
+                    "e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a fixed rate")
     bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
 
     at = sub.add_parser("autotune", parents=[_common()],

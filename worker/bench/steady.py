@@ -89,6 +89,9 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
         while len(seen) < n and time.monotonic() < deadline:
             time.sleep(0.05)
         bins, busy = get("ribbon_bins_total") or 0, get("ribbon_gpu_busy_seconds_total") or 0.0
+        ready_n = get("ribbon_end_to_end_latency_seconds_count") or 0
+        inside = {"poll_to_ready_mean_s": (get("ribbon_end_to_end_latency_seconds_sum") or 0.0) / max(1, ready_n),
+                  "transactions": int(get("ribbon_transaction_commits_total") or 0)}
         stop.set()
         reader.join(5)
         worker.drain(30)
@@ -102,7 +105,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
             "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99),
                           "mean": float(lat.mean()) if len(lat) else float("nan"), "max": pct(lat, 100),
                           "n": int(len(lat))},
-            "warmup_latency_p99_s": pct(warm, 99),
+            "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
 
 
