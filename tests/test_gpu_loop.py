@@ -7,6 +7,7 @@ import threading
 import pytest
 from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 
+from worker.packer import PackerConfig
 from worker.service.docs import DocRegistry
 from worker.service.gpu import GpuLoop
 from worker.service.metrics import Metrics
@@ -49,7 +50,7 @@ def parts():
 
 def loop_for(engine, packer, registry, sink, metrics) -> GpuLoop:
     return GpuLoop(engine=engine, packer=packer, registry=registry, finishing=sink, metrics=metrics,
-                   budget=100, reserve=4)
+                   config=PackerConfig(budget=100, reserve_per_seq=4))
 
 
 def test_a_bin_runs_and_every_document_goes_to_finishing(parts):

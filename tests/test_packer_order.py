@@ -65,3 +65,19 @@ def test_settings_choose_the_order_and_arrival_is_the_default():
             got.extend(b.seq_ids.tolist())
             p.release(b.slot)
         assert got[:2] == [0, 1]
+
+
+def test_one_frozen_config_holds_the_weight_rule_and_every_stat_is_typed():
+    from dataclasses import FrozenInstanceError, fields
+
+    from worker.packer import PackerConfig, PackerStats
+
+    c = PackerConfig.from_settings(PackerSettings(efficient_tokens=10**6), budget=1000, reserve_per_seq=64)
+    assert c.weight(100) == 164 and c.fill(936, 1) == 1.0 and c.efficient_tokens == 1000  # capped at the budget
+    with pytest.raises(FrozenInstanceError):
+        c.budget = 5  # type: ignore[misc]
+    with Packer.from_config(c) as p:
+        assert p.config == c
+        core = p._core.stats()
+        assert set(core) == {f.name for f in fields(PackerStats)}  # no counter left untyped
+        assert isinstance(p.stats(), PackerStats)

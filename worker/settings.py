@@ -228,6 +228,35 @@ class ModelSettings(_Group):
         return v
 
 
+class PipelineSettings(_Group):
+    """Policy of the stages between the consumer and the producer (docs/pipeline.md)."""
+
+    poll_batch: int = Field(256, ge=1, le=100_000, description="messages per poll, tokenized in one batch")
+    pause_above_bins: float = Field(4.0, gt=0.0, description="pause the partitions when the packer holds more "
+                                                             "than this many bins' budget of tokens")
+    resume_below_bins: float = Field(2.0, gt=0.0, description="resume when it holds less than this many (below "
+                                                              "pause_above_bins)")
+    pause_above_messages: int = Field(20_000, ge=1, description="pause when more messages are in flight")
+    resume_below_messages: int = Field(10_000, ge=1, description="resume when fewer are (below "
+                                                                 "pause_above_messages)")
+    finishing_queue_bins: int = Field(8, ge=1, le=1_024, description="finished bins waiting for the finishing "
+                                                                     "thread before the GPU thread waits")
+    delivery_interval_ms: float = Field(50.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
+                                                                               "between steps when not woken")
+    delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
+    delivery_timeout_s: float = Field(30.0, gt=0.0, description="init_transactions and at-least-once flush "
+                                                                "wait this long per try")
+    lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+
+    @field_validator("resume_below_bins", "resume_below_messages")
+    @classmethod
+    def _below(cls, v: float, info: ValidationInfo) -> float:
+        high = info.data.get("pause_above_bins" if info.field_name == "resume_below_bins" else "pause_above_messages")
+        if high is not None and v >= high:
+            raise ValueError(f"must be below {info.field_name.replace('resume_below', 'pause_above')} ({high})")
+        return v
+
+
 class ServerSettings(_Group):
     host: str = Field("127.0.0.1", min_length=1,
                       description="metrics/health bind address; 0.0.0.0 to be scraped from outside (containers)")
@@ -244,6 +273,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     packer: PackerSettings = PackerSettings()
     model: ModelSettings = ModelSettings()
+    pipeline: PipelineSettings = PipelineSettings()
     server: ServerSettings = ServerSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
     log_format: Literal["json", "text"] = Field("json", description="log line format")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
+from worker.packer.config import resolve_reserve
 from worker.service.deadletter import DeadLetters
 from worker.service.delivery import Delivery
 from worker.service.docs import DocRegistry
@@ -63,8 +64,7 @@ def build_parts(settings, engine=None) -> Parts:
             engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
         except EngineSettingError as exc:
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
-    reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
-        else settings.model.max_new_tokens
+    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     budget = settings.packer.token_budget
     if budget == "auto":
         from worker.engine import autotune_budget
@@ -77,13 +77,10 @@ def build_parts(settings, engine=None) -> Parts:
 
 
 def make_packer(settings, budget: int, reserve: int, device):
-    from worker.packer import Packer
+    from worker.packer import Packer, PackerConfig
 
-    p = settings.packer
-    return Packer(budget=budget, reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
-                  efficient_tokens=min(p.efficient_tokens, budget), max_wait_s=p.max_wait_ms / 1e3,
-                  latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
-                  device="cuda" if str(device).startswith("cuda") else "cpu", order=p.order)
+    config = PackerConfig.from_settings(settings.packer, budget, reserve)
+    return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
 
 
 class Worker:
@@ -95,8 +92,10 @@ class Worker:
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
+        pl = settings.pipeline
         self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
-                                 metrics=self.metrics)
+                                 metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
+                                 max_records=pl.delivery_max_records, op_timeout_s=pl.delivery_timeout_s)
         reserve = parts.reserve
         tok = self.engine.tokenizer
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
@@ -112,7 +111,8 @@ class Worker:
 
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
         b = self.budget
-        marks = Watermarks(high_tokens=4 * b, low_tokens=2 * b, high_messages=20_000, low_messages=10_000)
+        marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
+                           high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake)
@@ -122,9 +122,9 @@ class Worker:
         self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
                                    model_name=self.engine.name, registry=self.registry, tracker=self.tracker,
                                    dead_letters=self.dead_letters, combine=self.ingest.combine_q.put,
-                                   metrics=self.metrics, wake=self.delivery.wake)
+                                   metrics=self.metrics, wake=self.delivery.wake, capacity=pl.finishing_queue_bins)
         self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry, finishing=self.finishing,
-                           metrics=self.metrics, budget=b, reserve=reserve, seed=settings.model.seed)
+                           metrics=self.metrics, config=self.packer.config, seed=settings.model.seed)
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,

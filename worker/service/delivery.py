@@ -16,6 +16,17 @@ revoke callback for the final transaction of revoked partitions).
 
 Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
 more step here, then forgets the partitions, and only then returns.
+
+Contract:
+- Owns: the producer (built on this thread by the injected `make_producer`)
+  and the tracker's `take_ready` / `put_back` / `mark_committed`.
+- Input: offsets completed in the tracker (by finishing and `DeadLetters`),
+  each followed by `wake()`; without a wake it still steps every
+  `pipeline.delivery_interval_ms`.
+- May block: in transactional calls and `flush`; never on another stage.
+- Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
+  the worker without committing more.
+- Shutdown: `stop` then `wake()`: one last step, then the producer flushes.
 """
 
 from __future__ import annotations

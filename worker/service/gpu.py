@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from worker.packer.config import PackerConfig
 from worker.service.docs import DocRegistry, Seq, mark_gpu_start
 
 log = logging.getLogger(__name__)
@@ -51,10 +52,10 @@ def _tensor(x):
 
 
 class GpuLoop:
-    def __init__(self, *, engine, packer, registry: DocRegistry, finishing: BinSink, metrics, budget: int,
-                 reserve: int, seed: int = 0) -> None:
+    def __init__(self, *, engine, packer, registry: DocRegistry, finishing: BinSink, metrics, config: PackerConfig,
+                 seed: int = 0) -> None:
         self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
-        self.metrics, self.budget, self.reserve, self.seed = metrics, budget, reserve, seed
+        self.metrics, self.config, self.seed = metrics, config, seed
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.busy_since: float | None = None
@@ -92,7 +93,7 @@ class GpuLoop:
 
     def _count(self, b, n: int, gpu_s: float) -> None:
         m = self.metrics
-        m.bin_fill.observe((int(b.num_tokens) + self.reserve * n) / self.budget)
+        m.bin_fill.observe(self.config.fill(int(b.num_tokens), n))
         m.bins.inc()
         m.model_documents.inc(n)
         m.gpu_seconds.inc(gpu_s)

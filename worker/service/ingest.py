@@ -5,6 +5,18 @@ Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
 so the group never sees this consumer as stuck.
+
+Contract:
+- Owns: the consumer (built on this thread by the injected `make_consumer`),
+  the planner and tokenizer, the registry's `add`, and the combine step of
+  chunked documents (finishing hands a round back through `combine_q`).
+- May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
+  waits for delivery's last transaction of those partitions), in planning.
+  Never on the GPU: `packer.submit` does not wait.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
+  a failed thread sets `error` and the app stops the worker.
+- Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
+  `stop`: the consumer closes (its revoke commits what is finished).
 """
 
 from __future__ import annotations
@@ -50,7 +62,7 @@ class Ingest:
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
         self.paused = False
-        self.batch = 256  # messages per poll: tokenized in one batch (the fast tokenizer spreads it over cores)
+        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.assigned = threading.Event()
         self.error: BaseException | None = None
@@ -71,7 +83,7 @@ class Ingest:
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
-                    next_lag = time.monotonic() + 5.0
+                    next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
@@ -190,7 +202,7 @@ class Ingest:
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
-        tokens = int(self.packer.stats().get("pending_tokens", 0))
+        tokens = self.packer.stats().pending_tokens
         inflight = self.tracker.pending()
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
