@@ -162,7 +162,7 @@ class FakeProducer:
         self.produced: list[tuple[str, bytes | None]] = []
         self.fail_commit = fail_commit
 
-    def begin_transaction(self) -> None:
+    def begin_transaction(self, *_timeout) -> None:
         self.calls.append("begin")
 
     def produce(self, topic, value=None, key=None, headers=None, on_delivery=None) -> None:
@@ -173,16 +173,16 @@ class FakeProducer:
     def poll(self, _t: float = 0) -> int:
         return 0
 
-    def send_offsets_to_transaction(self, offsets, metadata) -> None:
+    def send_offsets_to_transaction(self, offsets, metadata, *_timeout) -> None:
         self.calls.append(f"offsets {[(o.partition, o.offset) for o in offsets]}")
 
-    def commit_transaction(self) -> None:
+    def commit_transaction(self, *_timeout) -> None:
         if self.fail_commit:
             self.fail_commit = False
             raise KafkaException(KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True))
         self.calls.append("commit")
 
-    def abort_transaction(self) -> None:
+    def abort_transaction(self, *_timeout) -> None:
         self.calls.append("abort")
 
     def flush(self, _t: float = 0) -> int:

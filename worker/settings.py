@@ -98,6 +98,16 @@ class KafkaSettings(_Group):
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
     )
+    txn_call_timeout_s: float = Field(
+        10.0, gt=0.0, le=600.0,
+        description="each transactional call (and an at-least-once flush) waits this long at most, then is "
+                    "retried or aborted",
+    )
+    delivery_stuck_s: float = Field(
+        120.0, gt=0.0, le=3_600.0,
+        description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
+                    "cannot commit or abort within it stops the worker (exit 1) for a restart",
+    )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
     )
@@ -244,8 +254,6 @@ class PipelineSettings(_Group):
     delivery_interval_ms: float = Field(50.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
                                                                                "between steps when not woken")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
-    delivery_timeout_s: float = Field(30.0, gt=0.0, description="init_transactions and at-least-once flush "
-                                                                "wait this long per try")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
 
     @field_validator("resume_below_bins", "resume_below_messages")
