@@ -63,8 +63,9 @@ class RefusingProducer:
 def test_a_dead_letter_the_broker_refuses_goes_without_its_value():
     settings = Settings(kafka=KafkaSettings(input_topics=("in",), output_topic="out", dlq_topic="dlq"))
     tracker = OffsetTracker()
-    delivery = Delivery(settings=settings, producer_conf={}, tracker=tracker, metrics=Metrics())
-    delivery.producer = producer = RefusingProducer()
+    producer = RefusingProducer()
+    delivery = Delivery(settings=settings, make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    delivery.producer = producer  # what run() does on its thread
     epoch = tracker.assign(TP)
     big = Record("dlq", b"k1", b"x" * (LIMIT + 1), (("error.class", b"oversize"),))
     for off, rec in enumerate((Record("out", b"k0", b"summary"), big, Record("out", b"k2", b"summary 2"))):
