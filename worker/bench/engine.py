@@ -255,7 +255,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
-        if not args.skip_hf:
+        if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
         for name, fn in systems:
@@ -329,6 +329,8 @@ def parse(argv):
     p.add_argument("--merge", default="auto", choices=["auto", "on", "off"],
                    help="q/k/v and gate/up as one GEMM each (Hugging Face baselines always run unmerged)")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
+    p.add_argument("--skip-hf-generate", action="store_true",
+                   help="HF prefill baseline only (its generate baselines take ~100 s on 7B and do not change with Ribbon)")
     p.add_argument("--full-corpus-generate", action="store_true", help="also generate for every document with Ribbon")
     p.add_argument("--out", default="bench/results")
     p.add_argument("--name", default="engine_h200.json")
