@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
@@ -131,3 +134,22 @@ def committed_equals_end(bootstrap: str, group: str, topic: str, partitions: int
     finally:
         c.close()
     return committed, ends
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `cond` until true; AssertionError naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """The process `pid` stopped (SIGSTOP) inside the block, continued (SIGCONT) however it ends."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

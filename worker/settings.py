@@ -90,6 +90,16 @@ class KafkaSettings(_Group):
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
     )
+    txn_call_timeout_s: float = Field(
+        10.0, gt=0.0, le=600.0,
+        description="each transactional call (and an at-least-once flush) waits this long at most, then is "
+                    "retried or aborted",
+    )
+    delivery_stuck_s: float = Field(
+        120.0, gt=0.0, le=3_600.0,
+        description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
+                    "cannot commit or abort within it stops the worker (exit 1) for a restart",
+    )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
     )

@@ -101,7 +101,8 @@ class Worker:
         # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
             planner = Planner(self.engine.prompt_ids,
-                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
+                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                                 split_special_tokens=True)["input_ids"]],
                               max_prompt_tokens=self.budget - reserve, max_input_tokens=settings.model.max_input_tokens,
                               truncate=settings.model.truncate, max_new_tokens=reserve,
                               prompt_batch=self.engine.prompt_ids_batch)
@@ -120,18 +121,27 @@ class Worker:
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu.busy_since is not None)
+                                       busy=lambda: self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
 
     # ---- life cycle -------------------------------------------------------------------
-    def start(self) -> Worker:
+    def start(self, stop: threading.Event | None = None) -> Worker:
+        """Start the threads: delivery first (its producer must be ready before anything is consumed).
+
+        A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
+        delivery thread was started, and close() stops it."""
         if self.server:
             self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
-        self.delivery.started.wait()
         self._threads = [t]
+        while not self.delivery.started.wait(0.1):
+            if stop is not None and stop.is_set():
+                log.info("stopped while waiting for the producer (is the broker reachable?)")
+                return self
         for name, target in (("ribbon-gpu", self.gpu.run), ("ribbon-ingest", self.ingest.run)):
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
@@ -146,7 +156,7 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or self.gpu.error or self.delivery.error
+        return self.ingest.error or self.gpu.error or self.delivery.failure()
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
@@ -171,15 +181,17 @@ class Worker:
         Returns False if a thread did not stop within `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
-        delivery, gpu, ingest = self._threads
+        threads = {t.name: t for t in self._threads}  # only delivery when stopped during start()
         self.ingest.stop.set()
-        ingest.join(left())
+        if "ribbon-ingest" in threads:
+            threads["ribbon-ingest"].join(left())
         self.delivery.stop.set()
         self.delivery.wake()
-        delivery.join(left())
+        threads["ribbon-delivery"].join(left())
         self.gpu.stop.set()
         self.packer.close()
-        gpu.join(left())
+        if "ribbon-gpu" in threads:
+            threads["ribbon-gpu"].join(left())
         if self.server:
             self.server.stop()
         return not any(t.is_alive() for t in self._threads)
@@ -187,7 +199,7 @@ class Worker:
     def run_until_signalled(self, stop: threading.Event | None = None) -> int:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
-        self.start()
+        self.start(stop)
         while not stop.is_set() and self.failed() is None:
             stop.wait(0.2)
         if self.failed() is not None:

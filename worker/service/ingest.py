@@ -213,10 +213,13 @@ class Ingest:
     def _on_assign(self, consumer, partitions) -> None:
         for p in partitions:
             self.tracker.assign((p.topic, p.partition))
-        if self.paused and partitions:
+        if partitions:
+            # librdkafka keeps a partition's pause flag across unassign and assign: a partition lost while
+            # paused comes back paused, and a resume after the loss (on the empty assignment) never reaches
+            # it. So every assignment sets the flag explicitly, to what backpressure wants now.
             consumer.incremental_assign(partitions)
-            consumer.pause(partitions)
-            self.metrics.paused.set(len(consumer.assignment()))
+            (consumer.pause if self.paused else consumer.resume)(partitions)
+            self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
         self.assigned.set()
         self.metrics.ready = bool(partitions) or bool(consumer.assignment())
         log.info("assigned %s", [(p.topic, p.partition) for p in partitions])

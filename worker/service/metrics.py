@@ -63,19 +63,23 @@ class Metrics:
 
 
 class HealthServer:
-    """Serves /metrics, /healthz (the GPU loop is alive) and /readyz (model loaded, partitions assigned).
+    """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
+    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
+    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
 
     The server itself is worker.ops.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
     """
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
-                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0) -> None:
+                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
+                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
         from worker.ops.errors import StartupError
         from worker.ops.http import HttpServer
 
         self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
-        probes = {"/healthz": lambda: (self.healthy(), "ok" if self.healthy() else "gpu loop stuck"),
+        self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
+        probes = {"/healthz": self.health,
                   "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
         try:
             self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
@@ -85,8 +89,16 @@ class HealthServer:
         self.port = self.http.port
 
     def healthy(self) -> bool:
+        return self.health()[0]
+
+    def health(self) -> tuple[bool, str]:
         idle = time.monotonic() - self.metrics.gpu_heartbeat
-        return idle < self.stuck_after_s or not self.busy()
+        if idle >= self.stuck_after_s and self.busy():
+            return False, "gpu loop stuck"
+        stuck = self.delivery_busy_s()
+        if stuck >= self.delivery_stuck_s:
+            return False, f"delivery stuck for {stuck:.0f} s (a transaction neither commits nor aborts)"
+        return True, "ok"
 
     def start(self) -> HealthServer:
         self.http.start()
