@@ -172,8 +172,7 @@ def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: floa
     import torch
 
     max_new = eng.options.max_new_tokens
-    short = [d[:8] for d in docs]
-    eng.generate(_stage(eng, short, _prefix(docs, budget, max_new)))  # warm-up: kernels, the first bin's graph bucket
+    eng.warm_up(budget, len(docs))  # as the worker at start: KV pool at the budget, compiled layers, every decode graph
     torch.cuda.synchronize()
     cap0 = eng.runner.capture_s
     torch.cuda.reset_peak_memory_stats()
