@@ -3,7 +3,8 @@
 # carried too (WHL, default ../../.whl: pydantic etc., which the image lacks). Builds the C++ packer
 # (the benchmark packs with the product's packer), then runs the stages given, in order:
 #   variants | tests | 7b | 0.5b        e.g.  bash bench/engine_gpu_run.sh tests 7b 0.5b
-# Results (JSON, PNG, logs) in $OUT.
+# HF_GEN= (set, empty) also runs the HF generate baselines (~100 s on 7B). Results (JSON, logs) in $OUT;
+# draw the PNGs here: python -m worker.bench.engine --plot <json> --out bench/results.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-../../.whl}/*.whl || exit 1
@@ -16,7 +17,7 @@ for stage in "$@"; do
     variants) timeout 300 python3 bench/engine_variants.py --out $OUT ;;
     tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_engine.py \
              > $OUT/engine_gpu_tests_h200.txt 2>&1; grep -E "bf16|passed|failed|Error" $OUT/engine_gpu_tests_h200.txt ;;
-    7b) timeout 300 python3 bench/engine.py --models 7b $common ${HF_GEN:---skip-hf-generate} \
+    7b) timeout 300 python3 bench/engine.py --models 7b $common ${HF_GEN---skip-hf-generate} \
           --name engine_h200_7b.json ;;
     0.5b) timeout 120 python3 bench/engine.py --models 0.5b $common --skip-hf --gen-docs 0.5b=96 \
             --name engine_h200_0.5b.json ;;

@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from test_engine_start import _stage
 from worker.engine.loader import load_engine
 from worker.engine.merge import Merged, Part, merge_projections, unmerge_projections, want_merge
 from worker.engine.tiny import make_tiny_checkpoint
@@ -28,14 +29,6 @@ def _engine(path, merge: str, max_new: int = 7):
 def _docs(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
     rng = random.Random(seed)
     return [[rng.randrange(4, vocab) for _ in range(rng.randint(1, 60))] for _ in range(n)]
-
-
-def _stage(eng, docs):
-    cu = [0]
-    for d in docs:
-        cu.append(cu[-1] + len(d))
-    return eng.stage(torch.tensor(sum(docs, []), dtype=torch.int32), torch.tensor(cu, dtype=torch.int32),
-                     max(len(d) for d in docs))
 
 
 def test_merged_engine_matches_unmerged_logits_and_hf_greedy(ckpt):
