@@ -34,8 +34,11 @@ def _docs(n: int, vocab: int, seed: int = 0) -> list[list[int]]:
 def test_merged_engine_matches_unmerged_logits_and_hf_greedy(ckpt):
     from transformers import AutoModelForCausalLM
 
+    from worker.engine.autotune import cache_key
+
     plain, merged = _engine(ckpt, "off"), _engine(ckpt, "on")
     assert not plain.merged and merged.merged
+    assert cache_key(plain, 7) != cache_key(merged, 7)  # a budget tuned unmerged is not reused merged
     layer = merged.base.layers[0]
     assert isinstance(layer.self_attn.q_proj, Part) and isinstance(layer.mlp.up_proj, Part)
     assert isinstance(layer.self_attn.merged_q_k_v, Merged) and isinstance(layer.mlp.merged_gate_up, Merged)
