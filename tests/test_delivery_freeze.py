@@ -15,10 +15,12 @@ import urllib.request
 
 from helpers import consume_all, frozen, wait_for
 
+from worker.kafka import clients
+from worker.kafka.config import client_config
 from worker.service.delivery import Delivery, FatalDeliveryError
 from worker.service.metrics import HealthServer, Metrics
 from worker.service.tracker import OffsetTracker, Record
-from worker.settings import KafkaSettings, Settings, kafka_client_config
+from worker.settings import KafkaSettings, Settings
 
 CALL_S, STUCK_S = 2.0, 12.0
 IN = ("rel-in", 0)
@@ -39,17 +41,16 @@ def feed(tracker: OffsetTracker, epoch: int, offsets: range) -> None:
 
 
 def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
-    from confluent_kafka import Consumer
-
     b = private_broker
     b.create_topics({"rel-in": 1, "rel-out": 1})
     settings = Settings(kafka=KafkaSettings(input_topics=("rel-in",), output_topic="rel-out", dlq_topic="rel-dlq",
                                             group_id="g-rel", worker_slot=0, txn_call_timeout_s=CALL_S,
                                             delivery_stuck_s=STUCK_S))
-    consumer_conf, producer_conf = kafka_client_config(settings.kafka, bootstrap=b.bootstrap)
-    consumer = Consumer(consumer_conf)
+    conf = client_config(settings.kafka, bootstrap=b.bootstrap)
+    consumer = clients.consumer(conf.consumer)
     tracker, metrics = OffsetTracker(), Metrics()
-    delivery = Delivery(settings=settings, producer_conf=producer_conf, tracker=tracker, metrics=metrics)
+    delivery = Delivery(settings=settings, make_producer=clients.Clients(conf).producer, tracker=tracker,
+                        metrics=metrics)
     delivery.group_metadata = consumer.consumer_group_metadata()
     health = HealthServer(metrics, "127.0.0.1", 0, delivery_busy_s=delivery.stuck_for,
                           delivery_stuck_s=STUCK_S / 2).start()

@@ -13,12 +13,16 @@ import threading
 
 from helpers import frozen, produce, wait_for
 
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.packer import PackerStats
+from worker.service.deadletter import DeadLetters
 from worker.service.docs import DocRegistry
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import Metrics
 from worker.service.planner import Planner
 from worker.service.tracker import OffsetTracker
-from worker.settings import KafkaSettings, Settings, kafka_client_config
+from worker.settings import KafkaSettings, Settings
 
 SESSION_MS = 6000
 
@@ -29,8 +33,8 @@ class FakePacker:
     def __init__(self) -> None:
         self.pending_tokens = 0
 
-    def stats(self) -> dict[str, float]:
-        return {"pending_tokens": self.pending_tokens}
+    def stats(self) -> PackerStats:
+        return PackerStats(pending_tokens=self.pending_tokens)
 
     def submit(self, seq_id: int, tokens, key: int) -> None:
         pass
@@ -59,12 +63,16 @@ def make_ingest(bootstrap: str, topic: str) -> tuple[Ingest, FakePacker]:
     settings = Settings(kafka=KafkaSettings(input_topics=(topic,), output_topic="out", dlq_topic="dlq",
                                             group_id=f"g-{topic}", delivery="at_least_once",
                                             session_timeout_ms=SESSION_MS))
-    consumer_conf, _ = kafka_client_config(settings.kafka, bootstrap=bootstrap)
+    conf = client_config(settings.kafka, bootstrap=bootstrap)
     tracker, packer = OffsetTracker(), FakePacker()
+    metrics = Metrics()
+    dead_letters = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
+                               wake=lambda: None)
     planner = Planner(lambda text: [1] * (8 + len(text.split())), lambda texts: [len(t.split()) for t in texts],
                       max_prompt_tokens=4096)
-    ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=tracker, registry=DocRegistry(),
-                    packer=packer, planner=planner, delivery=FakeDelivery(tracker), metrics=Metrics(),
+    ingest = Ingest(settings=settings, make_consumer=Clients(conf).consumer, tracker=tracker, registry=DocRegistry(),
+                    packer=packer, planner=planner, delivery=FakeDelivery(tracker), metrics=metrics,
+                    dead_letters=dead_letters,
                     watermarks=Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6,
                                           low_messages=10**6))
     return ingest, packer

@@ -1,4 +1,4 @@
-"""`ribbon run`: wires ingest → packer → GPU → delivery, and stops them in order.
+"""`ribbon run`: wires ingest → packer → GPU → finishing → delivery, and stops them in order.
 
 Shutdown on SIGTERM/SIGINT: stop polling, drain in-flight work up to
 `drain_timeout_s`, let delivery commit the last results, close. A second
@@ -15,8 +15,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.packer.config import resolve_reserve
+from worker.service.deadletter import DeadLetters
 from worker.service.delivery import Delivery
 from worker.service.docs import DocRegistry
+from worker.service.finishing import Finishing
 from worker.service.gpu import GpuLoop
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import HealthServer, Metrics
@@ -59,8 +64,7 @@ def build_parts(settings, engine=None) -> Parts:
             engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
         except EngineSettingError as exc:
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
-    reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
-        else settings.model.max_new_tokens
+    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     budget = settings.packer.token_budget
     if budget == "auto":
         from worker.engine import autotune_budget
@@ -73,28 +77,25 @@ def build_parts(settings, engine=None) -> Parts:
 
 
 def make_packer(settings, budget: int, reserve: int, device):
-    from worker.packer import Packer
+    from worker.packer import Packer, PackerConfig
 
-    p = settings.packer
-    return Packer(budget=budget, reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
-                  efficient_tokens=min(p.efficient_tokens, budget), max_wait_s=p.max_wait_ms / 1e3,
-                  latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
-                  device="cuda" if str(device).startswith("cuda") else "cpu")
+    config = PackerConfig.from_settings(settings.packer, budget, reserve)
+    return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
 
 
 class Worker:
     def __init__(self, settings, bootstrap: str, parts: Parts | None = None):
-        from worker.settings import kafka_client_config
-
         self.s = settings
         parts = parts or build_parts(settings)
         self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
         self.metrics = Metrics()
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
-        consumer_conf, producer_conf = kafka_client_config(settings.kafka, bootstrap=bootstrap)
-        self.delivery = Delivery(settings=settings, producer_conf=producer_conf, tracker=self.tracker,
-                                 metrics=self.metrics)
+        self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
+        pl = settings.pipeline
+        self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
+                                 metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
+                                 max_records=pl.delivery_max_records)
         reserve = parts.reserve
         tok = self.engine.tokenizer
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
@@ -111,13 +112,20 @@ class Worker:
 
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
         b = self.budget
-        marks = Watermarks(high_tokens=4 * b, low_tokens=2 * b, high_messages=20_000, low_messages=10_000)
-        self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
+        marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
+                           high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
+        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
+                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
+                                        wake=self.delivery.wake)
+        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
                              registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
-                             metrics=self.metrics, watermarks=marks)
-        self.gpu = GpuLoop(settings=settings, engine=self.engine, packer=self.packer, registry=self.registry,
-                           tracker=self.tracker, delivery=self.delivery, combine_q=self.ingest.combine_q,
-                           metrics=self.metrics, budget=b)
+                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters)
+        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
+                                   model_name=self.engine.name, registry=self.registry, tracker=self.tracker,
+                                   dead_letters=self.dead_letters, combine=self.ingest.combine_q.put,
+                                   metrics=self.metrics, wake=self.delivery.wake, capacity=pl.finishing_queue_bins)
+        self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry, finishing=self.finishing,
+                           metrics=self.metrics, config=self.packer.config, seed=settings.model.seed)
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
@@ -142,7 +150,8 @@ class Worker:
             if stop is not None and stop.is_set():
                 log.info("stopped while waiting for the producer (is the broker reachable?)")
                 return self
-        for name, target in (("ribbon-gpu", self.gpu.run), ("ribbon-ingest", self.ingest.run)):
+        for name, target in (("ribbon-finishing", self.finishing.run), ("ribbon-gpu", self.gpu.run),
+                             ("ribbon-ingest", self.ingest.run)):
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
             self._threads.append(th)
@@ -156,7 +165,7 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or self.gpu.error or self.delivery.failure()
+        return self.ingest.error or self.gpu.error or self.finishing.error or self.delivery.failure()
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
@@ -190,8 +199,10 @@ class Worker:
         threads["ribbon-delivery"].join(left())
         self.gpu.stop.set()
         self.packer.close()
-        if "ribbon-gpu" in threads:
-            threads["ribbon-gpu"].join(left())
+        self.finishing.stop()  # a GPU blocked on a full finishing queue sees it and returns
+        for name in ("ribbon-gpu", "ribbon-finishing"):
+            if name in threads:
+                threads[name].join(left())
         if self.server:
             self.server.stop()
         return not any(t.is_alive() for t in self._threads)

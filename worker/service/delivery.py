@@ -23,6 +23,17 @@ revoke callback for the final transaction of revoked partitions).
 
 Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
 more step here, then forgets the partitions, and only then returns.
+
+Contract:
+- Owns: the producer (built on this thread by the injected `make_producer`)
+  and the tracker's `take_ready` / `put_back` / `mark_committed`.
+- Input: offsets completed in the tracker (by finishing and `DeadLetters`),
+  each followed by `wake()`; without a wake it still steps every
+  `pipeline.delivery_interval_ms`.
+- May block: in transactional calls and `flush`; never on another stage.
+- Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
+  the worker without committing more.
+- Shutdown: `stop` then `wake()`: one last step, then the producer flushes.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import queue
 import threading
 import time
 
+from worker.kafka.clients import Factory
 from worker.service.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
@@ -58,11 +70,11 @@ class _Deadline:
 
 
 class Delivery:
-    def __init__(self, *, settings, producer_conf: dict, tracker: OffsetTracker, metrics,
+    def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
                  interval_s: float = 0.05, max_records: int = 2000):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
-        self.conf = producer_conf
+        self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
         self.interval_s, self.max_records = interval_s, max_records
         self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
@@ -99,10 +111,8 @@ class Delivery:
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        from confluent_kafka import Producer
-
         try:
-            self.producer = Producer(self.conf, logger=logging.getLogger("librdkafka.producer"))
+            self.producer = self.make_producer()
             if self.exactly_once:
                 self._init_transactions()
             self.started.set()
@@ -188,11 +198,14 @@ class Delivery:
             if not ok:
                 self.tracker.put_back(ready)
                 return 0
+            self.tracker.mark_committed(ready)
         finally:
             self.busy, self.busy_since = False, None
         n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
         self.metrics.produced.inc(n_out)
-        return sum(len(r.offsets) for r in ready)
+        n_in = sum(len(r.offsets) for r in ready)
+        self.metrics.committed.inc(n_in)
+        return n_in
 
     def _produce_all(self, ready: list[Ready], deadline: _Deadline, on_delivery=None) -> None:
         for r in ready:

@@ -5,6 +5,18 @@ Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
 so the group never sees this consumer as stuck.
+
+Contract:
+- Owns: the consumer (built on this thread by the injected `make_consumer`),
+  the planner and tokenizer, the registry's `add`, and the combine step of
+  chunked documents (finishing hands a round back through `combine_q`).
+- May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
+  waits for delivery's last transaction of those partitions), in planning.
+  Never on the GPU: `packer.submit` does not wait.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
+  a failed thread sets `error` and the app stops the worker.
+- Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
+  `stop`: the consumer closes (its revoke commits what is finished).
 """
 
 from __future__ import annotations
@@ -17,12 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker import __version__
-from worker.messages import BadMessage, dead_letter_headers, decode_input, default_id
-from worker.ops.headers import dead_letter_headers_with_input
+from worker.kafka.clients import Factory
+from worker.messages import BadMessage, decode_input, default_id
+from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
 from worker.service.planner import Planner, combine_text
-from worker.service.tracker import OffsetTracker, Record
+from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
@@ -38,28 +50,27 @@ class Watermarks:
 
 
 class Ingest:
-    def __init__(self, *, settings, consumer_conf: dict, tracker: OffsetTracker, registry: DocRegistry,
-                 packer, planner: Planner, delivery, metrics, watermarks: Watermarks):
+    def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
+                 packer, planner: Planner, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters):
         self.s = settings
-        self.conf = consumer_conf
+        self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, registry, packer
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = watermarks
+        self.dead_letters = dead_letters  # the one dead-letter function (worker/service/deadletter.py)
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
         self.paused = False
-        self.batch = 256  # messages per poll: tokenized in one batch (the fast tokenizer spreads it over cores)
+        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.assigned = threading.Event()
         self.error: BaseException | None = None
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        from confluent_kafka import Consumer
-
         try:
-            self.consumer = Consumer(self.conf, logger=logging.getLogger("librdkafka.consumer"))
+            self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
             next_lag = 0.0
@@ -72,7 +83,7 @@ class Ingest:
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
-                    next_lag = time.monotonic() + 5.0
+                    next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
@@ -165,30 +176,33 @@ class Ingest:
 
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
                      in_headers=()) -> None:
-        err = BadMessage(error_class, message)
-        headers = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset,
-                                      worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, key, value, dead_letter_headers_with_input(in_headers, headers))
-        if self.tracker.complete(tp, epoch, offset, (rec,)):
-            self.metrics.dead_lettered.labels(error_class).inc()
-            self.delivery.wake()
+        self.dead_letters.send(tp, epoch, offset, key, value, error_class, message, in_headers)
 
     def _report_lag(self) -> None:
-        """Consumer lag per partition: high watermark minus our position (cached watermarks, no round trip)."""
+        """Per partition: lag against the committed offset, and what is fetched but unfinished.
+
+        The high watermark is librdkafka's cached one (no round trip); the committed offset is the
+        tracker's (where this assignment resumed, then what delivery committed since), so a partition
+        whose documents sit in the packer or on the model still shows them as lag.
+        """
         parts = self.consumer.assignment()
         if not parts:
             return
         for tp in self.consumer.position(parts):
+            key = (tp.topic, tp.partition)
+            committed, unfinished = self.tracker.progress(key)
             try:
                 _, high = self.consumer.get_watermark_offsets(tp, cached=True)
             except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
                 continue
-            if high >= 0 and tp.offset >= 0:
-                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - tp.offset))
+            start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
+            if high >= 0 and start is not None and start >= 0:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
+            self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
-        tokens = int(self.packer.stats().get("pending_tokens", 0))
+        tokens = self.packer.stats().pending_tokens
         inflight = self.tracker.pending()
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
@@ -246,10 +260,11 @@ class Ingest:
         if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
             self.metrics.ready = False
         for topic, part in gone:
-            try:
-                self.metrics.lag.remove(topic, str(part))
-            except KeyError:
-                pass
+            for gauge in (self.metrics.lag, self.metrics.unfinished):
+                try:
+                    gauge.remove(topic, str(part))
+                except KeyError:
+                    pass
 
     def _on_lost(self, consumer, partitions) -> None:
         tps, _ = self._forget(partitions)

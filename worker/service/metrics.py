@@ -38,6 +38,8 @@ class Metrics:
         self.input_tokens = Counter("ribbon_input_tokens_total", "prompt tokens run through the model", registry=r)
         self.output_tokens = Counter("ribbon_output_tokens_total", "tokens generated", registry=r)
         self.bins = Counter("ribbon_bins_total", "bins run on the model", registry=r)
+        self.model_documents = Counter("ribbon_model_documents_total", "sequences the model finished (documents, "
+                                       "or chunks of long ones)", registry=r)
         self.bin_fill = Histogram("ribbon_bin_fill_ratio", "bin weight over the token budget", registry=r,
                                   buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0))
         self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
@@ -48,8 +50,14 @@ class Metrics:
                              registry=r)
         self.inflight = Gauge("ribbon_inflight_messages", "messages polled and not yet committed", registry=r)
         self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
-        self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus position", ["topic", "partition"],
+        self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "
+                         "autoscaler sees): input not yet summarized and committed", ["topic", "partition"],
                          registry=r)
+        self.unfinished = Gauge("ribbon_fetched_unfinished_messages", "messages fetched and not yet committed "
+                                "(in the packer, on the model, in finishing or the reorder buffer)",
+                                ["topic", "partition"], registry=r)
+        self.committed = Counter("ribbon_committed_offsets_total", "input offsets committed (summaries and dead "
+                                 "letters alike)", registry=r)
         self.txn_commits = Counter("ribbon_transaction_commits_total", "transactions committed", registry=r)
         self.txn_aborts = Counter("ribbon_transaction_aborts_total", "transactions aborted", registry=r)
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
