@@ -10,6 +10,7 @@ Writes one JSON (and, with --plot, PNGs) under --out.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import platform
@@ -34,14 +35,18 @@ def make_mix(kind: str, vocab: int, seed: int = 0, n: int | None = None) -> list
     return [[rng.randrange(100, vocab - 100) for _ in range(k)] for k in lens]
 
 
-def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str = "cuda"):
-    """The worker's own packer (worker.packer.Packer: the C++ core, pinned slots, alignment) over
-    these documents, all submitted at once and drained, as the worker packs a backlog. Yields
-    (packer, bin); the caller releases each bin's slot once its copy to the device is done."""
-    from worker.packer import Packer
+def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str = "cuda", order: str | None = None):
+    """The worker's own packer (worker.packer.Packer: the C++ core, pinned slots, alignment; `order`
+    None: the worker's default, packer.order) over these documents, all submitted at once and
+    drained, as the worker packs a backlog. Yields (packer, bin); the caller releases each bin's
+    slot once its copy to the device is done."""
+    from worker.packer import Packer, PackerConfig
 
-    packer = Packer(budget=budget, reserve_per_seq=reserve, max_seqs=max(1, len(docs)), efficient_tokens=budget,
-                    max_wait_s=0.0, slots=3, device=device)
+    cfg = PackerConfig(budget=budget, reserve_per_seq=reserve, max_seqs=max(1, len(docs)), efficient_tokens=budget,
+                       max_wait_s=0.0, slots=3)
+    if order is not None:
+        cfg = dataclasses.replace(cfg, order=order)
+    packer = Packer.from_config(cfg, device=device)
     for i, d in enumerate(docs):
         packer.submit(i, d, key=0)
     packer.drain(True)
