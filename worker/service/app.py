@@ -138,8 +138,8 @@ class Worker:
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:
-        # The GPU thread re-takes the interpreter after every device sync; while finishing and ingest run
-        # Python, the default 5 ms switch interval would idle the GPU that long each time.
+        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
+        # Python: the switch interval bounds that wait (and how often every thread is preempted).
         sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
         """Start the threads: delivery first (its producer must be ready before anything is consumed).
 
