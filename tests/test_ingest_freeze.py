@@ -36,7 +36,7 @@ class FakePacker:
     def stats(self) -> PackerStats:
         return PackerStats(pending_tokens=self.pending_tokens)
 
-    def submit(self, seq_id: int, tokens, key: int) -> None:
+    def submit_many(self, items) -> None:
         pass
 
     def cancel(self, key: int) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -139,6 +140,9 @@ class Worker:
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:
+        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
+        # Python: the switch interval bounds that wait (and how often every thread is preempted).
+        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
         """Start the threads: delivery first (its producer must be ready before anything is consumed).
 
         A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the

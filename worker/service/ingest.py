@@ -144,19 +144,24 @@ class Ingest:
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
         if good:
+            batch: list[tuple[int, np.ndarray, int]] = []
             for doc, plan in zip(good, self.planner.plan_many([d.text for d in good])):
                 doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-                self._submit(doc, plan)
+                batch.extend(self._sequences(doc, plan))
+            self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _submit(self, doc: Doc, plan) -> None:
+    def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
+        """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
         limit = self.planner.max_prompt_tokens
         if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
             self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
                               f"a planned prompt exceeds {limit} tokens", doc.headers)
-            return
+            return []
+        out = []
         for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
             seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
-            self.packer.submit(sid, seq.tokens, doc.epoch)
+            out.append((sid, seq.tokens, doc.epoch))
+        return out
 
     def _plan_combines(self) -> None:
         while True:
@@ -174,7 +179,7 @@ class Ingest:
                                   f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
                                   doc.headers)
                 continue
-            self._submit(doc, plan)
+            self.packer.submit_many(self._sequences(doc, plan))
 
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
                      in_headers=()) -> None:
