@@ -1,0 +1,550 @@
+// Line templates of one document: tokenize and mask (one pass over the bytes),
+// Drain-style merging over the raw templates (few), then one pass over the
+// lines for the value summaries. See templater.hpp for the rules.
+#include "templater.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ribbon {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_delim(char c) {
+  switch (c) {
+    case '=': case ';': case ',': case '[': case ']': case '(': case ')': case '{': case '}': case '|':
+    case '<': case '>':
+      return true;
+    default:
+      return is_space(c);
+  }
+}
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+uint64_t mix(uint64_t h, uint64_t v) {  // a 64-bit hash step (splitmix finalizer over the sum)
+  uint64_t x = h * 0x9E3779B97F4A7C15ULL + v + 0x632BE59BD9B4E019ULL;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+uint64_t hash_bytes(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+// A word of a-z as an integer, 5 bits a letter (<= 12 letters); 0 when it cannot be one.
+uint64_t word_code(std::string_view w) {
+  if (w.empty() || w.size() > 12) return 0;
+  uint64_t code = 0;
+  for (char c : w) {
+    const char l = lower(c);
+    if (l < 'a' || l > 'z') return 0;
+    code = (code << 5) | static_cast<uint64_t>(l - 'a' + 1);
+  }
+  return code;
+}
+
+// The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
+uint64_t core_code(std::string_view t) {
+  size_t a = 0, b = t.size();
+  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
+  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
+  return word_code(t.substr(a, b - a));
+}
+
+bool short_name(std::string_view t) {  // S1, T300, eth0, frame_3, ipv4: letters then 1-3 digits
+  size_t i = 0;
+  while (i < t.size() && (is_alpha(t[i]) || t[i] == '_')) ++i;
+  if (i == 0 || !is_alpha(t[0])) return false;
+  const size_t d0 = i;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  if (i == d0 || i - d0 > 3) return false;
+  while (i < t.size() && is_alpha(t[i])) ++i;
+  return i == t.size();
+}
+
+bool uuid_like(std::string_view t) {
+  if (t.size() != 36) return false;
+  for (size_t i = 0; i < 36; ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? t[i] != '-' : !is_hex(t[i])) return false;
+  }
+  return true;
+}
+
+struct Token {
+  uint32_t start, len;
+  bool var;
+  VarKind kind;
+};
+
+// One raw template: equal masked lines. seps has n + 1 entries around n tokens.
+struct Raw {
+  std::vector<std::string> seps;
+  std::vector<std::string> toks;   // constant text; empty for a variable
+  std::vector<VarKind> kinds;      // per position
+  std::vector<uint8_t> is_var;     // per position
+  std::vector<int32_t> var_index;  // per position: index among the line's variable spans, or -1
+  uint64_t count = 0;
+  uint32_t first = 0, last = 0;
+};
+
+const char* placeholder(VarKind k) {
+  switch (k) {
+    case VarKind::kNumber: return "<n>";
+    case VarKind::kHex: return "<hex>";
+    case VarKind::kIp: return "<ip>";
+    case VarKind::kUuid: return "<uuid>";
+    case VarKind::kTime: return "<ts>";
+    case VarKind::kQuoted: return "<q>";
+    default: return "<*>";
+  }
+}
+
+// Cuts a line into tokens and separators; returns the tokens, fills seps (normalized: a run of
+// whitespace is one space, leading and trailing whitespace dropped).
+void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
+  toks.clear();
+  seps.clear();
+  std::string sep;
+  size_t i = 0;
+  const size_t n = line.size();
+  auto flush_sep = [&]() {
+    if (seps.empty()) {  // before the first token: no whitespace
+      sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
+    }
+    seps.push_back(sep);
+    sep.clear();
+  };
+  while (i < n) {
+    const char c = line[i];
+    if (is_delim(c)) {
+      if (is_space(c)) {
+        if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
+      } else {
+        sep.push_back(c);
+      }
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    if (c == '"') {  // a quoted value: to the closing quote (or the end of the line)
+      j = i + 1;
+      while (j < n && line[j] != '"') ++j;
+      j = j < n ? j + 1 : n;
+    } else {
+      while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+    }
+    flush_sep();
+    const std::string_view t = line.substr(i, j - i);
+    VarKind kind = VarKind::kOther;
+    bool var = classify_token(t, kind);
+    if (!var && seps.back().find('=') != std::string::npos) {  // the value of key=value
+      var = true;
+      kind = VarKind::kOther;
+    }
+    toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    i = j;
+  }
+  while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
+  if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
+  seps.push_back(sep);
+}
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0U); }
+  uint32_t find(uint32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void join(uint32_t a, uint32_t b) { parent_[find(b)] = find(a); }
+
+ private:
+  std::vector<uint32_t> parent_;
+};
+
+struct Group {             // a merge group's current pattern (owned by its root raw template)
+  std::vector<uint8_t> wild;  // merged positions
+};
+
+// Token identity at a position for merging: a constant's hash, or its kind for a variable.
+uint64_t position_hash(const Raw& r, const Group& g, size_t p) {
+  const uint64_t sep = hash_bytes(r.seps[p]);
+  if (g.wild[p]) return mix(sep, 0xFFFFULL);
+  if (r.is_var[p]) return mix(sep, 0xFF00ULL + static_cast<uint64_t>(r.kinds[p]));
+  return mix(sep, hash_bytes(r.toks[p]));
+}
+
+bool same_except(const Raw& a, const Group& ga, const Raw& b, const Group& gb, size_t skip) {
+  const size_t n = a.toks.size();
+  if (b.toks.size() != n || a.seps[n] != b.seps[n]) return false;
+  for (size_t p = 0; p < n; ++p) {
+    if (a.seps[p] != b.seps[p]) return false;
+    if (p == skip) continue;
+    if (ga.wild[p] != gb.wild[p] || a.is_var[p] != b.is_var[p]) return false;
+    if (ga.wild[p]) continue;
+    if (a.is_var[p] ? a.kinds[p] != b.kinds[p] : a.toks[p] != b.toks[p]) return false;
+  }
+  return true;
+}
+
+// Drain-style merging: raw templates that differ in one unprotected position join, round after
+// round, while a template keeps at most a third of its positions merged. Returns each raw's root.
+std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
+                                 const std::unordered_set<uint64_t>& protect) {
+  UnionFind uf(raws.size());
+  std::vector<Group> groups(raws.size());
+  for (size_t r = 0; r < raws.size(); ++r) groups[r].wild.assign(raws[r].toks.size(), 0);
+  if (!cfg.merge) {
+    std::vector<uint32_t> roots(raws.size());
+    std::iota(roots.begin(), roots.end(), 0U);
+    return roots;
+  }
+  auto guarded = [&](const Raw& r, size_t p) {
+    return !r.is_var[p] && protect.count(core_code(r.toks[p])) > 0;
+  };
+  std::vector<uint64_t> ph, prefix, suffix;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_map<uint64_t, uint32_t> seen;
+    for (uint32_t r = 0; r < raws.size(); ++r) {
+      if (uf.find(r) != r) continue;
+      const Raw& raw = raws[r];
+      const size_t n = raw.toks.size();
+      if (n < cfg.min_merge_tokens) continue;
+      Group& g = groups[r];
+      const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
+      ph.assign(n, 0);
+      prefix.assign(n + 1, n);
+      suffix.assign(n + 1, hash_bytes(raw.seps[n]));
+      for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
+      for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
+      for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
+      for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
+        if (g.wild[p] || guarded(raw, p) || 3 * (wild + 1) > n) continue;
+        const uint64_t key = mix(mix(prefix[p], suffix[p + 1]), p);
+        auto [it, fresh] = seen.emplace(key, r);
+        if (fresh) continue;
+        const uint32_t other = uf.find(it->second);
+        if (other == r || guarded(raws[other], p) ||
+            !same_except(raws[other], groups[other], raw, g, p))
+          continue;
+        uf.join(other, r);
+        groups[other].wild[p] = 1;
+        changed = true;
+      }
+    }
+  }
+  std::vector<uint32_t> roots(raws.size());
+  for (uint32_t r = 0; r < raws.size(); ++r) roots[r] = uf.find(r);
+  return roots;
+}
+
+struct VarAcc {
+  std::unordered_map<std::string_view, uint64_t> counts;
+  std::unordered_set<uint64_t> hashes;
+  std::vector<double> nums;
+  uint64_t occurrences = 0;
+  bool capped = false;
+};
+
+void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
+  out.occurrences = acc.occurrences;
+  out.distinct = acc.hashes.size();
+  out.distinct_capped = acc.capped;
+  out.numeric = acc.nums.size();
+  if (!acc.nums.empty()) {
+    auto& v = acc.nums;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    out.min = *lo;
+    out.max = *hi;
+    const size_t m = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+    double med = v[m];
+    if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m)));
+    out.median = med;
+  }
+  std::vector<std::pair<std::string_view, uint64_t>> top(acc.counts.begin(), acc.counts.end());
+  const size_t k = std::min<size_t>(cfg.top_values, top.size());
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  for (size_t i = 0; i < k; ++i) out.top.emplace_back(std::string(top[i].first), top[i].second);
+}
+
+std::string var_key(const Raw& r, size_t p) {
+  if (p == 0 || r.is_var[p - 1]) return "";
+  std::string_view k = r.toks[p - 1];
+  while (!k.empty() && !is_alpha(k.back()) && !is_digit(k.back()) && k.back() != '_') k.remove_suffix(1);
+  return std::string(k);
+}
+
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev) {
+  double best = 0.0;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (!is_alpha(line[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && is_alpha(line[j])) ++j;
+    if (j - i >= 2 && j - i <= 12) {
+      auto it = sev.find(word_code(line.substr(i, j - i)));
+      if (it != sev.end()) best = std::max(best, it->second);
+    }
+    i = j;
+  }
+  return static_cast<float>(best);
+}
+
+}  // namespace
+
+const char* var_kind_name(VarKind k) {
+  switch (k) {
+    case VarKind::kNumber: return "number";
+    case VarKind::kHex: return "hex";
+    case VarKind::kIp: return "ip";
+    case VarKind::kUuid: return "uuid";
+    case VarKind::kTime: return "time";
+    case VarKind::kQuoted: return "quoted";
+    case VarKind::kMerged: return "merged";
+    default: return "other";
+  }
+}
+
+bool parse_number(std::string_view t, double& out) {
+  size_t i = 0;
+  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+');
+  if (neg) ++i;
+  if (i >= t.size() || !is_digit(t[i])) return false;
+  double v = 0.0;
+  size_t digits = 0;
+  for (; i < t.size() && is_digit(t[i]); ++i, ++digits) v = v * 10.0 + (t[i] - '0');
+  if (i + 1 < t.size() && t[i] == '.' && is_digit(t[i + 1])) {
+    double scale = 0.1;
+    for (++i; i < t.size() && is_digit(t[i]); ++i, scale *= 0.1) v += (t[i] - '0') * scale;
+  }
+  if (digits > 18) return false;  // an id, not a magnitude
+  out = t[0] == '-' ? -v : v;
+  return true;
+}
+
+bool classify_token(std::string_view t, VarKind& kind) {
+  if (t.size() >= 2 && t.front() == '"') {
+    kind = VarKind::kQuoted;
+    return true;
+  }
+  size_t digits = 0, dots = 0, colons = 0, dashes = 0, slashes = 0, hexletters = 0;
+  bool all_hex = true;
+  for (char c : t) {
+    if (is_digit(c)) ++digits;
+    else if (c == '.') ++dots;
+    else if (c == ':') ++colons;
+    else if (c == '-') ++dashes;
+    else if (c == '/') ++slashes;
+    else if (is_hex(c)) ++hexletters;
+    if (!is_hex(c)) all_hex = false;
+  }
+  if (digits == 0) return false;
+  kind = VarKind::kOther;
+  if (uuid_like(t)) {
+    kind = VarKind::kUuid;
+  } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && is_hex(t[2])) {
+    kind = VarKind::kHex;
+  } else if (is_digit(t[0]) && dots == 3 && digits + dots + colons + slashes == t.size()) {
+    kind = VarKind::kIp;
+  } else if (is_digit(t[0]) && (colons >= 1 || (dashes == 2 && t.size() >= 8) || slashes == 2) &&
+             std::all_of(t.begin(), t.end(), [](char c) {
+               return is_digit(c) || c == ':' || c == '.' || c == '-' || c == '/' || c == 'T' || c == 'Z' ||
+                      c == '+' || c == ',';
+             })) {
+    kind = VarKind::kTime;
+  } else if (all_hex && t.size() >= 8 && hexletters > 0) {
+    kind = VarKind::kHex;
+  } else {
+    double v = 0.0;
+    size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+    while (i < t.size() && (is_digit(t[i]) || t[i] == '.')) ++i;
+    size_t unit = 0;
+    while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;
+    if (i + unit == t.size() && unit <= 6 && dots <= 1 && parse_number(t, v)) kind = VarKind::kNumber;
+    else if (short_name(t)) return false;
+  }
+  return true;
+}
+
+Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
+  if (cfg.min_merge_tokens < 2)
+    throw std::invalid_argument("min_merge_tokens must be >= 2, got " + std::to_string(cfg.min_merge_tokens));
+  std::unordered_set<uint64_t> protect;
+  for (const auto& w : cfg.protected_words) protect.insert(word_code(w));
+  protect.erase(0);
+  std::unordered_map<uint64_t, double> sev;
+  for (const auto& [w, s] : cfg.severity) {
+    const uint64_t code = word_code(w);
+    if (code == 0) throw std::invalid_argument("severity word must be 1-12 letters a-z, got '" + w + "'");
+    sev[code] = s;
+  }
+
+  Analysis out;
+  std::vector<Raw> raws;
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<uint32_t> line_raw;                       // [L] raw template (UINT32_MAX: blank)
+  std::vector<uint32_t> span_start, span_len;           // variable spans, line by line
+  std::vector<uint32_t> line_span;                      // [L + 1] first span of each line
+  std::vector<Token> toks;
+  std::vector<std::string> seps;
+  std::string key;
+  size_t pos = 0;
+  uint32_t line_no = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line_span.push_back(static_cast<uint32_t>(span_start.size()));
+    out.line_severity.push_back(line_severity(line, sev));
+    tokenize(line, pos, toks, seps);
+    if (toks.empty() && seps[0].empty()) {
+      line_raw.push_back(UINT32_MAX);
+    } else {
+      key.clear();
+      for (size_t t = 0; t < toks.size(); ++t) {
+        key += seps[t];
+        key.push_back('\x01');
+        if (toks[t].var) key += placeholder(toks[t].kind);
+        else key.append(text.substr(toks[t].start, toks[t].len));
+        key.push_back('\x02');
+      }
+      key += seps.back();
+      auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(raws.size()));
+      if (fresh) {
+        Raw r;
+        r.seps = seps;
+        int32_t vi = 0;
+        for (const Token& tk : toks) {
+          r.toks.emplace_back(tk.var ? std::string() : std::string(text.substr(tk.start, tk.len)));
+          r.kinds.push_back(tk.var ? tk.kind : VarKind::kOther);
+          r.is_var.push_back(tk.var ? 1 : 0);
+          r.var_index.push_back(tk.var ? vi++ : -1);
+        }
+        r.first = line_no;
+        raws.push_back(std::move(r));
+      }
+      Raw& r = raws[it->second];
+      ++r.count;
+      r.last = line_no;
+      line_raw.push_back(it->second);
+      for (const Token& tk : toks)
+        if (tk.var) {
+          span_start.push_back(tk.start);
+          span_len.push_back(tk.len);
+        }
+    }
+    ++line_no;
+    pos = end + 1;
+  }
+  line_span.push_back(static_cast<uint32_t>(span_start.size()));
+  out.raw_templates = static_cast<uint32_t>(raws.size());
+
+  // Merge, then number the final templates in order of first appearance.
+  std::vector<uint32_t> root = merge_raws(raws, cfg, protect);
+  std::vector<std::vector<uint8_t>> wild(raws.size());
+  for (uint32_t r = 0; r < raws.size(); ++r) wild[r].assign(raws[r].toks.size(), 0);
+  for (uint32_t r = 0; r < raws.size(); ++r) {  // merged positions: where members differ
+    const Raw& a = raws[r];
+    const Raw& b = raws[root[r]];
+    for (size_t p = 0; p < a.toks.size(); ++p)
+      if (a.is_var[p] != b.is_var[p] || (a.is_var[p] ? a.kinds[p] != b.kinds[p] : a.toks[p] != b.toks[p]))
+        wild[root[r]][p] = 1;
+  }
+  std::vector<uint32_t> roots;
+  for (uint32_t r = 0; r < raws.size(); ++r)
+    if (root[r] == r) roots.push_back(r);
+  std::vector<uint32_t> first(raws.size(), UINT32_MAX);
+  for (uint32_t r = 0; r < raws.size(); ++r) first[root[r]] = std::min(first[root[r]], raws[r].first);
+  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
+  std::vector<int32_t> final_of(raws.size(), -1);
+  for (size_t i = 0; i < roots.size(); ++i) final_of[roots[i]] = static_cast<int32_t>(i);
+
+  std::vector<std::vector<size_t>> var_pos(roots.size());  // positions of each template's variables
+  uint32_t var_base = 0;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Raw& r = raws[roots[i]];
+    LineTemplate t;
+    t.first_line = first[roots[i]];
+    t.var_base = var_base;
+    for (size_t p = 0; p < r.toks.size(); ++p) {
+      t.pattern += r.seps[p];
+      if (wild[roots[i]][p] || r.is_var[p]) {
+        t.pattern += wild[roots[i]][p] ? "<*>" : placeholder(r.kinds[p]);
+        VarSummary v;
+        v.key = var_key(r, p);
+        v.kind = wild[roots[i]][p] ? VarKind::kMerged : r.kinds[p];
+        t.vars.push_back(std::move(v));
+        var_pos[i].push_back(p);
+      } else {
+        t.pattern += r.toks[p];
+      }
+    }
+    t.pattern += r.seps[r.toks.size()];
+    var_base += static_cast<uint32_t>(t.vars.size());
+    out.templates.push_back(std::move(t));
+  }
+  for (uint32_t r = 0; r < raws.size(); ++r) {
+    LineTemplate& t = out.templates[static_cast<size_t>(final_of[root[r]])];
+    t.count += raws[r].count;
+    t.last_line = std::max(t.last_line, raws[r].last);
+  }
+
+  // The value summaries and the numbers, line by line.
+  std::vector<std::vector<VarAcc>> acc(roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) acc[i].resize(var_pos[i].size());
+  out.line_template.resize(line_raw.size(), -1);
+  for (uint32_t l = 0; l < line_raw.size(); ++l) {
+    if (line_raw[l] == UINT32_MAX) continue;
+    const Raw& r = raws[line_raw[l]];
+    const int32_t f = final_of[root[line_raw[l]]];
+    out.line_template[l] = f;
+    const LineTemplate& t = out.templates[static_cast<size_t>(f)];
+    const auto& positions = var_pos[static_cast<size_t>(f)];
+    for (size_t v = 0; v < positions.size(); ++v) {
+      const size_t p = positions[v];
+      std::string_view value = r.toks[p];
+      if (r.is_var[p]) {
+        const uint32_t s = line_span[l] + static_cast<uint32_t>(r.var_index[p]);
+        value = text.substr(span_start[s], span_len[s]);
+      }
+      VarAcc& a = acc[static_cast<size_t>(f)][v];
+      ++a.occurrences;
+      if (a.hashes.size() < cfg.distinct_cap) a.hashes.insert(hash_bytes(value));
+      else if (!a.hashes.count(hash_bytes(value))) a.capped = true;
+      auto it = a.counts.find(value);
+      if (it != a.counts.end()) ++it->second;
+      else if (a.counts.size() < cfg.track_values) a.counts.emplace(value, 1);
+      double x = 0.0;
+      if (r.is_var[p] && r.kinds[p] == VarKind::kNumber && parse_number(value, x)) {
+        a.nums.push_back(x);
+        out.num_values.push_back(x);
+        out.num_lines.push_back(static_cast<int32_t>(l));
+        out.num_vars.push_back(static_cast<int32_t>(t.var_base + v));
+      }
+    }
+  }
+  for (size_t i = 0; i < roots.size(); ++i)
+    for (size_t v = 0; v < acc[i].size(); ++v) finish_summary(acc[i][v], cfg, out.templates[i].vars[v]);
+  return out;
+}
+
+}  // namespace ribbon
