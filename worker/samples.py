@@ -217,3 +217,12 @@ def labelled(kind: str, i: int, n_lines: int, seed: int = 0, n_faults: int = 2) 
 def quality_corpus(per_kind: int = 4, seed: int = 0, lengths: tuple[int, ...] = LONG_LENGTHS) -> list[Sample]:
     """per_kind documents of each quality kind, their lengths cycling through `lengths`."""
     return [labelled(kind, i, lengths[i % len(lengths)], seed) for kind in QUALITY_KINDS for i in range(per_kind)]
+
+
+def mixed_corpus(n: int, seed: int = 0, every: int = 10, lengths: tuple[int, ...] = (200, 500, 1_000)) -> list[dict]:
+    """corpus(n), with every `every`-th document a long one of the quality corpus (the kinds in turn)."""
+    docs = corpus(n, seed)
+    for j, i in enumerate(range(every - 1, n, every)):
+        s = labelled(QUALITY_KINDS[j % len(QUALITY_KINDS)], i, lengths[j % len(lengths)], seed)
+        docs[i] = {**s.message, "id": f"demo-{seed}-{i}", "attributes": {"site": f"site-{i % 20}"}}
+    return docs

@@ -14,15 +14,15 @@ namespace ribbon {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-bool is_delim(char c) {
-  switch (c) {
-    case '=': case ';': case ',': case '[': case ']': case '(': case ')': case '{': case '}': case '|':
-    case '<': case '>':
-      return true;
-    default:
-      return is_space(c);
+
+struct DelimTable {  // whitespace and = ; , [ ] ( ) { } | < >
+  bool at[256] = {};
+  DelimTable() {
+    for (char c : std::string_view(" \t\r\v\f=;,[](){}|<>")) at[static_cast<unsigned char>(c)] = true;
   }
-}
+};
+const DelimTable kDelims;
+bool is_delim(char c) { return kDelims.at[static_cast<unsigned char>(c)]; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -62,7 +62,8 @@ uint64_t core_code(std::string_view t) {
   return word_code(t.substr(a, b - a));
 }
 
-bool short_name(std::string_view t) {  // S1, T300, eth0, frame_3, ipv4: letters then 1-3 digits
+bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
+  if (!t.empty() && t.back() == ':') t.remove_suffix(1);
   size_t i = 0;
   while (i < t.size() && (is_alpha(t[i]) || t[i] == '_')) ++i;
   if (i == 0 || !is_alpha(t[0])) return false;
@@ -251,17 +252,65 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
   return roots;
 }
 
+// One variable's values: an open-addressing table of value hashes (distinct count, capped) whose
+// first track_values entries also count their value (the commonest values come from those).
 struct VarAcc {
-  std::unordered_map<std::string_view, uint64_t> counts;
-  std::unordered_set<uint64_t> hashes;
+  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1)
+  std::vector<uint32_t> slot;   // entry index + 1, or 0 for a value seen but not tracked
+  std::vector<std::pair<std::string_view, uint64_t>> entries;
   std::vector<double> nums;
   uint64_t occurrences = 0;
+  size_t used = 0;
   bool capped = false;
+
+  void add(std::string_view value, const TemplaterConfig& cfg) {
+    ++occurrences;
+    uint64_t h = hash_bytes(value);
+    h = h == 0 ? 1 : h;
+    if (keys.empty()) {
+      keys.assign(16, 0);
+      slot.assign(16, 0);
+    }
+    size_t mask = keys.size() - 1;
+    size_t i = static_cast<size_t>(h) & mask;
+    while (keys[i] != 0 && keys[i] != h) i = (i + 1) & mask;
+    if (keys[i] == h) {
+      if (slot[i] != 0) ++entries[slot[i] - 1].second;
+      return;
+    }
+    if (used >= cfg.distinct_cap) {
+      capped = true;
+      return;
+    }
+    keys[i] = h;
+    ++used;
+    if (entries.size() < cfg.track_values) {
+      entries.emplace_back(value, 1);
+      slot[i] = static_cast<uint32_t>(entries.size());
+    }
+    if (2 * used > keys.size()) grow();
+  }
+
+ private:
+  void grow() {
+    std::vector<uint64_t> old_keys(keys.size() * 2, 0);
+    std::vector<uint32_t> old_slot(slot.size() * 2, 0);
+    old_keys.swap(keys);
+    old_slot.swap(slot);
+    const size_t mask = keys.size() - 1;
+    for (size_t j = 0; j < old_keys.size(); ++j) {
+      if (old_keys[j] == 0) continue;
+      size_t i = static_cast<size_t>(old_keys[j]) & mask;
+      while (keys[i] != 0) i = (i + 1) & mask;
+      keys[i] = old_keys[j];
+      slot[i] = old_slot[j];
+    }
+  }
 };
 
 void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
   out.occurrences = acc.occurrences;
-  out.distinct = acc.hashes.size();
+  out.distinct = acc.used;
   out.distinct_capped = acc.capped;
   out.numeric = acc.nums.size();
   if (!acc.nums.empty()) {
@@ -275,7 +324,7 @@ void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
     if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m)));
     out.median = med;
   }
-  std::vector<std::pair<std::string_view, uint64_t>> top(acc.counts.begin(), acc.counts.end());
+  auto& top = acc.entries;
   const size_t k = std::min<size_t>(cfg.top_values, top.size());
   std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
                     [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
@@ -345,6 +394,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kQuoted;
     return true;
   }
+  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
   size_t digits = 0, dots = 0, colons = 0, dashes = 0, slashes = 0, hexletters = 0;
   bool all_hex = true;
   for (char c : t) {
@@ -527,12 +577,7 @@ Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
         value = text.substr(span_start[s], span_len[s]);
       }
       VarAcc& a = acc[static_cast<size_t>(f)][v];
-      ++a.occurrences;
-      if (a.hashes.size() < cfg.distinct_cap) a.hashes.insert(hash_bytes(value));
-      else if (!a.hashes.count(hash_bytes(value))) a.capped = true;
-      auto it = a.counts.find(value);
-      if (it != a.counts.end()) ++it->second;
-      else if (a.counts.size() < cfg.track_values) a.counts.emplace(value, 1);
+      a.add(value, cfg);
       double x = 0.0;
       if (r.is_var[p] && r.kinds[p] == VarKind::kNumber && parse_number(value, x)) {
         a.nums.push_back(x);

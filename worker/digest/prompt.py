@@ -46,19 +46,33 @@ class DocumentText:
     tokens: int            # tokens of `text` (0 when not counted)
 
 
-def document_text(raw: str, analysis: Analysis, *, min_saving: float, count: CountFn | None = None) -> DocumentText:
-    """The digest prompt when it saves at least min_saving (characters, then tokens), else the raw document.
+def document_texts(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving: float,
+                   count: CountFn | None = None) -> list[DocumentText]:
+    """Per document: the digest prompt when it saves at least min_saving, else the raw document.
 
-    With `count`, both texts are counted in one batch and the digest prompt is kept only if it has
-    at most (1 - min_saving) of the raw tokens: it never has more tokens than the raw document.
+    The character gate comes first (cheap); with `count`, the documents that pass are counted raw
+    and compacted in one batch, and the digest prompt is kept only if it has at most (1 - min_saving)
+    of the raw tokens: the model never gets more tokens than the raw document would give it.
     """
-    c = compact(analysis, raw, min_saving)
-    if not c.applied:
-        return DocumentText(raw, False, 0, 0)
-    text = digest_prompt(analysis.digest, c.text)
-    if count is None:
-        return DocumentText(text, True, 0, 0)
-    raw_n, n = count([raw, text])
-    if n > (1.0 - min_saving) * raw_n:
-        return DocumentText(raw, False, raw_n, raw_n)
-    return DocumentText(text, True, raw_n, n)
+    out: list[DocumentText] = []
+    todo: list[int] = []
+    for i, (raw, a) in enumerate(zip(raws, analyses)):
+        c = compact(a, raw, min_saving)
+        if c.applied:
+            todo.append(i)
+            out.append(DocumentText(digest_prompt(a.digest, c.text), True, 0, 0))
+        else:
+            out.append(DocumentText(raw, False, 0, 0))
+    if count is None or not todo:
+        return out
+    counts = count([t for i in todo for t in (raws[i], out[i].text)])
+    for j, i in enumerate(todo):
+        raw_n, n = counts[2 * j], counts[2 * j + 1]
+        keep = n <= (1.0 - min_saving) * raw_n
+        out[i] = DocumentText(out[i].text if keep else raws[i], keep, raw_n, n if keep else raw_n)
+    return out
+
+
+def document_text(raw: str, analysis: Analysis, *, min_saving: float, count: CountFn | None = None) -> DocumentText:
+    """document_texts for one document."""
+    return document_texts([raw], [analysis], min_saving=min_saving, count=count)[0]

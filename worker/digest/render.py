@@ -13,7 +13,8 @@ from worker.digest.model import Digest, TemplateSummary
 from worker.digest.timeparse import parse_line
 
 MAX_PATTERN_CHARS = 90
-_LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){}]+\s*)+")
+_LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){}]+\s*|"
+                      r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) )+")
 _LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
 
 
@@ -21,9 +22,10 @@ def _count(n: int) -> str:
     return f"{n:,}"
 
 
-def _clock(stamp: str) -> str:
-    """hh:mm of an ISO stamp (the date is left out: a document spans hours, not days)."""
-    return stamp[11:16] if len(stamp) >= 16 and stamp[10] == "T" else stamp
+def _clock(stamp: str, seconds: bool = False) -> str:
+    """hh:mm (or hh:mm:ss) of an ISO stamp, yearless ones too (a document spans hours, not days)."""
+    _, sep, time_of_day = stamp.partition("T")
+    return time_of_day[:8 if seconds else 5] if sep and len(time_of_day) >= 8 else stamp
 
 
 def short_pattern(pattern: str) -> str:
@@ -35,8 +37,8 @@ def short_pattern(pattern: str) -> str:
 def _failure(t: TemplateSummary) -> str:
     text = f'"{short_pattern(t.pattern)}" ×{_count(t.count)}'
     stamp = parse_line(t.example)
-    if stamp is not None and len(stamp.text) >= 19:
-        text += f" from {stamp.text[-len('HH:MM:SS'):] if stamp.form == 'rfc3164' else stamp.text[11:19]}"
+    if stamp is not None:
+        text += f" from {_clock(stamp.text, seconds=True)}"
     else:
         text += f" from line {t.first_line}"
     return text

@@ -87,14 +87,29 @@ class Worker:
         from worker.settings import kafka_client_config
 
         self.s = settings
-        parts = parts or build_parts(settings)
-        self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
         self.metrics = Metrics()
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
         consumer_conf, producer_conf = kafka_client_config(settings.kafka, bootstrap=bootstrap)
         self.delivery = Delivery(settings=settings, producer_conf=producer_conf, tracker=self.tracker,
                                  metrics=self.metrics)
+        self.gpu: GpuLoop | None = None
+        if settings.model.mode == "digest":  # no model, no packer, no GPU thread: ingest finishes documents
+            self.engine, self.packer, self.budget = None, None, 0
+            self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
+                                 registry=self.registry, packer=None, planner=None, delivery=self.delivery,
+                                 metrics=self.metrics, watermarks=Watermarks(1, 1, 20_000, 10_000))
+        else:
+            self._generative(settings, parts or build_parts(settings), consumer_conf)
+        self.server = None
+        if settings.server.port:
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None)
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _generative(self, settings, parts: Parts, consumer_conf: dict) -> None:
+        self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
         reserve = parts.reserve
         tok = self.engine.tokenizer
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
@@ -117,12 +132,6 @@ class Worker:
         self.gpu = GpuLoop(settings=settings, engine=self.engine, packer=self.packer, registry=self.registry,
                            tracker=self.tracker, delivery=self.delivery, combine_q=self.ingest.combine_q,
                            metrics=self.metrics, budget=b)
-        self.server = None
-        if settings.server.port:
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu.busy_since is not None)
-        self.draining = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self) -> Worker:
@@ -132,7 +141,8 @@ class Worker:
         t.start()
         self.delivery.started.wait()
         self._threads = [t]
-        for name, target in (("ribbon-gpu", self.gpu.run), ("ribbon-ingest", self.ingest.run)):
+        gpu = [("ribbon-gpu", self.gpu.run)] if self.gpu is not None else []
+        for name, target in gpu + [("ribbon-ingest", self.ingest.run)]:
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
             self._threads.append(th)
@@ -146,14 +156,15 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or self.gpu.error or self.delivery.error
+        return self.ingest.error or (self.gpu.error if self.gpu is not None else None) or self.delivery.error
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
         self.draining.set()
         self.metrics.ready = False
         self.ingest.stop_polling.set()
-        self.packer.drain(True)  # the last partial bins go at once
+        if self.packer is not None:
+            self.packer.drain(True)  # the last partial bins go at once
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.failed() is None:
             if self.idle():
@@ -171,15 +182,16 @@ class Worker:
         Returns False if a thread did not stop within `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
-        delivery, gpu, ingest = self._threads
+        delivery, ingest = self._threads[0], self._threads[-1]
         self.ingest.stop.set()
         ingest.join(left())
         self.delivery.stop.set()
         self.delivery.wake()
         delivery.join(left())
-        self.gpu.stop.set()
-        self.packer.close()
-        gpu.join(left())
+        if self.gpu is not None:
+            self.gpu.stop.set()
+            self.packer.close()
+            self._threads[1].join(left())
         if self.server:
             self.server.stop()
         return not any(t.is_alive() for t in self._threads)

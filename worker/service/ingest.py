@@ -1,6 +1,7 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → plan (prompt, tokenize, chunk) → packer.submit.
+poll → decode → validate → digest (templates, compaction) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model) → digest → output, straight to delivery (worker/service/digest_mode.py).
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
@@ -18,8 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker import __version__
+from worker.digest.digest import build_digest
+from worker.digest.prompt import document_texts
+from worker.digest.templates import analyze
 from worker.messages import BadMessage, dead_letter_headers, decode_input, default_id
 from worker.ops.headers import dead_letter_headers_with_input
+from worker.service.digest_mode import finish_digest
 from worker.service.docs import Doc, DocRegistry
 from worker.service.planner import Planner, combine_text
 from worker.service.tracker import OffsetTracker, Record
@@ -39,7 +44,8 @@ class Watermarks:
 
 class Ingest:
     def __init__(self, *, settings, consumer_conf: dict, tracker: OffsetTracker, registry: DocRegistry,
-                 packer, planner: Planner, delivery, metrics, watermarks: Watermarks):
+                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks):
+        """packer and planner are None in digest mode (no model: documents finish here)."""
         self.s = settings
         self.conf = consumer_conf
         self.tracker, self.registry, self.packer = tracker, registry, packer
@@ -130,10 +136,35 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
-        if good:
-            for doc, plan in zip(good, self.planner.plan_many([d.text for d in good])):
-                doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-                self._submit(doc, plan)
+        if not good:
+            return
+        texts = self._digest(good)
+        if self.planner is None:  # digest mode: no model, the digest is the summary
+            for doc in good:
+                finish_digest(doc, settings=self.s, tracker=self.tracker, delivery=self.delivery,
+                              metrics=self.metrics, dead_letter=self._dead_letter_doc)
+            return
+        for doc, plan in zip(good, self.planner.plan_many(texts)):
+            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+            doc.document_tokens = doc.document_tokens or plan.document_tokens
+            self.metrics.document_tokens.inc(doc.document_tokens)
+            self._submit(doc, plan)
+
+    def _digest(self, docs: list[Doc]) -> list[str]:
+        """Each document's digest pass, and the text its model prompt is made from (compacted or raw)."""
+        t0 = time.perf_counter()
+        for doc in docs:
+            doc.analysis = build_digest(analyze(doc.text.split("\n")))
+        texts = [d.text for d in docs]
+        if self.planner is not None and self.s.digest.compaction:
+            chosen = document_texts(texts, [d.analysis for d in docs], min_saving=self.s.digest.min_saving,
+                                    count=self.planner.count)
+            for doc, c in zip(docs, chosen):
+                doc.document_tokens = c.raw_tokens
+                self.metrics.compacted.inc(c.compacted)
+            texts = [c.text for c in chosen]
+        self.metrics.digest_seconds.inc(time.perf_counter() - t0)
+        return texts
 
     def _submit(self, doc: Doc, plan) -> None:
         limit = self.planner.max_prompt_tokens
@@ -163,6 +194,9 @@ class Ingest:
                 continue
             self._submit(doc, plan)
 
+    def _dead_letter_doc(self, doc: Doc, error_class: str, message: str) -> None:
+        self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, error_class, message, doc.headers)
+
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
                      in_headers=()) -> None:
         err = BadMessage(error_class, message)
@@ -188,7 +222,7 @@ class Ingest:
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
-        tokens = int(self.packer.stats().get("pending_tokens", 0))
+        tokens = int(self.packer.stats().get("pending_tokens", 0)) if self.packer is not None else 0
         inflight = self.tracker.pending()
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
@@ -225,7 +259,8 @@ class Ingest:
         tps = [(p.topic, p.partition) for p in partitions]
         epochs = {e for e in (self.tracker.epoch(tp) for tp in tps) if e is not None}
         for e in epochs:
-            self.packer.cancel(e)
+            if self.packer is not None:
+                self.packer.cancel(e)
         self.registry.drop_epochs(epochs)
         return tps, epochs
 
