@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import tempfile
 import time
@@ -110,10 +111,18 @@ def main() -> None:
                     f"{LONG_LENGTHS})")
     ap.add_argument("--drain-lines", type=int, default=5000)
     ap.add_argument("--lines", type=int, default=20_000, help="lines per document in the throughput run")
+    ap.add_argument("--throughput-only", action="store_true", help="lines/s only (no Drain3, no tokenizer)")
+    ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    res = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-           "throughput": throughput(args.lines), "drain3": drain3(args.drain_lines),
-           "compaction": quality(args.per_kind)}
+    res = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+           "python": platform.python_version(), "throughput": throughput(args.lines)}
+    if args.throughput_only:
+        for kind, tp in res["throughput"].items():
+            print(f"{kind:10} {tp['bytes_per_line']:7.1f} B/line  templater {tp['templater_lines_per_s']:9,} lines/s  "
+                  f"digest {tp['digest_lines_per_s']:9,} lines/s")
+        _write(args.out, res)
+        return
+    res.update(drain3=drain3(args.drain_lines), compaction=quality(args.per_kind))
     print(f"{'kind':10} {'B/line':>7} {'templater l/s':>14} {'digest l/s':>11} {'tokens raw':>11} "
           f"{'model':>8} {'saving':>7} {'in text':>8} {'in hl(3)':>9}")
     for kind in QUALITY_KINDS:
@@ -124,9 +133,13 @@ def main() -> None:
     d = res["drain3"]
     print(f"drain3 on {d['lines']} nf lines: {d['drain3_lines_per_s']:,} lines/s ({d['drain3_templates']} templates); "
           f"ours {d['ours_lines_per_s']:,} lines/s ({d['ours_templates']} templates): {d['speedup']}x")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=1) + "\n")
-    print(f"wrote {OUT}")
+    _write(args.out, res)
+
+
+def _write(path: Path, res: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,28 @@ from pathlib import Path
 
 import orjson
 
-from worker.samples import corpus
+from worker.samples import corpus, mixed_corpus, quality_corpus
+
+CORPORA = {
+    "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
+    "mixed": lambda n: mixed_corpus(n, seed=11),                 # short, every tenth a long repetitive log
+    "quality": lambda n: [s.message for s in quality_corpus(max(1, n // 6), seed=11, lengths=(200, 1_000))][:n],
+}
+
+
+def model_texts(settings, docs: list[dict], count) -> tuple[list[str], int]:
+    """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
+    from worker.digest.digest import build_digest
+    from worker.digest.prompt import document_texts
+    from worker.digest.templates import analyze
+
+    raws = ["\n".join(d["lines"]) for d in docs]
+    t0 = time.perf_counter()
+    analyses = [build_digest(analyze(d["lines"])) for d in docs]
+    if not settings.digest.compaction:
+        return raws, time.perf_counter() - t0
+    texts = [t.text for t in document_texts(raws, analyses, min_saving=settings.digest.min_saving, count=count)]
+    return texts, time.perf_counter() - t0
 
 
 def random_checkpoint(arch_config: str, out: Path) -> str:
@@ -44,8 +65,9 @@ def random_checkpoint(arch_config: str, out: Path) -> str:
     return str(out / "model")
 
 
-def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
-    """Pack with the real packer (not timed), then time the engine over the bins."""
+def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None) -> dict:
+    """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
+    prompts come from, when some are chunks)."""
     import numpy as np
     import torch
 
@@ -76,7 +98,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
     sync()
     wall = time.perf_counter() - t0
     in_tokens = sum(b[4] for b in bins)
-    return {"wall_s": wall, "docs_per_s": len(prompts) / wall, "input_tokens_per_s": in_tokens / wall,
+    return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
             "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
             "input_tokens": in_tokens}
 
@@ -128,11 +150,16 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         sample = worker.metrics.registry.get_sample_value
         bins = int(sample("ribbon_bins_total") or 0)
         busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
+        digest_s = float(sample("ribbon_digest_seconds_total") or 0.0)
+        doc_tokens = int(sample("ribbon_document_tokens_total") or 0)
+        compacted = int(sample("ribbon_compacted_documents_total") or 0)
         worker.drain(30)
         worker.close()
     steady = t1 - t_assigned
     return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
             "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
+            "digest_s": digest_s, "digest_share_of_engine_busy": digest_s / busy if busy else None,
+            "document_tokens": doc_tokens, "compacted_documents": compacted,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
 
@@ -165,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--token-budget", default="auto")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default="short",
+                    help="short: 3-80 lines each; mixed: every tenth a long repetitive log; quality: long logs only")
+    ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -172,28 +202,40 @@ def main(argv: list[str] | None = None) -> int:
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING"})
+                                        "server.port": 0, "log_level": "WARNING",
+                                        "digest.compaction": a.compaction == "on"})
     parts = build_parts(settings)
     eng = parts.engine
-    docs = corpus(a.documents, seed=11)
+    docs = CORPORA[a.corpus](a.documents)
+    tok = eng.tokenizer
+    texts, digest_s = model_texts(settings, docs, lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False)
+                                                               ["input_ids"]])
+    from worker.service.planner import Planner
+
+    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False)["input_ids"]]  # noqa: E731
+    planner = Planner(eng.prompt_ids, count, max_prompt_tokens=parts.budget - parts.reserve,
+                      max_new_tokens=parts.reserve, prompt_batch=eng.prompt_ids_batch)
     t0 = time.perf_counter()
-    prompts = [eng.prompt_ids("\n".join(d["lines"])) for d in docs]
+    # a long document goes in chunks, as in the worker (engine only leaves out the combine round)
+    prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     tok_s = time.perf_counter() - t0
-    seeds = list(range(len(docs)))
-    only = engine_only(parts, prompts, seeds)
+    seeds = list(range(len(prompts)))
+    only = engine_only(parts, prompts, seeds, len(docs))
     e2e = end_to_end(settings, parts, docs, a.timeout)
     import torch
 
     device = torch.cuda.get_device_name() if eng.device.type == "cuda" else platform.processor() or "cpu"
     result = {
         "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
-        "documents": len(docs), "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
+        "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction,
+        "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget, "digest_docs_per_s": len(docs) / digest_s,
+        "prompt_tokens": sum(map(len, prompts)), "prompts": len(prompts), "tokenize_docs_per_s": len(docs) / tok_s,
         "engine_only": only, "end_to_end": e2e,
         "worker_overhead_pct": 100.0 * (1.0 - e2e["docs_per_s"] / only["docs_per_s"]),
         "command": "ribbon bench e2e " + " ".join(argv or []),
     }
-    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}.json")
+    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
+                        f"compaction_{a.compaction}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
@@ -201,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
     print(f"end to end: {e2e['bins']} bins (engine only: {only['bins']}); the model ran "
-          f"{100 * e2e['gpu_busy_fraction']:.0f}% of the steady time")
+          f"{100 * e2e['gpu_busy_fraction']:.0f}% of the steady time; digests {e2e['digest_s']:.2f} s "
+          f"({100 * (e2e['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time); "
+          f"{e2e['compacted_documents']} documents compacted, {e2e['document_tokens']:,} document tokens")
     print(f"worker overhead: {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
           f"(group join {e2e['group_join_s']:.1f} s excluded); {e2e['summaries']}/{len(docs)} summaries; "
           f"tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")

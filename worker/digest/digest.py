@@ -42,17 +42,20 @@ def _variables(t: Template) -> list[VariableSummary]:
     out = []
     for i, v in enumerate(t.vars):
         num = v.numeric > 0
-        out.append(VariableSummary(
+        # model_construct: the values come from the templater, already of the declared types
+        out.append(VariableSummary.model_construct(
             name=v.key or f"v{i + 1}", kind=v.kind, distinct=v.distinct, distinct_capped=v.distinct_capped,
             min=v.min if num else None, median=v.median if num else None, max=v.max if num else None,
-            top=[ValueCount(value=val[:120], count=c) for val, c in v.top if c > 1 and v.kind != "time"]))
+            top=[ValueCount.model_construct(value=val[:120], count=c) for val, c in v.top
+                 if c > 1 and v.kind != "time"]))
     return out
 
 
 def _summary(tm: Templates, t: Template) -> TemplateSummary:
-    return TemplateSummary(pattern=t.pattern[:MAX_EXAMPLE_CHARS], count=t.count, first_line=t.first_line + 1,
-                           last_line=t.last_line + 1, example=tm.lines[t.first_line].strip()[:MAX_EXAMPLE_CHARS],
-                           level=level_of_pattern(t.pattern), variables=_variables(t))
+    return TemplateSummary.model_construct(
+        pattern=t.pattern[:MAX_EXAMPLE_CHARS], count=t.count, first_line=t.first_line + 1,
+        last_line=t.last_line + 1, example=tm.lines[t.first_line].strip()[:MAX_EXAMPLE_CHARS],
+        level=level_of_pattern(t.pattern), variables=_variables(t))
 
 
 def _entities(tm: Templates) -> list[Entity]:

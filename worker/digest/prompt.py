@@ -46,6 +46,30 @@ class DocumentText:
     tokens: int            # tokens of `text` (0 when not counted)
 
 
+def candidates(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving: float) -> list[DocumentText]:
+    """Per document: the digest prompt when it saves at least min_saving of the characters, else the raw one."""
+    out: list[DocumentText] = []
+    for raw, a in zip(raws, analyses):
+        c = compact(a, raw, min_saving)
+        out.append(DocumentText(digest_prompt(a.digest, c.text), True, 0, 0) if c.applied
+                   else DocumentText(raw, False, 0, 0))
+    return out
+
+
+def token_gate(raws: Sequence[str], texts: list[DocumentText], *, min_saving: float, count: CountFn) -> list[DocumentText]:
+    """Keep a digest prompt only if it has at most (1 - min_saving) of the raw document's tokens (one batch)."""
+    todo = [i for i, t in enumerate(texts) if t.compacted]
+    if not todo:
+        return texts
+    out = list(texts)
+    counts = count([t for i in todo for t in (raws[i], texts[i].text)])
+    for j, i in enumerate(todo):
+        raw_n, n = counts[2 * j], counts[2 * j + 1]
+        keep = n <= (1.0 - min_saving) * raw_n
+        out[i] = DocumentText(texts[i].text if keep else raws[i], keep, raw_n, n if keep else raw_n)
+    return out
+
+
 def document_texts(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving: float,
                    count: CountFn | None = None) -> list[DocumentText]:
     """Per document: the digest prompt when it saves at least min_saving, else the raw document.
@@ -54,23 +78,8 @@ def document_texts(raws: Sequence[str], analyses: Sequence[Analysis], *, min_sav
     and compacted in one batch, and the digest prompt is kept only if it has at most (1 - min_saving)
     of the raw tokens: the model never gets more tokens than the raw document would give it.
     """
-    out: list[DocumentText] = []
-    todo: list[int] = []
-    for i, (raw, a) in enumerate(zip(raws, analyses)):
-        c = compact(a, raw, min_saving)
-        if c.applied:
-            todo.append(i)
-            out.append(DocumentText(digest_prompt(a.digest, c.text), True, 0, 0))
-        else:
-            out.append(DocumentText(raw, False, 0, 0))
-    if count is None or not todo:
-        return out
-    counts = count([t for i in todo for t in (raws[i], out[i].text)])
-    for j, i in enumerate(todo):
-        raw_n, n = counts[2 * j], counts[2 * j + 1]
-        keep = n <= (1.0 - min_saving) * raw_n
-        out[i] = DocumentText(out[i].text if keep else raws[i], keep, raw_n, n if keep else raw_n)
-    return out
+    texts = candidates(raws, analyses, min_saving=min_saving)
+    return texts if count is None else token_gate(raws, texts, min_saving=min_saving, count=count)
 
 
 def document_text(raw: str, analysis: Analysis, *, min_saving: float, count: CountFn | None = None) -> DocumentText:
