@@ -20,7 +20,7 @@ import numpy as np
 from packer_mixes import MIXES
 
 from worker import _core
-from worker.packer_ref import lower_bound_bins
+from packer_ref import lower_bound_bins
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = {"stress_60-175_2420-2660": 400, "uniform_65-2530": 4000, "short_lines_8-64": 100_000}

@@ -5,7 +5,7 @@ Same 1,000,000 sequences, same rule, same bins (checked). Two regimes:
               weight) is pending, one bin is formed, and so on; the Python
               baseline sorts the pending list and scans it for each bin;
   all_at_once every sequence pending at once; the Python baseline is the
-              bucketed reference (worker/packer_ref.pack_reference), since a
+              bucketed reference (bench/packer_ref.pack_reference), since a
               scan per bin would take hours on a million pending sequences.
 Also the whole threaded packer through the Python facade (submit + next_bin +
 release on 1,000,000 short lines, tokens written into the slots).
@@ -27,7 +27,7 @@ from packer_mixes import MIXES, short_lines
 
 from worker import _core
 from worker.packer import Packer
-from worker.packer_ref import pack_reference, pack_stream_reference
+from packer_ref import pack_reference, pack_stream_reference
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

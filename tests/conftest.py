@@ -6,6 +6,7 @@ import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,13 @@ _counter = itertools.count()
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     log_path = tmp_path_factory.mktemp("broker") / "tansu.log"
     with EmbeddedBroker(log_path=log_path) as b:
+        yield b
+
+
+@pytest.fixture
+def private_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    """A broker of this test alone: for tests that freeze it (SIGSTOP) or stop it."""
+    with EmbeddedBroker(log_path=tmp_path / "tansu.log") as b:
         yield b
 
 

@@ -2,28 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
 
+from worker.kafka import clients
+from worker.kafka.config import plain_config
 from worker.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def reader(bootstrap: str, group: str, isolation: str = "read_uncommitted"):
+    """A checking consumer, built where every client is (worker/kafka/config.py, worker/kafka/clients.py)."""
+    return clients.consumer(plain_config(bootstrap).tool_consumer(
+        group, **{"isolation.level": isolation, "session.timeout.ms": 6000}))
+
+
 def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0,
                 isolation: str = "read_uncommitted") -> list:
     """Read `topic` from the start until `expected` messages arrived or the timeout passed."""
-    from confluent_kafka import Consumer
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "isolation.level": isolation, "session.timeout.ms": 6000})
+    c = reader(bootstrap, f"check-{uuid.uuid4().hex}", isolation)
     c.subscribe([topic])
     out = []
     deadline = time.monotonic() + timeout_s
@@ -56,9 +63,7 @@ def worker_env(bootstrap: str, model: str, *, input_topic: str, output_topic: st
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], keys: list[bytes | None] | None = None) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    p = clients.producer(plain_config(bootstrap).tool_producer())
     for i, v in enumerate(values):
         p.produce(topic, value=v, key=keys[i] if keys else f"k{i}".encode())
         p.poll(0)
@@ -95,11 +100,7 @@ def same_but_timing(a: dict, b: dict) -> bool:
 def read_until_ids(bootstrap: str, topic: str, ids: set[str], timeout_s: float,
                    isolation: str = "read_committed") -> list:
     """Read `topic` from the start until every id in `ids` was seen (or the timeout); returns all messages."""
-    from confluent_kafka import Consumer
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "isolation.level": isolation, "session.timeout.ms": 6000})
+    c = reader(bootstrap, f"check-{uuid.uuid4().hex}", isolation)
     c.subscribe([topic])
     out, seen = [], set()
     deadline = time.monotonic() + timeout_s
@@ -119,15 +120,34 @@ def committed_equals_end(bootstrap: str, group: str, topic: str, partitions: int
 
     End offsets are read off the topic itself (last offset + 1 per partition): the embedded broker's
     watermark answer is not reliable."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
 
     ends = [0] * partitions
     for m in consume_all(bootstrap, topic, expected=10**9, timeout_s=8):
         ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(group))
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         committed = [max(tp.offset, 0) for tp in c.committed(tps, timeout=10)]
     finally:
         c.close()
     return committed, ends
+
+
+def wait_for(cond: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll `cond` until true; AssertionError naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def frozen(pid: int) -> Iterator[None]:
+    """The process `pid` stopped (SIGSTOP) inside the block, continued (SIGCONT) however it ends."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from worker.messages import (
     ERROR_CLASSES,
+    MAX_ATTRIBUTE_DEPTH,
     MAX_HEADER_MESSAGE_BYTES,
     BadMessage,
     InputMessage,
@@ -219,6 +220,40 @@ def test_plain_and_json_string_text_round_trip(text: str) -> None:
     plain = "x" + text  # cannot start like JSON
     assert decode_input(plain.encode(), max_bytes=1 << 20).text == plain
     assert decode_input(orjson.dumps(text), max_bytes=1 << 20).text == text
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for i in range(depth):
+        value = {"k": value} if i % 2 else [value]
+    return value
+
+
+def test_attributes_nesting_is_bounded_at_decode() -> None:
+    """Deeper than MAX_ATTRIBUTE_DEPTH: a `schema` dead letter before the model runs, not a model_error after."""
+    ok = decode_input(orjson.dumps({"text": "x", "attributes": {"a": _nested(MAX_ATTRIBUTE_DEPTH - 1)}}), max_bytes=LIMIT)
+    assert encode_output(_output(attributes=ok.attributes))  # the deepest accepted still encodes
+    for depth in (MAX_ATTRIBUTE_DEPTH, 260):
+        with pytest.raises(BadMessage) as exc:
+            deep = b"[" * depth + b'"leaf"' + b"]" * depth  # raw: orjson cannot write 260 levels
+            decode_input(b'{"text": "x", "attributes": {"a": ' + deep + b"}}", max_bytes=1 << 20)
+        assert exc.value.error_class == "schema" and f"deeper than {MAX_ATTRIBUTE_DEPTH}" in exc.value.message
+
+
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", "-9223372036854775809", "18446744073709551616"])
+def test_integers_beyond_64_bits_are_refused_not_rounded(number: str) -> None:
+    value = b'{"text": "x", "attributes": {"site": {"ids": [1, ' + number.encode() + b']}}}'
+    with pytest.raises(BadMessage) as exc:
+        decode_input(value, max_bytes=LIMIT)
+    assert exc.value.error_class == "schema"
+    assert "attributes.site.ids.1" in exc.value.message and "64 bits" in exc.value.message
+
+
+@pytest.mark.parametrize("number", ["18446744073709551615", "-9223372036854775808", "1234567890123456789012.5"])
+def test_numbers_within_range_pass_through_exactly(number: str) -> None:
+    value = b'{"text": "long id 123456789012345678901234567890 in the text", "attributes": {"n": ' + number.encode() + b"}}"
+    msg = decode_input(value, max_bytes=LIMIT)
+    assert orjson.loads(encode_output(_output(attributes=msg.attributes)))["attributes"] == orjson.loads(b'{"n": ' + number.encode() + b"}")
 
 
 # --- outputs and dead letters -------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_submit_refuses_too_long_with_lengths_in_message_and_never_truncates():
         p.submit(8, np.ones(248, dtype=np.int32), key=0)  # exactly the budget
         b = p.next_bin(5.0)
         assert b.num_tokens == 248
-        assert p.stats()["pending_seqs"] == 0
+        assert p.stats().pending_seqs == 0
 
 
 def test_submit_rejects_empty_non_integer_and_out_of_range_tokens():
@@ -71,7 +71,7 @@ def test_release_recycles_slots_and_rejects_double_release():
         a, b = p.next_bin(5.0), p.next_bin(5.0)
         assert {a.slot, b.slot} == {0, 1}
         assert p.next_bin(0.05) is None  # ring full: the packer waits, nothing is allocated
-        assert p.stats()["slot_waits"] >= 1
+        assert p.stats().slot_waits >= 1
         p.release(a.slot)
         c = p.next_bin(5.0)
         assert c.slot == a.slot and reconstruct(c) == {2: [2] * 200}
@@ -92,7 +92,7 @@ def test_cancel_returns_pending_ids_of_the_key_and_pending_tokens_per_key():
         assert p.pending_tokens(3) == 0
         b = p.next_bin(5.0)
         assert b.seq_ids.tolist() == [2]
-        assert p.stats()["cancelled_seqs"] == 2
+        assert p.stats().cancelled_seqs == 2
 
 
 def test_close_returns_none_and_refuses_submit():
@@ -111,9 +111,9 @@ def test_stats_fill_ratio_and_counts():
         b = p.next_bin(5.0)
         s = p.stats()
         assert b.num_tokens == 100
-        assert s["bins_emitted"] == 1 and s["seqs_emitted"] == 2 and s["tokens_emitted"] == 100
-        assert s["fill_ratio"] == pytest.approx(1.0)
-        assert s["arrival_rate_tokens_per_s"] > 0
+        assert s.bins_emitted == 1 and s.seqs_emitted == 2 and s.tokens_emitted == 100
+        assert s.fill_ratio == pytest.approx(1.0)
+        assert s.arrival_rate_tokens_per_s > 0
 
 
 def test_window_holds_a_small_bin_while_more_is_expected():
@@ -129,7 +129,7 @@ def test_window_holds_a_small_bin_while_more_is_expected():
         assert b.reason == "rate_low"
         assert b.oldest_wait_s >= 500 / 8000  # at least the first projected fill time
         assert sorted(b.seq_ids.tolist()) == list(range(50))
-        assert p.stats()["waits"] == 1 and p.stats()["released_rate_low"] == 1
+        assert p.stats().waits == 1 and p.stats().released_rate_low == 1
 
 
 def test_drain_releases_without_waiting():

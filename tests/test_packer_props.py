@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from worker import _core
 from worker.packer import Packer
-from worker.packer_ref import pack_reference, pack_stream_reference
+from packer_ref import pack_reference, pack_stream_reference
 
 SETTINGS = settings(max_examples=150, deadline=None)
 

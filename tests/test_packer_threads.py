@@ -85,7 +85,7 @@ def test_cancel_under_load_drops_exactly_the_returned_ids():
     stop = threading.Event()
 
     def consumer():
-        while not stop.is_set() or p.stats()["pending_seqs"]:
+        while not stop.is_set() or p.stats().pending_seqs:
             consume(p, 1, out, bins, timeout_s=0.05)
 
     def produce(k: int) -> None:
@@ -108,7 +108,7 @@ def test_cancel_under_load_drops_exactly_the_returned_ids():
     assert len(cancelled) == len(set(cancelled))
     assert set(cancelled) | set(out) == set(range(N_SEQS))
     assert all(sid % 4 == 1 for sid in cancelled)
-    assert p.stats()["cancelled_seqs"] == len(cancelled)
+    assert p.stats().cancelled_seqs == len(cancelled)
 
 
 def test_close_under_load_wakes_the_consumer_and_stops_producers():
@@ -145,10 +145,10 @@ def test_close_under_load_wakes_the_consumer_and_stops_producers():
         t.start()
     try:
         # 2**21 tokens within 600 s needs ~3.5k tokens/s: at a faster stream the window waits.
-        wait_for(lambda: p.stats()["arrival_rate_tokens_per_s"] > 10_000, "a fast stream")
+        wait_for(lambda: p.stats().arrival_rate_tokens_per_s > 10_000, "a fast stream")
         c = threading.Thread(target=consumer)
         c.start()
-        wait_for(lambda: p.stats()["waits"] >= 1 or results, "the window to hold the bin")
+        wait_for(lambda: p.stats().waits >= 1 or results, "the window to hold the bin")
         assert not results, "the bin was not held back"
         p.close()
         for t in [*producers, c]:

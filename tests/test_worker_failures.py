@@ -15,7 +15,7 @@ import uuid
 
 import orjson
 from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produce, read_until_ids, same_but_timing,
-                     start_worker, topics, worker_env)
+                     start_worker, topics, wait_for, worker_env)
 
 
 def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -> None:
@@ -84,3 +84,23 @@ def test_group_grows_and_shrinks_mid_stream(broker, new_topic, tiny_model, tmp_p
     assert_complete_and_consistent(by_id(got), {d["id"] for d in docs})
     committed, ends = committed_equals_end(broker.bootstrap, group, t["input_topic"], 6)
     assert committed == ends
+
+
+def test_one_sigterm_stops_a_worker_whose_broker_is_unreachable(tiny_model, tmp_path):
+    """Every wait at start sees the stop signal: one SIGTERM, exit 0 (it took two, and 143, before)."""
+    from worker.kafka.broker import free_port
+
+    log = tmp_path / "worker.log"
+    names = {"input_topic": "none-in", "output_topic": "none-out", "dlq_topic": "none-dlq"}
+    proc = start_worker(worker_env(f"127.0.0.1:{free_port()}", tiny_model, group="g-none", **names), log)
+    try:  # the model is loaded (its budget logged): the worker now waits for the producer
+        wait_for(lambda: "token budget" in log.read_text() or proc.poll() is not None, 120, "the model to load")
+        time.sleep(2)
+        assert proc.poll() is None, log.read_text()[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    assert rc == 0, log.read_text()[-2000:]

@@ -105,9 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(dm, ["--model", "--mode", "--compaction", "--max-new-tokens", "--device", "--token-budget",
                             "--log-level"])
 
-    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic)")
-    bn.add_argument("which", choices=["engine", "e2e"], help="engine: packed engine vs HF baselines; "
-                    "e2e: worker throughput vs engine alone")
+    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
+                                      "steady (latency under a steady load)")
+    bn.add_argument("which", choices=["engine", "e2e", "steady"], help="engine: packed engine vs HF baselines; "
+                    "e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a fixed rate")
     bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
 
     at = sub.add_parser("autotune", parents=[_common()],
@@ -158,9 +159,9 @@ def topic_specs(spec: str) -> dict[str, int]:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
+    from worker.kafka.config import client_config
     from worker.ops.preflight import probe_cluster
     from worker.produce import Split, SplitError, produce_file
-    from worker.settings import kafka_client_config
 
     try:
         split = Split.parse(args.split)
@@ -172,11 +173,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
     bootstrap = settings.kafka.bootstrap_servers
     if not bootstrap:
         fail("produce needs a broker: set --bootstrap-servers (env RIBBON_KAFKA__BOOTSTRAP_SERVERS)")
-    _, producer_conf = kafka_client_config(settings.kafka)
-    probe_cluster(producer_conf, args.timeout)  # exit 3 with one line, not hundreds of librdkafka retries
+    clients = client_config(settings.kafka)
+    probe_cluster(clients.producer, args.timeout)  # exit 3 with one line, not hundreds of librdkafka retries
+    conf = clients.tool_producer(**{k: v for k, v in settings.kafka.producer_extra.items() if k != "transactional.id"})
     try:
-        n = produce_file(args.file, topic=args.topic, bootstrap=bootstrap, split=split, source=args.source,
-                         producer_config=dict(settings.kafka.producer_extra), progress=not args.no_progress)
+        n = produce_file(args.file, topic=args.topic, producer_conf=conf, split=split, source=args.source,
+                         progress=not args.no_progress)
     except RuntimeError as exc:
         fail(str(exc), EXIT_FAILED)
     print(f"produced {n} documents to {args.topic}")
@@ -221,8 +223,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             warn_if_unreachable(settings)
             worker = build_worker(settings, bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
-        from worker.demo import with_bootstrap
         from worker.kafka.broker import EmbeddedBroker
+        from worker.kafka.config import embedded_settings
 
         k = settings.kafka
         with EmbeddedBroker() as broker:
@@ -230,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
             from worker.ops.cli_ops import build_worker
 
-            worker = build_worker(with_bootstrap(settings, broker.bootstrap), broker.bootstrap)
+            worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
         fail(str(exc))

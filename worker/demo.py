@@ -26,18 +26,11 @@ SHOWN = 3  # documents printed in full
 BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
 
-def with_bootstrap(settings, bootstrap: str):
-    """Settings pointed at the embedded broker. Tansu holds a group join about half of
-    session.timeout.ms, so a short session keeps start-up quick."""
-    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap,
-                                              "session_timeout_ms": min(settings.kafka.session_timeout_ms, 6000)})
-    return settings.model_copy(update={"kafka": kafka})
-
-
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    from confluent_kafka import Producer
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
 
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    p = clients.producer(plain_config(bootstrap).tool_producer())
     for i, v in enumerate(values):
         p.produce(topic, value=v, key=f"k{i}".encode())
         p.poll(0)
@@ -46,12 +39,15 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 
 def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, progress: bool) -> list:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
     from tqdm import tqdm
 
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
+
     # assign(), not a group: a group join on the embedded broker blocks ~half of session.timeout.ms.
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-reader-{time.time_ns()}",
-                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(f"demo-reader-{time.time_ns()}",
+                                                               **{"isolation.level": "read_committed"}))
     c.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in topics])  # one partition each (run_demo)
     out: list = []
     deadline = time.monotonic() + timeout_s
@@ -66,12 +62,13 @@ def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, pro
 
 def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, show_model_text: bool = False) -> int:
     from worker.kafka.broker import EmbeddedBroker
+    from worker.kafka.config import embedded_settings
     from worker.service.app import Worker
 
     k = settings.kafka
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: 4, k.output_topic: 1, k.dlq_topic: 1})
-        s = with_bootstrap(settings, broker.bootstrap)
+        s = embedded_settings(settings, broker.bootstrap)
         what = "no model (digest mode)" if s.model.mode == "digest" else f"model {s.model.path!r}"
         print(f"embedded broker on {broker.bootstrap}; loading {what} ...", flush=True)
         worker = Worker(s, broker.bootstrap)

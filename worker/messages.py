@@ -9,6 +9,8 @@ before workers know them; outputs forbid unknown fields.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -30,8 +32,11 @@ ERROR_CLASSES = (
 )
 KNOWN_KINDS = ("log", "trace", "pm", "crash", "syslog")
 MAX_REASON_CHARS = 500
+MAX_ATTRIBUTE_DEPTH = 64  # levels of nested objects/arrays in `attributes` (the output encoder stops at 254)
+INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson makes larger ones floats
 MAX_HEADER_MESSAGE_BYTES = 1024
 _JSON_START = frozenset('["-0123456789tfn')  # what a JSON value other than an object starts with
+_LONG_INT = re.compile(r"\d{19,}")  # a digit run this long may be an integer beyond 64 bits
 
 
 class BadMessage(Exception):
@@ -181,6 +186,28 @@ def _validate(obj: dict[str, Any]) -> InputMessage:
         raise _schema_error(exc) from None
 
 
+def _check_attributes(msg: InputMessage, text: str) -> InputMessage:
+    """`attributes` pass through unchanged or the message is a `schema` dead letter: nesting deeper than
+    MAX_ATTRIBUTE_DEPTH, or an integer outside 64 bits (orjson would have made it a float), is refused."""
+    if not msg.attributes:
+        return msg
+    exact = msg.attributes
+    if _LONG_INT.search(text):  # rare: parse again with exact integers to find out
+        exact = json.loads(text).get("attributes") or {}
+    stack: list[tuple[Any, str, int]] = [(exact, "attributes", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_ATTRIBUTE_DEPTH:
+                raise BadMessage("schema", f"attributes nest deeper than {MAX_ATTRIBUTE_DEPTH} levels (at {where})")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((v, f"{where}.{k}", depth + 1) for k, v in items)
+        elif isinstance(value, int) and not isinstance(value, bool) and not INT_RANGE[0] <= value <= INT_RANGE[1]:
+            raise BadMessage("schema", f"{where}: the integer {str(value)[:40]} does not fit 64 bits and would "
+                                       "not pass through exactly; send it as a string")
+    return msg
+
+
 def _json_type(obj: Any) -> str:
     return {list: "array", bool: "boolean", int: "number", float: "number"}.get(type(obj), "null")
 
@@ -206,7 +233,7 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
             obj = orjson.loads(text)
         except orjson.JSONDecodeError as exc:
             raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
-        return _validate(obj)
+        return _check_attributes(_validate(obj), text)
     if head[0] in _JSON_START:
         try:
             obj = orjson.loads(text)

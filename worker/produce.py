@@ -65,15 +65,17 @@ def _as_json(lines: list[str], source: str | None) -> bytes:
     return orjson.dumps(doc)
 
 
-def produce_file(path: Path, *, topic: str, bootstrap: str, split: Split, source: str | None = None,
-                 producer_config: dict | None = None, progress: bool = True) -> int:
-    """Produce every document of `path`; returns how many were acknowledged. Raises on any failure."""
-    from confluent_kafka import Producer
+def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, source: str | None = None,
+                 progress: bool = True) -> int:
+    """Produce every document of `path`; returns how many were acknowledged. Raises on any failure.
+
+    `producer_conf` comes from worker.kafka.config (ClientConfig.tool_producer): address, security
+    settings and kafka.producer_extra included."""
     from tqdm import tqdm
 
-    conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
-            "logger": logging.getLogger("librdkafka.producer"), **(producer_config or {})}
-    producer = Producer(conf)
+    from worker.kafka.clients import producer as make_producer
+
+    producer = make_producer(producer_conf)
     acked = 0
     errors: list[str] = []
 

@@ -85,10 +85,28 @@ class KafkaSettings(_Group):
     )
     sasl_username: str | None = Field(None, description="SASL user name")
     sasl_password: SecretStr | None = Field(None, description="SASL password (secret, never logged)")
+    ssl_ca_location: str | None = Field(None, description="CA certificate file (PEM) that signs the brokers' "
+                                                           "certificates; unset: the system's")
+    ssl_certificate_location: str | None = Field(None, description="client certificate (PEM), for mutual TLS")
+    ssl_key_location: str | None = Field(None, description="client private key (PEM), for mutual TLS")
+    ssl_key_password: SecretStr | None = Field(None, description="password of the client key (secret, never logged)")
+    ssl_endpoint_identification: Literal["https", "none"] | None = Field(
+        None, description="check the broker's host name against its certificate (librdkafka default: https)"
+    )
     session_timeout_ms: int = Field(45_000, ge=1_000, description="consumer session.timeout.ms")
     max_poll_interval_ms: int = Field(300_000, ge=10_000, description="consumer max.poll.interval.ms")
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
+    )
+    txn_call_timeout_s: float = Field(
+        10.0, gt=0.0, le=600.0,
+        description="each transactional call (and an at-least-once flush) waits this long at most, then is "
+                    "retried or aborted",
+    )
+    delivery_stuck_s: float = Field(
+        120.0, gt=0.0, le=3_600.0,
+        description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
+                    "cannot commit or abort within it stops the worker (exit 1) for a restart",
     )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
@@ -153,6 +171,11 @@ class PackerSettings(_Group):
     latency_target_ms: float = Field(2_000.0, gt=0.0, description="per-message latency target")
     alignment: int = Field(16, ge=1, le=4_096, description="ribbon length is padded to a multiple of this")
     slots: int = Field(3, ge=2, le=64, description="pinned bin buffers in the ring")
+    order: Literal["arrival", "decreasing"] = Field(
+        "arrival", description="which documents a bin takes first: arrival (a prefix of the arrival order, then "
+                               "the largest that fit: summaries publish as the model works; docs/pipeline.md) or "
+                               "decreasing (each partition's oldest, then largest first: fullest bins)",
+    )
 
     @field_validator("token_budget")
     @classmethod
@@ -226,6 +249,33 @@ class DigestSettings(_Group):
                                                                  "at least this fraction of its tokens")
 
 
+class PipelineSettings(_Group):
+    """Policy of the stages between the consumer and the producer (docs/pipeline.md)."""
+
+    poll_batch: int = Field(256, ge=1, le=100_000, description="messages per poll, tokenized in one batch")
+    pause_above_bins: float = Field(4.0, gt=0.0, description="pause the partitions when the packer holds more "
+                                                             "than this many bins' budget of tokens")
+    resume_below_bins: float = Field(2.0, gt=0.0, description="resume when it holds less than this many (below "
+                                                              "pause_above_bins)")
+    pause_above_messages: int = Field(20_000, ge=1, description="pause when more messages are in flight")
+    resume_below_messages: int = Field(10_000, ge=1, description="resume when fewer are (below "
+                                                                 "pause_above_messages)")
+    finishing_queue_bins: int = Field(8, ge=1, le=1_024, description="finished bins waiting for the finishing "
+                                                                     "thread before the GPU thread waits")
+    delivery_interval_ms: float = Field(50.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
+                                                                               "between steps when not woken")
+    delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
+    lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+
+    @field_validator("resume_below_bins", "resume_below_messages")
+    @classmethod
+    def _below(cls, v: float, info: ValidationInfo) -> float:
+        high = info.data.get("pause_above_bins" if info.field_name == "resume_below_bins" else "pause_above_messages")
+        if high is not None and v >= high:
+            raise ValueError(f"must be below {info.field_name.replace('resume_below', 'pause_above')} ({high})")
+        return v
+
+
 class ServerSettings(_Group):
     host: str = Field("127.0.0.1", min_length=1,
                       description="metrics/health bind address; 0.0.0.0 to be scraped from outside (containers)")
@@ -243,6 +293,7 @@ class Settings(BaseSettings):
     packer: PackerSettings = PackerSettings()
     model: ModelSettings = ModelSettings()
     digest: DigestSettings = DigestSettings()
+    pipeline: PipelineSettings = PipelineSettings()
     server: ServerSettings = ServerSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
     log_format: Literal["json", "text"] = Field("json", description="log line format")
@@ -309,48 +360,8 @@ def cli_exit_on_error(fn: F) -> F:
 
 
 def kafka_client_config(s: KafkaSettings, bootstrap: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """librdkafka properties (consumer, producer); the *_extra dicts override them.
+    """(consumer, producer) librdkafka properties; worker.kafka.config.client_config is their home."""
+    from worker.kafka.config import client_config
 
-    `bootstrap` (e.g. the embedded broker's address) wins over s.bootstrap_servers.
-    """
-    servers = bootstrap or s.bootstrap_servers
-    if not servers:
-        raise SettingsError("kafka.bootstrap_servers", "no bootstrap servers configured", "host:port[,host:port]")
-    common: dict[str, Any] = {"bootstrap.servers": servers, "security.protocol": s.security_protocol}
-    if s.sasl_mechanism is not None:
-        common["sasl.mechanism"] = s.sasl_mechanism
-    if s.sasl_username is not None:
-        common["sasl.username"] = s.sasl_username
-    if s.sasl_password is not None:
-        common["sasl.password"] = s.sasl_password.get_secret_value()
-    # Dead letters carry the original bytes plus headers: leave room above the input cap.
-    message_max = s.max_message_bytes + 65_536
-    fetch_max = max(52_428_800, message_max)
-    consumer = {
-        **common,
-        "group.id": s.group_id,
-        "session.timeout.ms": s.session_timeout_ms,
-        "max.poll.interval.ms": s.max_poll_interval_ms,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "earliest",
-        "partition.assignment.strategy": "cooperative-sticky",
-        "message.max.bytes": message_max,
-        "fetch.max.bytes": fetch_max,
-        "receive.message.max.bytes": max(100_000_000, fetch_max + 512),
-    }
-    if s.group_instance_id is not None:
-        consumer["group.instance.id"] = s.group_instance_id
-    producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max}
-    if s.delivery == "exactly_once":
-        consumer["isolation.level"] = "read_committed"
-        from worker.ops.identity import IdentityError, resolve_identity
-
-        try:
-            identity = resolve_identity(s.worker_slot)
-        except IdentityError as exc:
-            raise SettingsError("kafka.worker_slot", str(exc), "integer >= 0 | 'auto' | 'random'") from None
-        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{identity}"
-    consumer.update(s.consumer_extra)
-    producer.update(s.producer_extra)
-    return consumer, producer
+    c = client_config(s, bootstrap)
+    return c.consumer, c.producer

@@ -154,8 +154,10 @@ void register_packer(py::module_& m) {
                        uint32_t alignment, int64_t efficient_tokens, double max_wait_s,
                        double latency_target_s, const std::vector<py::array>& slot_tokens,
                        const std::vector<py::array>& slot_cu_seqlens,
-                       const std::vector<py::array>& slot_seq_ids, int32_t pad_token) {
+                       const std::vector<py::array>& slot_seq_ids, int32_t pad_token,
+                       const std::string& order) {
              PackerConfig c;
+             c.order = parse_order(order);
              c.budget = budget;
              c.reserve_per_seq = reserve_per_seq;
              c.max_seqs = max_seqs;
@@ -169,7 +171,7 @@ void register_packer(py::module_& m) {
            py::kw_only(), py::arg("budget"), py::arg("reserve_per_seq"), py::arg("max_seqs"),
            py::arg("alignment"), py::arg("efficient_tokens"), py::arg("max_wait_s"),
            py::arg("latency_target_s"), py::arg("slot_tokens"), py::arg("slot_cu_seqlens"),
-           py::arg("slot_seq_ids"), py::arg("pad_token") = 0)
+           py::arg("slot_seq_ids"), py::arg("pad_token") = 0, py::arg("order") = "decreasing")
       .def("submit", &PyPacker::submit, py::arg("seq_id"), py::arg("tokens").noconvert(),
            py::arg("key"), "Queue one sequence (int32 1-D array); copies it, never blocks on the consumer.")
       .def("next_bin", &PyPacker::next_bin, py::arg("timeout_s"),

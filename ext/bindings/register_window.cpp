@@ -67,7 +67,10 @@ void register_window(py::module_& m) {
       .def("fill_target", &WindowPolicy::fill_target, py::arg("rate"));
 
   py::class_<PendingSet>(m, "PendingSet", "Pending sequences (lengths only) and bin selection.")
-      .def(py::init<uint32_t, uint32_t>(), py::arg("budget"), py::arg("reserve_per_seq"))
+      .def(py::init([](uint32_t budget, uint32_t reserve_per_seq, const std::string& order) {
+             return PendingSet(budget, reserve_per_seq, parse_order(order));
+           }),
+           py::arg("budget"), py::arg("reserve_per_seq"), py::arg("order") = "decreasing")
       .def(
           "add",
           [](PendingSet& s, int64_t seq_id, int64_t key, uint32_t length, double arrival_s) {

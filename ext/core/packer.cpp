@@ -55,7 +55,7 @@ Packer::Packer(const PackerConfig& config, std::vector<SlotBuffers> slots, Clock
     : config_(config),
       slots_(std::move(slots)),
       clock_(clock ? std::move(clock) : Clock(steady_seconds)),
-      pending_(config.budget, config.reserve_per_seq),
+      pending_(config.budget, config.reserve_per_seq, config.order),
       policy_(window_config(config)),
       slot_state_(slots_.size(), SlotState::kFree) {
   check_config(config_, slots_);

@@ -29,6 +29,7 @@ struct PackerConfig {
   int64_t efficient_tokens = 8192;
   double max_wait_s = 0.05;
   double latency_target_s = 2.0;
+  Order order = Order::kDecreasing;  // which sequences a bin takes first (pending_set.hpp)
 };
 
 // Caller-provided memory of one ring slot; the caller keeps it alive.

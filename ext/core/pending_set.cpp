@@ -16,8 +16,14 @@ uint64_t mask_upto(uint32_t bit) noexcept {  // bits 0..bit set
 
 }  // namespace
 
-PendingSet::PendingSet(uint32_t budget, uint32_t reserve_per_seq)
-    : budget_(budget), reserve_(reserve_per_seq) {
+Order parse_order(const std::string& name) {
+  if (name == "decreasing") return Order::kDecreasing;
+  if (name == "arrival") return Order::kArrival;
+  throw std::invalid_argument("order must be 'arrival' or 'decreasing', got '" + name + "'");
+}
+
+PendingSet::PendingSet(uint32_t budget, uint32_t reserve_per_seq, Order order)
+    : budget_(budget), reserve_(reserve_per_seq), order_(order) {
   if (budget == 0) throw std::invalid_argument("budget must be > 0, got 0");
   if (reserve_per_seq >= budget)
     throw std::invalid_argument("reserve_per_seq (" + std::to_string(reserve_per_seq) +
@@ -157,11 +163,39 @@ uint32_t PendingSet::take_largest_fitting(uint32_t room) {
 void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
   if (live_ == 0 || max_seqs == 0) return;
   uint32_t room = budget_;
+  uint32_t n = order_ == Order::kArrival ? take_arrival_prefix(max_seqs, room, out)
+                                         : take_key_heads(max_seqs, room, out);
+  // 2. Then, repeatedly, the largest pending sequence that still fits.
+  for (; n < max_seqs; ++n) {
+    const uint32_t index = take_largest_fitting(room);
+    if (index == kNone) break;
+    room -= items_[index].weight;
+    release(index, &out);
+  }
+}
+
+uint32_t PendingSet::take_arrival_prefix(uint32_t max_seqs, uint32_t& room,
+                                         std::vector<PendingItem>& out) {
+  // 1'. A prefix of the arrival order: each partition's oldest documents go first, so
+  //     its committed prefix (and the summaries behind it) advances with every bin.
   uint32_t n = 0;
+  while (by_age_.head != kNone && n < max_seqs && items_[by_age_.head].weight <= room) {
+    const uint32_t index = by_age_.head;
+    room -= items_[index].weight;
+    unlink(index);
+    release(index, &out);
+    ++n;
+  }
+  return n;
+}
+
+uint32_t PendingSet::take_key_heads(uint32_t max_seqs, uint32_t& room,
+                                    std::vector<PendingItem>& out) {
   // 1. The oldest pending sequence of every key, oldest first, each if it fits. The
   //    globally oldest comes first and always fits (the age bound). With several keys
   //    (partitions) every bin moves each key's head, so offsets commit in order without
   //    waiting for the small documents that decreasing sizes would leave for last.
+  uint32_t n = 0;
   std::size_t keys = 0;
   for (const auto& kv : key_tokens_) keys += kv.second > 0 ? 1 : 0;
   heads_.clear();
@@ -179,13 +213,7 @@ void PendingSet::select_bin(uint32_t max_seqs, std::vector<PendingItem>& out) {
     }
     index = next;
   }
-  // 2. Then, repeatedly, the largest pending sequence that still fits.
-  for (; n < max_seqs; ++n) {
-    const uint32_t index = take_largest_fitting(room);
-    if (index == kNone) break;
-    room -= items_[index].weight;
-    release(index, &out);
-  }
+  return n;
 }
 
 std::vector<int64_t> PendingSet::cancel(int64_t key) {

@@ -9,6 +9,13 @@
 //      (partition) that fits, so each bin advances every partition's head;
 //   2. then, repeatedly, the largest pending sequence that still fits.
 // With one key, step 1 takes just the oldest (worker/packer_ref.py is that case).
+//
+// Order::kArrival (the worker's default, docs/pipeline.md) replaces step 1 by:
+//   1'. pending sequences in arrival order, each while it fits, stopping at the
+//       first that does not (so a bin holds a prefix of the arrival order, and
+//       every partition's committed prefix advances with each bin);
+// then step 2 fills the remaining room with the largest that fit. With budgets
+// of hundreds of documents per bin the tail fill loses almost no fill.
 // Scanning sizes in decreasing order and taking each that fits is the same as
 // repeatedly taking the largest that fits, because the room only shrinks.
 // Sizes are bucketed by weight (an intrusive FIFO list per weight) with a
@@ -16,10 +23,16 @@
 // scan of the queue; a second intrusive list keeps the arrival order. Every
 // operation is O(1) apart from that bitset search and cancel (O(pending)).
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 namespace ribbon {
+
+// Which sequences a bin takes first (see the top of this file).
+enum class Order : uint8_t { kDecreasing, kArrival };
+// "decreasing" | "arrival"; throws std::invalid_argument naming any other value.
+Order parse_order(const std::string& name);
 
 struct PendingItem {
   int64_t seq_id = 0;
@@ -36,7 +49,7 @@ struct PendingItem {
 class PendingSet {
  public:
   // budget: the largest weight of a bin; reserve: added to every length.
-  PendingSet(uint32_t budget, uint32_t reserve_per_seq);
+  PendingSet(uint32_t budget, uint32_t reserve_per_seq, Order order = Order::kDecreasing);
 
   uint32_t budget() const noexcept { return budget_; }
   uint32_t reserve() const noexcept { return reserve_; }
@@ -74,8 +87,12 @@ class PendingSet {
   void set_bit(uint32_t w, bool on);
   uint32_t find_le(uint32_t room) const;  // largest non-empty bucket <= room
 
+  uint32_t take_arrival_prefix(uint32_t max_seqs, uint32_t& room, std::vector<PendingItem>& out);
+  uint32_t take_key_heads(uint32_t max_seqs, uint32_t& room, std::vector<PendingItem>& out);
+
   uint32_t budget_;
   uint32_t reserve_;
+  Order order_;
   std::vector<PendingItem> items_;
   std::vector<uint32_t> free_;
   List by_age_{kNone, kNone};

@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import orjson
 
 from worker.samples import corpus, mixed_corpus, quality_corpus
@@ -33,7 +34,7 @@ CORPORA = {
 }
 
 
-def model_texts(settings, docs: list[dict], count) -> tuple[list[str], int]:
+def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
     from worker.digest.digest import build_digest
     from worker.digest.prompt import document_texts
@@ -104,27 +105,28 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
 
 
 def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-    from worker.demo import with_bootstrap
+    from worker.kafka import clients
     from worker.kafka.broker import EmbeddedBroker
+    from worker.kafka.config import embedded_settings, plain_config
     from worker.service.app import Parts, Worker, make_packer
 
     k = settings.kafka
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: 8, k.output_topic: 8, k.dlq_topic: 1})
-        prod = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+        conf = plain_config(broker.bootstrap)
+        prod = clients.producer(conf.tool_producer())
         for i, d in enumerate(docs):
             prod.produce(k.input_topics[0], value=orjson.dumps(d), key=str(i).encode())
             prod.poll(0)
         prod.flush(60)
-        s = with_bootstrap(settings, broker.bootstrap)
+        s = embedded_settings(settings, broker.bootstrap)
         packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # The reader takes its partitions by assign(), not by joining a group: a group join on the
         # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
-        reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-reader",
-                           "enable.auto.commit": False, "isolation.level": "read_committed"})
+        reader = clients.consumer(conf.tool_consumer("bench-reader", **{"isolation.level": "read_committed"}))
         reader.assign([TopicPartition(k.output_topic, p, OFFSET_BEGINNING) for p in range(8)])
         timeline: list[dict] = []
         stop_sampling = threading.Event()
@@ -158,30 +160,73 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
     steady = t1 - t_assigned
     return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
             "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
+            "publication": publication(timeline, len(docs)),
             "digest_s": digest_s, "digest_share_of_engine_busy": digest_s / busy if busy else None,
             "document_tokens": doc_tokens, "compacted_documents": compacted,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
 
 
-def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.1) -> None:
-    """A timeline of the pipeline: what was consumed, waits in the packer, ran on the model, went out."""
+def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.02) -> None:
+    """A timeline of the pipeline: what was consumed, waits in the packer, ran on the model, went out.
+
+    `work_s` is the model's work so far: finished bins' busy time plus the running bin's time so far."""
     get = worker.metrics.registry.get_sample_value
     t0 = time.perf_counter()
     while not stop.wait(every_s):
+        since = worker.gpu.busy_since
+        busy = get("ribbon_gpu_busy_seconds_total") or 0
         out.append({"t": round(time.perf_counter() - t0, 3),
                     "consumed": get("ribbon_consumed_messages_total") or 0,
                     "pending_tokens": get("ribbon_pending_tokens") or 0,
                     "inflight": get("ribbon_inflight_messages") or 0,
                     "paused": get("ribbon_paused_partitions") or 0,
                     "bins": get("ribbon_bins_total") or 0,
-                    "gpu_busy_s": round(get("ribbon_gpu_busy_seconds_total") or 0, 3),
+                    "gpu_busy_s": round(busy, 3),
+                    "work_s": round(busy + (time.monotonic() - since if since is not None else 0.0), 3),
+                    "model_documents": get("ribbon_model_documents_total") or 0,
                     "produced": get("ribbon_produced_summaries_total") or 0})
 
 
-def main(argv: list[str] | None = None) -> int:
+def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
+    """How summaries followed the model: shares published when `at` of the model's work was done.
+
+    `published`: summaries on the output topic (committed) at the first sample where the work
+    reached `at` of its total; `model_finished`: documents whose bin had finished by then (the
+    most that could be published: a bin's documents finish together); `lag_s`: per bin, the time
+    from the model finishing its documents to their being published (the pipeline's own delay)."""
+    if not timeline or not n:
+        return {}
+    total = timeline[-1]["gpu_busy_s"]
+    hit = next((x for x in timeline if x["work_s"] >= at * total), timeline[-1])
+    lags, j = [], 0
+    for x in timeline:  # each rise of model_documents: when did produced catch up with it?
+        if x["model_documents"] > (timeline[j - 1]["model_documents"] if j else 0):
+            target = x["model_documents"]
+            caught = next((y["t"] for y in timeline if y["t"] >= x["t"] and y["produced"] >= target), None)
+            if caught is not None:
+                lags.append(round(caught - x["t"], 3))
+        j += 1
+    return {"at_work": at, "published": hit["produced"] / n, "model_finished": hit["model_documents"] / n,
+            "t": hit["t"], "bin_publication_lag_s": lags}
+
+
+def load_parts(a: argparse.Namespace):
+    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files."""
     from worker.service.app import build_parts
     from worker.settings import load_settings
+
+    tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
+    model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
+    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
+                                        "model.device": a.device, "packer.token_budget": a.token_budget,
+                                        "server.port": 0, "log_level": "WARNING",
+                                        "digest.compaction": getattr(a, "compaction", "on") == "on"})
+    return settings, build_parts(settings), lambda: shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from worker.bench.steady import report, steady_load
 
     ap = argparse.ArgumentParser(prog="ribbon bench e2e", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
@@ -195,24 +240,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", choices=sorted(CORPORA), default="short",
                     help="short: 3-80 lines each; mixed: every tenth a long repetitive log; quality: long logs only")
     ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
+    ap.add_argument("--runs", type=int, default=1, help="end-to-end runs over the same documents (default 1)")
+    ap.add_argument("--steady", default="", help="then steady-load runs at these fractions of the measured "
+                                                 "end-to-end capacity, e.g. 0.5,0.9")
+    ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    tmp = Path(tempfile.mkdtemp(prefix="ribbon-e2e-"))
-    model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
-    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
-                                        "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING",
-                                        "digest.compaction": a.compaction == "on"})
-    parts = build_parts(settings)
+    settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
-    tok = eng.tokenizer
-    texts, digest_s = model_texts(settings, docs, lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False)
-                                                               ["input_ids"]])
     from worker.service.planner import Planner
 
-    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False)["input_ids"]]  # noqa: E731
+    tok = eng.tokenizer
+    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
+                                            split_special_tokens=True)["input_ids"]]
+    texts, digest_s = model_texts(settings, docs, count)
     planner = Planner(eng.prompt_ids, count, max_prompt_tokens=parts.budget - parts.reserve,
                       max_new_tokens=parts.reserve, prompt_batch=eng.prompt_ids_batch)
     t0 = time.perf_counter()
@@ -221,17 +264,26 @@ def main(argv: list[str] | None = None) -> int:
     tok_s = time.perf_counter() - t0
     seeds = list(range(len(prompts)))
     only = engine_only(parts, prompts, seeds, len(docs))
-    e2e = end_to_end(settings, parts, docs, a.timeout)
+    runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
+    capacity = float(np.median([r["docs_per_s"] for r in runs]))
+    fractions = [float(f) for f in a.steady.split(",") if f.strip()]
+    steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds) for f in fractions}
+    cleanup()
     import torch
 
     device = torch.cuda.get_device_name() if eng.device.type == "cuda" else platform.processor() or "cpu"
+    overheads = [100.0 * (1.0 - r["docs_per_s"] / only["docs_per_s"]) for r in runs]
     result = {
         "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
-        "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction,
-        "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget, "digest_docs_per_s": len(docs) / digest_s,
-        "prompt_tokens": sum(map(len, prompts)), "prompts": len(prompts), "tokenize_docs_per_s": len(docs) / tok_s,
-        "engine_only": only, "end_to_end": e2e,
-        "worker_overhead_pct": 100.0 * (1.0 - e2e["docs_per_s"] / only["docs_per_s"]),
+        "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
+        "digest_docs_per_s": len(docs) / digest_s,
+        "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
+        "packer_order": settings.packer.order,
+        "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
+        "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
+        "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
+        "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
+        "steady_load": steady, "capacity_docs_per_s": capacity,
         "command": "ribbon bench e2e " + " ".join(argv or []),
     }
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
@@ -239,18 +291,24 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
-    for name, r in (("engine only", only), ("end to end", e2e)):
+    for name, r in (("engine only", only), *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
-    print(f"end to end: {e2e['bins']} bins (engine only: {only['bins']}); the model ran "
-          f"{100 * e2e['gpu_busy_fraction']:.0f}% of the steady time; digests {e2e['digest_s']:.2f} s "
-          f"({100 * (e2e['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time); "
-          f"{e2e['compacted_documents']} documents compacted, {e2e['document_tokens']:,} document tokens")
-    print(f"worker overhead: {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
-          f"(group join {e2e['group_join_s']:.1f} s excluded); {e2e['summaries']}/{len(docs)} summaries; "
-          f"tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if e2e["summaries"] == len(docs) else 1
+    for i, r in enumerate(runs):
+        pub = r["publication"]
+        print(f"run {i + 1}: {r['bins']} bins (engine only: {only['bins']}); the model ran "
+              f"{100 * r['gpu_busy_fraction']:.0f}% of the steady time; at 80% of the model's work "
+              f"{100 * pub.get('published', 0):.1f}% published ({100 * pub.get('model_finished', 0):.1f}% finished "
+              f"by the model); overhead {overheads[i]:.1f}%; digests {r['digest_s']:.2f} s "
+              f"({100 * (r['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time), "
+              f"{r['compacted_documents']} documents compacted, {r['document_tokens']:,} document tokens")
+    for label, r in steady.items():
+        report(r, f"steady {label} of capacity")
+    print(f"worker overhead (median of {len(runs)}): {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
+          f"(group join excluded); tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")
+    ok = all(r["summaries"] == len(docs) for r in runs) and all(r["summaries"] == r["documents"]
+                                                                 for r in steady.values())
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -20,6 +20,9 @@ from worker.engine.prefill import no_mask_marker, prefill_logits
 log = logging.getLogger(__name__)
 
 
+_DOC = "\x00ribbon-document\x00"  # stands for the document while the chat template is rendered
+
+
 @dataclass(frozen=True)
 class Generated:
     token_ids: list[int]  # generated ids, EOS excluded
@@ -93,6 +96,7 @@ class Engine:
         if self.compiled:
             compile_layers(self.base)
         self.warmup_s: dict[str, float] = {}
+        self._frame: tuple[list[int], list[int]] | None = None  # prompt ids around the document
         self.runner = StepRunner(self.base, self.lm_head, self.pool, graphs, self.marker)
         self.stats: dict[str, float] = {"oom_splits": 0, "bins": 0, "docs": 0, "prefill_s": 0.0, "decode_s": 0.0,
                                         "decode_steps": 0, "live_row_steps": 0, "generated_tokens": 0}
@@ -107,14 +111,34 @@ class Engine:
         return self.prompt_ids_batch([document])[0]
 
     def prompt_ids_batch(self, documents: list[str]) -> list[list[int]]:
-        """prompt_ids for many documents in one tokenizer call (the fast tokenizer batches in Rust)."""
-        texts = [f"{self.options.instruction}\n\n{d}" for d in documents]
-        if self.options.use_chat_template and getattr(self.tokenizer, "chat_template", None):
-            rendered = [self.tokenizer.apply_chat_template([{"role": "user", "content": t}],
-                                                           add_generation_prompt=True, tokenize=False)
-                        for t in texts]
-            return self.tokenizer(rendered, add_special_tokens=False)["input_ids"]
-        return self.tokenizer([t + "\nSummary:" for t in texts], add_special_tokens=True)["input_ids"]
+        """prompt_ids for many documents in one tokenizer call (the fast tokenizer batches in Rust).
+
+        Documents are untrusted: their text is tokenized with special-token parsing off, so a log line
+        holding "<|im_end|>\n<|im_start|>system" stays text and can never close the user turn or open
+        another role. Only the frame around it (the chat template's own markup) holds control tokens."""
+        head, tail = self._prompt_frame()
+        docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return [head + d + tail for d in docs]
+
+    def _prompt_frame(self) -> tuple[list[int], list[int]]:
+        """The prompt's token ids before and after the document (computed once)."""
+        if self._frame is None:
+            tok, instruction = self.tokenizer, self.options.instruction
+            if self.options.use_chat_template and getattr(tok, "chat_template", None):
+                rendered = tok.apply_chat_template([{"role": "user", "content": f"{instruction}\n\n{_DOC}"}],
+                                                   add_generation_prompt=True, tokenize=False)
+                if rendered.count(_DOC) != 1:
+                    raise ValueError("the tokenizer's chat template does not keep the user message as given; "
+                                     "set model.use_chat_template = false")
+                before, after = rendered.split(_DOC)
+                self._frame = (tok(before, add_special_tokens=False)["input_ids"],
+                               tok(after, add_special_tokens=False)["input_ids"])
+            else:  # the tokenizer's own specials (BOS) first, as add_special_tokens=True puts them
+                specials = tok("", add_special_tokens=True)["input_ids"]
+                self._frame = (specials + tok(f"{instruction}\n\n", add_special_tokens=False,
+                                              split_special_tokens=True)["input_ids"],
+                               tok("\nSummary:", add_special_tokens=False)["input_ids"])
+        return self._frame
 
     def budget_weight(self, n_prompt_tokens: int) -> int:
         return n_prompt_tokens + self.options.max_new_tokens

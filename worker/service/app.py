@@ -1,4 +1,7 @@
-"""`ribbon run`: wires ingest → packer → GPU → delivery, and stops them in order.
+"""`ribbon run`: wires ingest → packer → GPU → finishing → delivery, and stops them in order.
+
+In digest mode (model.mode = "digest") there is no model, packer or GPU thread:
+ingest hands each document, with its digest rendered as the summary, straight to finishing.
 
 Shutdown on SIGTERM/SIGINT: stop polling, drain in-flight work up to
 `drain_timeout_s`, let delivery commit the last results, close. A second
@@ -15,8 +18,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.packer.config import resolve_reserve
+from worker.service.deadletter import DeadLetters
 from worker.service.delivery import Delivery
 from worker.service.docs import DocRegistry
+from worker.service.finishing import Finishing
 from worker.service.gpu import GpuLoop
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import HealthServer, Metrics
@@ -24,6 +32,8 @@ from worker.service.planner import Planner
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
+
+DIGEST_MODEL_NAME = "digest"  # the output's `model` in digest mode
 
 @dataclass
 class Parts:
@@ -59,8 +69,7 @@ def build_parts(settings, engine=None) -> Parts:
             engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
         except EngineSettingError as exc:
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
-    reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
-        else settings.model.max_new_tokens
+    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     budget = settings.packer.token_budget
     if budget == "auto":
         from worker.engine import autotune_budget
@@ -73,76 +82,96 @@ def build_parts(settings, engine=None) -> Parts:
 
 
 def make_packer(settings, budget: int, reserve: int, device):
-    from worker.packer import Packer
+    from worker.packer import Packer, PackerConfig
 
-    p = settings.packer
-    return Packer(budget=budget, reserve_per_seq=reserve, max_seqs=p.max_seqs_per_bin,
-                  efficient_tokens=min(p.efficient_tokens, budget), max_wait_s=p.max_wait_ms / 1e3,
-                  latency_target_s=p.latency_target_ms / 1e3, alignment=p.alignment, slots=p.slots,
-                  device="cuda" if str(device).startswith("cuda") else "cpu")
+    config = PackerConfig.from_settings(settings.packer, budget, reserve)
+    return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
 
 
 class Worker:
     def __init__(self, settings, bootstrap: str, parts: Parts | None = None):
-        from worker.settings import kafka_client_config
-
         self.s = settings
         self.metrics = Metrics()
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
-        consumer_conf, producer_conf = kafka_client_config(settings.kafka, bootstrap=bootstrap)
-        self.delivery = Delivery(settings=settings, producer_conf=producer_conf, tracker=self.tracker,
-                                 metrics=self.metrics)
+        self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
+        pl = settings.pipeline
+        self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
+                                 metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
+                                 max_records=pl.delivery_max_records)
+        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
+                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
+                                        wake=self.delivery.wake)
         self.gpu: GpuLoop | None = None
-        if settings.model.mode == "digest":  # no model, no packer, no GPU thread: ingest finishes documents
+        if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
-            self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
-                                 registry=self.registry, packer=None, planner=None, delivery=self.delivery,
-                                 metrics=self.metrics, watermarks=Watermarks(1, 1, 20_000, 10_000))
+            marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
+                               low_messages=pl.resume_below_messages)  # no tokens wait anywhere
+            self._stages(settings, None, marks, DIGEST_MODEL_NAME)
         else:
-            self._generative(settings, parts or build_parts(settings), consumer_conf)
+            parts = parts or build_parts(settings)
+            self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
+            b = self.budget
+            marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
+                               high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
+            self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
+            self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry,
+                               finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
+                               seed=settings.model.seed)
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None)
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def _generative(self, settings, parts: Parts, consumer_conf: dict) -> None:
-        self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
-        reserve = parts.reserve
+    def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
         # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
-            planner = Planner(self.engine.prompt_ids,
-                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]],
-                              max_prompt_tokens=self.budget - reserve, max_input_tokens=settings.model.max_input_tokens,
-                              truncate=settings.model.truncate, max_new_tokens=reserve,
-                              prompt_batch=self.engine.prompt_ids_batch)
+            return Planner(self.engine.prompt_ids,
+                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                              split_special_tokens=True)["input_ids"]],
+                           max_prompt_tokens=self.budget - parts.reserve,
+                           max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
         except ValueError as exc:
             from worker.settings import SettingsError
 
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
-        b = self.budget
-        marks = Watermarks(high_tokens=4 * b, low_tokens=2 * b, high_messages=20_000, low_messages=10_000)
-        self.ingest = Ingest(settings=settings, consumer_conf=consumer_conf, tracker=self.tracker,
+
+    def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
+        """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
+        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
+                                   model_name=model_name, registry=self.registry, tracker=self.tracker,
+                                   dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
+                                   metrics=self.metrics, wake=self.delivery.wake,
+                                   capacity=settings.pipeline.finishing_queue_bins)
+        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
                              registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
-                             metrics=self.metrics, watermarks=marks)
-        self.gpu = GpuLoop(settings=settings, engine=self.engine, packer=self.packer, registry=self.registry,
-                           tracker=self.tracker, delivery=self.delivery, combine_q=self.ingest.combine_q,
-                           metrics=self.metrics, budget=b)
+                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
+                             finished=self.finishing.submit_finished)
 
     # ---- life cycle -------------------------------------------------------------------
-    def start(self) -> Worker:
+    def start(self, stop: threading.Event | None = None) -> Worker:
+        """Start the threads: delivery first (its producer must be ready before anything is consumed).
+
+        A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
+        delivery thread was started, and close() stops it."""
         if self.server:
             self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
-        self.delivery.started.wait()
         self._threads = [t]
-        gpu = [("ribbon-gpu", self.gpu.run)] if self.gpu is not None else []
-        for name, target in gpu + [("ribbon-ingest", self.ingest.run)]:
+        while not self.delivery.started.wait(0.1):
+            if stop is not None and stop.is_set():
+                log.info("stopped while waiting for the producer (is the broker reachable?)")
+                return self
+        gpu = (("ribbon-gpu", self.gpu.run),) if self.gpu is not None else ()
+        for name, target in (("ribbon-finishing", self.finishing.run), *gpu, ("ribbon-ingest", self.ingest.run)):
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
             self._threads.append(th)
@@ -156,7 +185,8 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or (self.gpu.error if self.gpu is not None else None) or self.delivery.error
+        gpu_error = self.gpu.error if self.gpu is not None else None
+        return self.ingest.error or gpu_error or self.finishing.error or self.delivery.failure()
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
@@ -182,16 +212,20 @@ class Worker:
         Returns False if a thread did not stop within `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
-        delivery, ingest = self._threads[0], self._threads[-1]
+        threads = {t.name: t for t in self._threads}  # only delivery when stopped during start()
         self.ingest.stop.set()
-        ingest.join(left())
+        if "ribbon-ingest" in threads:
+            threads["ribbon-ingest"].join(left())
         self.delivery.stop.set()
         self.delivery.wake()
-        delivery.join(left())
+        threads["ribbon-delivery"].join(left())
         if self.gpu is not None:
             self.gpu.stop.set()
             self.packer.close()
-            self._threads[1].join(left())
+        self.finishing.stop()  # a GPU blocked on a full finishing queue sees it and returns
+        for name in ("ribbon-gpu", "ribbon-finishing"):
+            if name in threads:
+                threads[name].join(left())
         if self.server:
             self.server.stop()
         return not any(t.is_alive() for t in self._threads)
@@ -199,7 +233,7 @@ class Worker:
     def run_until_signalled(self, stop: threading.Event | None = None) -> int:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
-        self.start()
+        self.start(stop)
         while not stop.is_set() and self.failed() is None:
             stop.wait(0.2)
         if self.failed() is not None:

@@ -4,6 +4,13 @@ exactly_once: each step takes, per partition, the complete prefix of seen
 offsets (tracker.take_ready) and produces those outputs and commits their
 offsets in ONE transaction. An abortable error aborts, puts the runs back and
 retries; a fatal one stops the worker without committing.
+
+Every transactional call is bounded (kafka.txn_call_timeout_s, then retried or
+aborted), and so is the whole step (kafka.delivery_stuck_s): a step under way
+for half of it turns /healthz red (`stuck_for`), and a transaction that can be
+neither committed nor aborted by then stops the worker (exit 1) so that a
+supervisor restarts it; the new producer's init_transactions fences and aborts
+the stuck transaction. Nothing is committed that was not produced.
 at_least_once: idempotent producer; produce, wait for every delivery report,
 then hand the offsets to the ingest thread, which commits them. A crash
 between the two repeats outputs, which carry deterministic ids.
@@ -16,6 +23,17 @@ revoke callback for the final transaction of revoked partitions).
 
 Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
 more step here, then forgets the partitions, and only then returns.
+
+Contract:
+- Owns: the producer (built on this thread by the injected `make_producer`)
+  and the tracker's `take_ready` / `put_back` / `mark_committed`.
+- Input: offsets completed in the tracker (by finishing and `DeadLetters`),
+  each followed by `wake()`; without a wake it still steps every
+  `pipeline.delivery_interval_ms`.
+- May block: in transactional calls and `flush`; never on another stage.
+- Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
+  the worker without committing more.
+- Shutdown: `stop` then `wake()`: one last step, then the producer flushes.
 """
 
 from __future__ import annotations
@@ -25,29 +43,49 @@ import queue
 import threading
 import time
 
+from worker.kafka.clients import Factory
 from worker.service.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
 
 
 class FatalDeliveryError(RuntimeError):
-    """The producer cannot go on (fenced, fatal error): stop without committing."""
+    """The producer cannot go on (fenced, fatal error, a transaction stuck): stop without committing."""
+
+
+class _Deadline:
+    """The time left to one delivery step; `check` raises FatalDeliveryError once it is spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.end = seconds, time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, what: str) -> None:
+        if self.left() <= 0:
+            log.error("delivery stuck: %s did not finish within %.0f s (kafka.delivery_stuck_s); stopping the "
+                      "worker so that a restart fences the open transaction", what, self.seconds)
+            raise FatalDeliveryError(f"{what} did not finish within {self.seconds:.0f} s")
 
 
 class Delivery:
-    def __init__(self, *, settings, producer_conf: dict, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.05, max_records: int = 2000, op_timeout_s: float = 30.0):
+    def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
+                 interval_s: float = 0.05, max_records: int = 2000):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
-        self.conf = producer_conf
+        self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
-        self.interval_s, self.max_records, self.op_timeout_s = interval_s, max_records, op_timeout_s
+        self.interval_s, self.max_records = interval_s, max_records
+        self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
+        self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self.stop = threading.Event()
         self.group_metadata = None  # the consumer's group metadata, handed over by the ingest thread
         self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
         self.busy = False  # a step is under way (drain waits for it)
+        self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
         self.producer = None
         self.error: BaseException | None = None
         self.started = threading.Event()
@@ -55,12 +93,26 @@ class Delivery:
     def wake(self) -> None:
         self._wake.set()
 
+    def stuck_for(self) -> float:
+        """Seconds the step under way has taken (0 when idle); /healthz is red past half of delivery_stuck_s."""
+        since = self.busy_since
+        return 0.0 if since is None else time.monotonic() - since
+
+    def failure(self) -> BaseException | None:
+        """Why delivery cannot go on, or None. Read by the app's watchdog on its own thread: a librdkafka
+        call that ignores its timeout (send_offsets_to_transaction waits out a frozen broker whatever
+        it is given) cannot stop this thread, so a step past kafka.delivery_stuck_s fails from outside."""
+        if self.error is None and self.stuck_for() > self.stuck_s:
+            log.error("delivery stuck: one step has taken %.0f s, more than kafka.delivery_stuck_s (%.0f s); "
+                      "stopping the worker so that a restart fences the open transaction",
+                      self.stuck_for(), self.stuck_s)
+            self.error = FatalDeliveryError(f"a delivery step did not finish within {self.stuck_s:.0f} s")
+        return self.error
+
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        from confluent_kafka import Producer
-
         try:
-            self.producer = Producer(self.conf, logger=logging.getLogger("librdkafka.producer"))
+            self.producer = self.make_producer()
             if self.exactly_once:
                 self._init_transactions()
             self.started.set()
@@ -81,20 +133,26 @@ class Delivery:
                 self.producer.flush(5.0)
 
     def _init_transactions(self) -> None:
-        from confluent_kafka import KafkaException
+        """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each
+        call waits one second at most (librdkafka resumes a timed-out init), so the stop is seen soon."""
+        from confluent_kafka import KafkaError, KafkaException
 
-        delay = 0.5
+        delay, started, next_log = 0.5, time.monotonic(), 0.0
         while not self.stop.is_set():
             try:
-                self.producer.init_transactions(self.op_timeout_s)
+                self.producer.init_transactions(min(1.0, self.op_timeout_s))
                 return
             except KafkaException as exc:
                 err = exc.args[0]
                 if err.fatal():
                     raise FatalDeliveryError(f"init_transactions: {err}") from exc
-                log.warning("init_transactions failed (%s); retrying in %.1f s", err, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                if time.monotonic() >= next_log:
+                    log.warning("init_transactions not done after %.0f s (%s); retrying",
+                                time.monotonic() - started, err)
+                    next_log = time.monotonic() + 30.0
+                if err.code() != KafkaError._TIMED_OUT:
+                    self.stop.wait(delay)
+                    delay = min(delay * 2, 10.0)
 
     # ---- revokes --------------------------------------------------------------------
     def flush_and_forget(self, tps: list, group_metadata, timeout_s: float = 30.0) -> None:
@@ -134,24 +192,28 @@ class Delivery:
             ready = self.tracker.take_ready(self.max_records)
             if not ready:
                 return 0
-            ok = self._transaction(ready, group_metadata or self.group_metadata) if self.exactly_once \
-                else self._at_least_once(ready)
+            self.busy_since = time.monotonic()
+            ok = self._transaction(ready, group_metadata or self.group_metadata, _Deadline(self.stuck_s)) \
+                if self.exactly_once else self._at_least_once(ready)
             if not ok:
                 self.tracker.put_back(ready)
                 return 0
+            self.tracker.mark_committed(ready)
         finally:
-            self.busy = False
+            self.busy, self.busy_since = False, None
         n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
         self.metrics.produced.inc(n_out)
-        return sum(len(r.offsets) for r in ready)
+        n_in = sum(len(r.offsets) for r in ready)
+        self.metrics.committed.inc(n_in)
+        return n_in
 
-    def _produce_all(self, ready: list[Ready], on_delivery=None) -> None:
+    def _produce_all(self, ready: list[Ready], deadline: _Deadline, on_delivery=None) -> None:
         for r in ready:
             for rec in r.records:
-                self._produce(rec, on_delivery)
+                self._produce(rec, deadline, on_delivery)
             self.producer.poll(0)
 
-    def _produce(self, rec, on_delivery) -> None:
+    def _produce(self, rec, deadline: _Deadline, on_delivery) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
         value, headers = rec.value, list(rec.headers)
@@ -160,7 +222,8 @@ class Delivery:
                 self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
                                       on_delivery=on_delivery)
                 return
-            except BufferError:
+            except BufferError:  # the producer's queue is full: wait for deliveries, not for ever
+                deadline.check("producing (the producer queue stayed full)")
                 self.producer.poll(0.05)
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE or value is None:
@@ -178,11 +241,12 @@ class Delivery:
 
         return [TopicPartition(r.tp[0], r.tp[1], r.next_offset) for r in ready]
 
-    def _transaction(self, ready: list[Ready], group_metadata) -> bool:
+    def _transaction(self, ready: list[Ready], group_metadata, deadline: _Deadline) -> bool:
         """One transaction: the runs' records and their offsets, or nothing (abort, retry later).
 
-        Transactional calls take no timeout (-1: the remaining transaction time), as librdkafka
-        recommends: a timed-out commit may still complete, so it is resumed, never aborted.
+        Each call waits kafka.txn_call_timeout_s at most. A timed-out commit may still complete, so
+        it is resumed, never aborted; an abort that times out is called again. Past the step's
+        deadline (kafka.delivery_stuck_s) the worker stops: FatalDeliveryError.
         """
         from confluent_kafka import KafkaException
 
@@ -191,9 +255,9 @@ class Delivery:
         p = self.producer
         try:
             p.begin_transaction()
-            self._produce_all(ready)
-            p.send_offsets_to_transaction(self._offsets(ready), group_metadata)
-            self._commit()
+            self._produce_all(ready, deadline)
+            p.send_offsets_to_transaction(self._offsets(ready), group_metadata, self.op_timeout_s)
+            self._commit(deadline)
             self.metrics.txn_commits.inc()
             return True
         except KafkaException as exc:
@@ -201,30 +265,32 @@ class Delivery:
             if err.fatal():
                 raise FatalDeliveryError(f"transaction failed fatally: {err}") from exc
             log.warning("transaction aborted (%s); %d runs will be retried", err, len(ready))
-            self._abort()
+            self._abort(deadline)
             time.sleep(0.2)
             return False
 
-    def _commit(self) -> None:
+    def _commit(self, deadline: _Deadline) -> None:
         from confluent_kafka import KafkaException
 
         while True:
             try:
-                self.producer.commit_transaction()
+                self.producer.commit_transaction(self.op_timeout_s)
                 return
             except KafkaException as exc:
                 err = exc.args[0]
                 if err.retriable() and not err.txn_requires_abort() and not err.fatal():
+                    log.warning("commit_transaction: %s; resuming it", err)
+                    deadline.check("commit_transaction")
                     continue  # resume the same commit
                 raise
 
-    def _abort(self) -> None:
+    def _abort(self, deadline: _Deadline) -> None:
         from confluent_kafka import KafkaException
 
         self.metrics.txn_aborts.inc()
         while True:
             try:
-                self.producer.abort_transaction()
+                self.producer.abort_transaction(self.op_timeout_s)
                 return
             except KafkaException as exc:
                 err = exc.args[0]
@@ -233,10 +299,13 @@ class Delivery:
                 if not err.retriable():
                     log.warning("abort_transaction: %s", err)
                     return
+                log.warning("abort_transaction: %s; calling it again", err)
+                deadline.check("abort_transaction")
 
     def _at_least_once(self, ready: list[Ready]) -> bool:
         errors: list = []
-        self._produce_all(ready, on_delivery=lambda err, _m: errors.append(err) if err else None)
+        self._produce_all(ready, _Deadline(self.stuck_s),
+                          on_delivery=lambda err, _m: errors.append(err) if err else None)
         left = self.producer.flush(self.op_timeout_s)
         if left or errors:
             log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(errors),

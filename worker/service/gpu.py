@@ -1,9 +1,24 @@
-"""The GPU thread: it alone owns CUDA and the model. The hot loop reads aloud:
+"""The GPU thread: it alone owns CUDA and the model, and runs bins and nothing else.
 
-    bin = packer.next_bin() → stage (H2D) → release the slot once copied → generate → finish documents
+The hot loop reads aloud:
 
-A bin that fails (not an OOM: the engine splits those itself) is retried one
-document at a time; a document that fails alone goes to the dead-letter topic.
+    bin = packer.next_bin() → stage (H2D) → release the slot once copied → generate → finishing.submit_bin
+
+Contract:
+- Owns: the engine (CUDA, the model, its KV pool and decode graphs, all set up
+  at start by `Engine.warm_up` in `build_parts`, before the first bin) and the
+  packer's consumer side (`next_bin`, `release`).
+- Hands every bin's `(seq, result)` pairs to the finishing stage; nothing per
+  document (outputs, encoding, dead letters, chunk hand-back) happens here.
+- May block: in `packer.next_bin` (GIL released, short timeout so `stop` is
+  seen), in the model, and in `finishing.submit_bin` while finishing's bounded
+  queue is full (backpressure: the GPU never runs ahead of finishing by more
+  than its capacity).
+- Errors: a bin that fails (not an OOM: the engine splits those itself) is
+  retried one document at a time; a document that fails alone travels to
+  finishing as its exception, and finishing dead-letters it. Anything else
+  stops the thread with `error` set (the app stops the worker).
+- Shutdown: `stop` is set, then the packer is closed (which wakes `next_bin`).
 """
 
 from __future__ import annotations
@@ -11,17 +26,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Protocol
 
 import numpy as np
 
-from worker import __version__
-from worker.messages import BadMessage, dead_letter_headers, encode_output
-from worker.ops.headers import dead_letter_headers_with_input, output_headers
-from worker.service.docs import Doc, DocRegistry, Seq, mark_gpu_start
-from worker.service.outputs import build_output
-from worker.service.tracker import OffsetTracker, Record
+from worker.packer.config import PackerConfig
+from worker.service.docs import DocRegistry, Seq, mark_gpu_start
 
 log = logging.getLogger(__name__)
+
+
+class BinSink(Protocol):
+    """Where finished bins go (worker.service.finishing.Finishing)."""
+
+    def submit_bin(self, pairs, gpu_s_per_doc: float) -> bool: ...
 
 
 def _tensor(x):
@@ -34,13 +52,10 @@ def _tensor(x):
 
 
 class GpuLoop:
-    def __init__(self, *, settings, engine, packer, registry: DocRegistry, tracker: OffsetTracker,
-                 delivery, combine_q, metrics, budget: int):
-        self.s, self.engine, self.packer = settings, engine, packer
-        self.registry, self.tracker, self.delivery = registry, tracker, delivery
-        self.combine_q, self.metrics, self.budget = combine_q, metrics, budget
-        self.reserve = settings.packer.reserve_per_seq if settings.packer.reserve_per_seq is not None \
-            else settings.model.max_new_tokens
+    def __init__(self, *, engine, packer, registry: DocRegistry, finishing: BinSink, metrics, config: PackerConfig,
+                 seed: int = 0) -> None:
+        self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
+        self.metrics, self.config, self.seed = metrics, config, seed
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.busy_since: float | None = None
@@ -70,26 +85,20 @@ class GpuLoop:
         finally:
             self.packer.release(b.slot)
         mark_gpu_start([s.doc for s in seqs if s is not None], t0)
-        self.metrics.bin_fill.observe((int(b.num_tokens) + self.reserve * len(seqs)) / self.budget)
-        self.metrics.bins.inc()
         outs = self._generate(staged, seqs)
         gpu_s = time.monotonic() - t0
         self.busy_since = None
+        self._count(b, len(seqs), gpu_s)
+        self.finishing.submit_bin(list(zip(seqs, outs)), gpu_s / max(1, len(seqs)))
+
+    def _count(self, b, n: int, gpu_s: float) -> None:
+        m = self.metrics
+        m.bin_fill.observe(self.config.fill(int(b.num_tokens), n))
+        m.bins.inc()
+        m.model_documents.inc(n)
+        m.gpu_seconds.inc(gpu_s)
+        m.input_tokens.inc(int(b.num_tokens))
         self._count_oom_splits()
-        self.metrics.gpu_seconds.inc(gpu_s)
-        self.metrics.input_tokens.inc(int(b.num_tokens))
-        share = gpu_s / max(1, len(seqs))
-        for seq, out in zip(seqs, outs):
-            if seq is None:
-                continue  # its partition was revoked while it ran
-            try:
-                if isinstance(out, BaseException):
-                    raise out
-                self.metrics.output_tokens.inc(len(out.token_ids))
-                if self.registry.finish(seq, out.text, len(out.token_ids), share):
-                    self._round_done(seq)
-            except Exception as exc:  # noqa: BLE001 - one document fails, the worker goes on
-                self._dead_letter(seq.doc, exc)
 
     def _generate(self, staged, seqs: list[Seq | None]) -> list:
         """The bin's outputs; on a failure each document alone (a failure alone is its own result)."""
@@ -108,7 +117,7 @@ class GpuLoop:
             self._oom_seen = n
 
     def _seeds(self, seqs: list[Seq | None]) -> list[int]:
-        return [s.doc.seed(self.s.model.seed, s.index) if s is not None else 0 for s in seqs]
+        return [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
 
     def _alone(self, seq: Seq | None):
         if seq is None:
@@ -118,31 +127,6 @@ class GpuLoop:
         try:
             staged = self.engine.stage(_tensor(tokens), _tensor(cu), len(tokens))
             return self.engine.generate(staged, self._seeds([seq]))[0]
-        except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic
+        except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic (finishing)
             log.warning("document %s failed alone: %s", seq.doc.doc_id, exc)
             return exc
-
-    def _round_done(self, seq: Seq) -> None:
-        doc = seq.doc
-        if not seq.final:
-            self.combine_q.put(doc)  # the ingest thread plans the combine step (it owns the tokenizer)
-            return
-        now = time.monotonic()
-        rec = Record(self.s.kafka.output_topic, doc.key if doc.key is not None else doc.doc_id.encode(),
-                     encode_output(build_output(doc, doc.parts[0], settings=self.s,
-                                                  model_name=self.engine.name, now=now)),
-                     output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
-        if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
-            self.metrics.latency.observe(now - doc.received)
-            self.delivery.wake()
-
-    def _dead_letter(self, doc: Doc, exc: BaseException) -> None:
-        err = BadMessage("model_error", f"{type(exc).__name__}: {exc}"[:500])
-        headers = dead_letter_headers(err, topic=doc.tp[0], partition=doc.tp[1], offset=doc.offset,
-                                      worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, doc.key, doc.raw, dead_letter_headers_with_input(doc.headers, headers))
-        if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
-            self.metrics.dead_lettered.labels("model_error").inc()
-            self.delivery.wake()
-
-

@@ -1,11 +1,24 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → digest (templates, compaction) → plan (prompt, tokenize, chunk) → packer.submit;
-in digest mode (no model) → digest → output, straight to delivery (worker/service/digest_mode.py).
+poll → decode → validate → digest (templates; compaction) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model, no planner) → digest → `finished(doc, rendering)`, the finishing stage.
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
 so the group never sees this consumer as stuck.
+
+Contract:
+- Owns: the consumer (built on this thread by the injected `make_consumer`),
+  each document's digest pass (`Doc.analysis`: worker/digest/, once per document)
+  and its compaction, the planner and tokenizer, the registry's `add`, and the combine step of
+  chunked documents (finishing hands a round back through `combine_q`).
+- May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
+  waits for delivery's last transaction of those partitions), in planning.
+  Never on the GPU: `packer.submit` does not wait.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
+  a failed thread sets `error` and the app stops the worker.
+- Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
+  `stop`: the consumer closes (its revoke commits what is finished).
 """
 
 from __future__ import annotations
@@ -14,20 +27,21 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from worker import __version__
 from worker.digest.digest import build_digest
 from worker.digest.prompt import candidates, token_gate
 from worker.digest.templates import analyze
-from worker.messages import BadMessage, dead_letter_headers, decode_input, default_id
-from worker.ops.headers import dead_letter_headers_with_input
-from worker.service.digest_mode import finish_digest
+from worker.kafka.clients import Factory
+from worker.messages import BadMessage, decode_input, default_id
+from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
+from worker.service.outputs import digest_summary
 from worker.service.planner import Planner, combine_text
-from worker.service.tracker import OffsetTracker, Record
+from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
@@ -42,30 +56,36 @@ class Watermarks:
     low_messages: int
 
 
+FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
+
+
 class Ingest:
-    def __init__(self, *, settings, consumer_conf: dict, tracker: OffsetTracker, registry: DocRegistry,
-                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks):
-        """packer and planner are None in digest mode (no model: documents finish here)."""
+    def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
+                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters,
+                 finished: FinishedFn | None = None):
+        """Digest mode: packer and planner None, and `finished` takes each document with its rendering."""
+        if planner is None and finished is None:
+            raise ValueError("digest mode (no planner) needs finished=")
+        self.finished = finished
         self.s = settings
-        self.conf = consumer_conf
+        self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, registry, packer
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = watermarks
+        self.dead_letters = dead_letters  # the one dead-letter function (worker/service/deadletter.py)
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
         self.paused = False
-        self.batch = 256  # messages per poll: tokenized in one batch (the fast tokenizer spreads it over cores)
+        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.assigned = threading.Event()
         self.error: BaseException | None = None
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        from confluent_kafka import Consumer
-
         try:
-            self.consumer = Consumer(self.conf, logger=logging.getLogger("librdkafka.consumer"))
+            self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
             next_lag = 0.0
@@ -78,7 +98,7 @@ class Ingest:
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
-                    next_lag = time.monotonic() + 5.0
+                    next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
@@ -139,10 +159,9 @@ class Ingest:
         if not good:
             return
         texts = self._digest(good)
-        if self.planner is None:  # digest mode: no model, the digest is the summary
+        if self.planner is None:  # digest mode: no model, the digest in English is the summary
             for doc in good:
-                finish_digest(doc, settings=self.s, tracker=self.tracker, delivery=self.delivery,
-                              metrics=self.metrics, dead_letter=self._dead_letter_doc)
+                self.finished(doc, digest_summary(doc))  # blocks while finishing is full: backpressure
             return
         for doc, plan in zip(good, self.planner.plan_many(texts)):
             doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
@@ -151,7 +170,7 @@ class Ingest:
             self._submit(doc, plan)
 
     def _digest(self, docs: list[Doc]) -> list[str]:
-        """Each document's digest pass, and the text its model prompt is made from (compacted or raw)."""
+        """Each document's digest pass, and the text its prompt is made from (compacted or raw)."""
         t0 = time.perf_counter()
         for doc in docs:
             doc.analysis = build_digest(analyze(doc.text.split("\n")))
@@ -161,7 +180,7 @@ class Ingest:
             return texts
         chosen = candidates(texts, [d.analysis for d in docs], min_saving=self.s.digest.min_saving)
         self.metrics.digest_seconds.inc(time.perf_counter() - t0)
-        # Tokenizing the raw documents is work the planner does without compaction: not digest time.
+        # Counting the raw documents' tokens is work the planner does anyway without compaction.
         chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
         for doc, c in zip(docs, chosen):
             doc.document_tokens = c.raw_tokens
@@ -196,35 +215,35 @@ class Ingest:
                 continue
             self._submit(doc, plan)
 
-    def _dead_letter_doc(self, doc: Doc, error_class: str, message: str) -> None:
-        self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, error_class, message, doc.headers)
-
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
                      in_headers=()) -> None:
-        err = BadMessage(error_class, message)
-        headers = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset,
-                                      worker_version=__version__)
-        rec = Record(self.s.kafka.dlq_topic, key, value, dead_letter_headers_with_input(in_headers, headers))
-        if self.tracker.complete(tp, epoch, offset, (rec,)):
-            self.metrics.dead_lettered.labels(error_class).inc()
-            self.delivery.wake()
+        self.dead_letters.send(tp, epoch, offset, key, value, error_class, message, in_headers)
 
     def _report_lag(self) -> None:
-        """Consumer lag per partition: high watermark minus our position (cached watermarks, no round trip)."""
+        """Per partition: lag against the committed offset, and what is fetched but unfinished.
+
+        The high watermark is librdkafka's cached one (no round trip); the committed offset is the
+        tracker's (where this assignment resumed, then what delivery committed since), so a partition
+        whose documents sit in the packer or on the model still shows them as lag.
+        """
         parts = self.consumer.assignment()
         if not parts:
             return
         for tp in self.consumer.position(parts):
+            key = (tp.topic, tp.partition)
+            committed, unfinished = self.tracker.progress(key)
             try:
                 _, high = self.consumer.get_watermark_offsets(tp, cached=True)
             except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
                 continue
-            if high >= 0 and tp.offset >= 0:
-                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - tp.offset))
+            start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
+            if high >= 0 and start is not None and start >= 0:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
+            self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
-        tokens = int(self.packer.stats().get("pending_tokens", 0)) if self.packer is not None else 0
+        tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
         inflight = self.tracker.pending()
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
@@ -249,10 +268,13 @@ class Ingest:
     def _on_assign(self, consumer, partitions) -> None:
         for p in partitions:
             self.tracker.assign((p.topic, p.partition))
-        if self.paused and partitions:
+        if partitions:
+            # librdkafka keeps a partition's pause flag across unassign and assign: a partition lost while
+            # paused comes back paused, and a resume after the loss (on the empty assignment) never reaches
+            # it. So every assignment sets the flag explicitly, to what backpressure wants now.
             consumer.incremental_assign(partitions)
-            consumer.pause(partitions)
-            self.metrics.paused.set(len(consumer.assignment()))
+            (consumer.pause if self.paused else consumer.resume)(partitions)
+            self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
         self.assigned.set()
         self.metrics.ready = bool(partitions) or bool(consumer.assignment())
         log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
@@ -280,10 +302,11 @@ class Ingest:
         if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
             self.metrics.ready = False
         for topic, part in gone:
-            try:
-                self.metrics.lag.remove(topic, str(part))
-            except KeyError:
-                pass
+            for gauge in (self.metrics.lag, self.metrics.unfinished):
+                try:
+                    gauge.remove(topic, str(part))
+                except KeyError:
+                    pass
 
     def _on_lost(self, consumer, partitions) -> None:
         tps, _ = self._forget(partitions)

@@ -38,6 +38,8 @@ class Metrics:
         self.input_tokens = Counter("ribbon_input_tokens_total", "prompt tokens run through the model", registry=r)
         self.output_tokens = Counter("ribbon_output_tokens_total", "tokens generated", registry=r)
         self.bins = Counter("ribbon_bins_total", "bins run on the model", registry=r)
+        self.model_documents = Counter("ribbon_model_documents_total", "sequences the model finished (documents, "
+                                       "or chunks of long ones)", registry=r)
         self.bin_fill = Histogram("ribbon_bin_fill_ratio", "bin weight over the token budget", registry=r,
                                   buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0))
         self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
@@ -53,8 +55,14 @@ class Metrics:
                              registry=r)
         self.inflight = Gauge("ribbon_inflight_messages", "messages polled and not yet committed", registry=r)
         self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
-        self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus position", ["topic", "partition"],
+        self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "
+                         "autoscaler sees): input not yet summarized and committed", ["topic", "partition"],
                          registry=r)
+        self.unfinished = Gauge("ribbon_fetched_unfinished_messages", "messages fetched and not yet committed "
+                                "(in the packer, on the model, in finishing or the reorder buffer)",
+                                ["topic", "partition"], registry=r)
+        self.committed = Counter("ribbon_committed_offsets_total", "input offsets committed (summaries and dead "
+                                 "letters alike)", registry=r)
         self.txn_commits = Counter("ribbon_transaction_commits_total", "transactions committed", registry=r)
         self.txn_aborts = Counter("ribbon_transaction_aborts_total", "transactions aborted", registry=r)
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
@@ -68,19 +76,23 @@ class Metrics:
 
 
 class HealthServer:
-    """Serves /metrics, /healthz (the GPU loop is alive) and /readyz (model loaded, partitions assigned).
+    """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
+    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
+    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
 
     The server itself is worker.ops.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
     """
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
-                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0) -> None:
+                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
+                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
         from worker.ops.errors import StartupError
         from worker.ops.http import HttpServer
 
         self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
-        probes = {"/healthz": lambda: (self.healthy(), "ok" if self.healthy() else "gpu loop stuck"),
+        self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
+        probes = {"/healthz": self.health,
                   "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
         try:
             self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
@@ -90,8 +102,16 @@ class HealthServer:
         self.port = self.http.port
 
     def healthy(self) -> bool:
+        return self.health()[0]
+
+    def health(self) -> tuple[bool, str]:
         idle = time.monotonic() - self.metrics.gpu_heartbeat
-        return idle < self.stuck_after_s or not self.busy()
+        if idle >= self.stuck_after_s and self.busy():
+            return False, "gpu loop stuck"
+        stuck = self.delivery_busy_s()
+        if stuck >= self.delivery_stuck_s:
+            return False, f"delivery stuck for {stuck:.0f} s (a transaction neither commits nor aborts)"
+        return True, "ok"
 
     def start(self) -> HealthServer:
         self.http.start()

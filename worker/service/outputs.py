@@ -1,8 +1,7 @@
 """Building a document's output message: the one place per-document output fields are made.
 
-Called by the stage that finishes documents (the GPU thread, or in digest mode
-the ingest thread through worker/service/digest_mode.py; the finishing stage of
-docs/pipeline.md once it exists). Pure: no Kafka, no CUDA, no shared state.
+Called by the finishing stage (worker/service/finishing.py) for every document,
+generative or digest mode. Pure: no Kafka, no CUDA, no shared state.
 The digest and the highlights come from the document's one digest pass
 (doc.analysis, made on the ingest thread); a document without one gets it here.
 """

@@ -36,6 +36,7 @@ class _Partition:
     epoch: int
     seen: deque[int] = field(default_factory=deque)  # offsets in arrival (= offset) order
     done: dict[int, tuple[Record, ...]] = field(default_factory=dict)
+    committed: int | None = None  # the next offset to consume after what is committed (None: not known yet)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,24 @@ class OffsetTracker:
                 return False
             if p.seen and offset <= p.seen[-1]:
                 return False  # a rewind (e.g. offset reset): that offset is already tracked
+            if p.committed is None:
+                p.committed = offset  # a fresh assignment resumes at the group's committed offset
             p.seen.append(offset)
             return True
+
+    def mark_committed(self, ready: list[Ready]) -> None:
+        """Delivery committed these runs (or, at least once, handed their offsets to the commit)."""
+        with self._lock:
+            for r in ready:
+                p = self._parts.get(r.tp)
+                if p is not None and p.epoch == r.epoch:
+                    p.committed = max(p.committed or 0, r.next_offset)
+
+    def progress(self, tp: TopicPartition) -> tuple[int | None, int]:
+        """(committed next offset or None if not known yet, offsets fetched but not yet committed)."""
+        with self._lock:
+            p = self._parts.get(tp)
+            return (None, 0) if p is None else (p.committed, len(p.seen))
 
     def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
         """Attach the records of a finished offset; False (dropped) if its epoch is gone."""

@@ -15,6 +15,9 @@ import numpy as np
 
 from worker import _core
 
+from worker.packer.config import Order, PackerConfig
+from worker.packer.stats import PackerStats
+
 if TYPE_CHECKING:
     from worker.settings import PackerSettings
 
@@ -70,11 +73,12 @@ class Packer:
         slots: int = 3,
         device: str = "cpu",
         pad_token: int = 0,
+        order: Order = "decreasing",
     ) -> None:
-        if slots < 1:
-            raise ValueError(f"slots must be >= 1, got {slots}")
-        if alignment < 1:
-            raise ValueError(f"alignment must be >= 1, got {alignment}")
+        self.config = PackerConfig(budget=budget, reserve_per_seq=reserve_per_seq, max_seqs=max_seqs,
+                                   efficient_tokens=efficient_tokens, max_wait_s=max_wait_s,
+                                   latency_target_s=latency_target_s, alignment=alignment, slots=slots,
+                                   order=order, pad_token=pad_token)
         self.budget = budget
         self.reserve_per_seq = reserve_per_seq
         self.device = device
@@ -96,7 +100,16 @@ class Packer:
             slot_cu_seqlens=[_numpy_view(c) for c in self._cu],
             slot_seq_ids=self._ids,
             pad_token=pad_token,
+            order=order,
         )
+
+    @classmethod
+    def from_config(cls, config: PackerConfig, device: str = "cpu") -> Packer:
+        """The packer of a (frozen) configuration, with its slot ring on `device`."""
+        c = config
+        return cls(budget=c.budget, reserve_per_seq=c.reserve_per_seq, max_seqs=c.max_seqs,
+                   efficient_tokens=c.efficient_tokens, max_wait_s=c.max_wait_s, latency_target_s=c.latency_target_s,
+                   alignment=c.alignment, slots=c.slots, device=device, pad_token=c.pad_token, order=c.order)
 
     @staticmethod
     def _allocate(slots: int, ribbon_len: int, cu_len: int, device: str) -> tuple[list[Any], list[Any]]:
@@ -120,17 +133,7 @@ class Packer:
         cls, settings: PackerSettings, budget: int, reserve_per_seq: int, device: str = "cpu"
     ) -> Packer:
         """Builds a packer from validated settings; budget/reserve are resolved by the caller."""
-        return cls(
-            budget=budget,
-            reserve_per_seq=reserve_per_seq,
-            max_seqs=settings.max_seqs_per_bin,
-            efficient_tokens=settings.efficient_tokens,
-            max_wait_s=settings.max_wait_ms / 1000.0,
-            latency_target_s=settings.latency_target_ms / 1000.0,
-            alignment=settings.alignment,
-            slots=settings.slots,
-            device=device,
-        )
+        return cls.from_config(PackerConfig.from_settings(settings, budget, reserve_per_seq), device)
 
     def submit(self, seq_id: int, tokens: np.ndarray | Sequence[int], key: int) -> None:
         """Queues one sequence (copied); ValueError if it is empty or len + reserve > budget."""
@@ -177,8 +180,8 @@ class Packer:
     def pending_tokens(self, key: int) -> int:
         return self._core.pending_tokens(key)
 
-    def stats(self) -> dict[str, float]:
-        return self._core.stats()
+    def stats(self) -> PackerStats:
+        return PackerStats.from_core(self._core.stats())
 
     def __enter__(self: _P) -> _P:
         return self

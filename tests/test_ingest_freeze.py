@@ -1,0 +1,108 @@
+"""The ingest stage against a broker frozen (SIGSTOP) past the session timeout: lost partitions come back live.
+
+Real consumer, real broker (a private embedded Tansu, so freezing it touches no other test), real
+tracker, registry and planner; the packer and delivery are fakes whose backlog the test sets, so the
+order of pause, loss, resume and reassignment is exact instead of left to timing.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+
+from helpers import frozen, produce, wait_for
+
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.packer import PackerStats
+from worker.service.deadletter import DeadLetters
+from worker.service.docs import DocRegistry
+from worker.service.ingest import Ingest, Watermarks
+from worker.service.metrics import Metrics
+from worker.service.planner import Planner
+from worker.service.tracker import OffsetTracker
+from worker.settings import KafkaSettings, Settings
+
+SESSION_MS = 6000
+
+
+class FakePacker:
+    """Holds nothing; reports the backlog the test sets (what backpressure reads)."""
+
+    def __init__(self) -> None:
+        self.pending_tokens = 0
+
+    def stats(self) -> PackerStats:
+        return PackerStats(pending_tokens=self.pending_tokens)
+
+    def submit(self, seq_id: int, tokens, key: int) -> None:
+        pass
+
+    def cancel(self, key: int) -> list[int]:
+        return []
+
+
+class FakeDelivery:
+    """Forgets revoked partitions at once (nothing to commit in this test)."""
+
+    def __init__(self, tracker: OffsetTracker) -> None:
+        self.tracker = tracker
+        self.group_metadata = None
+        self.to_commit: queue.SimpleQueue = queue.SimpleQueue()
+
+    def wake(self) -> None:
+        pass
+
+    def flush_and_forget(self, tps: list, group_metadata) -> None:
+        for tp in tps:
+            self.tracker.revoke(tp)
+
+
+def make_ingest(bootstrap: str, topic: str) -> tuple[Ingest, FakePacker]:
+    settings = Settings(kafka=KafkaSettings(input_topics=(topic,), output_topic="out", dlq_topic="dlq",
+                                            group_id=f"g-{topic}", delivery="at_least_once",
+                                            session_timeout_ms=SESSION_MS))
+    conf = client_config(settings.kafka, bootstrap=bootstrap)
+    tracker, packer = OffsetTracker(), FakePacker()
+    metrics = Metrics()
+    dead_letters = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
+                               wake=lambda: None)
+    planner = Planner(lambda text: [1] * (8 + len(text.split())), lambda texts: [len(t.split()) for t in texts],
+                      max_prompt_tokens=4096)
+    ingest = Ingest(settings=settings, make_consumer=Clients(conf).consumer, tracker=tracker, registry=DocRegistry(),
+                    packer=packer, planner=planner, delivery=FakeDelivery(tracker), metrics=metrics,
+                    dead_letters=dead_letters,
+                    watermarks=Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6,
+                                          low_messages=10**6))
+    return ingest, packer
+
+
+def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog):
+    caplog.set_level(logging.INFO, logger="worker.service.ingest")
+    b = private_broker
+    topic = "freeze-in"
+    b.create_topics({topic: 2})
+    ingest, packer = make_ingest(b.bootstrap, topic)
+    thread = threading.Thread(target=ingest.run, name="ribbon-ingest", daemon=True)
+    thread.start()
+    consumed = lambda: ingest.metrics.consumed._value.get()  # noqa: E731
+    try:
+        wait_for(lambda: len(ingest.tracker.partitions()) == 2, 30, "the first assignment")
+        produce(b.bootstrap, topic, [f"line {i}".encode() for i in range(20)])
+        wait_for(lambda: consumed() == 20, 30, "the first 20 messages")
+
+        packer.pending_tokens = 5000  # over the high watermark: every partition paused
+        wait_for(lambda: ingest.paused, 10, "backpressure to pause")
+        with frozen(b.pid):  # the session times out: the partitions are lost while paused
+            wait_for(lambda: not ingest.tracker.partitions(), 3 * SESSION_MS / 1e3, "the partitions to be lost")
+            packer.pending_tokens = 0  # the backlog clears while nothing is assigned
+            wait_for(lambda: not ingest.paused, 10, "backpressure to resume")
+        wait_for(lambda: len(ingest.tracker.partitions()) == 2, 60, "the partitions to come back")
+        produce(b.bootstrap, topic, [f"more {i}".encode() for i in range(20)])
+        wait_for(lambda: consumed() >= 40, 30, "messages after the partitions came back (they stayed paused)")
+    finally:
+        ingest.stop.set()
+        thread.join(30)
+    assert ingest.error is None
+    assert "lost" in caplog.text

@@ -1,0 +1,73 @@
+"""One Kafka boundary: every client's properties come from worker.kafka.config, security included."""
+
+from __future__ import annotations
+
+import pytest
+
+from worker.kafka.config import client_config, embedded_settings, plain_config
+from worker.settings import SettingsError, load_settings
+
+SECURE = {"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k1:9093", "RIBBON_KAFKA__SECURITY_PROTOCOL": "SASL_SSL",
+          "RIBBON_KAFKA__SASL_MECHANISM": "SCRAM-SHA-512", "RIBBON_KAFKA__SASL_USERNAME": "ribbon",
+          "RIBBON_KAFKA__SASL_PASSWORD": "s3cret", "RIBBON_KAFKA__SSL_CA_LOCATION": "/etc/kafka/ca.pem",
+          "RIBBON_KAFKA__SSL_CERTIFICATE_LOCATION": "/etc/kafka/client.pem",
+          "RIBBON_KAFKA__SSL_KEY_LOCATION": "/etc/kafka/client.key", "RIBBON_KAFKA__SSL_KEY_PASSWORD": "kp",
+          "RIBBON_KAFKA__SSL_ENDPOINT_IDENTIFICATION": "none"}
+EXPECTED = {"bootstrap.servers": "k1:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "ribbon", "sasl.password": "s3cret", "ssl.ca.location": "/etc/kafka/ca.pem",
+            "ssl.certificate.location": "/etc/kafka/client.pem", "ssl.key.location": "/etc/kafka/client.key",
+            "ssl.key.password": "kp", "ssl.endpoint.identification.algorithm": "none"}
+
+
+def test_security_settings_reach_every_client_kind():
+    c = client_config(load_settings(environ=SECURE).kafka)
+    for conf in (c.consumer, c.producer, c.common, c.tool_producer(), c.tool_consumer("g")):
+        assert EXPECTED.items() <= conf.items()
+    assert "transactional.id" in c.producer and "transactional.id" not in c.tool_producer()
+    assert c.consumer["isolation.level"] == "read_committed"
+
+
+def test_secrets_are_not_in_the_settings_repr():
+    s = load_settings(environ=SECURE)
+    assert "s3cret" not in repr(s) and "kp" not in repr(s.kafka.ssl_key_password)
+
+
+def test_unset_security_fields_are_left_to_librdkafka():
+    c = client_config(load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:1"}).kafka)
+    assert not any(k.startswith(("ssl.", "sasl.")) for k in c.common)
+    assert c.common["security.protocol"] == "PLAINTEXT"
+
+
+def test_extra_maps_still_override_the_derived_properties():
+    s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:1",
+                               "RIBBON_KAFKA__PRODUCER_EXTRA": '{"linger.ms": 50}',
+                               "RIBBON_KAFKA__CONSUMER_EXTRA": '{"fetch.min.bytes": 1000}'})
+    c = client_config(s.kafka)
+    assert c.producer["linger.ms"] == 50 and c.consumer["fetch.min.bytes"] == 1000
+
+
+def test_no_bootstrap_names_the_setting():
+    with pytest.raises(SettingsError, match="kafka.bootstrap_servers"):
+        client_config(load_settings(environ={}).kafka)
+
+
+def test_embedded_broker_helpers():
+    assert plain_config("127.0.0.1:9").common == {"bootstrap.servers": "127.0.0.1:9", "security.protocol": "PLAINTEXT"}
+    s = embedded_settings(load_settings(environ={}), "127.0.0.1:9")
+    assert s.kafka.bootstrap_servers == "127.0.0.1:9" and s.kafka.session_timeout_ms <= 6000
+
+
+def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypatch, tmp_path):
+    """`ribbon produce` used to pass only producer_extra: SASL/SSL settings never reached its producer."""
+    from worker import cli, produce
+    from worker.ops import preflight
+
+    seen: dict = {}
+    monkeypatch.setattr(preflight, "probe_cluster", lambda conf, timeout: None)
+    monkeypatch.setattr(produce, "produce_file", lambda path, **kw: seen.update(kw["producer_conf"]) or 0)
+    for k, v in SECURE.items():
+        monkeypatch.setenv(k, v)
+    doc = tmp_path / "docs.txt"
+    doc.write_text("one line\n")
+    assert cli.main(["produce", str(doc), "--topic", "t", "--no-progress"]) == 0
+    assert EXPECTED.items() <= seen.items() and "transactional.id" not in seen

@@ -1,0 +1,228 @@
+"""Planner, ingest and delivery, each with fakes of its neighbours (no broker, no model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import orjson
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from stage_fakes import Wake
+
+from worker.messages import parse_dead_letter_headers
+from worker.service.deadletter import DeadLetters
+from worker.service.delivery import Delivery
+from worker.service.docs import DocRegistry
+from worker.service.ingest import Ingest, Watermarks
+from worker.service.metrics import Metrics
+from worker.service.planner import Planner
+from worker.service.tracker import OffsetTracker, Record
+from worker.settings import load_settings
+
+# ---- planner ---------------------------------------------------------------------------
+
+
+def words(text: str) -> list[int]:
+    """A fake tokenizer: a 2-token prompt around one token per word."""
+    return [1, *(len(w) for w in text.split()), 2]
+
+
+def counts(texts) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
+def test_planner_keeps_short_documents_whole_and_chunks_long_ones_by_lines():
+    p = Planner(words, counts, max_prompt_tokens=50, max_new_tokens=4)
+    assert p.plan("a b c").prompts == (tuple(words("a b c")),)
+    long = "\n".join(" ".join(["w"] * 10) for _ in range(12))  # 120 words: over a 48-token chunk
+    plan = p.plan(long)
+    assert len(plan.prompts) > 1 and all(len(q) <= 50 for q in plan.prompts)
+    assert sum(len(q) - 2 for q in plan.prompts) == 120 and not plan.truncated  # nothing dropped
+
+
+def test_planner_truncates_only_when_asked():
+    p = Planner(words, counts, max_prompt_tokens=20, max_new_tokens=2, truncate=True)
+    plan = p.plan(" ".join(["w"] * 40))
+    assert plan.truncated and len(plan.prompts) == 1 and len(plan.prompts[0]) <= 20
+
+
+def test_planner_refuses_a_budget_that_cannot_combine_summaries():
+    with pytest.raises(ValueError, match="cannot combine summaries"):
+        Planner(words, counts, max_prompt_tokens=30, max_new_tokens=20)
+
+
+# ---- ingest ----------------------------------------------------------------------------
+
+
+@dataclass
+class Msg:
+    _value: bytes | None
+    _offset: int
+    _topic: str = "in"
+    _partition: int = 0
+
+    def error(self):
+        return None
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return b"k%d" % self._offset
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def headers(self):
+        return None
+
+
+@dataclass
+class FakePacker:
+    submitted: list = field(default_factory=list)
+    pending: int = 0
+
+    def submit(self, sid, tokens, key) -> None:
+        self.submitted.append((sid, list(tokens), key))
+
+    def stats(self):
+        from worker.packer import PackerStats
+
+        return PackerStats(pending_tokens=self.pending)
+
+
+@dataclass
+class PausingConsumer:
+    paused: list = field(default_factory=list)
+    resumed: list = field(default_factory=list)
+
+    def assignment(self):
+        return ["tp0", "tp1"]
+
+    def pause(self, parts) -> None:
+        self.paused.append(list(parts))
+
+    def resume(self, parts) -> None:
+        self.resumed.append(list(parts))
+
+
+def make_ingest(packer: FakePacker | None = None):
+    tracker, registry, metrics, wake = OffsetTracker(), DocRegistry(), Metrics(), Wake()
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
+                     wake=wake)
+    ing = Ingest(settings=load_settings(environ={}), make_consumer=PausingConsumer, tracker=tracker,
+                 registry=registry, packer=packer or FakePacker(), planner=Planner(words, counts, 50, max_new_tokens=4),
+                 delivery=None, metrics=metrics, dead_letters=dl,
+                 watermarks=Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5))
+    ing.consumer = ing.make_consumer()
+    tracker.assign(("in", 0))
+    return ing, tracker, registry
+
+
+def test_ingest_submits_good_documents_and_dead_letters_bad_ones():
+    ing, tracker, registry = make_ingest()
+    ing._ingest([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0), Msg(b'{"text": ', 1), Msg(b"plain text", 2)])
+    assert [s[1] for s in ing.packer.submitted] == [words("disk full on upf-1"), words("plain text")]
+    assert len(registry) == 2 and tracker.pending() == 3
+    assert tracker.take_ready() == []  # offset 0 is on its way: the dead letter at 1 waits behind it
+    epoch = tracker.epoch(("in", 0))
+    tracker.complete(("in", 0), epoch, 0, ())
+    (ready,) = tracker.take_ready()
+    assert ready.offsets == (0, 1)
+    assert parse_dead_letter_headers(ready.records[0].headers).error_class == "invalid_json"
+
+
+def test_ingest_pauses_above_the_high_watermark_and_resumes_below_the_low():
+    packer = FakePacker(pending=101)
+    ing, _, _ = make_ingest(packer)
+    ing._backpressure()
+    assert ing.paused and ing.consumer.paused == [["tp0", "tp1"]]
+    packer.pending = 60  # between the marks: stays paused
+    ing._backpressure()
+    assert ing.consumer.resumed == []
+    packer.pending = 49
+    ing._backpressure()
+    assert not ing.paused and ing.consumer.resumed == [["tp0", "tp1"]]
+
+
+# ---- delivery --------------------------------------------------------------------------
+
+
+class FakeProducer:
+    """Records the calls; `fail_commit` makes the next commit raise an abortable error."""
+
+    def __init__(self, fail_commit: bool = False) -> None:
+        self.calls: list[str] = []
+        self.produced: list[tuple[str, bytes | None]] = []
+        self.fail_commit = fail_commit
+
+    def begin_transaction(self, *_timeout) -> None:
+        self.calls.append("begin")
+
+    def produce(self, topic, value=None, key=None, headers=None, on_delivery=None) -> None:
+        self.produced.append((topic, value))
+        if on_delivery is not None:
+            on_delivery(None, None)
+
+    def poll(self, _t: float = 0) -> int:
+        return 0
+
+    def send_offsets_to_transaction(self, offsets, metadata, *_timeout) -> None:
+        self.calls.append(f"offsets {[(o.partition, o.offset) for o in offsets]}")
+
+    def commit_transaction(self, *_timeout) -> None:
+        if self.fail_commit:
+            self.fail_commit = False
+            raise KafkaException(KafkaError(KafkaError._STATE, "abortable", txn_requires_abort=True))
+        self.calls.append("commit")
+
+    def abort_transaction(self, *_timeout) -> None:
+        self.calls.append("abort")
+
+    def flush(self, _t: float = 0) -> int:
+        return 0
+
+
+def make_delivery(producer: FakeProducer, delivery: str = "exactly_once"):
+    settings = load_settings(environ={"RIBBON_KAFKA__DELIVERY": delivery})
+    tracker = OffsetTracker()
+    d = Delivery(settings=settings, make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    d.producer, d.group_metadata = producer, object()
+    e = tracker.assign(("in", 0))
+    for off in (0, 1, 2):
+        tracker.see(("in", 0), e, off)
+    for off in (0, 1):
+        tracker.complete(("in", 0), e, off, (Record("ribbon.summaries", None, b"s%d" % off),))
+    return d, tracker
+
+
+def test_delivery_sends_the_complete_prefix_and_its_offsets_in_one_transaction():
+    producer = FakeProducer()
+    d, tracker = make_delivery(producer)
+    assert d.step() == 2
+    assert producer.calls == ["begin", "offsets [(0, 2)]", "commit"]
+    assert producer.produced == [("ribbon.summaries", b"s0"), ("ribbon.summaries", b"s1")]
+    assert tracker.progress(("in", 0)) == (2, 1)  # committed up to 2, offset 2 still unfinished
+
+
+def test_an_aborted_transaction_puts_the_runs_back_and_the_next_step_sends_them_again():
+    producer = FakeProducer(fail_commit=True)
+    d, tracker = make_delivery(producer)
+    assert d.step() == 0
+    assert producer.calls[-1] == "abort" and tracker.pending() == 3
+    assert d.step() == 2 and producer.calls[-1] == "commit"
+    assert producer.produced[-2:] == [("ribbon.summaries", b"s0"), ("ribbon.summaries", b"s1")]
+
+
+def test_at_least_once_hands_the_offsets_to_the_ingest_thread_after_delivery():
+    producer = FakeProducer()
+    d, _ = make_delivery(producer, delivery="at_least_once")
+    assert d.step() == 2
+    assert "begin" not in producer.calls
+    assert [(tp.partition, tp.offset) for tp in d.to_commit.get_nowait()] == [(0, 2)]

@@ -1,0 +1,147 @@
+"""`ribbon bench steady`: time from produce to summary visible under a steady load.
+
+Documents are produced at a constant rate (a fraction of the measured capacity)
+for a fixed time onto the embedded broker's input topic; the full worker
+summarizes them; a read_committed reader notes when each summary becomes
+visible on the output topic. Figures: p50/p99/mean latency (produce call to
+visible), against the mean bin time (model seconds per bin) over the same run.
+The first `warmup_s` seconds are left out of the percentiles (the group join
+and the first bins); they are reported apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from worker.samples import corpus
+
+
+def _reader(bootstrap: str, topic: str, partitions: int, seen: dict[str, float], stop: threading.Event) -> None:
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
+
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(
+        "bench-steady-reader", **{"isolation.level": "read_committed", "fetch.wait.max.ms": 10}))
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    try:
+        while not stop.is_set():
+            for m in c.consume(1000, 0.05):
+                if m.error() is None:
+                    seen.setdefault(orjson.loads(m.value())["id"], time.perf_counter())
+    finally:
+        c.close()
+
+
+def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent: dict[str, float]) -> None:
+    """Constant rate: document i goes at t0 + i / rate (the produce call's time is its start)."""
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
+
+    p = clients.producer(plain_config(bootstrap).tool_producer(**{"linger.ms": 0}))
+    t0 = time.perf_counter()
+    for i, d in enumerate(docs):
+        wait = t0 + i / rate - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        sent[d["id"]] = time.perf_counter()
+        p.produce(topic, value=orjson.dumps(d), key=d["id"].encode())
+        p.poll(0)
+    p.flush(30)
+
+
+def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 5.0,
+                partitions: int = 8, timeout_s: float = 120.0) -> dict:
+    """One steady-load run at `rate` documents/s for `seconds` (see the module doc)."""
+    from worker.kafka.broker import EmbeddedBroker
+    from worker.kafka.config import embedded_settings
+    from worker.service.app import Parts, Worker, make_packer
+
+    k = settings.kafka
+    n = max(1, int(rate * seconds))
+    docs = [{**d, "id": f"s{i}"} for i, d in enumerate(corpus(n, seed=23))]
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    with EmbeddedBroker() as broker:
+        broker.create_topics({k.input_topics[0]: partitions, k.output_topic: partitions, k.dlq_topic: 1})
+        s = embedded_settings(settings, broker.bootstrap)
+        packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
+        worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
+        stop = threading.Event()
+        reader = threading.Thread(target=_reader, args=(broker.bootstrap, k.output_topic, partitions, seen, stop),
+                                  daemon=True)
+        reader.start()
+        worker.start()
+        worker.ingest.assigned.wait(60)
+        get = worker.metrics.registry.get_sample_value
+        t_start = time.perf_counter()
+        _produce_at(broker.bootstrap, k.input_topics[0], docs, rate, sent)
+        deadline = time.monotonic() + timeout_s
+        while len(seen) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        bins, busy = get("ribbon_bins_total") or 0, get("ribbon_gpu_busy_seconds_total") or 0.0
+        ready_n = get("ribbon_end_to_end_latency_seconds_count") or 0
+        inside = {"poll_to_ready_mean_s": (get("ribbon_end_to_end_latency_seconds_sum") or 0.0) / max(1, ready_n),
+                  "transactions": int(get("ribbon_transaction_commits_total") or 0)}
+        stop.set()
+        reader.join(5)
+        worker.drain(30)
+        worker.close()
+    lat = np.array([seen[i] - sent[i] for i in sent if i in seen and sent[i] - t_start >= warmup_s])
+    warm = np.array([seen[i] - sent[i] for i in sent if i in seen and sent[i] - t_start < warmup_s])
+    mean_bin = busy / bins if bins else float("nan")
+    pct = (lambda a, q: float(np.percentile(a, q)) if len(a) else float("nan"))  # noqa: E731
+    return {"rate_docs_per_s": rate, "seconds": seconds, "documents": n, "summaries": len(seen),
+            "warmup_s": warmup_s, "bins": int(bins), "gpu_busy_s": busy, "mean_bin_s": mean_bin,
+            "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99),
+                          "mean": float(lat.mean()) if len(lat) else float("nan"), "max": pct(lat, 100),
+                          "n": int(len(lat))},
+            "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
+            "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
+
+
+def report(r: dict, label: str) -> None:
+    lat = r["latency_s"]
+    print(f"{label}: {r['rate_docs_per_s']:.1f} docs/s for {r['seconds']:.0f} s, {r['summaries']}/{r['documents']} "
+          f"summaries; latency p50 {lat['p50']:.3f} s, p99 {lat['p99']:.3f} s; mean bin {r['mean_bin_s']:.3f} s "
+          f"({r['bins']} bins); p99 = {r['p99_over_mean_bin']:.2f}x the mean bin time")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from worker.bench.e2e import load_parts
+
+    ap = argparse.ArgumentParser(prog="ribbon bench steady", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
+    ap.add_argument("--arch-config", help="random weights of this architecture config instead")
+    ap.add_argument("--rate", type=float, required=True, help="documents per second")
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--max-new-tokens", type=int, default=16)
+    ap.add_argument("--token-budget", default="auto")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--out", default=None, help="JSON path (default: print only)")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    settings, parts, cleanup = load_parts(a)
+    try:
+        r = steady_load(settings, parts, a.rate, a.seconds)
+    finally:
+        cleanup()
+    r["command"] = "ribbon bench steady " + " ".join(argv or [])
+    report(r, "steady")
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.out).write_text(json.dumps(r, indent=2))
+    return 0 if r["summaries"] == r["documents"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,104 @@
+"""The one home of librdkafka configuration: settings in, client properties out.
+
+Every Kafka client Ribbon makes (the worker's consumer and producer, `ribbon
+produce`, the demo, replay, validate, the benchmarks and the tests) takes its
+properties from `client_config` (or `plain_config` for a bare address such as
+the embedded broker's), so the security settings (`kafka.security_protocol`,
+`kafka.sasl_*`, `kafka.ssl_*`) reach all of them. The `*_extra` maps still pass
+any other librdkafka property through and override the derived ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from worker.settings import KafkaSettings, SettingsError
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """librdkafka properties of each client kind for one cluster."""
+
+    consumer: dict[str, Any]   # the worker's group consumer (read_committed under exactly_once)
+    producer: dict[str, Any]   # the worker's producer (transactional under exactly_once)
+    common: dict[str, Any]     # address and security only: tools' own clients and the admin client
+
+    def tool_producer(self, **props: Any) -> dict[str, Any]:
+        """An idempotent, non-transactional producer (produce, replay, benchmarks)."""
+        return {**self.common, "enable.idempotence": True, "linger.ms": 5, **props}
+
+    def tool_consumer(self, group_id: str, **props: Any) -> dict[str, Any]:
+        """A consumer that commits nothing on its own (readers, replay, checks)."""
+        return {**self.common, "group.id": group_id, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", **props}
+
+
+def security(s: KafkaSettings) -> dict[str, Any]:
+    """security.protocol, SASL and SSL properties from the typed settings (unset ones are left out)."""
+    props: dict[str, Any] = {"security.protocol": s.security_protocol}
+    optional = {
+        "sasl.mechanism": s.sasl_mechanism, "sasl.username": s.sasl_username,
+        "ssl.ca.location": s.ssl_ca_location, "ssl.certificate.location": s.ssl_certificate_location,
+        "ssl.key.location": s.ssl_key_location, "ssl.endpoint.identification.algorithm": s.ssl_endpoint_identification,
+    }
+    props.update({k: v for k, v in optional.items() if v is not None})
+    for key, secret in (("sasl.password", s.sasl_password), ("ssl.key.password", s.ssl_key_password)):
+        if secret is not None:
+            props[key] = secret.get_secret_value()
+    return props
+
+
+def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfig:
+    """The clients' properties; `bootstrap` (e.g. the embedded broker's address) wins over the setting."""
+    servers = bootstrap or s.bootstrap_servers
+    if not servers:
+        raise SettingsError("kafka.bootstrap_servers", "no bootstrap servers configured", "host:port[,host:port]")
+    common: dict[str, Any] = {"bootstrap.servers": servers, **security(s)}
+    # Dead letters carry the original bytes plus headers: leave room above the input cap.
+    message_max = s.max_message_bytes + 65_536
+    fetch_max = max(52_428_800, message_max)
+    consumer = {
+        **common,
+        "group.id": s.group_id,
+        "session.timeout.ms": s.session_timeout_ms,
+        "max.poll.interval.ms": s.max_poll_interval_ms,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "message.max.bytes": message_max,
+        "fetch.max.bytes": fetch_max,
+        "receive.message.max.bytes": max(100_000_000, fetch_max + 512),
+    }
+    if s.group_instance_id is not None:
+        consumer["group.instance.id"] = s.group_instance_id
+    producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max}
+    if s.delivery == "exactly_once":
+        consumer["isolation.level"] = "read_committed"
+        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{_identity(s)}"
+    consumer.update(s.consumer_extra)
+    producer.update(s.producer_extra)
+    return ClientConfig(consumer, producer, common)
+
+
+def _identity(s: KafkaSettings) -> str:
+    from worker.ops.identity import IdentityError, resolve_identity
+
+    try:
+        return str(resolve_identity(s.worker_slot))
+    except IdentityError as exc:
+        raise SettingsError("kafka.worker_slot", str(exc), "integer >= 0 | 'auto' | 'random'") from None
+
+
+def plain_config(bootstrap: str) -> ClientConfig:
+    """Properties for a bare address without security (the embedded broker in demos, benchmarks, tests)."""
+    return client_config(KafkaSettings(delivery="at_least_once"), bootstrap)
+
+
+def embedded_settings(settings, bootstrap: str):
+    """Settings pointed at the embedded broker. Tansu holds a group join about half of
+    session.timeout.ms, so a short session keeps start-up quick."""
+    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap,
+                                              "session_timeout_ms": min(settings.kafka.session_timeout_ms, 6000)})
+    return settings.model_copy(update={"kafka": kafka})
