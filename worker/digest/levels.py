@@ -8,6 +8,7 @@ Levels are normalized to FATAL, CRITICAL, ERROR, WARN, NOTICE, INFO, DEBUG, TRAC
 
 from __future__ import annotations
 
+import functools
 import re
 
 LEVEL_WORDS = {
@@ -38,6 +39,7 @@ def level_of_token(token: str) -> str | None:
     return LEVEL_WORDS.get(word.lower())
 
 
+@functools.lru_cache(maxsize=8192)  # patterns repeat across the documents of a stream
 def level_of_pattern(pattern: str) -> str | None:
     """The level of a template pattern (placeholders never name one), or None."""
     for token in _TOKEN.findall(pattern)[:FIRST_TOKENS]:

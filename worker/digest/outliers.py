@@ -26,7 +26,7 @@ def robust_z(cell: np.ndarray, vals: np.ndarray) -> np.ndarray:
     cell [T] int (any ids), vals [T] float64.
     """
     z = np.zeros(len(vals))
-    if len(vals) == 0:
+    if len(vals) < MIN_GROUP:
         return z
     ids, dense, cnt = np.unique(cell, return_inverse=True, return_counts=True)  # [C], [T], [C]
     dense = dense.reshape(-1)
