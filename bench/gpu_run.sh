@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# One device call: install carried wheels, build the extension, run the GPU tests and the
-# end-to-end benchmark on the H200. Results land in $OUT (then bench/results/).
+# One device call: install carried wheels, build the extension, run the end-to-end benchmark
+# (three backlog runs, then steady load at 50% and 90% of the measured capacity) on the H200.
+# Results land in $OUT (then bench/results/). WHL: the wheels' folder (default .whl); GPU_TESTS=1
+# also runs the GPU tests first.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+WHL=${WHL:-.whl}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHL/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cache
 python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
-[ -n "${SKIP_GPU_TESTS:-}" ] || timeout 150 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q tests/test_gpu_engine.py tests/test_packer_gpu.py 2>&1 | tail -15 | tee $OUT/gpu_tests.txt
-timeout 290 python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
-  --documents ${DOCS:-3000} --max-new-tokens 64 --out $OUT/e2e_h200.json 2>&1 | grep -v '^%' | tee $OUT/e2e_h200.txt
+[ -z "${GPU_TESTS:-}" ] || timeout 150 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q tests/test_gpu_engine.py tests/test_packer_gpu.py 2>&1 | tail -15 | tee $OUT/gpu_tests.txt
+timeout ${E2E_TIMEOUT:-500} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
+  --documents ${DOCS:-3000} --max-new-tokens 64 --runs ${RUNS:-3} --steady "${STEADY-0.5,0.9}" \
+  --steady-seconds ${STEADY_S:-60} --out $OUT/e2e_h200.json 2>&1 | grep -v '^%' | grep -v 'Writing model' | tee $OUT/e2e_h200.txt

@@ -79,6 +79,20 @@ def test_worker_with_an_impossible_backend_exits_2_with_one_line(tmp_path):
     assert line.startswith("ribbon: error: setting model.attention (RIBBON_MODEL__ATTENTION)"), line
 
 
+def test_autotune_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_path):
+    """`ribbon autotune` loads the engine too: varlen on a CPU is one line naming the setting, exit 2."""
+    env = {**os.environ, "RIBBON_MODEL__ATTENTION": "varlen", "RIBBON_MODEL__DEVICE": "cpu",
+           "RIBBON_CACHE_DIR": str(tmp_path), "RIBBON_LOG_LEVEL": "ERROR"}
+    run = subprocess.run([sys.executable, "-m", "worker", "autotune", "--model", str(tiny)], capture_output=True,
+                         text=True, env=env, timeout=240, cwd=ROOT)
+    assert run.returncode == 2, run.stderr[-1500:]
+    assert "Traceback" not in run.stderr and run.stdout == ""
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ribbon: error: setting model.attention (RIBBON_MODEL__ATTENTION)"), lines[0]
+    assert "needs a CUDA device" in lines[0]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     return make_tiny_checkpoint(tmp_path_factory.mktemp("start"), "qwen2", seed=5)
@@ -109,21 +123,25 @@ def test_warm_up_builds_pool_and_decode_states_before_the_first_bin(tiny):
 
 
 def test_compiled_layers_give_eager_logits_in_bf16(tiny):
-    """fuse.compile_layers on the CPU (inductor's C++ backend; the GPU run uses Triton, same graphs):
-    with eager's precision casts emulated, bf16 logits are bit-equal to the eager layers'."""
+    """fuse.compile_layers on the CPU (inductor's C++ backend; the GPU run uses Triton, same graphs),
+    with merged projections as on CUDA (the merged GEMMs' hand-over traced into the graph): with
+    eager's precision casts emulated, bf16 logits are bit-equal to the plain eager layers'."""
     from transformers import AutoModelForCausalLM
 
     from worker.engine.fuse import compile_layers, uncompile_layers
     from worker.engine.loader import engine_for_model
+    from worker.engine.merge import merge_projections, unmerge_projections
 
     model = AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.bfloat16, attn_implementation="sdpa").eval()
     eng = engine_for_model(model, None, max_new_tokens=4)
     rng = random.Random(2)
     docs = [[rng.randrange(4, 200) for _ in range(rng.randint(1, 90))] for _ in range(6)]
     eager = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]
+    merge_projections(eng.base)
     compile_layers(eng.base)
     try:
         fused = eng.prefill_last_logits(_stage(eng, docs))
     finally:
         uncompile_layers(eng.base)
+        unmerge_projections(eng.base)
     assert torch.equal(fused, eager)

@@ -96,6 +96,7 @@ def _stage(eng, docs):
 def test_bf16_engine_backend_and_prefill(tiny_gpu):
     eng, hf, _ = tiny_gpu
     assert eng.backend in ("varlen", "flash_attn") and eng.dtype == torch.bfloat16
+    assert eng.merged and eng.compiled  # CUDA defaults: merged projections inside compiled layers
     docs = _docs(40, 1, 300, hf.config.vocab_size, seed=4)
     got = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]
     worst = 0.0

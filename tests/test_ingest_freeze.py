@@ -36,7 +36,7 @@ class FakePacker:
     def stats(self) -> PackerStats:
         return PackerStats(pending_tokens=self.pending_tokens)
 
-    def submit(self, seq_id: int, tokens, key: int) -> None:
+    def submit_many(self, items) -> None:
         pass
 
     def cancel(self, key: int) -> list[int]:
@@ -59,10 +59,10 @@ class FakeDelivery:
             self.tracker.revoke(tp)
 
 
-def make_ingest(bootstrap: str, topic: str) -> tuple[Ingest, FakePacker]:
+def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, FakePacker]:
     settings = Settings(kafka=KafkaSettings(input_topics=(topic,), output_topic="out", dlq_topic="dlq",
                                             group_id=f"g-{topic}", delivery="at_least_once",
-                                            session_timeout_ms=SESSION_MS))
+                                            session_timeout_ms=SESSION_MS, **kafka))
     conf = client_config(settings.kafka, bootstrap=bootstrap)
     tracker, packer = OffsetTracker(), FakePacker()
     metrics = Metrics()
@@ -106,3 +106,28 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
         thread.join(30)
     assert ingest.error is None
     assert "lost" in caplog.text
+
+
+def test_an_input_holding_its_partition_is_reported_by_coordinates(private_broker, caplog):
+    """kafka.hold_warning_s: a log line naming topic/partition/offset, and a per-partition gauge."""
+    caplog.set_level(logging.INFO, logger="worker.service.ingest")
+    b = private_broker
+    b.create_topics({"held-in": 1})
+    ingest, _ = make_ingest(b.bootstrap, "held-in", hold_warning_s=1.0)
+    thread = threading.Thread(target=ingest.run, name="ribbon-ingest", daemon=True)
+    thread.start()
+    held = lambda: ingest.metrics.held.labels("held-in", "0")._value.get()  # noqa: E731
+    try:
+        wait_for(lambda: ingest.tracker.partitions() == [("held-in", 0)], 30, "the assignment")
+        produce(b.bootstrap, "held-in", [b"slow one", b"quick two"])
+        wait_for(lambda: ingest.tracker.pending() == 2, 30, "both messages")  # the fake packer never finishes them
+        wait_for(lambda: "held-in/0@0 has held its partition" in caplog.text, 15, "the slow-input warning")
+        assert held() >= 1.0 and ingest.metrics.slow_documents._value.get() == 1
+        epoch = ingest.tracker.epoch(("held-in", 0))
+        for off in (0, 1):
+            ingest.tracker.complete(("held-in", 0), epoch, off, ())
+        wait_for(lambda: held() == 0, 15, "the gauge to clear once the input finished")
+    finally:
+        ingest.stop.set()
+        thread.join(30)
+    assert caplog.text.count("has held its partition") == 1, "one warning per input"

@@ -88,8 +88,8 @@ class FakePacker:
     submitted: list = field(default_factory=list)
     pending: int = 0
 
-    def submit(self, sid, tokens, key) -> None:
-        self.submitted.append((sid, list(tokens), key))
+    def submit_many(self, items) -> None:
+        self.submitted.extend((sid, list(tokens), key) for sid, tokens, key in items)
 
     def stats(self):
         from worker.packer import PackerStats

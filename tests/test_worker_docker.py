@@ -223,3 +223,86 @@ def test_broker_down_ten_seconds_mid_stream(kafka, bootstrap, new_topic, tiny_mo
     finally:
         stop(proc, log)
     assert_exactly_once(got, {d["id"] for d in docs})
+
+
+# ---- what only Apache Kafka shows (issue 12) ------------------------------------------------
+
+def _supervise(env: dict, log: Path, until: Callable[[], bool], timeout_s: float) -> list[int]:
+    """Run the worker as a supervisor would: restart it whenever it exits, until `until()`; the exit codes."""
+    codes: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    proc = start_worker(env, log)
+    try:
+        while not until() and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                codes.append(proc.returncode)
+                proc = start_worker(env, log)
+            time.sleep(1)
+    finally:
+        stop(proc, log)
+    return codes
+
+
+def test_a_transaction_the_broker_times_out_is_redone_exactly_once(kafka, bootstrap, new_topic, tiny_model, tmp_path):
+    """Apache Kafka aborts a transaction older than transaction.timeout.ms (Tansu never does). The broker is
+    frozen past it with a transaction open: the worker either goes on or exits 1 (delivery stuck, fenced) and
+    is restarted; either way every input is summarized exactly once under read_committed."""
+    t = topics(new_topic)
+    docs = mixed_docs(1500, seed=14)
+    produce(bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    log = tmp_path / "worker.log"
+    env = worker_env(bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
+                     RIBBON_KAFKA__PRODUCER_EXTRA='{"transaction.timeout.ms": 5000}',
+                     RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2", RIBBON_KAFKA__DELIVERY_STUCK_S="20")
+    frozen_once = threading.Event()
+
+    def freeze_mid_stream() -> None:
+        consume_all(bootstrap, t["output_topic"], 200, timeout_s=180, isolation="read_committed")
+        broker = kafka.get_wrapped_container()
+        broker.pause()
+        try:
+            time.sleep(15)  # three transaction timeouts
+        finally:
+            broker.unpause()
+            frozen_once.set()
+
+    freezer = threading.Thread(target=freeze_mid_stream, daemon=True)
+    freezer.start()
+    done = lambda: frozen_once.is_set() and len(by_id(consume_all(  # noqa: E731
+        bootstrap, t["output_topic"], len(docs), timeout_s=5, isolation="read_committed"))) >= len(docs)
+    codes = _supervise(env, log, done, timeout_s=500)
+    freezer.join(5)
+    assert frozen_once.is_set()
+    assert all(c == 1 for c in codes), f"a restart must follow a clean exit 1, got {codes}"
+    got = committed_outputs(bootstrap, t["output_topic"], len(docs), timeout_s=60)
+    assert_exactly_once(got, {d["id"] for d in docs})
+
+
+def test_a_dead_letter_above_the_topic_limit_goes_without_its_value(kafka, bootstrap, tiny_model, tmp_path):
+    """The dead-letter topic refuses records above its max.message.bytes (Tansu accepts any size): the record
+    goes without its value (header error.value_dropped), and nothing behind it stalls."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    names = {"input_topic": f"in-{uuid.uuid4().hex[:8]}", "output_topic": f"out-{uuid.uuid4().hex[:8]}",
+             "dlq_topic": f"dlq-{uuid.uuid4().hex[:8]}"}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(names["input_topic"], 1, 1), NewTopic(names["output_topic"], 1, 1),
+                                   NewTopic(names["dlq_topic"], 1, 1, config={"max.message.bytes": "100000"})])
+    for f in futures.values():
+        f.result(60)
+    docs = mixed_docs(50, seed=15)
+    values = [orjson.dumps(d) for d in docs[:25]] + [b"\xff" * 300_000] + [orjson.dumps(d) for d in docs[25:]]
+    produce(bootstrap, names["input_topic"], values)
+    log = tmp_path / "worker.log"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    proc = start_worker(worker_env(bootstrap, tiny_model, group=group, **names), log)
+    try:
+        got = committed_outputs(bootstrap, names["output_topic"], len(docs), timeout_s=300)
+        dlq = consume_all(bootstrap, names["dlq_topic"], 1, timeout_s=60, isolation="read_committed")
+    finally:
+        stop(proc, log)
+    assert_exactly_once(got, {d["id"] for d in docs})
+    assert len(dlq) == 1 and dlq[0].value() is None
+    headers = dict(dlq[0].headers())
+    assert headers["error.class"] == b"invalid_utf8" and headers["error.value_dropped"] == b"msg_size_too_large"
+    assert headers["source.offset"] == b"25"

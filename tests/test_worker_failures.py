@@ -12,10 +12,13 @@ import random
 import signal
 import time
 import uuid
+from pathlib import Path
 
 import orjson
 from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produce, read_until_ids, same_but_timing,
-                     start_worker, topics, wait_for, worker_env)
+                     fork_worker, start_worker, topics, wait_for, worker_env, worker_forker)
+
+from worker.samples import document
 
 
 def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -> None:
@@ -25,36 +28,79 @@ def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -
         assert all(same_but_timing(copies[0], c) for c in copies[1:]), f"{doc_id} repeated with other content"
 
 
-def test_kill_9_five_times_loses_nothing(broker, new_topic, tiny_model, tmp_path):
+KILLS = 20
+FAST_GROUP = {"RIBBON_KAFKA__SESSION_TIMEOUT_MS": "2000",  # a killed member leaves the group quickly
+              "RIBBON_KAFKA__CONSUMER_EXTRA": '{"heartbeat.interval.ms": 400}'}
+
+
+def wait_for_assignment(proc, log: Path, since: int, timeout_s: float) -> bool:
+    """True once the worker logged a non-empty assignment after byte `since` of its log."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.is_alive():
+        with open(log, "rb") as fh:
+            fh.seek(since)
+            if b"assigned [(" in fh.read():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return [max(tp.offset, 0) for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)],
+                                                         timeout=10)]
+    finally:
+        c.close()
+
+
+def test_kill_9_after_assignment_twenty_times_loses_nothing(broker, new_topic, tiny_model, tmp_path, monkeypatch):
+    """Each cycle: start a worker, wait until it logs its assignment, kill -9 it at a random moment while it
+    processes. Workers fork from a preloaded server (helpers.worker_forker) so 20 cycles fit in CI."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # read when the server imports torch
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    ctx = worker_forker()
     rng = random.Random(7)
     t = topics(new_topic)
-    docs = mixed_docs(5000, seed=4)
-    produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
+    docs: list[dict] = []
+
+    def top_up(n: int) -> None:  # every kill must find work left, whatever the machine's speed
+        more = [document(i, n_lines=1 + i % 2, seed=4) for i in range(len(docs), len(docs) + n)]
+        produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in more])
+        docs.extend(more)
+
+    top_up(1000)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    env = worker_env(broker.bootstrap, tiny_model, group=group, **t)
+    env = worker_env(broker.bootstrap, tiny_model, group=group, **t, **FAST_GROUP)
     log = tmp_path / "worker.log"
-    kills = 0
-    seen = 0
-    while kills < 5:
-        proc = start_worker(env, log)
-        # kill at a random moment after some progress (or during start-up, now and then)
-        target = seen + rng.randint(50, 400)
-        deadline = time.monotonic() + rng.uniform(4, 20)
-        while time.monotonic() < deadline:
-            seen = len(consume_all(broker.bootstrap, t["output_topic"], target, timeout_s=1))
-            if seen >= target:
-                break
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        kills += 1
-    proc = start_worker(env, log)
+    log.touch()
+    history = [[0, 0, 0]]
+    for kill in range(KILLS):
+        if len(docs) - sum(history[-1]) < 500:
+            top_up(500)
+        since = log.stat().st_size
+        proc = fork_worker(ctx, env, log)
+        assert wait_for_assignment(proc, log, since, 90), f"cycle {kill}: no assignment\n" + log.read_text()[-3000:]
+        # mid-stream: once this worker has committed something, at a random moment of what follows
+        wait_for(lambda: sum(committed_offsets(broker.bootstrap, group, t["input_topic"], 3)) > sum(history[-1]),
+                 60, f"cycle {kill}: a first commit")
+        time.sleep(rng.uniform(0.0, 0.5))
+        proc.kill()
+        proc.join(30)
+        assert proc.exitcode == -signal.SIGKILL
+        history.append(committed_offsets(broker.bootstrap, group, t["input_topic"], 3))
+        assert all(a <= b for a, b in zip(history[-2], history[-1])), f"offsets moved backwards: {history}"
+        assert sum(history[-1]) < len(docs), f"cycle {kill}: nothing left to process when killed: {history}"
+    proc = fork_worker(ctx, env, log)
     ids = {d["id"] for d in docs}
     try:
-        outs = by_id(read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=300))
+        outs = by_id(read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=240))
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(90) == 0
-    assert kills == 5
+        proc.terminate()  # SIGTERM: drain, commit, exit 0
+        proc.join(90)
+    assert proc.exitcode == 0, log.read_text()[-3000:]
     assert_complete_and_consistent(outs, ids)
     committed, ends = committed_equals_end(broker.bootstrap, group, t["input_topic"], 3)
     assert committed == ends, "every input offset is committed once its summary is out"

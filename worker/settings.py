@@ -98,6 +98,16 @@ class KafkaSettings(_Group):
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
     )
+    dead_letter_spill_bytes: int = Field(
+        65_536, ge=0,
+        description="dead-letter values this large wait for their commit in a temporary file, not in memory; "
+                    "0 keeps them in memory",
+    )
+    hold_warning_s: float = Field(
+        120.0, gt=0.0,
+        description="an input unfinished this long holds its partition's commits: logged once with its "
+                    "topic/partition/offset and counted in ribbon_held_partition_seconds",
+    )
     txn_call_timeout_s: float = Field(
         10.0, gt=0.0, le=600.0,
         description="each transactional call (and an at-least-once flush) waits this long at most, then is "
@@ -266,6 +276,12 @@ class PipelineSettings(_Group):
                                                                                "between steps when not woken")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    switch_interval_ms: float = Field(
+        5.0, gt=0.0, le=100.0, description="Python's thread switch interval in the worker (Python's default, 5 ms): "
+                                           "how long the GPU thread may wait for the interpreter after a device sync "
+                                           "while finishing and ingest run Python; 0.5 measured slower on the H200 "
+                                           "(docs/pipeline.md)",
+    )
 
     @field_validator("resume_below_bins", "resume_below_messages")
     @classmethod

@@ -70,6 +70,28 @@ class PyPacker {
     core_->submit(seq_id, key, std::move(owned));
   }
 
+  void submit_many(const std::vector<int64_t>& seq_ids,
+                   const std::vector<py::array_t<int32_t, py::array::c_style>>& tokens,
+                   const std::vector<int64_t>& keys) {
+    if (seq_ids.size() != tokens.size() || seq_ids.size() != keys.size())
+      throw std::invalid_argument("seq_ids, tokens and keys differ in length: " +
+                                  std::to_string(seq_ids.size()) + ", " + std::to_string(tokens.size()) +
+                                  ", " + std::to_string(keys.size()));
+    std::vector<Packer::Submission> batch(seq_ids.size());
+    for (std::size_t i = 0; i < seq_ids.size(); ++i) {
+      if (tokens[i].ndim() != 1)
+        throw std::invalid_argument("tokens of sequence " + std::to_string(seq_ids[i]) +
+                                    " must be 1-D, got " + std::to_string(tokens[i].ndim()) + "-D");
+      const auto n = static_cast<std::size_t>(tokens[i].shape(0));
+      batch[i].seq_id = seq_ids[i];
+      batch[i].key = keys[i];
+      batch[i].tokens.resize(n);  // the caller may reuse its arrays after submit_many
+      if (n > 0) std::memcpy(batch[i].tokens.data(), tokens[i].data(), n * sizeof(int32_t));
+    }
+    py::gil_scoped_release nogil;
+    core_->submit_many(std::move(batch));
+  }
+
   std::optional<BinInfo> next_bin(double timeout_s) {
     py::gil_scoped_release nogil;
     return core_->next_bin(timeout_s);
@@ -174,6 +196,9 @@ void register_packer(py::module_& m) {
            py::arg("slot_seq_ids"), py::arg("pad_token") = 0, py::arg("order") = "decreasing")
       .def("submit", &PyPacker::submit, py::arg("seq_id"), py::arg("tokens").noconvert(),
            py::arg("key"), "Queue one sequence (int32 1-D array); copies it, never blocks on the consumer.")
+      .def("submit_many", &PyPacker::submit_many, py::arg("seq_ids"), py::arg("tokens").noconvert(),
+           py::arg("keys"),
+           "Queue several sequences at once (all checked first; nothing queued if one is refused).")
       .def("next_bin", &PyPacker::next_bin, py::arg("timeout_s"),
            "Wait (GIL released) for the next bin; None on timeout or after close.")
       .def("release", &PyPacker::release, py::arg("slot"))

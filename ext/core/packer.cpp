@@ -67,22 +67,44 @@ Packer::~Packer() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Packer::submit(int64_t seq_id, int64_t key, std::vector<int32_t> tokens) {
-  if (tokens.size() > config_.budget)
+namespace {
+
+void check_submission(int64_t seq_id, std::size_t length, uint32_t budget, uint32_t reserve) {
+  if (length > budget)
     throw std::invalid_argument("sequence " + std::to_string(seq_id) + " has " +
-                                std::to_string(tokens.size()) +
-                                " tokens, more than the bin budget " +
-                                std::to_string(config_.budget) +
-                                " (split it; the packer never truncates)");
-  const auto length = static_cast<uint32_t>(tokens.size());
+                                std::to_string(length) + " tokens, more than the bin budget " +
+                                std::to_string(budget) + " (split it; the packer never truncates)");
+  if (length == 0) throw std::invalid_argument("sequence " + std::to_string(seq_id) + " is empty");
+  if (length + reserve > budget)
+    throw std::invalid_argument("sequence " + std::to_string(seq_id) + " has " +
+                                std::to_string(length) + " tokens; with reserve_per_seq " +
+                                std::to_string(reserve) + " it weighs " +
+                                std::to_string(length + reserve) + ", more than the bin budget " +
+                                std::to_string(budget) + " (split it; the packer never truncates)");
+}
+
+}  // namespace
+
+void Packer::submit(int64_t seq_id, int64_t key, std::vector<int32_t> tokens) {
+  std::vector<Submission> one;
+  one.push_back(Submission{seq_id, key, std::move(tokens)});
+  submit_many(std::move(one));
+}
+
+void Packer::submit_many(std::vector<Submission> batch) {
+  for (const auto& s : batch)
+    check_submission(s.seq_id, s.tokens.size(), config_.budget, config_.reserve_per_seq);
   std::lock_guard<std::mutex> lk(mu_);
   if (closed_) throw std::runtime_error("submit after close");
   const double now = clock_();
-  pending_.add(seq_id, key, length, std::move(tokens), now);
-  policy_.on_arrival(now, int64_t{length} + config_.reserve_per_seq);
-  stats_.submitted_seqs++;
-  stats_.submitted_tokens += length;
-  if (consumers_waiting_ > 0) work_cv_.notify_one();
+  for (auto& s : batch) {
+    const auto length = static_cast<uint32_t>(s.tokens.size());
+    pending_.add(s.seq_id, s.key, length, std::move(s.tokens), now);
+    policy_.on_arrival(now, int64_t{length} + config_.reserve_per_seq);
+    stats_.submitted_seqs++;
+    stats_.submitted_tokens += length;
+  }
+  if (consumers_waiting_ > 0 && !batch.empty()) work_cv_.notify_one();
 }
 
 bool Packer::can_form() const {

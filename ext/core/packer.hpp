@@ -80,6 +80,15 @@ class Packer {
   // Thread-safe; never waits for the consumer. Throws invalid_argument for an
   // empty or overweight sequence, runtime_error after close.
   void submit(int64_t seq_id, int64_t key, std::vector<int32_t> tokens);
+  // Several at once, atomically: all are checked first (nothing is added if one is
+  // refused), then added under one lock, so the window sees the whole batch arrive
+  // together (a poll's batch must not leave as a bin of its first two documents).
+  struct Submission {
+    int64_t seq_id = 0;
+    int64_t key = 0;
+    std::vector<int32_t> tokens;
+  };
+  void submit_many(std::vector<Submission> batch);
   // Blocks up to timeout_s for a bin; nullopt on timeout or after close.
   std::optional<BinInfo> next_bin(double timeout_s);
   void release(uint32_t slot);  // throws invalid_argument if not handed out

@@ -10,6 +10,7 @@ Writes one JSON (and, with --plot, PNGs) under --out.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import platform
@@ -34,21 +35,42 @@ def make_mix(kind: str, vocab: int, seed: int = 0, n: int | None = None) -> list
     return [[rng.randrange(100, vocab - 100) for _ in range(k)] for k in lens]
 
 
-def ffd_bins(weights: list[int], budget: int) -> list[list[int]]:
-    """First-fit decreasing: lists of document indices whose weights sum to <= budget."""
-    order = sorted(range(len(weights)), key=lambda i: -weights[i])
-    bins: list[list[int]] = []
-    room: list[int] = []
-    for i in order:
-        for b, r in enumerate(room):
-            if weights[i] <= r:
-                bins[b].append(i)
-                room[b] -= weights[i]
-                break
-        else:
-            bins.append([i])
-            room.append(budget - weights[i])
-    return bins
+def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str = "cuda", order: str | None = None):
+    """The worker's own packer (worker.packer.Packer: the C++ core, pinned slots, alignment; `order`
+    None: the worker's default, packer.order) over these documents, all submitted at once and
+    drained, as the worker packs a backlog. Yields (packer, bin); the caller releases each bin's
+    slot once its copy to the device is done."""
+    from worker.packer import Packer, PackerConfig
+
+    cfg = PackerConfig(budget=budget, reserve_per_seq=reserve, max_seqs=max(1, len(docs)), efficient_tokens=budget,
+                       max_wait_s=0.0, slots=3)
+    if order is not None:
+        cfg = dataclasses.replace(cfg, order=order)
+    packer = Packer.from_config(cfg, device=device)
+    for i, d in enumerate(docs):
+        packer.submit(i, d, key=0)
+    packer.drain(True)
+    seen = 0
+    try:
+        while seen < len(docs):
+            b = packer.next_bin(60.0)
+            if b is None:
+                raise RuntimeError(f"the packer gave no bin after {seen} of {len(docs)} documents")
+            seen += len(b.seq_ids)
+            yield packer, b
+    finally:
+        packer.close()
+
+
+def _prefix(docs: list[list[int]], budget: int, reserve: int) -> list[int]:
+    """The first documents whose weights fit one bin (warm-ups: a bin of the timed run's size)."""
+    idx, used = [], 0
+    for i, d in enumerate(docs):
+        if idx and used + len(d) + reserve > budget:
+            break
+        idx.append(i)
+        used += len(d) + reserve
+    return idx
 
 
 def ceilings() -> dict:
@@ -118,23 +140,30 @@ def _stage(eng, docs: list[list[int]], idx: list[int]):
 def ribbon_prefill(eng, docs: list[list[int]], bin_tokens: int) -> dict:
     import torch
 
-    bins = ffd_bins([len(d) for d in docs], bin_tokens)
-    eng.prefill_last_logits(_stage(eng, docs, bins[0]))  # warm-up
+    eng.prefill_last_logits(_stage(eng, docs, _prefix(docs, bin_tokens, 0)))  # warm-up
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
-    nxt = _stage(eng, docs, bins[0])
-    for k in range(len(bins)):
-        cur = nxt
-        if k + 1 < len(bins):
-            nxt = _stage(eng, docs, bins[k + 1])  # the next copy overlaps this bin's compute
-        eng.prefill_last_logits(cur)
+    bins = padded = 0
+    cur = None
+    for packer, b in product_bins(docs, bin_tokens, 0):  # packing runs in the timed region, as in the worker
+        nxt = (eng.stage(b.tokens, b.cu_seqlens, b.max_seqlen), b)  # this copy overlaps the previous bin's compute
+        if cur is not None:
+            _prefill_and_release(eng, packer, *cur)
+        cur, bins, padded = nxt, bins + 1, padded + len(b.tokens)
+    if cur is not None:
+        _prefill_and_release(eng, packer, *cur)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
     real = sum(len(d) for d in docs)
-    padded = sum(-(-sum(len(docs[i]) for i in b) // 16) * 16 for b in bins)
     return {"wall_s": wall, "real_tokens": real, "tokens_per_s": real / wall, "padding_pct": 100.0 * (1 - real / padded),
-            "bins": len(bins), "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
+            "bins": bins, "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}
+
+
+def _prefill_and_release(eng, packer, staged, b) -> None:
+    eng.prefill_last_logits(staged)
+    staged.wait_copied()
+    packer.release(b.slot)
 
 
 def job_floor_s(fig: dict, docs: list[list[int]], rate: float, decode_floor_s: float) -> float:
@@ -148,22 +177,26 @@ def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: floa
     import torch
 
     max_new = eng.options.max_new_tokens
-    bins = ffd_bins([len(d) + max_new for d in docs], budget)
-    short = [d[:8] for d in docs]
-    eng.generate(_stage(eng, short, bins[0]))  # warm-up: kernels and the first bin's graph bucket
+    eng.warm_up(budget, len(docs))  # as the worker at start: KV pool at the budget, compiled layers, every decode graph
     torch.cuda.synchronize()
     cap0 = eng.runner.capture_s
     torch.cuda.reset_peak_memory_stats()
     before = dict(eng.stats)
     floor_s = 0.0
     out_tokens = 0
+    bins = 0
     t0 = time.perf_counter()
-    for b in bins:
+    for packer, b in product_bins(docs, budget, max_new):
         steps0 = eng.stats["decode_steps"]
-        outs = eng.generate(_stage(eng, docs, b))
+        staged = eng.stage(b.tokens, b.cu_seqlens, b.max_seqlen)
+        outs = eng.generate(staged)
+        staged.wait_copied()
+        packer.release(b.slot)
+        bins += 1
         out_tokens += sum(len(o.token_ids) for o in outs)
         steps = eng.stats["decode_steps"] - steps0
-        kv_rows = sum(len(docs[i]) for i in b) + len(b) * max_new / 2  # live rows, averaged over the steps
+        idx = b.seq_ids.tolist()
+        kv_rows = sum(len(docs[i]) for i in idx) + len(idx) * max_new / 2  # live rows, averaged over the steps
         floor_s += steps * (fig["weight_bytes_read_per_step"] + kv_rows * eng.pool.bytes_per_row) / bw
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
@@ -172,7 +205,7 @@ def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: floa
     step_ms = 1e3 * (d["decode_s"] - capture_s) / max(1, d["decode_steps"])
     floor_ms = 1e3 * floor_s / max(1, d["decode_steps"])
     job_floor = job_floor_s(fig, docs, rate, floor_s)
-    return {"wall_s": wall, "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / wall, "bins": len(bins),
+    return {"wall_s": wall, "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / wall, "bins": bins,
             "prefill_s": d["prefill_s"], "decode_s": d["decode_s"], "decode_steps": d["decode_steps"],
             "decode_step_ms": step_ms, "decode_floor_ms": floor_ms, "decode_vs_floor": step_ms / floor_ms,
             "job_floor_s": job_floor, "prefill_floor_s": job_floor - floor_s, "decode_floor_s": floor_s,
@@ -196,9 +229,11 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     model = random_model(MODELS[key], torch.device("cuda"), torch.bfloat16)
     fig = model_figures(model)
     eng = engine_for_model(model, None, attention=args.attention, name=f"qwen2.5-{key}-random",
-                           max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens, compile=args.compile)
+                           max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens, compile=args.compile,
+                           merge=args.merge)
     eng.eos_ids = tuple(sorted({model.config.eos_token_id}))
-    res = results.setdefault(key, {"backend": eng.backend, "compiled_layers": eng.compiled, "figures": fig,
+    res = results.setdefault(key, {"backend": eng.backend, "compiled_layers": eng.compiled,
+                                   "merged_projections": eng.merged, "figures": fig,
                                    "load_s": time.perf_counter() - t0})
     budget = autotune_budget(eng, args.max_new, override=args.budget, cache_path=Path(args.out) / "autotune_cache.json")
     res["budget"] = budget
@@ -224,7 +259,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
-        if not args.skip_hf:
+        if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
         for name, fn in systems:
@@ -265,16 +300,21 @@ def _ribbon_gen(eng, model, docs, budget, fig, ceil):
 
 
 def _eager(eng, fn, *args):
-    """A Hugging Face baseline on the same model object, its layers eager as HF runs them."""
+    """A Hugging Face baseline on the same model object as HF runs it: eager layers, separate projections."""
     from worker.engine.fuse import compile_layers, uncompile_layers
+    from worker.engine.merge import merge_projections, unmerge_projections
 
-    if not eng.compiled:
-        return fn(*args)
-    uncompile_layers(eng.base)
+    if eng.compiled:
+        uncompile_layers(eng.base)
+    if eng.merged:
+        unmerge_projections(eng.base)
     try:
         return fn(*args)
     finally:
-        compile_layers(eng.base)
+        if eng.merged:
+            merge_projections(eng.base)
+        if eng.compiled:
+            compile_layers(eng.base)
 
 
 def parse(argv):
@@ -290,7 +330,11 @@ def parse(argv):
     p.add_argument("--budget", type=int, default=None, help="token budget (default: Phase-0 autotune)")
     p.add_argument("--attention", default="auto", choices=["auto", "flash_attn", "varlen", "reference"])
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="compiled decoder layers")
+    p.add_argument("--merge", default="auto", choices=["auto", "on", "off"],
+                   help="q/k/v and gate/up as one GEMM each (Hugging Face baselines always run unmerged)")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
+    p.add_argument("--skip-hf-generate", action="store_true",
+                   help="HF prefill baseline only (its generate baselines take ~100 s on 7B and do not change with Ribbon)")
     p.add_argument("--full-corpus-generate", action="store_true", help="also generate for every document with Ribbon")
     p.add_argument("--out", default="bench/results")
     p.add_argument("--name", default="engine_h200.json")

@@ -4,7 +4,8 @@ Memory grows linearly with a bin's weight (KV slots, token table, decode logits)
 fixed part (weights, prefill activations bounded by the chunk size, graphs). Two probes with
 real prefill and decode steps fit that line; the budget is where the line meets `margin` of the
 GPU's memory; a third probe at that budget confirms it (an OOM shrinks it by 15% and retries).
-The result is cached on disk by (model, config hash, GPU, dtype, max_new_tokens, torch version).
+The result is cached on disk by (model, config hash, GPU, dtype, max_new_tokens, torch version,
+chunk size, merged projections).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def cache_key(eng, max_new_tokens: int) -> dict[str, str | int]:
     cfg_hash = hashlib.sha256(eng.model.config.to_json_string(use_diff=False).encode()).hexdigest()[:16]
     gpu = torch.cuda.get_device_name(eng.device) if eng.device.type == "cuda" else "cpu"
     return {"model": eng.name, "config": cfg_hash, "gpu": gpu, "dtype": str(eng.dtype),
-            "max_new_tokens": int(max_new_tokens), "torch": torch.__version__, "chunk_tokens": eng.options.chunk_tokens}
+            "max_new_tokens": int(max_new_tokens), "torch": torch.__version__, "chunk_tokens": eng.options.chunk_tokens,
+            "merged": int(bool(getattr(eng, "merged", False)))}  # merged gate/up: a wider activation at the peak
 
 
 def default_cache_path() -> Path:

@@ -65,6 +65,7 @@ class EngineOptions:
     chunk_tokens: int = 32_768  # prefill activation bound (tokens per forward)
     check_every: int = 8  # decode steps between host looks at the done flags
     compile: str = "auto"  # "auto" | "on" | "off": torch.compile of the decoder layers (fuse.py)
+    merge: str = "auto"  # "auto" | "on" | "off": q/k/v and gate/up as one GEMM each (merge.py)
     expand_kv: bool = False  # measurement only: prefill with repeated K/V heads (the old torch 2.11 path)
 
 
@@ -91,7 +92,11 @@ class Engine:
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
         from worker.engine.fuse import compile_layers, want_compile
+        from worker.engine.merge import merge_projections, want_merge
 
+        self.merged = want_merge(options.merge, self.device, backend)
+        if self.merged:
+            merge_projections(self.base)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)
@@ -103,7 +108,7 @@ class Engine:
         self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
-                                        "compiled_layers": self.compiled})
+                                        "compiled_layers": self.compiled, "merged_projections": self.merged})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:

@@ -170,16 +170,15 @@ class DlqFilter:
 def replay_dlq(consumer_conf: dict[str, Any], producer_conf: dict[str, Any], dlq_topic: str, flt: DlqFilter,
                to_topic: str | None, dry_run: bool, progress: bool, timeout_s: float) -> ReplayReport:
     """Scan the dead-letter topic once (bounded) and produce the matching records back."""
-    from confluent_kafka import Consumer, Producer
     from tqdm import tqdm
 
-    conf = {**consumer_conf, "group.id": f"ribbon-replay-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-            "logger": logging.getLogger("librdkafka.consumer")}
+    from worker.kafka import clients
+
+    conf = {**consumer_conf, "group.id": f"ribbon-replay-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
     conf.pop("group.instance.id", None)
-    consumer = Consumer(conf)
-    producer = None if dry_run else Producer({
-        **{k: v for k, v in producer_conf.items() if k != "transactional.id"},
-        "logger": logging.getLogger("librdkafka.producer")})
+    consumer = clients.consumer(conf)
+    producer = None if dry_run else clients.producer(
+        {k: v for k, v in producer_conf.items() if k != "transactional.id"})
     report, failures = ReplayReport(), []
     try:
         md = consumer.list_topics(dlq_topic, timeout=timeout_s).topics[dlq_topic]

@@ -53,9 +53,10 @@ def committed(consumer: Any, rng: Range, timeout_s: float) -> dict[tuple[str, in
 
 
 def rerun(settings: Any, args: Any) -> int:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import TopicPartition
     from tqdm import tqdm
 
+    from worker.kafka import clients
     from worker.ops.preflight import check_model_path, probe_cluster
     from worker.ops.replay import parse_time
     from worker.ops.cli_ops import build_worker
@@ -73,7 +74,7 @@ def rerun(settings: Any, args: Any) -> int:
     settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group})})
     consumer_conf, producer_conf = kafka_client_config(settings.kafka)
     probe_cluster(producer_conf, 10.0)
-    admin = Consumer({**consumer_conf, "logger": logging.getLogger("librdkafka.consumer")})
+    admin = clients.consumer(consumer_conf)
     try:
         rng = plan_range(admin, settings.kafka.input_topics, since, args.from_offset, 30.0)
         admin.commit(offsets=[TopicPartition(t, p, s) for (t, p), (s, _) in rng.items()], asynchronous=False)

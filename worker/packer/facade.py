@@ -139,6 +139,14 @@ class Packer:
         """Queues one sequence (copied); ValueError if it is empty or len + reserve > budget."""
         self._core.submit(seq_id, _as_int32(seq_id, tokens), key)
 
+    def submit_many(self, items: Sequence[tuple[int, np.ndarray | Sequence[int], int]]) -> None:
+        """Queues (seq_id, tokens, key) items at once: the window sees them arrive together.
+
+        All are checked first: ValueError (naming the sequence) and nothing queued if one is refused."""
+        if items:
+            self._core.submit_many([int(s) for s, _, _ in items], [_as_int32(s, t) for s, t, _ in items],
+                                   [int(k) for _, _, k in items])
+
     def next_bin(self, timeout_s: float) -> Bin | None:
         """Waits up to timeout_s (GIL released) for a bin; None on timeout or after close."""
         info = self._core.next_bin(timeout_s)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from worker.service.gpu import GpuLoop
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import HealthServer, Metrics
 from worker.service.planner import Planner
+from worker.service.spill import Spool
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -101,7 +103,8 @@ class Worker:
                                  max_records=pl.delivery_max_records)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
-                                        wake=self.delivery.wake)
+                                        wake=self.delivery.wake,
+                                        spool=Spool(settings.kafka.dead_letter_spill_bytes))
         self.gpu: GpuLoop | None = None
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
@@ -157,6 +160,9 @@ class Worker:
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:
+        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
+        # Python: the switch interval bounds that wait (and how often every thread is preempted).
+        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
         """Start the threads: delivery first (its producer must be ready before anything is consumed).
 
         A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the

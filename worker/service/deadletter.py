@@ -8,7 +8,12 @@ original bytes, the input's own headers, and Ribbon's reason headers
 (`error.class`, `error.message`, `source.*`, `worker.version`). The record then
 goes out with the offset like any summary: committed, never lost, in order.
 
-Thread-safe (the tracker is); never blocks beyond the tracker's lock.
+A large value (kafka.dead_letter_spill_bytes or more) waits for its commit on
+disk, not in memory (worker/service/spill.py): a dead letter is final, but it
+commits in order behind whatever its partition still processes.
+
+Thread-safe (the tracker and the spool are); never blocks beyond their locks
+(and one file write for a spilled value).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from worker import __version__
 from worker.messages import BadMessage, dead_letter_headers
 from worker.ops.headers import Header, dead_letter_headers_with_input
 from worker.service.docs import Doc
+from worker.service.spill import Spool
 from worker.service.tracker import OffsetTracker, Record, TopicPartition
 
 
@@ -26,8 +32,9 @@ class DeadLetters:
     """Builds dead-letter records and completes their offsets with them."""
 
     def __init__(self, *, dlq_topic: str, tracker: OffsetTracker, count: Callable[[str], None],
-                 wake: Callable[[], None]) -> None:
+                 wake: Callable[[], None], spool: Spool | None = None) -> None:
         self.dlq_topic, self.tracker = dlq_topic, tracker
+        self.spool = spool or Spool(threshold=0)  # 0: values stay in memory
         self._count, self._wake = count, wake  # metrics counter by error class; delivery's wake-up
 
     def send(self, tp: TopicPartition, epoch: int, offset: int, key: bytes | None, value: bytes | None,
@@ -35,7 +42,7 @@ class DeadLetters:
         """Complete `offset` with a dead letter; False if its partition epoch is gone (revoked)."""
         err = BadMessage(error_class, message)
         ribbon = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset, worker_version=__version__)
-        rec = Record(self.dlq_topic, key, value, dead_letter_headers_with_input(in_headers, ribbon))
+        rec = Record(self.dlq_topic, key, self.spool.hold(value), dead_letter_headers_with_input(in_headers, ribbon))
         if not self.tracker.complete(tp, epoch, offset, (rec,)):
             return False
         self._count(error_class)

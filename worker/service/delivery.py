@@ -44,9 +44,13 @@ import threading
 import time
 
 from worker.kafka.clients import Factory
+from worker.service.spill import Spilled
 from worker.service.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
+
+
+VALUE_DROPPED = ("error.value_dropped", b"msg_size_too_large")  # header of a dead letter sent without its value
 
 
 class FatalDeliveryError(RuntimeError):
@@ -71,12 +75,12 @@ class _Deadline:
 
 class Delivery:
     def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.05, max_records: int = 2000):
+                 interval_s: float = 0.05, max_records: int = 2000, max_bytes: int = 64 << 20):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
         self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
-        self.interval_s, self.max_records = interval_s, max_records
+        self.interval_s, self.max_records, self.max_bytes = interval_s, max_records, max_bytes
         self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
         self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
@@ -86,6 +90,7 @@ class Delivery:
         self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
         self.busy = False  # a step is under way (drain waits for it)
         self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
+        self._refused: set[int] = set()  # id() of records the broker refused as too large (sent valueless next)
         self.producer = None
         self.error: BaseException | None = None
         self.started = threading.Event()
@@ -189,7 +194,7 @@ class Delivery:
         """Send every committable run; returns the number of input offsets committed."""
         self.busy = True
         try:
-            ready = self.tracker.take_ready(self.max_records)
+            ready = self.tracker.take_ready(self.max_records, self.max_bytes)  # bounds the producer's buffer
             if not ready:
                 return 0
             self.busy_since = time.monotonic()
@@ -207,20 +212,25 @@ class Delivery:
         self.metrics.committed.inc(n_in)
         return n_in
 
-    def _produce_all(self, ready: list[Ready], deadline: _Deadline, on_delivery=None) -> None:
+    def _produce_all(self, ready: list[Ready], deadline: _Deadline, failed: list) -> None:
+        """Produce every record; delivery reports that fail are appended to `failed` as (record, error)."""
         for r in ready:
             for rec in r.records:
-                self._produce(rec, deadline, on_delivery)
+                self._produce(rec, deadline, failed)
             self.producer.poll(0)
 
-    def _produce(self, rec, deadline: _Deadline, on_delivery) -> None:
+    def _produce(self, rec, deadline: _Deadline, failed: list) -> None:
         from confluent_kafka import KafkaError, KafkaException
 
-        value, headers = rec.value, list(rec.headers)
+        if id(rec) in self._refused:  # the broker refused it as too large before: its value stays behind
+            rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, (*rec.headers, VALUE_DROPPED))
+        value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
+        headers = list(rec.headers)
+        report = lambda err, _msg, rec=rec: failed.append((rec, err)) if err is not None else None  # noqa: E731
         while True:
             try:
                 self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
-                                      on_delivery=on_delivery)
+                                      on_delivery=report)
                 return
             except BufferError:  # the producer's queue is full: wait for deliveries, not for ever
                 deadline.check("producing (the producer queue stayed full)")
@@ -233,7 +243,21 @@ class Delivery:
                 log.warning("record for %s too large (%d bytes): dead-lettered without its value",
                             rec.topic, len(value))
                 rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, rec.headers)
-                value, headers = None, [*rec.headers, ("error.value_dropped", b"msg_size_too_large")]
+                value, headers = None, [*rec.headers, VALUE_DROPPED]
+
+    def _note_refused(self, failed: list) -> None:
+        """Records the broker refused as too large go without their value next time (or they would fail
+        every retry, and hold their partition for good)."""
+        from confluent_kafka import KafkaError
+
+        for rec, err in failed:
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE and rec.value is not None and id(rec) not in self._refused:
+                log.warning("the broker refused a record for %s as too large (%d bytes): it goes to the "
+                            "dead-letter topic without its value", rec.topic, rec.size)
+                self._refused.add(id(rec))
+
+    def _delivered(self, ready: list[Ready]) -> None:
+        self._refused.difference_update(id(rec) for r in ready for rec in r.records)
 
     @staticmethod
     def _offsets(ready: list[Ready]) -> list:
@@ -253,12 +277,14 @@ class Delivery:
         if group_metadata is None:
             return False  # no assignment yet
         p = self.producer
+        failed: list = []
         try:
             p.begin_transaction()
-            self._produce_all(ready, deadline)
+            self._produce_all(ready, deadline, failed)
             p.send_offsets_to_transaction(self._offsets(ready), group_metadata, self.op_timeout_s)
             self._commit(deadline)
             self.metrics.txn_commits.inc()
+            self._delivered(ready)
             return True
         except KafkaException as exc:
             err = exc.args[0]
@@ -266,6 +292,8 @@ class Delivery:
                 raise FatalDeliveryError(f"transaction failed fatally: {err}") from exc
             log.warning("transaction aborted (%s); %d runs will be retried", err, len(ready))
             self._abort(deadline)
+            p.poll(0)  # delivery reports of the aborted records
+            self._note_refused(failed)
             time.sleep(0.2)
             return False
 
@@ -303,13 +331,14 @@ class Delivery:
                 deadline.check("abort_transaction")
 
     def _at_least_once(self, ready: list[Ready]) -> bool:
-        errors: list = []
-        self._produce_all(ready, _Deadline(self.stuck_s),
-                          on_delivery=lambda err, _m: errors.append(err) if err else None)
+        failed: list = []
+        self._produce_all(ready, _Deadline(self.stuck_s), failed)
         left = self.producer.flush(self.op_timeout_s)
-        if left or errors:
-            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(errors),
-                        errors[0] if errors else "flush timeout")
+        if left or failed:
+            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(failed),
+                        failed[0][1] if failed else "flush timeout")
+            self._note_refused(failed)
             return False
+        self._delivered(ready)
         self.to_commit.put(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
         return True

@@ -81,6 +81,7 @@ class Ingest:
         self.consumer = None
         self.assigned = threading.Event()
         self.error: BaseException | None = None
+        self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -98,6 +99,7 @@ class Ingest:
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
+                    self._report_held()
                     next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
                 msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
@@ -163,11 +165,13 @@ class Ingest:
             for doc in good:
                 self.finished(doc, digest_summary(doc))  # blocks while finishing is full: backpressure
             return
+        batch: list[tuple[int, np.ndarray, int]] = []
         for doc, plan in zip(good, self.planner.plan_many(texts)):
             doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
             doc.document_tokens = doc.document_tokens or plan.document_tokens
             self.metrics.document_tokens.inc(doc.document_tokens)
-            self._submit(doc, plan)
+            batch.extend(self._sequences(doc, plan))
+        self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
     def _digest(self, docs: list[Doc]) -> list[str]:
         """Each document's digest pass, and the text its prompt is made from (compacted or raw)."""
@@ -187,15 +191,18 @@ class Ingest:
             self.metrics.compacted.inc(c.compacted)
         return [c.text for c in chosen]
 
-    def _submit(self, doc: Doc, plan) -> None:
+    def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
+        """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
         limit = self.planner.max_prompt_tokens
         if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
             self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
                               f"a planned prompt exceeds {limit} tokens", doc.headers)
-            return
+            return []
+        out = []
         for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
             seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
-            self.packer.submit(sid, seq.tokens, doc.epoch)
+            out.append((sid, seq.tokens, doc.epoch))
+        return out
 
     def _plan_combines(self) -> None:
         while True:
@@ -213,7 +220,7 @@ class Ingest:
                                   f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
                                   doc.headers)
                 continue
-            self._submit(doc, plan)
+            self.packer.submit_many(self._sequences(doc, plan))
 
     def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
                      in_headers=()) -> None:
@@ -241,6 +248,26 @@ class Ingest:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
             self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
 
+    def _report_held(self) -> None:
+        """How long each partition's oldest unfinished input has held its commits; one warning per input
+        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
+        limit = self.s.kafka.hold_warning_s
+        holding = self.tracker.holding()
+        for (topic, part), offset, age in holding:
+            self.metrics.held.labels(topic, str(part)).set(age)
+            key = ((topic, part), self.tracker.epoch((topic, part)), offset)
+            if age >= limit and key not in self._warned:
+                self._warned.add(key)
+                self.metrics.slow_documents.inc()
+                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
+                            "%.0f s)", topic, part, offset, age, limit,
+                            extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
+        held = {tp for tp, _, _ in holding}
+        for tp in self.tracker.partitions():
+            if tp not in held:
+                self.metrics.held.labels(tp[0], str(tp[1])).set(0)
+        self._warned = {k for k in self._warned if (k[0], k[2]) in {(tp, off) for tp, off, _ in holding}}
+
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
         tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
@@ -248,6 +275,7 @@ class Ingest:
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
         self.metrics.reorder.set(self.tracker.waiting())
+        self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
         want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
             inflight > self.marks.high_messages
         want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
@@ -302,7 +330,7 @@ class Ingest:
         if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
             self.metrics.ready = False
         for topic, part in gone:
-            for gauge in (self.metrics.lag, self.metrics.unfinished):
+            for gauge in (self.metrics.lag, self.metrics.unfinished, self.metrics.held):
                 try:
                     gauge.remove(topic, str(part))
                 except KeyError:

@@ -54,6 +54,12 @@ class Metrics:
         self.reorder = Gauge("ribbon_reorder_buffer_messages", "finished messages waiting for an earlier offset",
                              registry=r)
         self.inflight = Gauge("ribbon_inflight_messages", "messages polled and not yet committed", registry=r)
+        self.spilled = Gauge("ribbon_spilled_dead_letter_bytes", "dead-letter values waiting on disk for their commit",
+                             registry=r)
+        self.held = Gauge("ribbon_held_partition_seconds", "age of the oldest unfinished input holding back "
+                          "its partition's commits", ["topic", "partition"], registry=r)
+        self.slow_documents = Counter("ribbon_slow_documents_total", "inputs that held their partition longer "
+                                      "than kafka.hold_warning_s", registry=r)
         self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
         self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "
                          "autoscaler sees): input not yet summarized and committed", ["topic", "partition"],

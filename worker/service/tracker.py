@@ -15,8 +15,13 @@ the same partition (revoked, then assigned back) are dropped, never produced.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from worker.service.spill import Spilled
 
 TopicPartition = tuple[str, int]
 
@@ -27,14 +32,19 @@ class Record:
 
     topic: str
     key: bytes | None
-    value: bytes | None
+    value: bytes | Spilled | None  # Spilled: a large dead-letter value waiting on disk (spill.py)
     headers: tuple[tuple[str, bytes], ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.value) if self.value is not None else 0
 
 
 @dataclass
 class _Partition:
     epoch: int
     seen: deque[int] = field(default_factory=deque)  # offsets in arrival (= offset) order
+    seen_at: deque[float] = field(default_factory=deque)  # time.monotonic() of each, same order
     done: dict[int, tuple[Record, ...]] = field(default_factory=dict)
     committed: int | None = None  # the next offset to consume after what is committed (None: not known yet)
 
@@ -90,6 +100,7 @@ class OffsetTracker:
             if p.committed is None:
                 p.committed = offset  # a fresh assignment resumes at the group's committed offset
             p.seen.append(offset)
+            p.seen_at.append(time.monotonic())
             return True
 
     def mark_committed(self, ready: list[Ready]) -> None:
@@ -115,9 +126,11 @@ class OffsetTracker:
             p.done[offset] = records
             return True
 
-    def take_ready(self, max_records: int | None = None) -> list[Ready]:
-        """Pop, per partition, the longest complete prefix of seen offsets."""
+    def take_ready(self, max_records: int | None = None, max_bytes: int | None = None) -> list[Ready]:
+        """Pop, per partition, the longest complete prefix of seen offsets (at most `max_records` records
+        and, past the first record, `max_bytes` of values in all: one transaction's share of memory)."""
         out: list[Ready] = []
+        size = 0
         with self._lock:
             for tp, p in self._parts.items():
                 recs: list[Record] = []
@@ -125,7 +138,12 @@ class OffsetTracker:
                 while p.seen and p.seen[0] in p.done:
                     if max_records is not None and recs and len(recs) >= max_records:
                         break
+                    nxt = sum(r.size for r in p.done[p.seen[0]])
+                    if max_bytes is not None and size and size + nxt > max_bytes:
+                        break
+                    size += nxt
                     off = p.seen.popleft()
+                    p.seen_at.popleft()
                     recs.extend(p.done.pop(off))
                     offs.append(off)
                 if offs:
@@ -140,10 +158,20 @@ class OffsetTracker:
                 if p is None or p.epoch != r.epoch:
                     continue  # revoked meanwhile: another consumer will redo them
                 # The run's records ride on its first offset; the others carry none.
+                now = time.monotonic()
                 for off in reversed(r.offsets):
                     p.seen.appendleft(off)
+                    p.seen_at.appendleft(now)
                     p.done[off] = ()
                 p.done[r.offsets[0]] = r.records
+
+    def holding(self) -> list[tuple[TopicPartition, int, float]]:
+        """Per partition whose oldest seen offset is unfinished: (partition, that offset, seconds since seen).
+        That offset holds every later result of its partition back from commit."""
+        now = time.monotonic()
+        with self._lock:
+            return [(tp, p.seen[0], now - p.seen_at[0]) for tp, p in self._parts.items()
+                    if p.seen and p.seen[0] not in p.done]
 
     def pending(self) -> int:
         """Offsets seen but not yet taken (in flight or waiting in the reorder buffer)."""

@@ -1,0 +1,30 @@
+"""The engine benchmark packs with the product's packer (worker.packer.Packer, the C++ core), not a
+first-fit of its own: every document lands in exactly one bin, whole and in its slot's ribbon,
+and no bin's weight (tokens + reserve per document) passes the budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worker.bench.engine import make_mix, product_bins
+
+
+@pytest.mark.parametrize("budget,reserve,n", [(32_768, 0, 400), (16_384, 128, 60)])
+def test_bench_bins_come_from_the_product_packer(budget, reserve, n):
+    docs = make_mix("stress", 1_000, n=n)
+    seen: list[int] = []
+    weights = []
+    for packer, b in product_bins(docs, budget, reserve, device="cpu"):
+        ids = b.seq_ids.tolist()
+        cu = np.asarray(b.cu_seqlens)
+        for j, i in enumerate(ids):
+            assert np.asarray(b.tokens[cu[j]:cu[j + 1]]).tolist() == docs[i]
+        assert b.weight == sum(len(docs[i]) + reserve for i in ids) <= budget
+        assert len(b.tokens) % 16 == 0 and b.num_tokens == cu[-1]
+        weights.append(b.weight)
+        seen += ids
+        packer.release(b.slot)
+    assert sorted(seen) == list(range(n))
+    total = sum(len(d) + reserve for d in docs)
+    assert len(weights) <= -(-total // budget) + 2  # close to the fewest bins the weights allow
