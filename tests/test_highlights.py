@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.samples import document
-from worker.service.highlights import _numbers, highlights
+from worker.service.highlights import highlights
 
 KINDS = ("trace", "syslog", "log", "crash", "pm")
 SETTINGS = settings(max_examples=200, deadline=None)
@@ -109,56 +109,6 @@ def test_names_with_digits_are_not_magnitudes():
 def test_a_severity_word_must_be_a_whole_word():
     lines = ["terror movie night", "errors=0 in report", "plain line one", "plain line two", "link down"]
     assert highlights(lines, 1) == ["link down"]
-
-
-# ---- the number scanner against a regex reference ----------------------------------------
-
-def numbers_reference(text: str) -> list[tuple[int, float]]:
-    """(offset, value) of each number, by the rules in the module docstring, one regex and plain Python."""
-    out = []
-    for m in re.finditer(r"(?:[0-9]|\.(?=[0-9]))+", text):
-        s, run = m.start(), m.group()
-        word = re.match(r"[0-9a-z]*", text[s:]).group()
-        hex_id = word.startswith("0x") or (len(word) >= 8 and re.fullmatch(r"[0-9a-f]*[a-f][0-9a-f]*", word))
-        glued = s > 0 and "a" <= text[s - 1] <= "z"
-        if run[0] == "." or glued or run.count(".") > 1 or len(run) - run.count(".") > 18 or hex_id:
-            continue
-        out.append((s, float(run)))
-    return out
-
-
-@SETTINGS
-@given(st.text(alphabet="0123456789.abcdefxyz- =;:\n", max_size=200))
-def test_the_number_scanner_matches_the_reference(text):
-    assert_same_numbers(scan(text), numbers_reference(text))
-
-
-def at(text: str, *found: tuple[str, float]) -> tuple[str, list[tuple[int, float]]]:
-    """An example: the text and each expected number as (the text where it starts, value)."""
-    return text, [(text.index(where), value) for where, value in found]
-
-
-@pytest.mark.parametrize(("text", "expected"), [
-    at("at 0x7f3a1e10 id 12ab34cd 35ms t300 3.5", ("35ms", 35.0), ("3.5", 3.5)),
-    at("2026-12-01t19:25:36.940z", ("2026", 2026.0), ("12-", 12.0), ("01t", 1.0), ("25", 25.0),
-       ("36.", 36.94)),
-    at("v1.2 1.2.3 5. .5 0x 00x1 1234567 12345678a", ("5. ", 5.0), ("00x1", 0.0), ("1234567 ", 1234567.0)),
-    at("9" * 19 + " " + "8" * 18, ("8", 888888888888888888.0)),
-    at("", ),
-])
-def test_the_number_scanner_on_examples(text, expected):
-    assert_same_numbers(scan(text), expected)
-
-
-def scan(text: str) -> list[tuple[int, float]]:
-    a = np.frombuffer(text.encode(), dtype=np.uint8)
-    vals, offsets = _numbers(a, (a >= 97) & (a <= 122))
-    return list(zip(offsets.tolist(), vals.tolist(), strict=True))
-
-
-def assert_same_numbers(got: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
-    assert [s for s, _ in got] == [s for s, _ in expected]
-    assert [v for _, v in got] == pytest.approx([v for _, v in expected], rel=1e-12)
 
 
 # ---- properties: any input -----------------------------------------------------------------

@@ -264,6 +264,8 @@ def _output(**changes: Any) -> OutputMessage:
         input={"topic": "in", "partition": 2, "offset": 41}, summary="Cell 3 lost sync.", highlights=["l1", "l2"],
         mode="generative", model="tiny-random", tokens={"input": 120, "output": 30, "chunks": 1},
         truncated=False, timing_ms={"queued": 1.5, "gpu": 20.0, "total": 25.25},
+        digest={"lines": 2, "templates_total": 1, "templates": [
+            {"pattern": "cell <n> lost sync", "count": 2, "first_line": 1, "last_line": 2, "example": "cell 3 lost sync"}]},
     )
     return OutputMessage.model_validate({**base, **changes})
 
@@ -271,13 +273,14 @@ def _output(**changes: Any) -> OutputMessage:
 def test_output_round_trip_and_key() -> None:
     msg = _output()
     data = encode_output(msg)
-    assert orjson.loads(data)["schema_version"] == 1 and orjson.loads(data)["id"] == "in:2:41"
+    assert orjson.loads(data)["schema_version"] == 2 and orjson.loads(data)["id"] == "in:2:41"
     assert decode_output(data) == msg
     assert output_key(None, msg) == b"in:2:41" and output_key(b"k", msg) == b"k"
 
 
 @pytest.mark.parametrize("changes", [
-    {"mode": "abstractive"}, {"schema_version": 2}, {"tokens": {"input": 1, "output": 1, "chunks": 0}},
+    {"mode": "abstractive"}, {"mode": "extractive"}, {"schema_version": 1},
+    {"tokens": {"input": 1, "output": 1, "chunks": 0}}, {"digest": {"lines": 1}},
     {"input": {"topic": "in", "partition": -1, "offset": 0}}, {"surprise": 1}, {"id": ""},
 ])
 def test_output_rejects_invalid(changes: dict[str, Any]) -> None:

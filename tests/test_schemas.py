@@ -94,15 +94,24 @@ def test_input_schema_and_decoder_agree(obj: dict[str, Any]) -> None:
 
 
 def test_output_schema_validates_encoded_outputs() -> None:
+    from worker.digest.digest import build_digest
+    from worker.digest.templates import analyze
+
+    lines = ["2026-12-01T10:00:00Z a INFO ok seq=1", "2026-12-01T10:00:01Z a INFO ok seq=2",
+             "2026-12-01T10:00:02Z a ERROR link down"]
     msg = OutputMessage.model_validate(dict(
-        id="in:0:7", input={"topic": "in", "partition": 0, "offset": 7}, summary="s", mode="extractive",
+        id="in:0:7", input={"topic": "in", "partition": 0, "offset": 7}, summary="s", mode="digest",
         model="m", tokens={"input": 3, "output": 0, "chunks": 1}, timing_ms={"queued": 0, "gpu": 1, "total": 2},
+        digest=build_digest(analyze(lines)).digest,
     ))
     doc = orjson.loads(encode_output(msg))
     validator = _validator("output.json")
     validator.validate(doc)
     assert set(doc) == set(validator.schema["required"])  # every field is always written
-    for broken in ({**doc, "extra": 1}, {k: v for k, v in doc.items() if k != "summary"}, {**doc, "mode": "x"}):
+    assert doc["schema_version"] == 2 and doc["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
+    for broken in ({**doc, "extra": 1}, {k: v for k, v in doc.items() if k != "summary"}, {**doc, "mode": "x"},
+                   {**doc, "mode": "extractive"}, {k: v for k, v in doc.items() if k != "digest"},
+                   {**doc, "digest": {**doc["digest"], "lines": -1}}):
         assert not validator.is_valid(broken)
 
 

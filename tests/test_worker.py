@@ -124,7 +124,7 @@ def test_long_documents_are_chunked_then_combined(broker, new_topic, tiny_model,
     docs = [document(i, n_lines=30 + i % 20, seed=6) for i in range(40)]
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}",
-                     RIBBON_MODEL__MAX_INPUT_TOKENS="300", **t)
+                     RIBBON_MODEL__MAX_INPUT_TOKENS="300", RIBBON_DIGEST__COMPACTION="false", **t)  # raw: chunked
     proc = start_worker(env, tmp_path / "worker.log")
     try:
         got = consume_all(broker.bootstrap, t["output_topic"], 40, timeout_s=240, isolation="read_committed")

@@ -95,3 +95,14 @@ class PendingSet:
 def pack_offline(
     lengths: npt.ArrayLike, budget: int, reserve_per_seq: int, max_seqs: int, window: int = 0
 ) -> npt.NDArray[np.int64]: ...
+
+def analyze_templates(
+    text: bytes,
+    *,
+    protected_words: Sequence[str],
+    severity: Sequence[tuple[str, float]],
+    top_values: int = 5,
+    merge: bool = True,
+    min_merge_tokens: int = 3,
+) -> dict[str, object]: ...
+def classify_token(token: str) -> str | None: ...

@@ -23,7 +23,8 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--delivery": ("kafka.delivery", "exactly_once or at_least_once"),
     "--worker-slot": ("kafka.worker_slot", "stable index of this worker (transactional.id suffix)"),
     "--model": ("model.path", "model: local path or hub id; 'tiny-random' builds a tiny random model"),
-    "--mode": ("model.mode", "generative or extractive"),
+    "--mode": ("model.mode", "generative (the model writes the summary) or digest (no model)"),
+    "--compaction": ("digest.compaction", "true/false: give the model each line template once"),
     "--max-new-tokens": ("model.max_new_tokens", "tokens generated per summary at most"),
     "--device": ("model.device", "auto, cpu, cuda or cuda:N"),
     "--token-budget": ("packer.token_budget", "tokens per bin (prompt + reserve), or auto"),
@@ -99,7 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the whole pipeline on the embedded broker with synthetic telemetry")
     dm.add_argument("--documents", type=int, default=200, help="documents to produce (default 200)")
     dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
-    _add_setting_flags(dm, ["--model", "--mode", "--max-new-tokens", "--device", "--token-budget", "--log-level"])
+    dm.add_argument("--show-model-text", action="store_true",
+                    help="also print the model's text when the model is the tiny random one (noise, labelled so)")
+    _add_setting_flags(dm, ["--model", "--mode", "--compaction", "--max-new-tokens", "--device", "--token-budget",
+                            "--log-level"])
 
     bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
                                       "steady (latency under a steady load)")
@@ -206,7 +210,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from worker.ops.supervisor import run_supervisor
 
         return run_supervisor(settings, args)
-    check_model_path(settings.model.path, settings.model.local_files_only)
+    if settings.model.mode != "digest":
+        check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging(settings.log_level, settings.log_format)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
@@ -239,9 +244,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from worker.service.logs import setup_logging
 
     settings = load(args)
-    check_model_path(settings.model.path, settings.model.local_files_only)
+    if settings.model.mode != "digest":
+        check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
-    return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty())
+    return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty(),
+                    show_model_text=args.show_model_text)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -1,10 +1,14 @@
 """`ribbon demo`: the whole pipeline on one machine, nothing to configure.
 
-Starts the embedded broker, produces synthetic telemetry (and a few bad
-messages, to show the dead-letter topic), runs the worker on the configured
-model (default: a tiny random model built offline, so the summaries are
-noise: point --model at a real checkpoint for real ones), reads every
-summary back and prints what came out.
+Starts the embedded broker, produces synthetic telemetry (short documents and,
+every tenth, a long repetitive log with injected faults; plus a few bad
+messages, to show the dead-letter topic), runs the worker, reads every output
+back and prints what came out: each document's digest in plain English, its
+highlights, and the model's token counts and timings. The default model is a
+tiny random one built offline: its text is noise, so it is never shown as a
+summary (--show-model-text prints it, labelled as noise). With --model PATH of
+a real checkpoint the model's summary is shown with the digest; --mode digest
+runs with no model at all.
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ import time
 
 import orjson
 
-from worker.samples import corpus
+from worker.digest.model import Digest
+from worker.digest.render import render
+from worker.samples import mixed_corpus
+
+SHOWN = 3  # documents printed in full
 
 BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
@@ -52,7 +60,7 @@ def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, pro
     return out
 
 
-def run_demo(settings, documents: int, timeout_s: float, progress: bool = True) -> int:
+def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, show_model_text: bool = False) -> int:
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
     from worker.service.app import Worker
@@ -61,26 +69,53 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True) 
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: 4, k.output_topic: 1, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
-        print(f"embedded broker on {broker.bootstrap}; loading model {s.model.path!r} ...", flush=True)
+        what = "no model (digest mode)" if s.model.mode == "digest" else f"model {s.model.path!r}"
+        print(f"embedded broker on {broker.bootstrap}; loading {what} ...", flush=True)
         worker = Worker(s, broker.bootstrap)
-        docs = [orjson.dumps(d) for d in corpus(documents)]
+        docs = [orjson.dumps(d) for d in mixed_corpus(documents)]
         t0 = time.monotonic()
         worker.start()
         produce(broker.bootstrap, k.input_topics[0], docs + list(BAD))
         got = read(broker.bootstrap, [k.output_topic, k.dlq_topic], len(docs) + len(BAD), timeout_s, progress)
         wall = time.monotonic() - t0
+        digest_s = worker.metrics.registry.get_sample_value("ribbon_digest_seconds_total") or 0.0
         worker.drain(30)
         worker.close()
     outs = [orjson.loads(m.value()) for m in got if m.topic() == k.output_topic]
     dlq = [m for m in got if m.topic() == k.dlq_topic]
-    for o in outs[:3]:
-        print(f"\n{o['id']} ({o['source']}, {o['tokens']['input']} tokens in, {o['tokens']['output']} out)")
-        print(f"  summary:    {o['summary'][:160]!r}")
-        print(f"  highlights: {o['highlights']}")
+    generative = settings.model.mode != "digest"
+    random_model = settings.model.path == "tiny-random"
+    shown = sorted(outs, key=lambda o: -o["digest"]["lines"])[:1] + [o for o in outs[:SHOWN]]
+    for o in {o["id"]: o for o in shown}.values():
+        _show(o, generative, random_model, show_model_text)
     for m in dlq:
         h = dict(m.headers() or [])
         print(f"dead letter: {h.get('error.class', b'?').decode()}: {h.get('error.message', b'').decode()[:90]}")
-    tokens = sum(o["tokens"]["input"] for o in outs)
-    print(f"\n{len(outs)}/{len(docs)} summaries and {len(dlq)}/{len(BAD)} dead letters in {wall:.1f} s "
-          f"({len(outs) / wall:.1f} docs/s, {tokens / wall:.0f} input tokens/s, backend {worker.engine.backend})")
+    _stats(outs, docs, dlq, wall, digest_s, generative, worker)
     return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) else 1
+
+
+def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) -> None:
+    t, ms = o["tokens"], o["timing_ms"]
+    print(f"\n{o['id']} ({o['source']}, {o['digest']['lines']:,} lines)")
+    if generative and not random_model:
+        print(f"  summary:    {o['summary']}")
+    print(f"  digest:     {o['summary'] if not generative else render(Digest.model_validate(o['digest']), o['source'], o['kind'])}")
+    print(f"  highlights: {o['highlights']}")
+    if generative:
+        print(f"  model:      {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
+              f"{t['chunks']} chunk(s), {t['output']} out; queued {ms['queued']:.0f} ms, model {ms['gpu']:.0f} ms, "
+              f"total {ms['total']:.0f} ms")
+        if random_model and show_model_text:
+            print(f"  model text (random weights, noise): {o['summary'][:120]!r}")
+
+
+def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, generative: bool, worker) -> None:
+    print(f"\n{len(outs)}/{len(docs)} outputs and {len(dlq)}/{len(BAD)} dead letters in {wall:.1f} s "
+          f"({len(outs) / wall:.1f} docs/s); digests took {digest_s:.2f} s in all")
+    if generative:
+        before = sum(o["tokens"]["document"] for o in outs)
+        after = sum(o["tokens"]["input"] for o in outs)
+        print(f"prompt tokens: {before:,} in the documents, {after:,} given to the model after compaction "
+              f"({before / max(1, after):.1f}x fewer; the instruction not counted); {after / wall:.0f} input tokens/s, "
+              f"backend {worker.engine.backend}")

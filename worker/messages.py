@@ -18,6 +18,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from worker.digest.model import Digest
+
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
     "oversize",       # more bytes than kafka.max_message_bytes
@@ -114,6 +116,7 @@ class InputCoordinates(_Out):
 
 class TokenCounts(_Out):
     input: int = Field(ge=0, description="prompt tokens over all chunks")
+    document: int = Field(0, ge=0, description="tokens of the raw document, before compaction (0 in digest mode)")
     output: int = Field(ge=0, description="generated tokens over all passes")
     chunks: int = Field(ge=1, description="1 unless the document was longer than the budget")
 
@@ -134,14 +137,15 @@ class OutputMessage(_Out):
     kind: str | None = Field(None, description="as given")
     attributes: dict[str, Any] | None = Field(None, description="as given")
     input: InputCoordinates
-    summary: str
+    summary: str = Field(description="the model's summary, or in digest mode the digest in plain English")
     highlights: list[str] = Field(default_factory=list, description="input lines that matter most")
-    mode: Literal["generative", "extractive"]
+    digest: Digest = Field(description="line count, time span, severities, top templates, entities, outliers")
+    mode: Literal["generative", "digest"]
     model: str = Field(min_length=1, description="model name or path")
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
 
 
 class DeadLetterHeaders(BaseModel):

@@ -25,7 +25,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from worker._settings_load import SettingsError, env_var_for, layered_values, validation_error
 
 __all__ = [
-    "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
+    "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
     "cli_exit_on_error", "env_var_for", "kafka_client_config", "load_settings",
 ]
 
@@ -198,9 +198,12 @@ class PackerSettings(_Group):
 class ModelSettings(_Group):
     path: str = Field(
         "tiny-random", min_length=1,
-        description="local path or hub id of a causal LM (or encoder in extractive mode)",
+        description="local path or hub id of a causal LM (unused in digest mode)",
     )
-    mode: Literal["generative", "extractive"] = Field("generative", description="write a summary, or pick lines")
+    mode: Literal["generative", "digest"] = Field(
+        "generative", description="generative: the model writes the summary; digest: no model, the summary is the "
+                                  "document's digest in plain English (runs anywhere, at the speed of Kafka)",
+    )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
         "auto", description="auto: bf16 on CUDA, fp32 on CPU"
     )
@@ -246,6 +249,14 @@ class ModelSettings(_Group):
         if not _DEVICE.fullmatch(v):
             raise ValueError(f"{v!r} is not auto, cpu, cuda or cuda:N")
         return v
+
+
+class DigestSettings(_Group):
+    compaction: bool = Field(True, description="give the model each line template once (first line verbatim, "
+                                               "the rest as a count and value ranges) instead of the raw document; "
+                                               "generative mode only")
+    min_saving: float = Field(0.2, ge=0.0, lt=1.0, description="compact only a document whose model text shrinks by "
+                                                                 "at least this fraction of its tokens")
 
 
 class PipelineSettings(_Group):
@@ -297,6 +308,7 @@ class Settings(BaseSettings):
     kafka: KafkaSettings = KafkaSettings()
     packer: PackerSettings = PackerSettings()
     model: ModelSettings = ModelSettings()
+    digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
     server: ServerSettings = ServerSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")

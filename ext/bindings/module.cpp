@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = ribbon::core_version();
   ribbon::register_packer(m);
   ribbon::register_window(m);
+  ribbon::register_templater(m);
 }

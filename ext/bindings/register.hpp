@@ -5,4 +5,5 @@
 namespace ribbon {
 void register_packer(pybind11::module_& m);
 void register_window(pybind11::module_& m);
+void register_templater(pybind11::module_& m);
 }  // namespace ribbon

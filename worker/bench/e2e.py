@@ -25,7 +25,28 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from worker.samples import corpus
+from worker.samples import corpus, mixed_corpus, quality_corpus
+
+CORPORA = {
+    "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
+    "mixed": lambda n: mixed_corpus(n, seed=11),                 # short, every tenth a long repetitive log
+    "quality": lambda n: [s.message for s in quality_corpus(max(1, n // 6), seed=11, lengths=(200, 1_000))][:n],
+}
+
+
+def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
+    """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
+    from worker.digest.digest import build_digest
+    from worker.digest.prompt import document_texts
+    from worker.digest.templates import analyze
+
+    raws = ["\n".join(d["lines"]) for d in docs]
+    t0 = time.perf_counter()
+    analyses = [build_digest(analyze(d["lines"])) for d in docs]
+    if not settings.digest.compaction:
+        return raws, time.perf_counter() - t0
+    texts = [t.text for t in document_texts(raws, analyses, min_saving=settings.digest.min_saving, count=count)]
+    return texts, time.perf_counter() - t0
 
 
 def random_checkpoint(arch_config: str, out: Path) -> str:
@@ -45,8 +66,9 @@ def random_checkpoint(arch_config: str, out: Path) -> str:
     return str(out / "model")
 
 
-def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
-    """Pack with the real packer (not timed), then time the engine over the bins."""
+def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None) -> dict:
+    """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
+    prompts come from, when some are chunks)."""
     import numpy as np
     import torch
 
@@ -77,7 +99,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int]) -> dict:
     sync()
     wall = time.perf_counter() - t0
     in_tokens = sum(b[4] for b in bins)
-    return {"wall_s": wall, "docs_per_s": len(prompts) / wall, "input_tokens_per_s": in_tokens / wall,
+    return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
             "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
             "input_tokens": in_tokens}
 
@@ -130,12 +152,17 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         sample = worker.metrics.registry.get_sample_value
         bins = int(sample("ribbon_bins_total") or 0)
         busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
+        digest_s = float(sample("ribbon_digest_seconds_total") or 0.0)
+        doc_tokens = int(sample("ribbon_document_tokens_total") or 0)
+        compacted = int(sample("ribbon_compacted_documents_total") or 0)
         worker.drain(30)
         worker.close()
     steady = t1 - t_assigned
     return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
             "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
             "publication": publication(timeline, len(docs)),
+            "digest_s": digest_s, "digest_share_of_engine_busy": digest_s / busy if busy else None,
+            "document_tokens": doc_tokens, "compacted_documents": compacted,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
 
@@ -200,7 +227,8 @@ def load_parts(a: argparse.Namespace):
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING"})
+                                        "server.port": 0, "log_level": "WARNING",
+                                        "digest.compaction": getattr(a, "compaction", "on") == "on"})
     return settings, build_parts(settings), lambda: shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -216,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--token-budget", default="auto")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default="short",
+                    help="short: 3-80 lines each; mixed: every tenth a long repetitive log; quality: long logs only")
+    ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
     ap.add_argument("--runs", type=int, default=1, help="end-to-end runs over the same documents (default 1)")
     ap.add_argument("--steady", default="", help="then steady-load runs at these fractions of the measured "
                                                  "end-to-end capacity, e.g. 0.5,0.9")
@@ -225,12 +256,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
-    docs = corpus(a.documents, seed=11)
+    docs = CORPORA[a.corpus](a.documents)
+    from worker.service.planner import Planner
+
+    tok = eng.tokenizer
+    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
+                                            split_special_tokens=True)["input_ids"]]
+    texts, digest_s = model_texts(settings, docs, count)
+    planner = Planner(eng.prompt_ids, count, max_prompt_tokens=parts.budget - parts.reserve,
+                      max_new_tokens=parts.reserve, prompt_batch=eng.prompt_ids_batch)
     t0 = time.perf_counter()
-    prompts = eng.prompt_ids_batch(["\n".join(d["lines"]) for d in docs])
+    # a long document goes in chunks, as in the worker (engine only leaves out the combine round)
+    prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     tok_s = time.perf_counter() - t0
-    seeds = list(range(len(docs)))
-    only = engine_only(parts, prompts, seeds)
+    seeds = list(range(len(prompts)))
+    only = engine_only(parts, prompts, seeds, len(docs))
     runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
@@ -242,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     overheads = [100.0 * (1.0 - r["docs_per_s"] / only["docs_per_s"]) for r in runs]
     result = {
         "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
-        "documents": len(docs), "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
+        "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
+        "digest_docs_per_s": len(docs) / digest_s,
+        "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
         "packer_order": settings.packer.order,
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
@@ -251,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         "steady_load": steady, "capacity_docs_per_s": capacity,
         "command": "ribbon bench e2e " + " ".join(argv or []),
     }
-    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}.json")
+    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
+                        f"compaction_{a.compaction}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
@@ -264,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * r['gpu_busy_fraction']:.0f}% of the steady time; at 80% of the model's work "
               f"{100 * pub.get('published', 0):.1f}% published ({100 * pub.get('model_finished', 0):.1f}% finished "
               f"by the model; {100 * pub['crossing_bin']['published']:.1f}% {pub['crossing_bin']['after_s']:.2f} s "
-              f"after the bin that took the work past 80%); overhead {overheads[i]:.1f}%")
+              f"after the bin that took the work past 80%); overhead {overheads[i]:.1f}%; digests {r['digest_s']:.2f} s "
+              f"({100 * (r['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time), "
+              f"{r['compacted_documents']} documents compacted, {r['document_tokens']:,} document tokens")
     for label, r in steady.items():
         report(r, f"steady {label} of capacity")
     print(f"worker overhead (median of {len(runs)}): {result['worker_overhead_pct']:.1f}% of engine-only docs/s "

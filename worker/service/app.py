@@ -1,5 +1,8 @@
 """`ribbon run`: wires ingest → packer → GPU → finishing → delivery, and stops them in order.
 
+In digest mode (model.mode = "digest") there is no model, packer or GPU thread:
+ingest hands each document, with its digest rendered as the summary, straight to finishing.
+
 Shutdown on SIGTERM/SIGINT: stop polling, drain in-flight work up to
 `drain_timeout_s`, let delivery commit the last results, close. A second
 signal exits at once without committing.
@@ -31,6 +34,8 @@ from worker.service.spill import Spool
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
+
+DIGEST_MODEL_NAME = "digest"  # the output's `model` in digest mode
 
 @dataclass
 class Parts:
@@ -88,8 +93,6 @@ def make_packer(settings, budget: int, reserve: int, device):
 class Worker:
     def __init__(self, settings, bootstrap: str, parts: Parts | None = None):
         self.s = settings
-        parts = parts or build_parts(settings)
-        self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
         self.metrics = Metrics()
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
@@ -98,45 +101,62 @@ class Worker:
         self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
                                  metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
                                  max_records=pl.delivery_max_records)
-        reserve = parts.reserve
-        tok = self.engine.tokenizer
-        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
-        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
-        try:
-            planner = Planner(self.engine.prompt_ids,
-                              lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
-                                                                 split_special_tokens=True)["input_ids"]],
-                              max_prompt_tokens=self.budget - reserve, max_input_tokens=settings.model.max_input_tokens,
-                              truncate=settings.model.truncate, max_new_tokens=reserve,
-                              prompt_batch=self.engine.prompt_ids_batch)
-        except ValueError as exc:
-            from worker.settings import SettingsError
-
-            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
-        b = self.budget
-        marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
-                           high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake,
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes))
-        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
-                             registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
-                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters)
-        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
-                                   model_name=self.engine.name, registry=self.registry, tracker=self.tracker,
-                                   dead_letters=self.dead_letters, combine=self.ingest.combine_q.put,
-                                   metrics=self.metrics, wake=self.delivery.wake, capacity=pl.finishing_queue_bins)
-        self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry, finishing=self.finishing,
-                           metrics=self.metrics, config=self.packer.config, seed=settings.model.seed)
+        self.gpu: GpuLoop | None = None
+        if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
+            self.engine, self.packer, self.budget = None, None, 0
+            marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
+                               low_messages=pl.resume_below_messages)  # no tokens wait anywhere
+            self._stages(settings, None, marks, DIGEST_MODEL_NAME)
+        else:
+            parts = parts or build_parts(settings)
+            self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
+            b = self.budget
+            marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
+                               high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
+            self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
+            self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry,
+                               finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
+                               seed=settings.model.seed)
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu.busy_since is not None,
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
                                        delivery_busy_s=self.delivery.stuck_for,
                                        delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _planner(self, settings, parts: Parts) -> Planner:
+        tok = self.engine.tokenizer
+        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
+        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
+        try:
+            return Planner(self.engine.prompt_ids,
+                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                              split_special_tokens=True)["input_ids"]],
+                           max_prompt_tokens=self.budget - parts.reserve,
+                           max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+        except ValueError as exc:
+            from worker.settings import SettingsError
+
+            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
+
+    def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
+        """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
+        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
+                                   model_name=model_name, registry=self.registry, tracker=self.tracker,
+                                   dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
+                                   metrics=self.metrics, wake=self.delivery.wake,
+                                   capacity=settings.pipeline.finishing_queue_bins)
+        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
+                             registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
+                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
+                             finished=self.finishing.submit_finished)
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:
@@ -156,8 +176,8 @@ class Worker:
             if stop is not None and stop.is_set():
                 log.info("stopped while waiting for the producer (is the broker reachable?)")
                 return self
-        for name, target in (("ribbon-finishing", self.finishing.run), ("ribbon-gpu", self.gpu.run),
-                             ("ribbon-ingest", self.ingest.run)):
+        gpu = (("ribbon-gpu", self.gpu.run),) if self.gpu is not None else ()
+        for name, target in (("ribbon-finishing", self.finishing.run), *gpu, ("ribbon-ingest", self.ingest.run)):
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
             self._threads.append(th)
@@ -171,14 +191,16 @@ class Worker:
         self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
-        return self.ingest.error or self.gpu.error or self.finishing.error or self.delivery.failure()
+        gpu_error = self.gpu.error if self.gpu is not None else None
+        return self.ingest.error or gpu_error or self.finishing.error or self.delivery.failure()
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
         self.draining.set()
         self.metrics.ready = False
         self.ingest.stop_polling.set()
-        self.packer.drain(True)  # the last partial bins go at once
+        if self.packer is not None:
+            self.packer.drain(True)  # the last partial bins go at once
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.failed() is None:
             if self.idle():
@@ -203,8 +225,9 @@ class Worker:
         self.delivery.stop.set()
         self.delivery.wake()
         threads["ribbon-delivery"].join(left())
-        self.gpu.stop.set()
-        self.packer.close()
+        if self.gpu is not None:
+            self.gpu.stop.set()
+            self.packer.close()
         self.finishing.stop()  # a GPU blocked on a full finishing queue sees it and returns
         for name in ("ribbon-gpu", "ribbon-finishing"):
             if name in threads:

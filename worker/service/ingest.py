@@ -1,6 +1,7 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → plan (prompt, tokenize, chunk) → packer.submit.
+poll → decode → validate → digest (templates; compaction) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model, no planner) → digest → `finished(doc, rendering)`, the finishing stage.
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
@@ -8,7 +9,8 @@ so the group never sees this consumer as stuck.
 
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
-  the planner and tokenizer, the registry's `add`, and the combine step of
+  each document's digest pass (`Doc.analysis`: worker/digest/, once per document)
+  and its compaction, the planner and tokenizer, the registry's `add`, and the combine step of
   chunked documents (finishing hands a round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
   waits for delivery's last transaction of those partitions), in planning.
@@ -25,14 +27,19 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from worker.digest.digest import build_digest
+from worker.digest.prompt import candidates, token_gate
+from worker.digest.templates import analyze
 from worker.kafka.clients import Factory
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
+from worker.service.outputs import digest_summary
 from worker.service.planner import Planner, combine_text
 from worker.service.tracker import OffsetTracker
 
@@ -49,9 +56,17 @@ class Watermarks:
     low_messages: int
 
 
+FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
+
+
 class Ingest:
     def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
-                 packer, planner: Planner, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters):
+                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters,
+                 finished: FinishedFn | None = None):
+        """Digest mode: packer and planner None, and `finished` takes each document with its rendering."""
+        if planner is None and finished is None:
+            raise ValueError("digest mode (no planner) needs finished=")
+        self.finished = finished
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, registry, packer
@@ -143,12 +158,38 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
-        if good:
-            batch: list[tuple[int, np.ndarray, int]] = []
-            for doc, plan in zip(good, self.planner.plan_many([d.text for d in good])):
-                doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-                batch.extend(self._sequences(doc, plan))
-            self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
+        if not good:
+            return
+        texts = self._digest(good)
+        if self.planner is None:  # digest mode: no model, the digest in English is the summary
+            for doc in good:
+                self.finished(doc, digest_summary(doc))  # blocks while finishing is full: backpressure
+            return
+        batch: list[tuple[int, np.ndarray, int]] = []
+        for doc, plan in zip(good, self.planner.plan_many(texts)):
+            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+            doc.document_tokens = doc.document_tokens or plan.document_tokens
+            self.metrics.document_tokens.inc(doc.document_tokens)
+            batch.extend(self._sequences(doc, plan))
+        self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
+
+    def _digest(self, docs: list[Doc]) -> list[str]:
+        """Each document's digest pass, and the text its prompt is made from (compacted or raw)."""
+        t0 = time.perf_counter()
+        for doc in docs:
+            doc.analysis = build_digest(analyze(doc.text.split("\n")))
+        texts = [d.text for d in docs]
+        if self.planner is None or not self.s.digest.compaction:
+            self.metrics.digest_seconds.inc(time.perf_counter() - t0)
+            return texts
+        chosen = candidates(texts, [d.analysis for d in docs], min_saving=self.s.digest.min_saving)
+        self.metrics.digest_seconds.inc(time.perf_counter() - t0)
+        # Counting the raw documents' tokens is work the planner does anyway without compaction.
+        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
+        for doc, c in zip(docs, chosen):
+            doc.document_tokens = c.raw_tokens
+            self.metrics.compacted.inc(c.compacted)
+        return [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
@@ -229,7 +270,7 @@ class Ingest:
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:
-        tokens = self.packer.stats().pending_tokens
+        tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
         inflight = self.tracker.pending()
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
@@ -270,7 +311,8 @@ class Ingest:
         tps = [(p.topic, p.partition) for p in partitions]
         epochs = {e for e in (self.tracker.epoch(tp) for tp in tps) if e is not None}
         for e in epochs:
-            self.packer.cancel(e)
+            if self.packer is not None:
+                self.packer.cancel(e)
         self.registry.drop_epochs(epochs)
         return tps, epochs
 

@@ -45,6 +45,11 @@ class Metrics:
         self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
         self.gpu_seconds = Counter("ribbon_gpu_busy_seconds_total", "time the model ran", registry=r)
+        self.digest_seconds = Counter("ribbon_digest_seconds_total", "time spent on digests and compaction "
+                                      "(ingest thread)", registry=r)
+        self.document_tokens = Counter("ribbon_document_tokens_total", "tokens of the raw documents, before "
+                                       "compaction (generative mode)", registry=r)
+        self.compacted = Counter("ribbon_compacted_documents_total", "documents the model saw compacted", registry=r)
         self.pending_tokens = Gauge("ribbon_pending_tokens", "tokens waiting in the packer", registry=r)
         self.reorder = Gauge("ribbon_reorder_buffer_messages", "finished messages waiting for an earlier offset",
                              registry=r)

@@ -1,0 +1,364 @@
+// Line templates of one document: tokenize and mask (one pass over the bytes, templater_tokens.cpp),
+// Drain-style merging over the raw templates (few), then one pass over the lines for the value
+// summaries. See templater.hpp for the rules.
+#include "templater.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "templater_tokens.hpp"
+
+namespace ribbon {
+namespace {
+
+// One raw template: equal masked lines. seps has n + 1 entries around n tokens.
+struct Raw {
+  std::vector<std::string> seps;
+  std::vector<std::string> toks;   // constant text; empty for a variable
+  std::vector<VarKind> kinds;      // per position
+  std::vector<uint8_t> is_var;     // per position
+  std::vector<int32_t> var_index;  // per position: index among the line's variable spans, or -1
+  uint64_t count = 0;
+  uint32_t first = 0, last = 0;
+};
+
+class UnionFind {
+ public:
+  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0U); }
+  uint32_t find(uint32_t x) {
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void join(uint32_t a, uint32_t b) { parent_[find(b)] = find(a); }
+
+ private:
+  std::vector<uint32_t> parent_;
+};
+
+struct Group {             // a merge group's current pattern (owned by its root raw template)
+  std::vector<uint8_t> wild;  // merged positions
+};
+
+// Token identity at a position for merging: a constant's hash, or its kind for a variable.
+uint64_t position_hash(const Raw& r, const Group& g, size_t p) {
+  const uint64_t sep = hash_bytes(r.seps[p]);
+  if (g.wild[p]) return mix(sep, 0xFFFFULL);
+  if (r.is_var[p]) return mix(sep, 0xFF00ULL + static_cast<uint64_t>(r.kinds[p]));
+  return mix(sep, hash_bytes(r.toks[p]));
+}
+
+bool same_except(const Raw& a, const Group& ga, const Raw& b, const Group& gb, size_t skip) {
+  const size_t n = a.toks.size();
+  if (b.toks.size() != n || a.seps[n] != b.seps[n]) return false;
+  for (size_t p = 0; p < n; ++p) {
+    if (a.seps[p] != b.seps[p]) return false;
+    if (p == skip) continue;
+    if (ga.wild[p] != gb.wild[p] || a.is_var[p] != b.is_var[p]) return false;
+    if (ga.wild[p]) continue;
+    if (a.is_var[p] ? a.kinds[p] != b.kinds[p] : a.toks[p] != b.toks[p]) return false;
+  }
+  return true;
+}
+
+// Drain-style merging: raw templates that differ in one unprotected position join, round after
+// round, while a template keeps at most a third of its positions merged. Returns each raw's root.
+std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
+                                 const std::unordered_set<uint64_t>& protect) {
+  UnionFind uf(raws.size());
+  std::vector<Group> groups(raws.size());
+  for (size_t r = 0; r < raws.size(); ++r) groups[r].wild.assign(raws[r].toks.size(), 0);
+  if (!cfg.merge) {
+    std::vector<uint32_t> roots(raws.size());
+    std::iota(roots.begin(), roots.end(), 0U);
+    return roots;
+  }
+  auto guarded = [&](const Raw& r, size_t p) {
+    return !r.is_var[p] && protect.count(core_code(r.toks[p])) > 0;
+  };
+  std::vector<uint64_t> ph, prefix, suffix;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::unordered_map<uint64_t, uint32_t> seen;
+    for (uint32_t r = 0; r < raws.size(); ++r) {
+      if (uf.find(r) != r) continue;
+      const Raw& raw = raws[r];
+      const size_t n = raw.toks.size();
+      if (n < cfg.min_merge_tokens) continue;
+      Group& g = groups[r];
+      const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
+      ph.assign(n, 0);
+      prefix.assign(n + 1, n);
+      suffix.assign(n + 1, hash_bytes(raw.seps[n]));
+      for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
+      for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
+      for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
+      for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
+        if (g.wild[p] || guarded(raw, p) || 3 * (wild + 1) > n) continue;
+        const uint64_t key = mix(mix(prefix[p], suffix[p + 1]), p);
+        auto [it, fresh] = seen.emplace(key, r);
+        if (fresh) continue;
+        const uint32_t other = uf.find(it->second);
+        if (other == r || guarded(raws[other], p) ||
+            !same_except(raws[other], groups[other], raw, g, p))
+          continue;
+        uf.join(other, r);
+        groups[other].wild[p] = 1;
+        changed = true;
+      }
+    }
+  }
+  std::vector<uint32_t> roots(raws.size());
+  for (uint32_t r = 0; r < raws.size(); ++r) roots[r] = uf.find(r);
+  return roots;
+}
+
+// One variable's values: an open-addressing table of value hashes (distinct count, capped) whose
+// first track_values entries also count their value (the commonest values come from those).
+struct VarAcc {
+  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1)
+  std::vector<uint32_t> slot;   // entry index + 1, or 0 for a value seen but not tracked
+  std::vector<std::pair<std::string_view, uint64_t>> entries;
+  std::vector<double> nums;
+  uint64_t occurrences = 0;
+  size_t used = 0;
+  bool capped = false;
+
+  void add(std::string_view value, const TemplaterConfig& cfg) {
+    ++occurrences;
+    uint64_t h = hash_bytes(value);
+    h = h == 0 ? 1 : h;
+    if (keys.empty()) {
+      keys.assign(16, 0);
+      slot.assign(16, 0);
+    }
+    size_t mask = keys.size() - 1;
+    size_t i = static_cast<size_t>(h) & mask;
+    while (keys[i] != 0 && keys[i] != h) i = (i + 1) & mask;
+    if (keys[i] == h) {
+      if (slot[i] != 0) ++entries[slot[i] - 1].second;
+      return;
+    }
+    if (used >= cfg.distinct_cap) {
+      capped = true;
+      return;
+    }
+    keys[i] = h;
+    ++used;
+    if (entries.size() < cfg.track_values) {
+      entries.emplace_back(value, 1);
+      slot[i] = static_cast<uint32_t>(entries.size());
+    }
+    if (2 * used > keys.size()) grow();
+  }
+
+ private:
+  void grow() {
+    std::vector<uint64_t> old_keys(keys.size() * 2, 0);
+    std::vector<uint32_t> old_slot(slot.size() * 2, 0);
+    old_keys.swap(keys);
+    old_slot.swap(slot);
+    const size_t mask = keys.size() - 1;
+    for (size_t j = 0; j < old_keys.size(); ++j) {
+      if (old_keys[j] == 0) continue;
+      size_t i = static_cast<size_t>(old_keys[j]) & mask;
+      while (keys[i] != 0) i = (i + 1) & mask;
+      keys[i] = old_keys[j];
+      slot[i] = old_slot[j];
+    }
+  }
+};
+
+void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
+  out.occurrences = acc.occurrences;
+  out.distinct = acc.used;
+  out.distinct_capped = acc.capped;
+  out.numeric = acc.nums.size();
+  if (!acc.nums.empty()) {
+    auto& v = acc.nums;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    out.min = *lo;
+    out.max = *hi;
+    const size_t m = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+    double med = v[m];
+    if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m)));
+    out.median = med;
+  }
+  auto& top = acc.entries;
+  const size_t k = std::min<size_t>(cfg.top_values, top.size());
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  for (size_t i = 0; i < k; ++i) out.top.emplace_back(std::string(top[i].first), top[i].second);
+}
+
+std::string var_key(const Raw& r, size_t p) {
+  if (p == 0 || r.is_var[p - 1]) return "";
+  std::string_view k = r.toks[p - 1];
+  while (!k.empty() && !is_alpha(k.back()) && !is_digit(k.back()) && k.back() != '_') k.remove_suffix(1);
+  return std::string(k);
+}
+
+}  // namespace
+
+Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
+  if (cfg.min_merge_tokens < 2)
+    throw std::invalid_argument("min_merge_tokens must be >= 2, got " + std::to_string(cfg.min_merge_tokens));
+  std::unordered_set<uint64_t> protect;
+  for (const auto& w : cfg.protected_words) protect.insert(word_code(w));
+  protect.erase(0);
+  std::unordered_map<uint64_t, double> sev;
+  for (const auto& [w, s] : cfg.severity) {
+    const uint64_t code = word_code(w);
+    if (code == 0) throw std::invalid_argument("severity word must be 1-12 letters a-z, got '" + w + "'");
+    sev[code] = s;
+  }
+
+  Analysis out;
+  std::vector<Raw> raws;
+  std::unordered_map<std::string, uint32_t> index;
+  std::vector<uint32_t> line_raw;                       // [L] raw template (UINT32_MAX: blank)
+  std::vector<uint32_t> span_start, span_len;           // variable spans, line by line
+  std::vector<uint32_t> line_span;                      // [L + 1] first span of each line
+  std::vector<Token> toks;
+  std::vector<std::string> seps;
+  std::string key;
+  size_t pos = 0;
+  uint32_t line_no = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    line_span.push_back(static_cast<uint32_t>(span_start.size()));
+    out.line_severity.push_back(line_severity(line, sev));
+    tokenize(line, pos, toks, seps);
+    if (toks.empty() && seps[0].empty()) {
+      line_raw.push_back(UINT32_MAX);
+    } else {
+      key.clear();
+      for (size_t t = 0; t < toks.size(); ++t) {
+        key += seps[t];
+        key.push_back('\x01');
+        if (toks[t].var) key += placeholder(toks[t].kind);
+        else key.append(text.substr(toks[t].start, toks[t].len));
+        key.push_back('\x02');
+      }
+      key += seps.back();
+      auto [it, fresh] = index.try_emplace(key, static_cast<uint32_t>(raws.size()));
+      if (fresh) {
+        Raw r;
+        r.seps = seps;
+        int32_t vi = 0;
+        for (const Token& tk : toks) {
+          r.toks.emplace_back(tk.var ? std::string() : std::string(text.substr(tk.start, tk.len)));
+          r.kinds.push_back(tk.var ? tk.kind : VarKind::kOther);
+          r.is_var.push_back(tk.var ? 1 : 0);
+          r.var_index.push_back(tk.var ? vi++ : -1);
+        }
+        r.first = line_no;
+        raws.push_back(std::move(r));
+      }
+      Raw& r = raws[it->second];
+      ++r.count;
+      r.last = line_no;
+      line_raw.push_back(it->second);
+      for (const Token& tk : toks)
+        if (tk.var) {
+          span_start.push_back(tk.start);
+          span_len.push_back(tk.len);
+        }
+    }
+    ++line_no;
+    pos = end + 1;
+  }
+  line_span.push_back(static_cast<uint32_t>(span_start.size()));
+  out.raw_templates = static_cast<uint32_t>(raws.size());
+
+  // Merge, then number the final templates in order of first appearance.
+  std::vector<uint32_t> root = merge_raws(raws, cfg, protect);
+  std::vector<std::vector<uint8_t>> wild(raws.size());
+  for (uint32_t r = 0; r < raws.size(); ++r) wild[r].assign(raws[r].toks.size(), 0);
+  for (uint32_t r = 0; r < raws.size(); ++r) {  // merged positions: where members differ
+    const Raw& a = raws[r];
+    const Raw& b = raws[root[r]];
+    for (size_t p = 0; p < a.toks.size(); ++p)
+      if (a.is_var[p] != b.is_var[p] || (a.is_var[p] ? a.kinds[p] != b.kinds[p] : a.toks[p] != b.toks[p]))
+        wild[root[r]][p] = 1;
+  }
+  std::vector<uint32_t> roots;
+  for (uint32_t r = 0; r < raws.size(); ++r)
+    if (root[r] == r) roots.push_back(r);
+  std::vector<uint32_t> first(raws.size(), UINT32_MAX);
+  for (uint32_t r = 0; r < raws.size(); ++r) first[root[r]] = std::min(first[root[r]], raws[r].first);
+  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
+  std::vector<int32_t> final_of(raws.size(), -1);
+  for (size_t i = 0; i < roots.size(); ++i) final_of[roots[i]] = static_cast<int32_t>(i);
+
+  std::vector<std::vector<size_t>> var_pos(roots.size());  // positions of each template's variables
+  uint32_t var_base = 0;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Raw& r = raws[roots[i]];
+    LineTemplate t;
+    t.first_line = first[roots[i]];
+    t.var_base = var_base;
+    for (size_t p = 0; p < r.toks.size(); ++p) {
+      t.pattern += r.seps[p];
+      if (wild[roots[i]][p] || r.is_var[p]) {
+        t.pattern += wild[roots[i]][p] ? "<*>" : placeholder(r.kinds[p]);
+        VarSummary v;
+        v.key = var_key(r, p);
+        v.kind = wild[roots[i]][p] ? VarKind::kMerged : r.kinds[p];
+        t.vars.push_back(std::move(v));
+        var_pos[i].push_back(p);
+      } else {
+        t.pattern += r.toks[p];
+      }
+    }
+    t.pattern += r.seps[r.toks.size()];
+    var_base += static_cast<uint32_t>(t.vars.size());
+    out.templates.push_back(std::move(t));
+  }
+  for (uint32_t r = 0; r < raws.size(); ++r) {
+    LineTemplate& t = out.templates[static_cast<size_t>(final_of[root[r]])];
+    t.count += raws[r].count;
+    t.last_line = std::max(t.last_line, raws[r].last);
+  }
+
+  // The value summaries and the numbers, line by line.
+  std::vector<std::vector<VarAcc>> acc(roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) acc[i].resize(var_pos[i].size());
+  out.line_template.resize(line_raw.size(), -1);
+  for (uint32_t l = 0; l < line_raw.size(); ++l) {
+    if (line_raw[l] == UINT32_MAX) continue;
+    const Raw& r = raws[line_raw[l]];
+    const int32_t f = final_of[root[line_raw[l]]];
+    out.line_template[l] = f;
+    const LineTemplate& t = out.templates[static_cast<size_t>(f)];
+    const auto& positions = var_pos[static_cast<size_t>(f)];
+    for (size_t v = 0; v < positions.size(); ++v) {
+      const size_t p = positions[v];
+      std::string_view value = r.toks[p];
+      if (r.is_var[p]) {
+        const uint32_t s = line_span[l] + static_cast<uint32_t>(r.var_index[p]);
+        value = text.substr(span_start[s], span_len[s]);
+      }
+      VarAcc& a = acc[static_cast<size_t>(f)][v];
+      a.add(value, cfg);
+      double x = 0.0;
+      if (r.is_var[p] && r.kinds[p] == VarKind::kNumber && parse_number(value, x)) {
+        a.nums.push_back(x);
+        out.num_values.push_back(x);
+        out.num_lines.push_back(static_cast<int32_t>(l));
+        out.num_vars.push_back(static_cast<int32_t>(t.var_base + v));
+      }
+    }
+  }
+  for (size_t i = 0; i < roots.size(); ++i)
+    for (size_t v = 0; v < acc[i].size(); ++v) finish_summary(acc[i][v], cfg, out.templates[i].vars[v]);
+  return out;
+}
+
+}  // namespace ribbon

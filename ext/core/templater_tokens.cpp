@@ -1,0 +1,207 @@
+// Tokens of a log line: cutting, classifying (constant or which kind of variable), hashing.
+// Internal to the templater (templater.cpp); the public API is templater.hpp.
+#include "templater_tokens.hpp"
+
+#include <algorithm>
+
+namespace ribbon {
+namespace {
+
+struct DelimTable {  // whitespace and = ; , [ ] ( ) { } | < >
+  bool at[256] = {};
+  DelimTable() {
+    for (char c : std::string_view(" \t\r\v\f=;,[](){}|<>")) at[static_cast<unsigned char>(c)] = true;
+  }
+};
+const DelimTable kDelims;
+bool is_delim(char c) { return kDelims.at[static_cast<unsigned char>(c)]; }
+
+bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
+  if (!t.empty() && t.back() == ':') t.remove_suffix(1);
+  size_t i = 0;
+  while (i < t.size() && (is_alpha(t[i]) || t[i] == '_')) ++i;
+  if (i == 0 || !is_alpha(t[0])) return false;
+  const size_t d0 = i;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  if (i == d0 || i - d0 > 3) return false;
+  while (i < t.size() && is_alpha(t[i])) ++i;
+  return i == t.size();
+}
+
+bool uuid_like(std::string_view t) {
+  if (t.size() != 36) return false;
+  for (size_t i = 0; i < 36; ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? t[i] != '-' : !is_hex(t[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
+uint64_t core_code(std::string_view t) {
+  size_t a = 0, b = t.size();
+  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
+  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
+  return word_code(t.substr(a, b - a));
+}
+
+
+const char* placeholder(VarKind k) {
+  switch (k) {
+    case VarKind::kNumber: return "<n>";
+    case VarKind::kHex: return "<hex>";
+    case VarKind::kIp: return "<ip>";
+    case VarKind::kUuid: return "<uuid>";
+    case VarKind::kTime: return "<ts>";
+    case VarKind::kQuoted: return "<q>";
+    default: return "<*>";
+  }
+}
+
+// Cuts a line into tokens and separators; returns the tokens, fills seps (normalized: a run of
+// whitespace is one space, leading and trailing whitespace dropped).
+void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
+  toks.clear();
+  seps.clear();
+  std::string sep;
+  size_t i = 0;
+  const size_t n = line.size();
+  auto flush_sep = [&]() {
+    if (seps.empty()) {  // before the first token: no whitespace
+      sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
+    }
+    seps.push_back(sep);
+    sep.clear();
+  };
+  while (i < n) {
+    const char c = line[i];
+    if (is_delim(c)) {
+      if (is_space(c)) {
+        if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
+      } else {
+        sep.push_back(c);
+      }
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    if (c == '"') {  // a quoted value: to the closing quote (or the end of the line)
+      j = i + 1;
+      while (j < n && line[j] != '"') ++j;
+      j = j < n ? j + 1 : n;
+    } else {
+      while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+    }
+    flush_sep();
+    const std::string_view t = line.substr(i, j - i);
+    VarKind kind = VarKind::kOther;
+    bool var = classify_token(t, kind);
+    if (!var && seps.back().find('=') != std::string::npos) {  // the value of key=value
+      var = true;
+      kind = VarKind::kOther;
+    }
+    toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    i = j;
+  }
+  while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
+  if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
+  seps.push_back(sep);
+}
+
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev) {
+  double best = 0.0;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (!is_alpha(line[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && is_alpha(line[j])) ++j;
+    if (j - i >= 2 && j - i <= 12) {
+      auto it = sev.find(word_code(line.substr(i, j - i)));
+      if (it != sev.end()) best = std::max(best, it->second);
+    }
+    i = j;
+  }
+  return static_cast<float>(best);
+}
+
+const char* var_kind_name(VarKind k) {
+  switch (k) {
+    case VarKind::kNumber: return "number";
+    case VarKind::kHex: return "hex";
+    case VarKind::kIp: return "ip";
+    case VarKind::kUuid: return "uuid";
+    case VarKind::kTime: return "time";
+    case VarKind::kQuoted: return "quoted";
+    case VarKind::kMerged: return "merged";
+    default: return "other";
+  }
+}
+
+bool parse_number(std::string_view t, double& out) {
+  size_t i = 0;
+  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+');
+  if (neg) ++i;
+  if (i >= t.size() || !is_digit(t[i])) return false;
+  double v = 0.0;
+  size_t digits = 0;
+  for (; i < t.size() && is_digit(t[i]); ++i, ++digits) v = v * 10.0 + (t[i] - '0');
+  if (i + 1 < t.size() && t[i] == '.' && is_digit(t[i + 1])) {
+    double scale = 0.1;
+    for (++i; i < t.size() && is_digit(t[i]); ++i, scale *= 0.1) v += (t[i] - '0') * scale;
+  }
+  if (digits > 18) return false;  // an id, not a magnitude
+  out = t[0] == '-' ? -v : v;
+  return true;
+}
+
+bool classify_token(std::string_view t, VarKind& kind) {
+  if (t.size() >= 2 && t.front() == '"') {
+    kind = VarKind::kQuoted;
+    return true;
+  }
+  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  size_t digits = 0, dots = 0, colons = 0, dashes = 0, slashes = 0, hexletters = 0;
+  bool all_hex = true;
+  for (char c : t) {
+    if (is_digit(c)) ++digits;
+    else if (c == '.') ++dots;
+    else if (c == ':') ++colons;
+    else if (c == '-') ++dashes;
+    else if (c == '/') ++slashes;
+    else if (is_hex(c)) ++hexletters;
+    if (!is_hex(c)) all_hex = false;
+  }
+  if (digits == 0) return false;
+  kind = VarKind::kOther;
+  if (uuid_like(t)) {
+    kind = VarKind::kUuid;
+  } else if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && is_hex(t[2])) {
+    kind = VarKind::kHex;
+  } else if (is_digit(t[0]) && dots == 3 && digits + dots + colons + slashes == t.size()) {
+    kind = VarKind::kIp;
+  } else if (is_digit(t[0]) && (colons >= 1 || (dashes == 2 && t.size() >= 8) || slashes == 2) &&
+             std::all_of(t.begin(), t.end(), [](char c) {
+               return is_digit(c) || c == ':' || c == '.' || c == '-' || c == '/' || c == 'T' || c == 'Z' ||
+                      c == '+' || c == ',';
+             })) {
+    kind = VarKind::kTime;
+  } else if (all_hex && t.size() >= 8 && hexletters > 0) {
+    kind = VarKind::kHex;
+  } else {
+    double v = 0.0;
+    size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+    while (i < t.size() && (is_digit(t[i]) || t[i] == '.')) ++i;
+    size_t unit = 0;
+    while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;
+    if (i + unit == t.size() && unit <= 6 && dots <= 1 && parse_number(t, v)) kind = VarKind::kNumber;
+    else if (short_name(t)) return false;
+  }
+  return true;
+}
+
+}  // namespace ribbon

@@ -1,0 +1,102 @@
+// Tests of the line templater: masking, merging, value summaries, numbers.
+#include <stdexcept>
+#include <string>
+
+#include "check.hpp"
+#include "templater.hpp"
+
+using ribbon::Analysis;
+using ribbon::TemplaterConfig;
+using ribbon::VarKind;
+
+static TemplaterConfig config() {
+  TemplaterConfig c;
+  c.protected_words = {"error", "info", "warn", "down", "up"};
+  c.severity = {{"error", 4.0}, {"down", 3.0}, {"warn", 1.5}};
+  return c;
+}
+
+static bool kind_of(const std::string& t, VarKind want) {
+  VarKind k = VarKind::kOther;
+  return ribbon::classify_token(t, k) && k == want;
+}
+
+static bool constant(const std::string& t) {
+  VarKind k = VarKind::kOther;
+  return !ribbon::classify_token(t, k);
+}
+
+TEST(templater_classifies_tokens) {
+  CHECK(kind_of("35ms", VarKind::kNumber));
+  CHECK(kind_of("-1.5", VarKind::kNumber));
+  CHECK(kind_of("98%", VarKind::kNumber));
+  CHECK(kind_of("0x7f3a", VarKind::kHex));
+  CHECK(kind_of("7f3a1e10ab", VarKind::kHex));
+  CHECK(kind_of("10.0.0.1", VarKind::kIp));
+  CHECK(kind_of("10.0.0.1:8080", VarKind::kIp));
+  CHECK(kind_of("123e4567-e89b-12d3-a456-426614174000", VarKind::kUuid));
+  CHECK(kind_of("2026-12-01T10:00:01.123Z", VarKind::kTime));
+  CHECK(kind_of("10:00:01", VarKind::kTime));
+  CHECK(kind_of("\"hello world\"", VarKind::kQuoted));
+  CHECK(kind_of("imsi-001010000000001", VarKind::kOther));
+  CHECK(kind_of("gnb-017", VarKind::kOther));
+  CHECK(constant("S1"));
+  CHECK(constant("T300"));
+  CHECK(constant("eth0"));
+  CHECK(constant("heartbeat"));
+}
+
+TEST(templater_parses_numbers) {
+  double x = 0;
+  CHECK(ribbon::parse_number("35ms", x) && x == 35.0);
+  CHECK(ribbon::parse_number("-2.5", x) && x == -2.5);
+  CHECK(!ribbon::parse_number("ms", x));
+  CHECK(!ribbon::parse_number("1234567890123456789012", x));
+}
+
+TEST(templater_groups_masked_lines) {
+  const Analysis a = ribbon::analyze_templates(
+      "t=1 heartbeat ok seq=1\n\nt=2 heartbeat ok seq=2\nERROR link down to 10.0.0.1\nt=3 heartbeat ok seq=9",
+      config());
+  CHECK(a.templates.size() == 2);
+  CHECK(a.line_template.size() == 5);
+  CHECK(a.line_template[0] == 0 && a.line_template[1] == -1 && a.line_template[2] == 0);
+  CHECK(a.line_template[3] == 1 && a.line_template[4] == 0);
+  const auto& hb = a.templates[0];
+  CHECK(hb.pattern == "t=<n> heartbeat ok seq=<n>");
+  CHECK(hb.count == 3 && hb.first_line == 0 && hb.last_line == 4);
+  CHECK(hb.vars.size() == 2 && hb.vars[1].key == "seq");
+  CHECK(hb.vars[1].min == 1.0 && hb.vars[1].max == 9.0 && hb.vars[1].median == 2.0);
+  CHECK(hb.vars[1].distinct == 3);
+  CHECK(a.templates[1].pattern == "ERROR link down to <ip>");
+  CHECK(a.line_severity[3] == 4.0f && a.line_severity[0] == 0.0f);
+  CHECK(a.num_values.size() == 6 && a.num_lines[5] == 4);
+}
+
+TEST(templater_merges_one_position_but_not_protected_words) {
+  const Analysis a = ribbon::analyze_templates(
+      "user alice logged in\nuser bob logged in\nuser carol logged in\nlink up on port\nlink down on port",
+      config());
+  CHECK(a.raw_templates == 5);
+  CHECK(a.templates.size() == 3);
+  CHECK(a.templates[0].pattern == "user <*> logged in" && a.templates[0].count == 3);
+  CHECK(a.templates[0].vars.size() == 1 && a.templates[0].vars[0].distinct == 3);
+  CHECK(a.templates[0].vars[0].kind == VarKind::kMerged);
+  TemplaterConfig off = config();
+  off.merge = false;
+  CHECK(ribbon::analyze_templates("user alice logged in\nuser bob logged in", off).templates.size() == 2);
+}
+
+TEST(templater_keeps_top_values_in_count_order) {
+  const Analysis a = ribbon::analyze_templates("cause=x\ncause=y\ncause=y\ncause=z\ncause=y\ncause=x", config());
+  CHECK(a.templates.size() == 1);
+  const auto& v = a.templates[0].vars[0];
+  CHECK(v.top.size() == 3 && v.top[0].first == "y" && v.top[0].second == 3 && v.top[1].first == "x");
+}
+
+TEST(templater_rejects_bad_config) {
+  TemplaterConfig c = config();
+  c.severity = {{"not a word", 1.0}};
+  auto run = [&c] { return ribbon::analyze_templates("x", c); };
+  CHECK_THROWS(run(), std::invalid_argument);
+}

@@ -1,0 +1,91 @@
+"""The templater through its facade: brute-force counts, merging, the corpus's true template counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker import _core
+from worker.digest.templates import analyze
+from worker.samples import QUALITY_KINDS, labelled
+
+WORDS = ("alpha", "beta", "gamma", "link", "session", "ok", "ue", "pfcp")
+# (generated text, placeholder) of each variable class the masking must recognise
+VARIABLES = {
+    "n": st.integers(0, 10**9).map(str),
+    "ms": st.integers(0, 9999).map(lambda x: f"{x}ms"),
+    "hex": st.integers(0, 16**6).map(lambda x: f"0x{x:x}"),
+    "ip": st.tuples(*[st.integers(0, 255)] * 4).map(lambda t: ".".join(map(str, t))),
+}
+PLACEHOLDER = {"n": "<n>", "ms": "<n>", "hex": "<hex>", "ip": "<ip>"}
+TOKEN = st.one_of(st.sampled_from(WORDS).map(lambda w: (w, w)),
+                  *[s.map(lambda v, k=k: (v, PLACEHOLDER[k])) for k, s in VARIABLES.items()])
+LINE = st.lists(TOKEN, min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(LINE, min_size=1, max_size=40))
+def test_template_counts_equal_a_brute_force_count(lines):
+    text = [" ".join(v for v, _ in line) for line in lines]
+    expected = Counter(" ".join(m for _, m in line) for line in lines)
+    tm = analyze(text, merge=False)
+    assert Counter({t.pattern: t.count for t in tm.templates}) == expected
+    assert [t.first_line for t in tm.templates] == sorted(t.first_line for t in tm.templates)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(LINE, st.just([])), min_size=1, max_size=40))
+def test_every_line_has_one_template_and_the_counts_add_up(lines):
+    text = [" ".join(v for v, _ in line) for line in lines]
+    tm = analyze(text)
+    ids = tm.line_template
+    assert ((ids == -1) == np.array([not line for line in lines])).all()
+    assert sum(t.count for t in tm.templates) == tm.nonblank == sum(1 for line in lines if line)
+    for t in tm.templates:
+        rows = np.flatnonzero(ids == t.index)
+        assert (len(rows), rows.min(), rows.max()) == (t.count, t.first_line, t.last_line)
+
+
+def test_one_position_merges_but_severity_words_never_do():
+    tm = analyze(["user alice logged in", "user bob logged in", "link up on port 3", "link down on port 3"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [
+        ("user <*> logged in", 2), ("link up on port <n>", 1), ("link down on port <n>", 1)]
+    assert tm.raw_templates == 4
+
+
+def test_value_summaries_and_numbers_come_from_the_same_pass():
+    lines = [f"heartbeat ok seq={i} latency_ms={10 + i % 3}" for i in range(9)] + ["ERROR link down"]
+    tm = analyze(lines)
+    hb = tm.templates[0]
+    seq, lat = hb.vars
+    assert (seq.key, seq.min, seq.median, seq.max, seq.distinct) == ("seq", 0.0, 4.0, 8.0, 9)
+    assert (lat.key, lat.distinct, lat.top[0]) == ("latency_ms", 3, ("10", 3))
+    assert len(tm.num_values) == 18 and tm.num_lines.tolist()[:2] == [0, 0]
+    assert tm.line_severity[-1] >= 4.0 and tm.line_severity[0] == 0.0
+
+
+@pytest.mark.parametrize("token,kind", [
+    ("35ms", "number"), ("98%", "number"), ("0x7f3a", "hex"), ("deadbeef01", "hex"), ("10.1.2.3:8080", "ip"),
+    ("123e4567-e89b-12d3-a456-426614174000", "uuid"), ("2026-12-01T10:00:00Z", "time"), ("10:00:01", "time"),
+    ('"a b"', "quoted"), ("gnb-017", "other"), ("S1", None), ("T300", None), ("eth0", None), ("down", None),
+])
+def test_token_kinds(token, kind):
+    assert _core.classify_token(token) == kind
+
+
+@pytest.mark.parametrize("kind", QUALITY_KINDS)
+def test_corpus_true_template_counts_are_found(kind):
+    for i, n in enumerate((300, 1500)):
+        s = labelled(kind, i, n)
+        assert len(s.faults) == 2
+        assert all(f in s.message["lines"] for f in s.faults)
+        assert len(analyze(s.message["lines"]).templates) == s.templates, (kind, n)
+
+
+def test_corpus_is_deterministic():
+    assert labelled("nf", 3, 500) == labelled("nf", 3, 500)
+    assert labelled("nf", 3, 500) != labelled("nf", 4, 500)
