@@ -221,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             log_identity(settings)
             warn_if_unreachable(settings)
-            worker = build_worker(settings, bootstrap)
+            worker = build_worker(settings, bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
         from worker.kafka.broker import EmbeddedBroker
         from worker.kafka.config import embedded_settings
@@ -232,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
             from worker.ops.cli_ops import build_worker
 
-            worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap)
+            worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
         fail(str(exc))
