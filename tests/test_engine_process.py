@@ -56,7 +56,7 @@ def test_engine_process_exactly_once_killed_restarted_and_stopped(broker, new_to
     group = f"g-{uuid.uuid4().hex[:8]}"
     env = worker_env(broker.bootstrap, tiny_model, group=group, **t, **PROCESS)
     log = tmp_path / "worker.log"
-    first = mixed_docs(300, seed=5)
+    first = mixed_docs(200, seed=5)
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in first])
     proc = start_worker(env, log)
     child = engine_child(proc)
@@ -64,7 +64,7 @@ def test_engine_process_exactly_once_killed_restarted_and_stopped(broker, new_to
     outs = by_id(read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=120))
     assert set(outs) == ids and all(len(c) == 1 for c in outs.values()), log.read_text()[-3000:]  # exactly once
 
-    more = [document(i, n_lines=1 + i % 3, seed=6) for i in range(300, 1300)]
+    more = [document(i, n_lines=1 + i % 3, seed=6) for i in range(200, 900)]
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in more])
     time.sleep(1.0)  # mid-run: the engine process is under bins
     os.kill(child, signal.SIGKILL)
@@ -86,3 +86,45 @@ def test_engine_process_exactly_once_killed_restarted_and_stopped(broker, new_to
     assert gone(child)  # SIGTERM stops both
     committed, ends = committed_equals_end(broker.bootstrap, group, t["input_topic"], 3)
     assert committed == ends
+
+
+def test_a_setting_the_engine_process_cannot_honour_is_one_settings_error(tiny_model):
+    """The start failure travels back from the engine process as the setting it names (one line, exit 2)."""
+    import pytest
+
+    from worker.service.app import build_parts
+    from worker.settings import SettingsError, load_settings
+
+    settings = load_settings(environ={}, overrides={
+        "model.process": "on", "model.device": "cpu", "model.attention": "varlen", "model.path": tiny_model,
+        "packer.token_budget": 4096, "log_level": "ERROR"})
+    with pytest.raises(SettingsError) as err:
+        build_parts(settings)
+    assert err.value.setting == "model.attention" and "CUDA" in err.value.message
+
+
+def test_cache_dir_setting_comes_before_the_environment(tmp_path, monkeypatch):
+    from worker.service.app import cache_root
+    from worker.settings import load_settings
+
+    monkeypatch.setenv("RIBBON_CACHE_DIR", str(tmp_path / "env"))
+    assert cache_root(load_settings(environ={}).model) == tmp_path / "env"
+    model = load_settings(environ={"RIBBON_MODEL__CACHE_DIR": str(tmp_path / "set")}).model
+    assert cache_root(model) == tmp_path / "set"
+
+
+def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model):
+    import threading
+
+    import pytest
+
+    from worker.service.engine_process import EngineProcess, EngineSpec, EngineStopped
+    from worker.settings import load_settings
+
+    model = load_settings(environ={}, overrides={"model.path": tiny_model, "model.device": "cpu"}).model
+    stop = threading.Event()
+    stop.set()
+    t0 = time.monotonic()
+    with pytest.raises(EngineStopped):
+        EngineProcess(EngineSpec(model=model, budget=4096, max_seqs=8, cache_dir="/nonexistent"), stop=stop)
+    assert time.monotonic() - t0 < 30

@@ -105,7 +105,7 @@ class EngineProcess:
             self.tokenizer = _tokenizer(spec.model)  # while the model loads there
             self._ready(self._wait_ready(start_timeout_s, stop))
         except BaseException:
-            self.close(timeout_s=5)
+            self.close(timeout_s=1)  # a process still loading does not read "stop": killed
             raise
         self.max_new_tokens = spec.model.max_new_tokens
 
