@@ -42,8 +42,11 @@ def child_main(spec, bins, results) -> None:
     inbox: queue.Queue = queue.Queue()
     threading.Thread(target=_read, args=(bins, inbox, engine.device.type == "cuda"), name="ribbon-engine-reader",
                      daemon=True).start()
-    while (item := inbox.get()) is not None:
-        results.send(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
+    try:
+        while (item := inbox.get()) is not None:
+            results.send(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
+    except (BrokenPipeError, ConnectionResetError):
+        log.info("the worker is gone: the engine process ends")
 
 
 def _start(spec):
