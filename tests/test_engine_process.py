@@ -128,3 +128,17 @@ def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model)
     with pytest.raises(EngineStopped):
         EngineProcess(EngineSpec(model=model, budget=4096, max_seqs=8, cache_dir="/nonexistent"), stop=stop)
     assert time.monotonic() - t0 < 30
+
+
+def test_model_process_auto_is_on_with_cuda_only():
+    from worker.service.engine_process import want_process
+    from worker.settings import load_settings
+
+    def model(**kv):
+        return load_settings(environ={}, overrides={f"model.{k}": v for k, v in kv.items()}).model
+
+    assert not want_process(model(device="cpu")) and want_process(model(device="cuda:1"))
+    assert want_process(model(device="cpu", process="on")) and not want_process(model(device="cuda", process="off"))
+    import torch
+
+    assert want_process(model()) == torch.cuda.is_available()  # auto device: asked through NVML
