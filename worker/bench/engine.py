@@ -264,6 +264,9 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
+        if args.compare_cublaslt:  # the same job, GEMMs through cuBLASLt (a process-wide torch setting); first,
+            # so the profile below replays the graphs "ribbon" captured
+            systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
@@ -313,11 +316,22 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil):
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
+    import torch
+
     from worker.engine.attention import REGISTERED
 
     model.config._attn_implementation = REGISTERED[eng.backend]
-    return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+    saved = torch.backends.cuda.preferred_blas_library()
+    if blas:
+        torch.backends.cuda.preferred_blas_library(blas)
+        eng.runner.clear()  # graphs captured with the other library's kernels
+    try:
+        return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+    finally:
+        if blas:
+            torch.backends.cuda.preferred_blas_library(saved)
+            eng.runner.clear()
 
 
 def _eager(eng, fn, *args):
@@ -357,6 +371,7 @@ def parse(argv):
                    help="prefill attention of the fused backends (EngineOptions.prefill_kernel)")
     p.add_argument("--prefill-shape", default=None, help="Triton prefill launch shape bm,bn,warps,stages")
     p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
+    p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",
