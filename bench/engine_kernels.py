@@ -16,6 +16,7 @@ Writes one JSON (and the profile tables as text) under --out.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -53,9 +54,7 @@ def attention(docs, heads: int, kv_heads: int, dim: int, sizes=(32_768, 65_536))
     out = {}
     for size in sizes:
         lens = _bin(docs, size)
-        cu_host = [0]
-        for n in lens:
-            cu_host.append(cu_host[-1] + n)
+        cu_host = [0, *itertools.accumulate(lens)]
         t = cu_host[-1]
         cu = torch.tensor(cu_host, dtype=torch.int32, device="cuda")
         g = torch.Generator(device="cuda").manual_seed(1)
