@@ -1,7 +1,8 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → digest (templates; compaction) → plan (prompt, tokenize, chunk) → packer.submit;
-in digest mode (no model, no planner) → digest → `finished(doc, rendering)`, the finishing stage.
+poll → decode → validate → preprocess (digest, highlights, compaction: worker/service/preprocess.py, in worker
+processes when pipeline.preprocess_processes > 0) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
@@ -9,8 +10,8 @@ so the group never sees this consumer as stuck.
 
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
-  each document's digest pass (`Doc.analysis`: worker/digest/, once per document)
-  and its compaction, the planner and tokenizer, the registry's `add`, and the combine step of
+  the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
+  once per document, in fetch order), the token gate of compaction, the planner and tokenizer, the registry's `add`, and the combine step of
   chunked documents (finishing hands a round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
   waits for delivery's last transaction of those partitions), in planning.
@@ -32,15 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.digest.digest import build_digest
-from worker.digest.prompt import candidates, token_gate
-from worker.digest.templates import analyze
+from worker.digest.prepared import PrepareOptions
+from worker.digest.prompt import DocumentText, token_gate
 from worker.kafka.clients import Factory
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
-from worker.service.outputs import digest_summary
 from worker.service.planner import Planner, combine_text
+from worker.service.preprocess import Preprocessor, auto_processes
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,10 @@ class Ingest:
         self.paused = False
         self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
+        self.prepare_options = PrepareOptions(
+            highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
+            min_saving=settings.digest.min_saving, render=planner is None)
+        self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
         self.assigned = threading.Event()
         self.error: BaseException | None = None
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
@@ -86,6 +90,9 @@ class Ingest:
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
         try:
+            processes = auto_processes(self.s.pipeline.preprocess_processes)
+            if processes:
+                self.preprocess = Preprocessor(processes, self.prepare_options)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
@@ -129,6 +136,7 @@ class Ingest:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
     def _close(self) -> None:
+        self.preprocess.close()
         if self.consumer is not None:
             try:
                 self.consumer.close()
@@ -158,12 +166,12 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
+        good, texts = self._digest(good)
         if not good:
             return
-        texts = self._digest(good)
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
             for doc in good:
-                self.finished(doc, digest_summary(doc))  # blocks while finishing is full: backpressure
+                self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
             return
         batch: list[tuple[int, np.ndarray, int]] = []
         for doc, plan in zip(good, self.planner.plan_many(texts)):
@@ -173,23 +181,36 @@ class Ingest:
             batch.extend(self._sequences(doc, plan))
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc]) -> list[str]:
-        """Each document's digest pass, and the text its prompt is made from (compacted or raw)."""
+    def _digest(self, docs: list[Doc]) -> tuple[list[Doc], list[str]]:
+        """Each document's pass (in the pool, or here), then the text its prompt is made from (digest
+        prompt or raw). Returns the documents whose pass worked, and their texts; the others are
+        dead-lettered (`digest_error`)."""
+        if not docs:
+            return [], []
         t0 = time.perf_counter()
-        for doc in docs:
-            doc.analysis = build_digest(analyze(doc.text.split("\n")))
-        texts = [d.text for d in docs]
+        preps = self.preprocess.run([d.text for d in docs], [d.meta.get("source") for d in docs],
+                                    [d.meta.get("kind") for d in docs])
+        self.metrics.digest_wall_seconds.inc(time.perf_counter() - t0)
+        self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
+        ok: list[Doc] = []
+        for doc, prep in zip(docs, preps):
+            if prep.error is not None:
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error", prep.error,
+                                  doc.headers)
+                continue
+            doc.prepared = prep
+            ok.append(doc)
+        texts = [d.text for d in ok]
         if self.planner is None or not self.s.digest.compaction:
-            self.metrics.digest_seconds.inc(time.perf_counter() - t0)
-            return texts
-        chosen = candidates(texts, [d.analysis for d in docs], min_saving=self.s.digest.min_saving)
-        self.metrics.digest_seconds.inc(time.perf_counter() - t0)
+            return ok, texts
+        chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
+                  else DocumentText(d.text, False, 0, 0) for d in ok]
         # Counting the raw documents' tokens is work the planner does anyway without compaction.
         chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
-        for doc, c in zip(docs, chosen):
+        for doc, c in zip(ok, chosen):
             doc.document_tokens = c.raw_tokens
             self.metrics.compacted.inc(c.compacted)
-        return [c.text for c in chosen]
+        return ok, [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
