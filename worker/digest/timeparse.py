@@ -28,6 +28,8 @@ _APACHE = re.compile(r"(\d{2})/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)
                      r"(?: ([+-]\d{4}))?")
 _EPOCH = re.compile(r"^\[?(\d{13}|\d{10}(?:\.\d{1,6})?)(?![\d.])")
 _COMPACT = re.compile(r"^(\d{2})(\d{2})(\d{2}) (\d{2})(\d{2})(\d{2})\b")
+# every form above holds one of these: one search rejects most lines without a timestamp
+_CANDIDATE = re.compile(r"\d:\d{2}:\d{2}|^\[?\d{10}|^\d{6} \d{6}")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ def _stamp(dt: datetime, form: str) -> Stamp:
 def parse_line(line: str) -> Stamp | None:
     """The timestamp near the start of a line, or None."""
     head = line[:HEAD_CHARS + 40]
+    if _CANDIDATE.search(head) is None:
+        return None
     try:
         return _parse(head)
     except ValueError:  # a date-shaped string that is no date (month 13): not a timestamp

@@ -93,6 +93,7 @@ class Ingest:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
                 self.preprocess = Preprocessor(processes, self.prepare_options)
+                log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
