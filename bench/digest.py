@@ -2,7 +2,7 @@
 
 Prints a table and writes bench/results/digest.json:
 - throughput, per kind, on one 20,000-line document of each kind (CPU seconds of this process, best
-  of 3, so other load on the machine counts less): lines/s of the templater call alone and of the
+  of 3, so other load on the machine counts less): lines/s of the templater (C++ call and its facade) and of the
   whole per-document pass (worker/digest/prepared.py: digest, highlights, compaction); both also as
   lines/s of 100-byte lines (bytes/s / 100); Drain3 (the maintained Python template miner) on the
   first --drain-lines lines of the same documents, in the same run;
@@ -27,7 +27,7 @@ from pathlib import Path
 from worker.digest.digest import build_digest
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.prompt import document_text
-from worker.digest.templates import analyze, templater
+from worker.digest.templates import analyze, analyze_text
 from worker.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
 from worker.service.highlights import highlights
 
@@ -65,13 +65,12 @@ def throughput(n_lines: int, drain_lines: int) -> dict:
     except ImportError:
         print("drain3 is not installed (pip install -e '.[bench]'): measuring ours alone")
         drain_lines = 0
-    tp = templater()
     for kind in QUALITY_KINDS:
         lines = labelled(kind, 0, n_lines).message["lines"]
         raw = "\n".join(lines)
         data = raw.encode()
         per100 = len(data) / 100 / len(lines)          # 100-byte lines per line
-        t_tm = best_of(lambda: tp.analyze(raw.encode()))
+        t_tm = best_of(lambda: analyze_text(raw, lines))
         t_all = best_of(lambda: prepare(raw, "bench", kind, OPTIONS))
         row = {"lines": len(lines), "bytes_per_line": round(len(data) / len(lines), 1),
                "templater_lines_per_s": round(len(lines) / t_tm), "pass_lines_per_s": round(len(lines) / t_all),
@@ -90,10 +89,9 @@ def throughput(n_lines: int, drain_lines: int) -> dict:
 def per_document(n_docs: int) -> dict:
     """The whole pass and the templater call per document, on the e2e benchmark's mixed corpus."""
     texts = ["\n".join(d["lines"]) for d in mixed_corpus(n_docs, seed=11)]
-    tp = templater()
     lines = sum(t.count("\n") + 1 for t in texts)
     t_all = best_of(lambda: [prepare(t, "bench", "mixed", OPTIONS) for t in texts])
-    t_tm = best_of(lambda: [tp.analyze(t.encode()) for t in texts])
+    t_tm = best_of(lambda: [analyze_text(t) for t in texts])
     return {"corpus": "mixed", "documents": len(texts), "lines_per_document": round(lines / len(texts), 1),
             "bytes_per_line": round(sum(map(len, texts)) / lines, 1),
             "pass_ms_per_document": round(1e3 * t_all / len(texts), 4),
