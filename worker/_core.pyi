@@ -115,6 +115,7 @@ class Templater:
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.float32],
+        npt.NDArray[np.uint8],
         npt.NDArray[np.float64],
         npt.NDArray[np.int32],
         npt.NDArray[np.int32],

@@ -35,7 +35,7 @@ py::tuple summary(const VarSummary& v) {
                         v.numeric, v.min, v.median, v.max, top);
 }
 
-// (line_template, line_severity, num_values, num_lines, num_vars, num_z, line_z, template_severity,
+// (line_template, line_severity, line_clock, num_values, num_lines, num_vars, num_z, line_z, template_severity,
 //  templates, raw_templates); a template is (index, pattern, count, first, last, var_base, vars).
 py::tuple to_python(const Analysis& a) {
   py::tuple templates(a.templates.size());
@@ -45,7 +45,8 @@ py::tuple to_python(const Analysis& a) {
     for (size_t v = 0; v < t.vars.size(); ++v) vars[v] = summary(t.vars[v]);
     templates[i] = py::make_tuple(i, text(t.pattern), t.count, t.first_line, t.last_line, t.var_base, vars);
   }
-  return py::make_tuple(to_array(a.line_template), to_array(a.line_severity), to_array(a.num_values),
+  return py::make_tuple(to_array(a.line_template), to_array(a.line_severity), to_array(a.line_clock),
+                        to_array(a.num_values),
                         to_array(a.num_lines), to_array(a.num_vars), to_array(a.num_z), to_array(a.line_z),
                         to_array(a.template_severity), templates, a.raw_templates);
 }

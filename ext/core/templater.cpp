@@ -297,6 +297,7 @@ Analysis Templater::analyze(std::string_view text) const {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line_span.push_back(static_cast<uint32_t>(span_start.size()));
     out.line_severity.push_back(line_severity(line, sev));
+    out.line_clock.push_back(clock_candidate(line) ? 1 : 0);
     tokenize(line, pos, toks, seps);
     if (toks.empty() && seps[0].empty()) {
       line_raw.push_back(UINT32_MAX);

@@ -62,6 +62,7 @@ struct LineTemplate {
 struct Analysis {
   std::vector<int32_t> line_template;  // [L] template of each line, -1 for a blank line
   std::vector<float> line_severity;    // [L] highest severity word of each line (0 if none)
+  std::vector<uint8_t> line_clock;     // [L] 1: the line's head may hold a timestamp (see clock_candidate)
   std::vector<double> num_values;      // [T] every numeric variable value, line by line
   std::vector<int32_t> num_lines;      // [T] its line
   std::vector<int32_t> num_vars;       // [T] its variable: template var_base + index in vars
@@ -95,6 +96,11 @@ Analysis analyze_templates(std::string_view text, const TemplaterConfig& config)
 // group[i] in [0, n_groups). The outlier rule of worker/digest/outliers.py, in one pass.
 std::vector<double> robust_z(const std::vector<int32_t>& group, const std::vector<double>& values,
                              size_t n_groups, uint32_t min_group);
+
+// Whether a line's first 104 characters hold `d:dd:dd`, or the line starts with `[`? and 10 digits, or with
+// `dddddd dddddd`: every timestamp form of worker/digest/timeparse.py does (its _CANDIDATE), so
+// lines without it need no parsing there.
+bool clock_candidate(std::string_view line);
 
 // How one token reads (exposed for tests): true and its kind when it is a variable.
 bool classify_token(std::string_view token, VarKind& kind);

@@ -20,6 +20,7 @@ MAX_OUTLIERS = 5
 MAX_EXAMPLE_CHARS = 300
 ELEMENT = re.compile(r"^(?:gnb|enb|ng-enb|amf|smf|upf|nrf|ausf|udm|udr|pcf|nssf|nef|mme|sgw|pgw|hss|cu-up|cu-cp|du|ru|"
                      r"bsc|rnc|msc|ims|pcscf|scscf|sbc)[-_]?\d+$", re.IGNORECASE)
+_NEVER_ELEMENTS = frozenset({"number", "hex", "uuid", "time"})
 _ENTITY_KEYS = {"host": "host", "hostname": "host", "node": "host", "server": "host",
                 "ne": "element", "element": "element", "nf": "element", "peer": "element",
                 "cell": "cell", "cell_id": "cell", "cellid": "cell", "nci": "cell", "eci": "cell",
@@ -61,6 +62,8 @@ def _entities(tm: Templates) -> list[dict]:
     for t in tm.templates:
         for v in t.vars:
             kind = "ip" if v.kind == "ip" else _ENTITY_KEYS.get(v.key.lower())
+            if kind is None and v.kind in _NEVER_ELEMENTS:
+                continue  # these start with a digit or hold only hex letters: no element name matches
             for value, n in v.top:
                 k = kind or ("element" if ELEMENT.match(value) else None)
                 if k is not None:
@@ -103,7 +106,7 @@ def build_digest(tm: Templates) -> Analysis:
                level_of_pattern(t.pattern) in ("FATAL", "CRITICAL", "ERROR")]
     entities = _entities(tm)
     outliers = _outliers(tm)
-    first, last = span(tm.lines)
+    first, last = span(tm.lines, tm.line_clock)
     time_span = None if first is None or last is None else {
         "first": first.text, "last": last.text, "form": first.form,
         "seconds": round(max(0.0, last.seconds - first.seconds), 3)}

@@ -46,6 +46,7 @@ class Templates:
     lines: list[str]                  # the document's lines, as given
     line_template: np.ndarray         # [L] int32 template of each line, -1 for blank
     line_severity: np.ndarray         # [L] float32 highest severity word of each line
+    line_clock: np.ndarray            # [L] uint8 1: the line may hold a timestamp (timeparse.span reads those)
     num_values: np.ndarray            # [T] float64 numeric variable values, line by line
     num_lines: np.ndarray             # [T] int32 their line
     num_vars: np.ndarray              # [T] int32 their variable (template var_base + index)
@@ -82,6 +83,6 @@ def analyze(lines: list[str], *, merge: bool = True, top_values: int = 5) -> Tem
 def analyze_text(text: str, lines: list[str] | None = None, *, merge: bool = True, top_values: int = 5) -> Templates:
     """analyze() of a document given whole (lines: text.split("\\n"), when the caller has them)."""
     raw = templater(merge, top_values).analyze(text.encode("utf-8", "surrogatepass"))
-    lt, ls, nv, nl, nvar, nz, lz, ts, templates, raw_n = raw
-    return Templates(text.split("\n") if lines is None else lines, lt, ls, nv, nl, nvar, nz, lz, ts,
+    lt, ls, lc, nv, nl, nvar, nz, lz, ts, templates, raw_n = raw
+    return Templates(text.split("\n") if lines is None else lines, lt, ls, lc, nv, nl, nvar, nz, lz, ts,
                      tuple(map(_template, templates)), int(raw_n))
