@@ -10,7 +10,7 @@ import pytest
 
 from worker.digest.prepared import PrepareOptions, prepare_many
 from worker.samples import mixed_corpus
-from worker.service.preprocess import PreprocessError, Preprocessor, _slices, auto_processes
+from worker.service.preprocess import InOrder, PreprocessError, Preprocessor, _slices, auto_processes
 
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)
 
@@ -43,5 +43,25 @@ def test_the_pool_returns_what_the_calling_thread_computes_in_order_then_a_kille
             os.kill(pid, signal.SIGKILL)
         with pytest.raises(PreprocessError, match="preprocessing pool broke"):
             pool.run(texts, sources, kinds)
+    finally:
+        pool.close()
+
+
+def test_in_order_gives_batches_back_in_submission_order_and_waits_beyond_its_depth():
+    docs = mixed_corpus(30, seed=9)
+    texts = ["\n".join(d["lines"]) for d in docs]
+    here = prepare_many(texts, [None] * 30, [None] * 30, OPTIONS)
+    pool = Preprocessor(2, OPTIONS)
+    try:
+        q = InOrder(pool, depth=2)
+        got = []
+        for i in range(0, 30, 5):  # six batches; never more than depth + 1 held
+            q.submit(list(range(i, i + 5)), texts[i:i + 5], [None] * 5, [None] * 5)
+            got += q.take(block=False)
+            assert len(q) <= 2
+        got += q.take(block=True)
+        assert len(q) == 0 and [i for items, _ in got for i in items] == list(range(30))
+        assert [p.digest for _, ps in got for p in ps] == [p.digest for p in here]
+        assert q.seconds > 0
     finally:
         pool.close()

@@ -141,15 +141,17 @@ def test_ingest_submits_good_documents_and_dead_letters_bad_ones():
 def test_ingest_dead_letters_a_document_whose_digest_pass_failed_and_submits_the_rest():
     from worker.digest.prepared import Prepared
 
+    from worker.service.preprocess import Batch
+
     ing, tracker, registry = make_ingest()
-    real = ing.preprocess.run
+    real = ing.preprocess.submit
 
-    def run(texts, sources, kinds):  # the pass of the second document fails (in a pool process, say)
-        out = real(texts, sources, kinds)
-        return [Prepared(None, [], None, None, 0.0, "ValueError: boom") if "boom" in t else p
-                for t, p in zip(texts, out)]
+    def submit(texts, sources, kinds):  # the pass of the second document fails (in a pool process, say)
+        out = real(texts, sources, kinds).result()
+        return Batch(done=[Prepared(None, [], None, None, 0.0, "ValueError: boom") if "boom" in t else p
+                           for t, p in zip(texts, out)])
 
-    ing.preprocess.run = run
+    ing.preprocess.submit = submit
     ing._ingest([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0), Msg(orjson.dumps({"text": "boom now"}), 1),
                  Msg(b"plain text", 2)])
     assert [s[1] for s in ing.packer.submitted] == [words("disk full on upf-1"), words("plain text")]

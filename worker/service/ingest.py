@@ -40,12 +40,13 @@ from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
 from worker.service.planner import Planner, combine_text
-from worker.service.preprocess import Preprocessor, auto_processes
+from worker.service.preprocess import InOrder, Preprocessor, auto_processes
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
+POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Ingest:
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
             min_saving=settings.digest.min_saving, render=planner is None)
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
+        self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
@@ -93,6 +95,7 @@ class Ingest:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
                 self.preprocess = Preprocessor(processes, self.prepare_options)
+                self.batches = InOrder(self.preprocess, POOL_DEPTH)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
@@ -114,6 +117,8 @@ class Ingest:
                 # so whoever owns the partition next gets them again.
                 if msgs and not self.stop_polling.is_set():
                     self._ingest(msgs)
+                # polled batches come back from the pool in order; with nothing new polled, wait for them
+                self._take_prepared(block=not msgs or self.stop_polling.is_set())
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self.error = exc
             log.exception("ingest thread failed")
@@ -167,7 +172,22 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
-        good, texts = self._digest(good)
+        if good:
+            self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
+                                [d.meta.get("kind") for d in good])
+        self._take_prepared(block=False)
+
+    def _take_prepared(self, block: bool) -> None:
+        """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
+        before = self.batches.seconds
+        done = self.batches.take(block)
+        self.metrics.digest_wall_seconds.inc(self.batches.seconds - before)
+        for docs, preps in done:
+            self._prepared(docs, preps)
+
+    def _prepared(self, docs: list[Doc], preps: list) -> None:
+        """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
+        good, texts = self._digest(docs, preps)
         if not good:
             return
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
@@ -182,16 +202,9 @@ class Ingest:
             batch.extend(self._sequences(doc, plan))
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc]) -> tuple[list[Doc], list[str]]:
-        """Each document's pass (in the pool, or here), then the text its prompt is made from (digest
-        prompt or raw). Returns the documents whose pass worked, and their texts; the others are
-        dead-lettered (`digest_error`)."""
-        if not docs:
-            return [], []
-        t0 = time.perf_counter()
-        preps = self.preprocess.run([d.text for d in docs], [d.meta.get("source") for d in docs],
-                                    [d.meta.get("kind") for d in docs])
-        self.metrics.digest_wall_seconds.inc(time.perf_counter() - t0)
+    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
+        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
+        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
         self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
         ok: list[Doc] = []
         for doc, prep in zip(docs, preps):
@@ -339,6 +352,7 @@ class Ingest:
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
@@ -359,6 +373,7 @@ class Ingest:
                     pass
 
     def _on_lost(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         for tp in tps:
