@@ -2,7 +2,7 @@
 # Device calls for issue 10, from a copy of the tree (.carry/engine in main) with main's wheel folder
 # carried too (WHL, default ../../.whl: pydantic etc., which the image lacks). Builds the C++ packer
 # (the benchmark packs with the product's packer), then runs the stages given, in order:
-#   variants | tests | 7b | 0.5b        e.g.  bash bench/engine_gpu_run.sh tests 7b 0.5b
+#   variants | kernels | tests | 7b | 0.5b        e.g.  bash bench/engine_gpu_run.sh tests 7b 0.5b
 # HF_GEN= (set, empty) also runs the HF generate baselines (~100 s on 7B). Results (JSON, logs) in $OUT;
 # draw the PNGs here: python -m worker.bench.engine --plot <json> --out bench/results.
 set -uo pipefail
@@ -11,14 +11,15 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cache
 python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,temperature.gpu --format=csv,noheader | tee $OUT/bench.log
-common="--mixes stress --budget 524288 --chunk-tokens ${CHUNK:-65536} --prefill-chunks 32768,65536 --out $OUT"
+common="--mixes stress --budget 524288 --chunk-tokens ${CHUNK:-65536} --prefill-chunks ${CHUNKS:-32768,65536} --out $OUT"
 for stage in "$@"; do
   case $stage in
     variants) timeout 300 python3 bench/engine_variants.py --out $OUT ;;
-    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_engine.py \
+    kernels) timeout 150 python3 bench/engine_kernels.py --out $OUT --choice $OUT/prefill_choice.txt ;;
+    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_engine.py -k "${TESTS_K:-}" \
              > $OUT/engine_gpu_tests_h200.txt 2>&1; grep -E "bf16|passed|failed|Error" $OUT/engine_gpu_tests_h200.txt ;;
-    7b) timeout 300 python3 bench/engine.py --models 7b $common ${HF_GEN---skip-hf-generate} \
-          --name engine_h200_7b.json ;;
+    7b) timeout 300 python3 bench/engine.py --models 7b $common ${HF_GEN---skip-hf-generate} --compare-fa2 --compare-cublaslt --profile \
+          $(cat $OUT/prefill_choice.txt 2>/dev/null) --name engine_h200_7b.json ;;
     0.5b) timeout 120 python3 bench/engine.py --models 0.5b $common --skip-hf --gen-docs 0.5b=96 \
             --name engine_h200_0.5b.json ;;
   esac 2>&1 | grep -v '^%' | grep -v '^ ' | tee -a $OUT/bench.log | grep -v '^{"t"' | tail -30

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from worker.bench.engine import MODELS, _stage, ceilings, make_mix, model_figures, prefill_flops, ribbon_generate, \
     ribbon_prefill
+from worker.bench.engine_profile import profile
 
 
 def _log(msg: str, **kv) -> None:
@@ -65,28 +66,6 @@ def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
                     out.append({"splits": splits, "block": block, "warps": warps, "stages": stages, "ms": ms,
                                 "gb_per_s": nbytes / ms / 1e6, "rel_err_vs_default": err})
     return out
-
-
-def profile(fn, path: Path, rows: int = 40) -> dict:
-    """Run fn under torch.profiler; write the per-kernel table; return the top kernels (CUDA us)."""
-    import torch
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as prof
-
-    torch.cuda.synchronize()
-    with prof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-    ka = p.key_averages()
-    attr = "self_device_time_total" if hasattr(ka[0], "self_device_time_total") else "self_cuda_time_total"
-    path.write_text(ka.table(sort_by=attr, row_limit=rows))
-    kern = sorted((e for e in ka if "CUDA" in str(getattr(e, "device_type", ""))), key=lambda e: -getattr(e, attr))
-    total = sum(getattr(e, attr) for e in kern)
-    return {"wall_s": wall, "kernel_us_total": total,
-            "top": [{"name": e.key[:120], "us": getattr(e, attr), "calls": e.count,
-                     "share": getattr(e, attr) / max(total, 1)} for e in kern[:rows]]}
 
 
 def _cudnn_varlen(q, k, v, cu, max_seqlen: int, scale: float):

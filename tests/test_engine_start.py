@@ -41,6 +41,23 @@ def test_auto_picks_varlen_only_when_torch_has_it(monkeypatch):
     assert err.value.setting == "model.attention"
 
 
+def test_prefill_kernel_triton_only_where_it_applies(monkeypatch):
+    monkeypatch.setattr(attention, "triton_available", lambda: True)
+    bf16 = torch.bfloat16
+    assert attention.want_prefill_kernel("auto", CUDA, "varlen", 128, bf16) == "triton"
+    assert attention.want_prefill_kernel("auto", CUDA, "varlen", 80, bf16) == "fa2"  # not a power of two
+    assert attention.want_prefill_kernel("auto", CUDA, "reference", 128, bf16) == "fa2"  # the reference's own
+    assert attention.want_prefill_kernel("auto", torch.device("cpu"), "reference", 128, torch.float32) == "fa2"
+    assert attention.want_prefill_kernel("fa2", CUDA, "varlen", 128, bf16) == "fa2"  # asked for
+    with pytest.raises(EngineSettingError, match="triton needs CUDA") as err:
+        attention.want_prefill_kernel("triton", torch.device("cpu"), "reference", 128, torch.float32)
+    assert err.value.setting == "prefill_kernel"
+    with pytest.raises(EngineSettingError, match="is not one of"):
+        attention.want_prefill_kernel("fa3", CUDA, "varlen", 128, bf16)
+    monkeypatch.setattr(attention, "triton_available", lambda: False)
+    assert attention.want_prefill_kernel("auto", CUDA, "varlen", 128, bf16) == "fa2"
+
+
 def test_flash_attn_requested_without_it_names_the_setting(monkeypatch):
     monkeypatch.setattr(attention, "flash_attn_available", lambda: False)
     with pytest.raises(EngineSettingError) as err:

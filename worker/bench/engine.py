@@ -228,12 +228,14 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     t0 = time.perf_counter()
     model = random_model(MODELS[key], torch.device("cuda"), torch.bfloat16)
     fig = model_figures(model)
+    _prefill_shape(args.prefill_shape)
     eng = engine_for_model(model, None, attention=args.attention, name=f"qwen2.5-{key}-random",
                            max_new_tokens=args.max_new, chunk_tokens=args.chunk_tokens, compile=args.compile,
-                           merge=args.merge)
+                           merge=args.merge, prefill_kernel=args.prefill_kernel)
     eng.eos_ids = tuple(sorted({model.config.eos_token_id}))
     res = results.setdefault(key, {"backend": eng.backend, "compiled_layers": eng.compiled,
-                                   "merged_projections": eng.merged, "figures": fig,
+                                   "merged_projections": eng.merged, "prefill_kernel": eng.prefill_kernel,
+                                   "prefill_shape": args.prefill_shape, "figures": fig,
                                    "load_s": time.perf_counter() - t0})
     budget = autotune_budget(eng, args.max_new, override=args.budget, cache_path=Path(args.out) / "autotune_cache.json")
     res["budget"] = budget
@@ -245,6 +247,9 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         flops = prefill_flops(fig, lens)
         runs = [] if args.skip_hf else [("hf_padded", lambda: _eager(eng, hf.hf_prefill, model, docs))]
         runs += [(f"ribbon_chunk{c}", lambda c=c: _ribbon_prefill(eng, model, docs, c)) for c in args.prefill_chunks]
+        if args.compare_fa2 and eng.prefill_kernel == "triton":  # same run, FlashAttention-2 prefill (not "ribbon*")
+            c = max(args.prefill_chunks)
+            runs.append((f"fa2_chunk{c}", lambda c=c: _ribbon_prefill(eng, model, docs, c, "fa2")))
         for name, fn in runs:
             out = fn()
             out["mfu"] = flops / out["wall_s"] / (ceil["bf16_matmul_tflops"] * 1e12)
@@ -259,6 +264,9 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             continue
         g = r.setdefault("generate", {"docs": len(sub), "max_new_tokens": args.max_new})
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
+        if args.compare_cublaslt:  # the same job, GEMMs through cuBLASLt (a process-wide torch setting); first,
+            # so the profile below replays the graphs "ribbon" captured
+            systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
@@ -272,6 +280,11 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
                  vs_job_floor=g[name].get("wall_vs_job_floor"))
             save()
+        if args.profile:
+            from worker.bench.engine_profile import profile_engine
+
+            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}")
+            save()
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
             _log("generate full corpus", model=key, mix=mix, wall=r["generate_full_corpus_ribbon"]["wall_s"])
@@ -281,22 +294,44 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     torch.cuda.empty_cache()
 
 
-def _ribbon_prefill(eng, model, docs, chunk):
+def _ribbon_prefill(eng, model, docs, chunk, kernel: str | None = None):
     from worker.engine.attention import REGISTERED
 
     model.config._attn_implementation = REGISTERED[eng.backend]
     saved, eng.options.chunk_tokens = eng.options.chunk_tokens, chunk
+    saved_kernel, eng.prefill_kernel = eng.prefill_kernel, kernel or eng.prefill_kernel
     try:
         return ribbon_prefill(eng, docs, chunk)
     finally:
-        eng.options.chunk_tokens = saved
+        eng.options.chunk_tokens, eng.prefill_kernel = saved, saved_kernel
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil):
+def _prefill_shape(shape: str | None) -> None:
+    """--prefill-shape bm,bn,warps,stages: the Triton prefill kernel's launch shape for this run
+    (bench/engine_kernels.py picks it; the chosen one becomes prefill_kernel.py's default)."""
+    if not shape:
+        return
+    from worker.engine import prefill_kernel as pk
+
+    pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
+
+
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
+    import torch
+
     from worker.engine.attention import REGISTERED
 
     model.config._attn_implementation = REGISTERED[eng.backend]
-    return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+    saved = torch.backends.cuda.preferred_blas_library()
+    if blas:
+        torch.backends.cuda.preferred_blas_library(blas)
+        eng.runner.clear()  # graphs captured with the other library's kernels
+    try:
+        return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+    finally:
+        if blas:
+            torch.backends.cuda.preferred_blas_library(saved)
+            eng.runner.clear()
 
 
 def _eager(eng, fn, *args):
@@ -332,6 +367,12 @@ def parse(argv):
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="compiled decoder layers")
     p.add_argument("--merge", default="auto", choices=["auto", "on", "off"],
                    help="q/k/v and gate/up as one GEMM each (Hugging Face baselines always run unmerged)")
+    p.add_argument("--prefill-kernel", default="auto", choices=["auto", "triton", "fa2"],
+                   help="prefill attention of the fused backends (EngineOptions.prefill_kernel)")
+    p.add_argument("--prefill-shape", default=None, help="Triton prefill launch shape bm,bn,warps,stages")
+    p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
+    p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
+    p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",
                    help="HF prefill baseline only (its generate baselines take ~100 s on 7B and do not change with Ribbon)")

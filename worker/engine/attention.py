@@ -48,7 +48,8 @@ class AttnContext:
     kv_start: torch.Tensor | None = None  # decode: int32 [B] first row of each document's slot
     kv_len: torch.Tensor | None = None  # decode: int32 [B] rows to attend (new token included)
     num_splits: int = 1  # decode: key splits per (doc, kv head) program
-    expand_kv: bool = False  # prefill, measurement only: repeat K/V heads (the torch 2.11 varlen_attn path)
+    prefill_kernel: str = "fa2"  # prefill: "triton" (prefill_kernel.py), "fa2", or "fa2_expanded" (measurement only:
+    # K/V heads repeated, the torch 2.11 varlen_attn path)
     memo: dict = field(default_factory=dict)  # reference backend: index plans shared by every layer
 
 
@@ -213,13 +214,14 @@ def varlen_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     fn, has_gqa, has_is_causal = _varlen_fn()
     cu = ctx.cu_seqlens
     groups = q.shape[1] // k.shape[1]
-    if groups > 1 and not has_gqa and not ctx.expand_kv:
+    expand = ctx.prefill_kernel == "fa2_expanded"
+    if groups > 1 and not has_gqa and not expand:
         return _flash_gqa(q, k, v, cu, ctx.max_seqlen, scale)
     extra: dict[str, Any] = {"is_causal": True} if has_is_causal else {"window_size": (-1, 0)}
     if groups > 1:
-        if has_gqa and not ctx.expand_kv:
+        if has_gqa and not expand:
             extra["enable_gqa"] = True
-        else:  # measurement only (expand_kv): what torch 2.11's varlen_attn needed
+        else:  # measurement only (fa2_expanded): what torch 2.11's varlen_attn needed
             k = k.repeat_interleave(groups, dim=1)  # [T, H, D]
             v = v.repeat_interleave(groups, dim=1)  # [T, H, D]
     return fn(q, k, v, cu, cu, ctx.max_seqlen, ctx.max_seqlen, scale=scale, **extra)
@@ -230,6 +232,16 @@ def flash_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 
     cu = ctx.cu_seqlens
     return flash_attn_varlen_func(q, k, v, cu, cu, ctx.max_seqlen, ctx.max_seqlen, softmax_scale=scale, causal=True)
+
+
+def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
+    """Our Triton varlen kernel (prefill_kernel.py) on strided views; the block table is built by the
+    first layer of a forward and reused by the others."""
+    from worker.engine import prefill_kernel as pk
+
+    if "blocks" not in ctx.memo:
+        ctx.memo["blocks"] = pk.block_table(ctx.cu_host, pk.query_block_m(q.dtype), q.device)
+    return pk.prefill_attention(q, k, v, ctx.memo["blocks"], scale)  # [T, H, D]
 
 
 def kernel_decode(q, ctx: AttnContext, layer: int, scale: float) -> torch.Tensor:
@@ -244,7 +256,11 @@ def _make(prefill_impl, decode_impl):
         ctx = _ctx(kwargs)
         scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
         layer = module.layer_idx
-        if ctx.mode == "prefill":
+        if ctx.mode == "prefill" and ctx.prefill_kernel == "triton":  # strided views in: no copies
+            q, k, v = (x[0].transpose(0, 1) for x in (query, key, value))  # [T, H, D], [T, Hkv, D] x 2
+            _write_kv(ctx, layer, k, v)
+            out = triton_prefill(q, k, v, ctx, scale)  # [T, H, D]
+        elif ctx.mode == "prefill":
             q, k, v = _unpack(query, key, value)  # [T, H, D], [T, Hkv, D], [T, Hkv, D]
             _write_kv(ctx, layer, k, v)
             out = prefill_impl(q, k, v, ctx, scale)  # [T, H, D]
@@ -321,6 +337,26 @@ def varlen_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+PREFILL_KERNELS = ("auto", "triton", "fa2", "fa2_expanded")
+
+
+def want_prefill_kernel(requested: str, device: torch.device, backend: str, head_dim: int, dtype: torch.dtype) -> str:
+    """Prefill attention of the fused backends: auto -> our Triton kernel (measured faster than FA2 on
+    the H200, docs/engine.md) where it applies (CUDA, Triton, a power-of-two head size 16..256), else
+    FlashAttention-2. The reference backend has its own prefill ("fa2" here means: not ours)."""
+    if requested not in PREFILL_KERNELS:
+        raise EngineSettingError("prefill_kernel", f"{requested!r} is not one of {PREFILL_KERNELS}", "auto")
+    fits = (device.type == "cuda" and backend != "reference" and triton_available()
+            and 16 <= head_dim <= 256 and head_dim & (head_dim - 1) == 0
+            and dtype in (torch.bfloat16, torch.float16, torch.float32))
+    if requested == "triton" and not fits:
+        raise EngineSettingError("prefill_kernel", f"triton needs CUDA, Triton, a fused backend and a power-of-two "
+                                 f"head size (device {device}, backend {backend}, head size {head_dim})", "auto")
+    if requested == "auto":
+        return "triton" if fits else "fa2"
+    return requested
 
 
 def choose_backend(requested: str, device: torch.device) -> str:

@@ -66,12 +66,13 @@ class EngineOptions:
     check_every: int = 8  # decode steps between host looks at the done flags
     compile: str = "auto"  # "auto" | "on" | "off": torch.compile of the decoder layers (fuse.py)
     merge: str = "auto"  # "auto" | "on" | "off": q/k/v and gate/up as one GEMM each (merge.py)
-    expand_kv: bool = False  # measurement only: prefill with repeated K/V heads (the old torch 2.11 path)
+    # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
+    prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
 
 
 class Engine:
     def __init__(self, model, tokenizer, backend: str, options: EngineOptions, name: str):
-        from worker.engine.attention import REGISTERED, register_backends
+        from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
 
         register_backends()
         model.config._attn_implementation = REGISTERED[backend]
@@ -88,6 +89,8 @@ class Engine:
         self.kv_heads = cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.eos_ids: tuple[int, ...] = _eos_ids(model, tokenizer)
+        self.prefill_kernel = want_prefill_kernel(options.prefill_kernel, self.device, backend, self.head_dim,
+                                                  self.dtype)
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
@@ -108,7 +111,8 @@ class Engine:
         self._copy_stream = torch.cuda.Stream(self.device) if self.device.type == "cuda" else None
         log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
-                                        "compiled_layers": self.compiled, "merged_projections": self.merged})
+                                        "compiled_layers": self.compiled, "merged_projections": self.merged,
+                                        "prefill_kernel": self.prefill_kernel})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
@@ -172,7 +176,7 @@ class Engine:
         """float32 [n, V]: logits at each document's last position (no KV kept)."""
         tokens = self._ready(staged)
         return prefill_logits(self.base, self.lm_head, tokens, staged.cu_host, self.options.chunk_tokens, self.marker,
-                              expand_kv=self.options.expand_kv)
+                              prefill_kernel=self.prefill_kernel)
 
     @torch.inference_mode()
     def generate(self, staged: Staged, seeds: list[int] | None = None) -> list[Generated]:
@@ -208,7 +212,7 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, o.expand_kv)
+                          step_limit, self.prefill_kernel)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None

@@ -35,7 +35,7 @@ class LoopConfig:
     num_sms: int  # 0 on CPU
     kv_heads: int
     step_limit: int | None = None  # autotune: stop decoding after this many steps
-    expand_kv: bool = False  # measurement only (EngineOptions.expand_kv)
+    prefill_kernel: str = "fa2"  # AttnContext.prefill_kernel (Engine resolves EngineOptions.prefill_kernel)
 
 
 @dataclass
@@ -70,7 +70,7 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
     pool.ensure(starts[-1] + lengths[-1] + cfg.max_new, n)
     t0 = time.perf_counter()
     logits = prefill_logits(base, lm_head, tokens, cu_host, cfg.chunk_tokens, marker, pool, starts,
-                            cfg.expand_kv)  # [n, V]
+                            cfg.prefill_kernel)  # [n, V]
     seed_t = torch.tensor(seeds, dtype=torch.int64).to(device)  # [n]
     zero = torch.zeros(n, dtype=torch.int64, device=device)
     first = choose_tokens(logits, cfg.temperature, cfg.top_p, seed_t, zero)  # [n]

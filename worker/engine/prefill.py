@@ -46,7 +46,7 @@ def prefill_logits(
     marker: torch.Tensor,
     pool=None,
     starts: list[int] | None = None,
-    expand_kv: bool = False,
+    prefill_kernel: str = "fa2",
 ) -> torch.Tensor:
     """tokens: int64 [T>=cu[-1]] on the model's device -> float32 last-position logits [n, V].
 
@@ -74,7 +74,7 @@ def prefill_logits(
             cu_host=cu_chunk,
             max_seqlen=max(lengths[first:last]),
             rows=rows,
-            expand_kv=expand_kv,
+            prefill_kernel=prefill_kernel,
         )
         hidden = forward_hidden(base, tokens[a:b], pos, ctx, marker)  # [T, hidden]
         last_idx = cu_dev[1:].long() - 1  # [m]
