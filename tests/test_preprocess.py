@@ -62,6 +62,6 @@ def test_in_order_gives_batches_back_in_submission_order_and_waits_beyond_its_de
         got += q.take(block=True)
         assert len(q) == 0 and [i for items, _ in got for i in items] == list(range(30))
         assert [p.digest for _, ps in got for p in ps] == [p.digest for p in here]
-        assert q.seconds > 0
+        assert q.seconds > 0 and q.new_seconds() == q.seconds and q.new_seconds() == 0
     finally:
         pool.close()

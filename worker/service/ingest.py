@@ -112,7 +112,8 @@ class Ingest:
                     self._report_lag()
                     self._report_held()
                     next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
-                msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
+                # short polls while batches are in the pool: their documents go on as soon as they are back
+                msgs = self.consumer.consume(num_messages=self.batch, timeout=0.005 if len(self.batches) else 0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
                 if msgs and not self.stop_polling.is_set():
@@ -179,9 +180,8 @@ class Ingest:
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
-        before = self.batches.seconds
         done = self.batches.take(block)
-        self.metrics.digest_wall_seconds.inc(self.batches.seconds - before)
+        self.metrics.digest_wall_seconds.inc(self.batches.new_seconds())  # handing over and waiting
         for docs, preps in done:
             self._prepared(docs, preps)
 

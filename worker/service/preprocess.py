@@ -90,9 +90,15 @@ class InOrder(Generic[T]):
         self.pre, self.depth = pre, depth
         self._q: deque[tuple[list[T], Batch]] = deque()
         self.seconds = 0.0
+        self._reported = 0.0
 
     def __len__(self) -> int:
         return len(self._q)
+
+    def new_seconds(self) -> float:
+        """`seconds` added since the last call (for a counter)."""
+        new, self._reported = self.seconds - self._reported, self.seconds
+        return new
 
     def submit(self, items: list[T], texts: Sequence[str], sources: Sequence[str | None],
                kinds: Sequence[str | None]) -> None:
