@@ -7,7 +7,8 @@ Prints a table and writes bench/results/digest.json:
   lines/s of 100-byte lines (bytes/s / 100); Drain3 (the maintained Python template miner) on the
   first --drain-lines lines of the same documents, in the same run;
 - per document: the e2e benchmark's mixed corpus (`ribbon bench e2e --corpus mixed`: short
-  documents, every tenth a long log): ms per document of the whole pass and of the templater call;
+  documents, every tenth a long log): ms per document of the whole pass, of the templater call, and
+  of finishing's output message (build_output with the pass done, schema check and encoding);
 - compaction: document tokens raw vs as the model sees them (digest lines + compacted text), per kind,
   with the tiny offline tokenizer (byte-level BPE: more tokens per character than a real model's);
 - fault recall: injected fault lines present verbatim in the model's text, and among k=3 highlights.
@@ -86,13 +87,38 @@ def throughput(n_lines: int, drain_lines: int) -> dict:
     return out
 
 
+def _doc(i: int, d: dict, text: str):
+    from worker.service.docs import Doc
+
+    doc = Doc(("in", 0), 1, i, None, d["id"], text, {"id": d["id"], "source": d["source"], "kind": d["kind"],
+                                                     "attributes": None}, 0.0)
+    doc.prepared = prepare(text, d["source"], d["kind"], OPTIONS)
+    return doc
+
+
+def output_messages(docs: list, s) -> None:
+    """What finishing does per document with its pass done: build_output (schema checked) and encode."""
+    from worker.messages import encode_output
+    from worker.service.outputs import build_output
+
+    for doc in docs:
+        encode_output(build_output(doc, "summary", settings=s, model_name="bench", now=1.0))
+
+
 def per_document(n_docs: int) -> dict:
     """The whole pass and the templater call per document, on the e2e benchmark's mixed corpus."""
-    texts = ["\n".join(d["lines"]) for d in mixed_corpus(n_docs, seed=11)]
+    corpus = mixed_corpus(n_docs, seed=11)
+    texts = ["\n".join(d["lines"]) for d in corpus]
+    docs = [_doc(i, d, t) for i, (d, t) in enumerate(zip(corpus, texts))]
     lines = sum(t.count("\n") + 1 for t in texts)
     t_all = best_of(lambda: [prepare(t, "bench", "mixed", OPTIONS) for t in texts])
     t_tm = best_of(lambda: [analyze_text(t) for t in texts])
+    from worker.settings import load_settings
+
+    settings = load_settings(environ={})
+    t_out = best_of(lambda: output_messages(docs, settings))
     return {"corpus": "mixed", "documents": len(texts), "lines_per_document": round(lines / len(texts), 1),
+            "output_ms_per_document": round(1e3 * t_out / len(texts), 4),
             "bytes_per_line": round(sum(map(len, texts)) / lines, 1),
             "pass_ms_per_document": round(1e3 * t_all / len(texts), 4),
             "templater_ms_per_document": round(1e3 * t_tm / len(texts), 4),
@@ -155,7 +181,8 @@ def main() -> None:
               f"{tp['pass_100B_lines_per_s']:14,} {tp.get('drain3_lines_per_s', 0):11,} {tp.get('pass_vs_drain3', 0):8.1f}x")
     d = res["per_document"]
     print(f"per document ({d['documents']} mixed, {d['lines_per_document']} lines, {d['bytes_per_line']} B/line): "
-          f"pass {d['pass_ms_per_document']:.3f} ms, templater call {d['templater_ms_per_document']:.3f} ms")
+          f"pass {d['pass_ms_per_document']:.3f} ms, templater call {d['templater_ms_per_document']:.3f} ms, "
+          f"output message {d['output_ms_per_document']:.3f} ms")
     if not args.throughput_only:
         res["compaction"] = quality(args.per_kind)
         print(f"{'kind':10} {'tokens raw':>11} {'model':>8} {'saving':>7} {'in text':>8} {'in hl(3)':>9}")
