@@ -109,10 +109,40 @@ def test_render_names_the_counts_failures_and_outliers():
     s = labelled("nf", 0, 1000)
     a = build_digest(analyze(s.message["lines"]))
     text = render(a.digest, s.message["source"], s.message["kind"])
-    assert text.startswith(f"{a.digest.lines:,} lines from {s.message['source'].split('/')[0]} (nf), ")
+    assert text.startswith(f"{a.digest['lines']:,} lines from {s.message['source'].split('/')[0]} (nf), ")
     assert "2 ERROR" in text and "Failures:" in text and "S1 link down" in text
     assert text == render(a.digest, s.message["source"], s.message["kind"])  # deterministic
     pm = labelled("pm_csv", 0, 500)
     d = build_digest(analyze(pm.message["lines"])).digest
-    assert d.outliers and "Outlier: line" in render(d)
-    assert d.outliers[0].text in pm.faults
+    assert d["outliers"] and "Outlier: line" in render(d)
+    assert d['outliers'][0]['text'] in pm.faults
+
+
+def test_span_equals_the_first_timestamp_from_each_end_line_by_line():
+    """span() scans joined lines with one regex: it finds what parse_line finds line by line."""
+    from worker.digest.timeparse import SCAN_LINES
+    from worker.samples import mixed_corpus
+
+    def reference(lines):
+        first = next((s for s in map(parse_line, lines[:SCAN_LINES]) if s is not None), None)
+        last = next((s for s in map(parse_line, reversed(lines[-SCAN_LINES:])) if s is not None), first)
+        return (first, last) if first is not None else (None, None)
+
+    docs = [d["lines"] for d in mixed_corpus(120, seed=3)] + [
+        ["x", "Dec  1 10:00:00 host a", "y"], ["no", "time"], ["1733000000 a", "1733000000123 b", "261201 101010 c"],
+        ["a 12:00:00 b" * 20, "2026-13-01T00:00:00 bad", "2026-12-01T00:00:00Z ok", "tail"], [], [""]]
+    for lines in docs:
+        assert span(lines) == reference(lines), lines[:3]
+    assert sum(span(lines)[0] is not None for lines in docs) >= 60
+
+
+def test_span_with_the_templaters_clock_flags_equals_span_over_every_line():
+    from worker.digest.templates import analyze
+    from worker.samples import mixed_corpus
+
+    docs = [d["lines"] for d in mixed_corpus(120, seed=4)] + [
+        ["é" * 95 + " 10:00:00", "ü" * 98 + " 10:00:00", "x"], ["٢٠٢٦-١٢-٠١T10:00:00Z arabic digits", "ok"],
+        ["[1733000000] a", "1733000000123", "261201 101010 c", "12:00:0 short"]]
+    for lines in docs:
+        tm = analyze(lines)
+        assert span(lines, tm.line_clock) == span(lines), lines[:2]

@@ -89,3 +89,21 @@ def test_corpus_true_template_counts_are_found(kind):
 def test_corpus_is_deterministic():
     assert labelled("nf", 3, 500) == labelled("nf", 3, 500)
     assert labelled("nf", 3, 500) != labelled("nf", 4, 500)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.integers(0, 50), st.integers(0, 10**6))),
+                min_size=1, max_size=60))
+def test_scores_from_the_pass_equal_the_numpy_reference(rows):
+    """num_z, line_z and template_severity (C++, one pass) equal worker/digest/outliers.py and a max per template."""
+    from worker.digest.outliers import line_outlier_z
+
+    words = ("heartbeat ok", "link down on", "session timeout after", "cell load")
+    lines = [f"{words[w]} v={x}" for w, x in rows]
+    tm = analyze(lines)
+    line_z, z = line_outlier_z(len(lines), tm.num_lines, tm.num_vars, tm.num_values)
+    np.testing.assert_allclose(tm.num_z, z, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(tm.line_z, line_z, rtol=1e-12, atol=1e-12)
+    expected = [max(float(tm.line_severity[j]) for j in range(len(lines)) if tm.line_template[j] == t.index)
+                for t in tm.templates]
+    assert tm.template_severity.tolist() == expected

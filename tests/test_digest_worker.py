@@ -10,12 +10,13 @@ import jsonschema
 import orjson
 from helpers import ROOT, by_id, consume_all, produce, start_worker, topics, worker_env
 
-from worker.digest.model import Digest
+from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
 from worker.samples import labelled, mixed_corpus
 
 BAD = [(b"\xff\xfe\xfa", "invalid_utf8"), (b'{"text": "unterminated', "invalid_json"), (b'{"lines": []}', "empty_text"), (b'{"text": 42}', "schema"),
        (b'{"text": "   "}', "empty_text"), (b"[1, 2, 3]", "not_an_object")]
+IN_THREAD = PrepareOptions(highlights=3, compaction=False, min_saving=0.2, render=True)
 
 
 def _run(broker, t, values, env, tmp_path, n_out: int, n_dlq: int):
@@ -36,9 +37,11 @@ def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_d
     t = topics(new_topic)
     docs = mixed_corpus(300, seed=5)
     values = [orjson.dumps(d) for d in docs] + [v for v, _ in BAD]
+    # the preprocessing pool (2 processes): each output equals the in-thread pass of the same document
     env = worker_env(broker.bootstrap, "/no/model/needed", group=f"g-{uuid.uuid4().hex[:8]}",
-                     RIBBON_MODEL__MODE="digest", **t)
+                     RIBBON_MODEL__MODE="digest", RIBBON_PIPELINE__PREPROCESS_PROCESSES="2", **t)
     got, dlq = _run(broker, t, values, env, tmp_path, len(docs), len(BAD))
+    assert "2 preprocess processes" in (tmp_path / "worker.log").read_text()
     outs = by_id(got)
     assert set(outs) == {d["id"] for d in docs} and all(len(v) == 1 for v in outs.values())
     schema = json.loads((ROOT / "schemas" / "output.json").read_text())
@@ -48,7 +51,10 @@ def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_d
         validator.validate(o)
         d = src[o["id"]]
         assert (o["mode"], o["model"], o["schema_version"]) == ("digest", "digest", 2)
-        assert o["summary"] == render(Digest.model_validate(o["digest"]), d["source"], d["kind"])
+        assert o["summary"] == render(o["digest"], d["source"], d["kind"])
+        mine = prepare("\n".join(d["lines"]), d["source"], d["kind"], IN_THREAD)
+        assert (o["summary"], o["highlights"]) == (mine.summary, mine.highlights)
+        assert o["digest"] == orjson.loads(orjson.dumps(mine.digest))
         assert o["digest"]["lines"] == sum(1 for ln in d["lines"] if ln.strip())
         assert o["tokens"] == {"input": 0, "document": 0, "output": 0, "chunks": 1}
     assert sorted(dict(m.headers())["error.class"].decode() for m in dlq) == sorted(c for _, c in BAD)
@@ -60,7 +66,8 @@ def test_generative_mode_gives_the_model_the_compacted_document(broker, new_topi
     samples = [labelled(kind, 0, 400) for kind in ("nf", "syslog", "procedure")]
     short = mixed_corpus(6, seed=3)[:5]
     values = [orjson.dumps(s.message) for s in samples] + [orjson.dumps(d) for d in short]
-    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
+    env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}",
+                     RIBBON_PIPELINE__PREPROCESS_PROCESSES="2", **t)  # compaction in the pool
     got, _ = _run(broker, t, values, env, tmp_path, len(values), 0)
     outs = {k: v[0] for k, v in by_id(got).items()}
     assert len(outs) == len(values)

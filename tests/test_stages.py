@@ -138,6 +138,31 @@ def test_ingest_submits_good_documents_and_dead_letters_bad_ones():
     assert parse_dead_letter_headers(ready.records[0].headers).error_class == "invalid_json"
 
 
+def test_ingest_dead_letters_a_document_whose_digest_pass_failed_and_submits_the_rest():
+    from worker.digest.prepared import Prepared
+
+    from worker.service.preprocess import Batch
+
+    ing, tracker, registry = make_ingest()
+    real = ing.preprocess.submit
+
+    def submit(texts, sources, kinds):  # the pass of the second document fails (in a pool process, say)
+        out = real(texts, sources, kinds).result()
+        return Batch(done=[Prepared(None, [], None, None, 0.0, "ValueError: boom") if "boom" in t else p
+                           for t, p in zip(texts, out)])
+
+    ing.preprocess.submit = submit
+    ing._ingest([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0), Msg(orjson.dumps({"text": "boom now"}), 1),
+                 Msg(b"plain text", 2)])
+    assert [s[1] for s in ing.packer.submitted] == [words("disk full on upf-1"), words("plain text")]
+    assert all(s.doc.prepared is not None for s in registry._seqs.values())
+    tracker.complete(("in", 0), tracker.epoch(("in", 0)), 0, ())
+    (ready,) = tracker.take_ready()
+    assert ready.offsets == (0, 1)
+    h = parse_dead_letter_headers(ready.records[0].headers)
+    assert (h.error_class, h.error_message) == ("digest_error", "ValueError: boom")
+
+
 def test_ingest_pauses_above_the_high_watermark_and_resumes_below_the_low():
     packer = FakePacker(pending=101)
     ing, _, _ = make_ingest(packer)

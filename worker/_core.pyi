@@ -96,13 +96,34 @@ def pack_offline(
     lengths: npt.ArrayLike, budget: int, reserve_per_seq: int, max_seqs: int, window: int = 0
 ) -> npt.NDArray[np.int64]: ...
 
-def analyze_templates(
-    text: bytes,
-    *,
-    protected_words: Sequence[str],
-    severity: Sequence[tuple[str, float]],
-    top_values: int = 5,
-    merge: bool = True,
-    min_merge_tokens: int = 3,
-) -> dict[str, object]: ...
+_Var = tuple[str, str, int, int, bool, int, float, float, float, tuple[tuple[str, int], ...]]
+_Template = tuple[int, str, int, int, int, int, tuple[_Var, ...]]
+
+class Templater:
+    def __init__(
+        self,
+        *,
+        protected_words: Sequence[str],
+        severity: Sequence[tuple[str, float]],
+        top_values: int = 5,
+        merge: bool = True,
+        min_merge_tokens: int = 3,
+        min_group: int = 5,
+    ) -> None: ...
+    def analyze(
+        self, text: bytes
+    ) -> tuple[
+        npt.NDArray[np.int32],
+        npt.NDArray[np.float32],
+        npt.NDArray[np.uint8],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float32],
+        tuple[_Template, ...],
+        int,
+    ]: ...
+
 def classify_token(token: str) -> str | None: ...

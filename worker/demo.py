@@ -17,7 +17,6 @@ import time
 
 import orjson
 
-from worker.digest.model import Digest
 from worker.digest.render import render
 from worker.samples import mixed_corpus
 
@@ -100,7 +99,7 @@ def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) 
     print(f"\n{o['id']} ({o['source']}, {o['digest']['lines']:,} lines)")
     if generative and not random_model:
         print(f"  summary:    {o['summary']}")
-    print(f"  digest:     {o['summary'] if not generative else render(Digest.model_validate(o['digest']), o['source'], o['kind'])}")
+    print(f"  digest:     {o['summary'] if not generative else render(o['digest'], o['source'], o['kind'])}")
     print(f"  highlights: {o['highlights']}")
     if generative:
         print(f"  model:      {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "

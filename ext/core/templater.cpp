@@ -4,6 +4,7 @@
 #include "templater.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
@@ -201,21 +202,83 @@ std::string var_key(const Raw& r, size_t p) {
   return std::string(k);
 }
 
+double middle(std::vector<double>& v) {  // the median (mean of the two middle values when even)
+  const size_t hi = v.size() / 2, lo = (v.size() - 1) / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi), v.end());
+  const double upper = v[hi];
+  if (lo == hi) return upper;
+  return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi)));
+}
+
+// The scores read from the finished pass: each number's z, each line's largest, each template's severity.
+void score(Analysis& out, uint32_t min_group) {
+  const size_t n_vars = out.templates.empty() ? 0 : out.templates.back().var_base + out.templates.back().vars.size();
+  out.num_z = robust_z(out.num_vars, out.num_values, n_vars, min_group);
+  out.line_z.assign(out.line_template.size(), 0.0);
+  for (size_t j = 0; j < out.num_z.size(); ++j) {
+    double& best = out.line_z[static_cast<size_t>(out.num_lines[j])];
+    best = std::max(best, out.num_z[j]);
+  }
+  out.template_severity.assign(out.templates.size(), 0.0F);
+  for (size_t l = 0; l < out.line_template.size(); ++l)
+    if (out.line_template[l] >= 0) {
+      float& s = out.template_severity[static_cast<size_t>(out.line_template[l])];
+      s = std::max(s, out.line_severity[l]);
+    }
+}
+
 }  // namespace
 
-Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
-  if (cfg.min_merge_tokens < 2)
-    throw std::invalid_argument("min_merge_tokens must be >= 2, got " + std::to_string(cfg.min_merge_tokens));
-  std::unordered_set<uint64_t> protect;
-  for (const auto& w : cfg.protected_words) protect.insert(word_code(w));
-  protect.erase(0);
-  std::unordered_map<uint64_t, double> sev;
-  for (const auto& [w, s] : cfg.severity) {
+std::vector<double> robust_z(const std::vector<int32_t>& group, const std::vector<double>& values,
+                             size_t n_groups, uint32_t min_group) {
+  std::vector<double> z(values.size(), 0.0);
+  std::vector<uint32_t> start(n_groups + 1, 0);  // counting sort of the values by group
+  for (int32_t g : group) ++start[static_cast<size_t>(g) + 1];
+  for (size_t g = 0; g < n_groups; ++g) start[g + 1] += start[g];
+  std::vector<uint32_t> order(values.size()), fill(start.begin(), start.end() - 1);
+  for (uint32_t j = 0; j < values.size(); ++j) order[fill[static_cast<size_t>(group[j])]++] = j;
+  std::vector<double> x, dev;
+  for (size_t g = 0; g < n_groups; ++g) {
+    const uint32_t b = start[g], e = start[g + 1];
+    if (e - b < min_group) continue;
+    x.clear();
+    for (uint32_t i = b; i < e; ++i) x.push_back(values[order[i]]);
+    const double med = middle(x);
+    dev.clear();
+    double sum = 0.0;
+    for (uint32_t i = b; i < e; ++i) {
+      dev.push_back(std::abs(values[order[i]] - med));
+      sum += dev.back();
+    }
+    std::vector<double> dev_sorted = dev;
+    const double mad = middle(dev_sorted);
+    const double scale = mad > 0 ? 1.4826 * mad : 1.2533 * sum / static_cast<double>(e - b);
+    if (scale <= 0) continue;
+    for (uint32_t i = b; i < e; ++i) z[order[i]] = dev[i - b] / scale;
+  }
+  return z;
+}
+
+Templater::Templater(TemplaterConfig config) : cfg_(std::move(config)) {
+  if (cfg_.min_merge_tokens < 2)
+    throw std::invalid_argument("min_merge_tokens must be >= 2, got " + std::to_string(cfg_.min_merge_tokens));
+  for (const auto& w : cfg_.protected_words) protect_.insert(word_code(w));
+  protect_.erase(0);
+  for (const auto& [w, s] : cfg_.severity) {
     const uint64_t code = word_code(w);
     if (code == 0) throw std::invalid_argument("severity word must be 1-12 letters a-z, got '" + w + "'");
-    sev[code] = s;
+    sev_[code] = s;
   }
+}
 
+Analysis analyze_templates(std::string_view text, const TemplaterConfig& config) {
+  return Templater(config).analyze(text);
+}
+
+Analysis Templater::analyze(std::string_view text) const {
+  const TemplaterConfig& cfg = cfg_;
+  const auto& protect = protect_;
+  const auto& sev = sev_;
   Analysis out;
   std::vector<Raw> raws;
   std::unordered_map<std::string, uint32_t> index;
@@ -234,6 +297,7 @@ Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line_span.push_back(static_cast<uint32_t>(span_start.size()));
     out.line_severity.push_back(line_severity(line, sev));
+    out.line_clock.push_back(clock_candidate(line) ? 1 : 0);
     tokenize(line, pos, toks, seps);
     if (toks.empty() && seps[0].empty()) {
       line_raw.push_back(UINT32_MAX);
@@ -358,6 +422,7 @@ Analysis analyze_templates(std::string_view text, const TemplaterConfig& cfg) {
   }
   for (size_t i = 0; i < roots.size(); ++i)
     for (size_t v = 0; v < acc[i].size(); ++v) finish_summary(acc[i][v], cfg, out.templates[i].vars[v]);
+  score(out, cfg.min_group);
   return out;
 }
 

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,7 @@ struct TemplaterConfig {
   uint32_t distinct_cap = 65536; // distinct count is exact up to this, then a lower bound
   uint32_t min_merge_tokens = 3; // shorter lines never merge
   bool merge = true;
+  uint32_t min_group = 5;        // numbers of one variable needed before outliers are scored
 };
 
 struct VarSummary {
@@ -59,15 +62,45 @@ struct LineTemplate {
 struct Analysis {
   std::vector<int32_t> line_template;  // [L] template of each line, -1 for a blank line
   std::vector<float> line_severity;    // [L] highest severity word of each line (0 if none)
+  std::vector<uint8_t> line_clock;     // [L] 1: the line's head may hold a timestamp (see clock_candidate)
   std::vector<double> num_values;      // [T] every numeric variable value, line by line
   std::vector<int32_t> num_lines;      // [T] its line
   std::vector<int32_t> num_vars;       // [T] its variable: template var_base + index in vars
+  std::vector<double> num_z;           // [T] robust z of each number among its variable's values
+  std::vector<double> line_z;          // [L] largest num_z of each line (0 if none)
+  std::vector<float> template_severity;  // [K] highest line severity over each template's lines
   std::vector<LineTemplate> templates; // in order of first appearance
   uint32_t raw_templates = 0;          // before merging
 };
 
-// The templates of `text` (lines separated by '\n'; a trailing '\r' is ignored).
+// A templater with its configuration read once (word tables hashed), reused across documents.
+// analyze() is const and keeps no state between calls: one object may serve many threads.
+class Templater {
+ public:
+  explicit Templater(TemplaterConfig config);
+  // The templates of `text` (lines separated by '\n'; a trailing '\r' is ignored).
+  Analysis analyze(std::string_view text) const;
+  const TemplaterConfig& config() const { return cfg_; }
+
+ private:
+  TemplaterConfig cfg_;
+  std::unordered_set<uint64_t> protect_;    // word codes of protected words
+  std::unordered_map<uint64_t, double> sev_;  // word code -> severity score
+};
+
+// One-off form of Templater(config).analyze(text).
 Analysis analyze_templates(std::string_view text, const TemplaterConfig& config);
+
+// Robust z of each value within its group (groups of fewer than min_group values get 0):
+// |x - median| / (1.4826 MAD), or / (1.2533 mean absolute deviation) when MAD is 0.
+// group[i] in [0, n_groups). The outlier rule of worker/digest/outliers.py, in one pass.
+std::vector<double> robust_z(const std::vector<int32_t>& group, const std::vector<double>& values,
+                             size_t n_groups, uint32_t min_group);
+
+// Whether a line's first 104 characters hold `d:dd:dd`, or the line starts with `[`? and 10 digits, or with
+// `dddddd dddddd`: every timestamp form of worker/digest/timeparse.py does (its _CANDIDATE), so
+// lines without it need no parsing there.
+bool clock_candidate(std::string_view line);
 
 // How one token reads (exposed for tests): true and its kind when it is a variable.
 bool classify_token(std::string_view token, VarKind& kind);

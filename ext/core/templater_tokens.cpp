@@ -110,6 +110,27 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
   seps.push_back(sep);
 }
 
+bool clock_candidate(std::string_view line) {
+  auto digits = [&](size_t from, size_t n) {
+    if (from + n > line.size()) return false;
+    for (size_t i = from; i < from + n; ++i)
+      if (!is_digit(line[i])) return false;
+    return true;
+  };
+  if (digits(!line.empty() && line[0] == '[' ? 1 : 0, 10)) return true;
+  if (digits(0, 6) && line.size() > 6 && line[6] == ' ' && digits(7, 6)) return true;
+  size_t head = 0;  // the bytes of the first 104 code points (Python slices characters)
+  for (size_t chars = 0; head < line.size() && chars < 104; ++chars) {
+    ++head;
+    while (head < line.size() && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) ++head;
+  }
+  for (size_t i = 0; i + 7 <= head; ++i)  // d:dd:dd
+    if (line[i + 1] == ':' && line[i + 4] == ':' && is_digit(line[i]) && is_digit(line[i + 2]) &&
+        is_digit(line[i + 3]) && is_digit(line[i + 5]) && is_digit(line[i + 6]))
+      return true;
+  return false;
+}
+
 float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev) {
   double best = 0.0;
   size_t i = 0;

@@ -36,16 +36,19 @@ CORPORA = {
 
 def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
-    from worker.digest.digest import build_digest
-    from worker.digest.prompt import document_texts
-    from worker.digest.templates import analyze
+    from worker.digest.prepared import PrepareOptions, prepare_many
+    from worker.digest.prompt import DocumentText, token_gate
 
     raws = ["\n".join(d["lines"]) for d in docs]
+    o = PrepareOptions(highlights=settings.model.highlights, compaction=settings.digest.compaction,
+                       min_saving=settings.digest.min_saving, render=False)
     t0 = time.perf_counter()
-    analyses = [build_digest(analyze(d["lines"])) for d in docs]
+    preps = prepare_many(raws, [d.get("source") for d in docs], [d.get("kind") for d in docs], o)
     if not settings.digest.compaction:
         return raws, time.perf_counter() - t0
-    texts = [t.text for t in document_texts(raws, analyses, min_saving=settings.digest.min_saving, count=count)]
+    chosen = [DocumentText(p.prompt, True, 0, 0) if p.prompt is not None else DocumentText(r, False, 0, 0)
+              for p, r in zip(preps, raws)]
+    texts = [t.text for t in token_gate(raws, chosen, min_saving=settings.digest.min_saving, count=count)]
     return texts, time.perf_counter() - t0
 
 
@@ -163,6 +166,8 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         bins = int(sample("ribbon_bins_total") or 0)
         busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
         digest_s = float(sample("ribbon_digest_seconds_total") or 0.0)
+        digest_wall_s = float(sample("ribbon_digest_wall_seconds_total") or 0.0)
+        processes = worker.ingest.preprocess.processes
         doc_tokens = int(sample("ribbon_document_tokens_total") or 0)
         compacted = int(sample("ribbon_compacted_documents_total") or 0)
         worker.drain(30)
@@ -172,6 +177,8 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
             "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
             "publication": publication(timeline, len(docs)),
             "digest_s": digest_s, "digest_share_of_engine_busy": digest_s / busy if busy else None,
+            "digest_wall_s": digest_wall_s, "digest_wall_share_of_engine_busy": digest_wall_s / busy if busy else None,
+            "preprocess_processes": processes,
             "document_tokens": doc_tokens, "compacted_documents": compacted,
             "docs_per_s": got / steady, "input_tokens_per_s": in_tokens / steady,
             "output_tokens_per_s": out_tokens / steady, "input_tokens": in_tokens, "output_tokens": out_tokens}
@@ -238,7 +245,8 @@ def load_parts(a: argparse.Namespace):
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
                                         "server.port": 0, "log_level": "WARNING", "model.process": a.process,
-                                        "digest.compaction": getattr(a, "compaction", "on") == "on"})
+                                        "digest.compaction": getattr(a, "compaction", "on") == "on",
+                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
     parts = build_parts(settings)
 
     def cleanup() -> None:
@@ -266,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
                     help="model.process: the model in its own process (auto: on CUDA)")
     ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
+    ap.add_argument("--preprocess-processes", type=int, default=None,
+                    help="pipeline.preprocess_processes (default: auto, 0 below 8 cores)")
     ap.add_argument("--runs", type=int, default=1, help="end-to-end runs over the same documents (default 1)")
     ap.add_argument("--steady", default="", help="then steady-load runs at these fractions of the measured "
                                                  "end-to-end capacity, e.g. 0.5,0.9")
@@ -327,8 +337,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * r['gpu_busy_fraction']:.0f}% of the steady time; at 80% of the model's work "
               f"{100 * pub.get('published', 0):.1f}% published ({100 * pub.get('model_finished', 0):.1f}% finished "
               f"by the model; {100 * pub['crossing_bin']['published']:.1f}% {pub['crossing_bin']['after_s']:.2f} s "
-              f"after the bin that took the work past 80%); overhead {overheads[i]:.1f}%; digests {r['digest_s']:.2f} s "
-              f"({100 * (r['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time), "
+              f"after the bin that took the work past 80%); overhead {overheads[i]:.1f}%; digests {r['digest_s']:.2f} CPU s "
+              f"({100 * (r['digest_share_of_engine_busy'] or 0):.1f}% of engine busy time), ingest thread on them "
+              f"{r['digest_wall_s']:.2f} s ({100 * (r['digest_wall_share_of_engine_busy'] or 0):.1f}%, "
+              f"{r['preprocess_processes']} preprocess processes), "
               f"{r['compacted_documents']} documents compacted, {r['document_tokens']:,} document tokens")
     for label, r in steady.items():
         report(r, f"steady {label} of capacity")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from worker.digest.compact import compact
 from worker.digest.digest import Analysis
-from worker.digest.model import Digest
+from worker.digest.render import outlier_sentence
 
 CountFn = Callable[[Sequence[str]], list[int]]  # texts -> token counts (one batch)
 
@@ -20,21 +20,20 @@ def _time(stamp: str) -> str:
     return stamp[11:19] if len(stamp) >= 19 and stamp[10] == "T" else stamp
 
 
-def digest_lines(d: Digest) -> list[str]:
-    head = f"{d.lines} lines, {d.templates_total} line templates"
-    if d.span is not None:
-        head += f", {_time(d.span.first)} to {_time(d.span.last)}"
-    if d.severity:
-        head += "; " + ", ".join(f"{n} {lv}" for lv, n in d.severity.items())
+def digest_lines(d: dict) -> list[str]:
+    head = f"{d['lines']} lines, {d['templates_total']} line templates"
+    if d["span"] is not None:
+        head += f", {_time(d['span']['first'])} to {_time(d['span']['last'])}"
+    if d["severity"]:
+        head += "; " + ", ".join(f"{n} {lv}" for lv, n in d["severity"].items())
     lines = ["Digest: " + head + "."]
-    if d.outliers:
-        o = d.outliers[0]
-        lines.append(f"Outlier: line {o.line} {o.name}={o.value:g} (others {o.others_min:g}–{o.others_max:g}).")
+    if d["outliers"]:
+        lines.append(outlier_sentence(d["outliers"][0]))
     lines.append("Log, each line template once (×N lines a–b: how many lines share it and where):")
     return lines
 
 
-def digest_prompt(d: Digest, compacted: str) -> str:
+def digest_prompt(d: dict, compacted: str) -> str:
     return "\n".join(digest_lines(d)) + "\n" + compacted
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from worker.digest.model import Digest, TemplateSummary
 from worker.digest.timeparse import parse_line
 
 MAX_PATTERN_CHARS = 90
@@ -34,37 +33,43 @@ def short_pattern(pattern: str) -> str:
     return p if len(p) <= MAX_PATTERN_CHARS else p[:MAX_PATTERN_CHARS - 1] + "…"
 
 
-def _failure(t: TemplateSummary) -> str:
-    text = f'"{short_pattern(t.pattern)}" ×{_count(t.count)}'
-    stamp = parse_line(t.example)
+def _failure(t: dict) -> str:
+    text = f'"{short_pattern(t["pattern"])}" ×{_count(t["count"])}'
+    stamp = parse_line(t["example"])
     if stamp is not None:
         text += f" from {_clock(stamp.text, seconds=True)}"
     else:
-        text += f" from line {t.first_line}"
+        text += f" from line {t['first_line']}"
     return text
 
 
-def render(d: Digest, source: str | None = None, kind: str | None = None) -> str:
-    head = f"{_count(d.lines)} line{'s' if d.lines != 1 else ''}"
+def render(d: dict, source: str | None = None, kind: str | None = None) -> str:
+    """d: the output's `digest` object (plain data, worker/digest/digest.py)."""
+    head = f"{_count(d['lines'])} line{'s' if d['lines'] != 1 else ''}"
     if source:
         head += f" from {source.split('/')[0]}"
     if kind:
         head += f" ({kind})"
-    if d.span is not None:
-        first, last = _clock(d.span.first), _clock(d.span.last)
-        head += f", {first}" + (f"–{last}" if last != first else "") + (" UTC" if d.span.first.endswith("Z") else "")
-    severe = {k: v for k, v in d.severity.items() if k in ("FATAL", "CRITICAL", "ERROR", "WARN")}
+    span = d["span"]
+    if span is not None:
+        first, last = _clock(span["first"]), _clock(span["last"])
+        head += f", {first}" + (f"–{last}" if last != first else "") + (" UTC" if span["first"].endswith("Z") else "")
+    severe = {k: v for k, v in d["severity"].items() if k in ("FATAL", "CRITICAL", "ERROR", "WARN")}
     parts = [head + (": " + ", ".join(f"{_count(n)} {lv}" for lv, n in severe.items()) if severe else "") + "."]
-    if d.templates:
-        t = d.templates[0]
-        parts.append(f'Commonest: "{short_pattern(t.pattern)}" ×{_count(t.count)}'
-                     + (f" of {_count(d.templates_total)} templates." if d.templates_total > 1 else "."))
-    if d.failures:
-        more = f" (+{d.omitted.failures} more)" if d.omitted.failures else ""
-        parts.append("Failures: " + "; ".join(_failure(t) for t in d.failures[:3]) + more + ".")
-    if d.outliers:
-        o = d.outliers[0]
-        parts.append(f"Outlier: line {o.line} {o.name}={o.value:g} (others {o.others_min:g}–{o.others_max:g}).")
-    if not d.failures and not d.outliers:
+    if d["templates"]:
+        t, total = d["templates"][0], d["templates_total"]
+        parts.append(f'Commonest: "{short_pattern(t["pattern"])}" ×{_count(t["count"])}'
+                     + (f" of {_count(total)} templates." if total > 1 else "."))
+    failures, omitted = d["failures"], d["omitted"]["failures"]
+    if failures:
+        more = f" (+{omitted} more)" if omitted else ""
+        parts.append("Failures: " + "; ".join(_failure(t) for t in failures[:3]) + more + ".")
+    if d["outliers"]:
+        parts.append(outlier_sentence(d["outliers"][0]))
+    if not failures and not d["outliers"]:
         parts.append("No failures or outliers found.")
     return " ".join(parts)
+
+
+def outlier_sentence(o: dict) -> str:
+    return f"Outlier: line {o['line']} {o['name']}={o['value']:g} (others {o['others_min']:g}–{o['others_max']:g})."

@@ -1,8 +1,15 @@
-"""Facade of the C++ templater: lines in, a Templates object out (one pass over the document)."""
+"""Facade of the C++ templater: lines in, a Templates object out (one pass over the document).
+
+One `_core.Templater` per process holds the word tables (built once); each document is one call
+that releases the GIL. Its result is plain data: numpy arrays and tuples (Template and VarSummary
+are NamedTuples made straight from the C++ tuples, no per-line Python objects).
+"""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -11,8 +18,7 @@ from worker.digest.levels import LEVEL_WORDS
 from worker.digest.words import SEVERITY
 
 
-@dataclass(frozen=True)
-class VarSummary:
+class VarSummary(NamedTuple):
     key: str                 # key of key=value, or the constant word before it ("" if none)
     kind: str                # number | hex | ip | uuid | time | quoted | other | merged
     occurrences: int
@@ -25,8 +31,7 @@ class VarSummary:
     top: tuple[tuple[str, int], ...]  # commonest values, count descending
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(NamedTuple):
     index: int
     pattern: str             # constants and <n> <hex> <ip> <uuid> <ts> <q> <*> placeholders
     count: int
@@ -41,9 +46,13 @@ class Templates:
     lines: list[str]                  # the document's lines, as given
     line_template: np.ndarray         # [L] int32 template of each line, -1 for blank
     line_severity: np.ndarray         # [L] float32 highest severity word of each line
+    line_clock: np.ndarray            # [L] uint8 1: the line may hold a timestamp (timeparse.span reads those)
     num_values: np.ndarray            # [T] float64 numeric variable values, line by line
     num_lines: np.ndarray             # [T] int32 their line
     num_vars: np.ndarray              # [T] int32 their variable (template var_base + index)
+    num_z: np.ndarray                 # [T] float64 robust z of each value among its variable's (outliers.py)
+    line_z: np.ndarray                # [L] float64 largest num_z of each line
+    template_severity: np.ndarray     # [K] float32 highest severity word over each template's lines
     templates: tuple[Template, ...]   # in order of first appearance
     raw_templates: int                # before merging
 
@@ -52,19 +61,28 @@ class Templates:
         return int((self.line_template >= 0).sum())
 
 
-def analyze(lines: list[str], *, merge: bool = True, top_values: int = 5) -> Templates:
-    """The templates of a document given as lines (no line may hold a newline)."""
-    data = "\n".join(lines).encode("utf-8", "surrogatepass")
-    raw = _core.analyze_templates(data, protected_words=PROTECTED, severity=SEVERITY_ITEMS,
-                                  top_values=top_values, merge=merge)
-    templates = tuple(
-        Template(i, pattern, count, first, last, base,
-                 tuple(VarSummary(k, kind, occ, dist, capped, num, lo, med, hi, tuple(top))
-                       for k, kind, occ, dist, capped, num, lo, med, hi, top in variables))
-        for i, (pattern, count, first, last, base, variables) in enumerate(raw["templates"]))
-    return Templates(lines, raw["line_template"], raw["line_severity"], raw["num_values"], raw["num_lines"],
-                     raw["num_vars"], templates, int(raw["raw_templates"]))
-
-
 SEVERITY_ITEMS = sorted(SEVERITY.items())
 PROTECTED = sorted(set(SEVERITY) | set(LEVEL_WORDS))
+
+
+@functools.lru_cache(maxsize=8)
+def templater(merge: bool = True, top_values: int = 5) -> _core.Templater:
+    """This process's templater (the word tables are hashed once, not per document)."""
+    return _core.Templater(protected_words=PROTECTED, severity=SEVERITY_ITEMS, top_values=top_values, merge=merge)
+
+
+def _template(t: tuple) -> Template:
+    return Template(*t[:6], tuple(map(VarSummary._make, t[6])))
+
+
+def analyze(lines: list[str], *, merge: bool = True, top_values: int = 5) -> Templates:
+    """The templates of a document given as lines (no line may hold a newline)."""
+    return analyze_text("\n".join(lines), lines, merge=merge, top_values=top_values)
+
+
+def analyze_text(text: str, lines: list[str] | None = None, *, merge: bool = True, top_values: int = 5) -> Templates:
+    """analyze() of a document given whole (lines: text.split("\\n"), when the caller has them)."""
+    raw = templater(merge, top_values).analyze(text.encode("utf-8", "surrogatepass"))
+    lt, ls, lc, nv, nl, nvar, nz, lz, ts, templates, raw_n = raw
+    return Templates(text.split("\n") if lines is None else lines, lt, ls, lc, nv, nl, nvar, nz, lz, ts,
+                     tuple(map(_template, templates)), int(raw_n))

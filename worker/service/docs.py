@@ -15,7 +15,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from worker.digest.digest import Analysis
+from worker.digest.prepared import Prepared
 from worker.service.tracker import TopicPartition
 
 
@@ -40,7 +40,7 @@ class Doc:
     rounds: int = 0                 # combine rounds done (chunked documents)
     raw: bytes | None = None        # the original value, for the dead-letter topic
     headers: tuple = ()             # the input record's headers: carried to the output (worker/ops/headers.py)
-    analysis: Analysis | None = None  # the digest pass (ingest thread): digest, templates, per-line scores
+    prepared: Prepared | None = None  # the digest pass (ingest, preprocess pool): digest, highlights, prompt
     document_tokens: int = 0        # tokens of the raw document (before compaction; 0 when not counted)
 
     def seed(self, base: int, index: int) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.digest.outliers import Z_OUTLIER, line_outlier_z
+from worker.digest.outliers import Z_OUTLIER
 from worker.digest.templates import analyze
 
 RARITY_WEIGHT = 2.0   # a line of a unique template scores this much
@@ -56,8 +56,7 @@ def highlights(lines: list[str], k: int) -> list[str]:
     if len(cands) <= k:
         return cands
     tm = analyze([c.replace("\n", " ") for c in cands])
-    z, _ = line_outlier_z(len(cands), tm.num_lines, tm.num_vars, tm.num_values)
-    return select(cands, tm.line_template, tm.line_severity, z, k)
+    return select(cands, tm.line_template, tm.line_severity, tm.line_z, k)
 
 
 def select(lines: list[str], shape: np.ndarray, severity: np.ndarray, z: np.ndarray, k: int) -> list[str]:

@@ -1,7 +1,8 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → digest (templates; compaction) → plan (prompt, tokenize, chunk) → packer.submit;
-in digest mode (no model, no planner) → digest → `finished(doc, rendering)`, the finishing stage.
+poll → decode → validate → preprocess (digest, highlights, compaction: worker/service/preprocess.py, in worker
+processes when pipeline.preprocess_processes > 0) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
 high watermark and resumes below a low one; polling goes on while paused,
@@ -9,8 +10,8 @@ so the group never sees this consumer as stuck.
 
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
-  each document's digest pass (`Doc.analysis`: worker/digest/, once per document)
-  and its compaction, the planner and tokenizer, the registry's `add`, and the combine step of
+  the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
+  once per document, in fetch order), the token gate of compaction, the planner and tokenizer, the registry's `add`, and the combine step of
   chunked documents (finishing hands a round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
   waits for delivery's last transaction of those partitions), in planning.
@@ -32,20 +33,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.digest.digest import build_digest
-from worker.digest.prompt import candidates, token_gate
-from worker.digest.templates import analyze
+from worker.digest.prepared import PrepareOptions
+from worker.digest.prompt import DocumentText, token_gate
 from worker.kafka.clients import Factory
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
-from worker.service.outputs import digest_summary
 from worker.service.planner import Planner, combine_text
+from worker.service.preprocess import InOrder, Preprocessor, auto_processes
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
+POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,11 @@ class Ingest:
         self.paused = False
         self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
+        self.prepare_options = PrepareOptions(
+            highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
+            min_saving=settings.digest.min_saving, render=planner is None)
+        self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
+        self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
@@ -86,6 +92,11 @@ class Ingest:
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
         try:
+            processes = auto_processes(self.s.pipeline.preprocess_processes)
+            if processes:
+                self.preprocess = Preprocessor(processes, self.prepare_options)
+                self.batches = InOrder(self.preprocess, POOL_DEPTH)
+                log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                     on_revoke=self._on_revoke, on_lost=self._on_lost)
@@ -101,11 +112,14 @@ class Ingest:
                     self._report_lag()
                     self._report_held()
                     next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
-                msgs = self.consumer.consume(num_messages=self.batch, timeout=0.05)
+                # short polls while batches are in the pool: their documents go on as soon as they are back
+                msgs = self.consumer.consume(num_messages=self.batch, timeout=0.005 if len(self.batches) else 0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
                 if msgs and not self.stop_polling.is_set():
                     self._ingest(msgs)
+                # polled batches come back from the pool in order; with nothing new polled, wait for them
+                self._take_prepared(block=not msgs or self.stop_polling.is_set())
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self.error = exc
             log.exception("ingest thread failed")
@@ -129,6 +143,7 @@ class Ingest:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
     def _close(self) -> None:
+        self.preprocess.close()
         if self.consumer is not None:
             try:
                 self.consumer.close()
@@ -158,12 +173,26 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
+        if good:
+            self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
+                                [d.meta.get("kind") for d in good])
+        self._take_prepared(block=False)
+
+    def _take_prepared(self, block: bool) -> None:
+        """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
+        done = self.batches.take(block)
+        self.metrics.digest_wall_seconds.inc(self.batches.new_seconds())  # handing over and waiting
+        for docs, preps in done:
+            self._prepared(docs, preps)
+
+    def _prepared(self, docs: list[Doc], preps: list) -> None:
+        """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
+        good, texts = self._digest(docs, preps)
         if not good:
             return
-        texts = self._digest(good)
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
             for doc in good:
-                self.finished(doc, digest_summary(doc))  # blocks while finishing is full: backpressure
+                self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
             return
         batch: list[tuple[int, np.ndarray, int]] = []
         for doc, plan in zip(good, self.planner.plan_many(texts)):
@@ -173,23 +202,29 @@ class Ingest:
             batch.extend(self._sequences(doc, plan))
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc]) -> list[str]:
-        """Each document's digest pass, and the text its prompt is made from (compacted or raw)."""
-        t0 = time.perf_counter()
-        for doc in docs:
-            doc.analysis = build_digest(analyze(doc.text.split("\n")))
-        texts = [d.text for d in docs]
+    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
+        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
+        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
+        self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
+        ok: list[Doc] = []
+        for doc, prep in zip(docs, preps):
+            if prep.error is not None:
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error", prep.error,
+                                  doc.headers)
+                continue
+            doc.prepared = prep
+            ok.append(doc)
+        texts = [d.text for d in ok]
         if self.planner is None or not self.s.digest.compaction:
-            self.metrics.digest_seconds.inc(time.perf_counter() - t0)
-            return texts
-        chosen = candidates(texts, [d.analysis for d in docs], min_saving=self.s.digest.min_saving)
-        self.metrics.digest_seconds.inc(time.perf_counter() - t0)
+            return ok, texts
+        chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
+                  else DocumentText(d.text, False, 0, 0) for d in ok]
         # Counting the raw documents' tokens is work the planner does anyway without compaction.
         chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
-        for doc, c in zip(docs, chosen):
+        for doc, c in zip(ok, chosen):
             doc.document_tokens = c.raw_tokens
             self.metrics.compacted.inc(c.compacted)
-        return [c.text for c in chosen]
+        return ok, [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
@@ -317,6 +352,7 @@ class Ingest:
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
@@ -337,6 +373,7 @@ class Ingest:
                     pass
 
     def _on_lost(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         for tp in tps:

@@ -45,8 +45,10 @@ class Metrics:
         self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
         self.gpu_seconds = Counter("ribbon_gpu_busy_seconds_total", "time the model ran", registry=r)
-        self.digest_seconds = Counter("ribbon_digest_seconds_total", "time spent on digests and compaction "
-                                      "(ingest thread)", registry=r)
+        self.digest_seconds = Counter("ribbon_digest_seconds_total", "CPU time of the documents' digest passes "
+                                      "(digest, highlights, compaction), wherever they ran", registry=r)
+        self.digest_wall_seconds = Counter("ribbon_digest_wall_seconds_total", "time the ingest thread spent "
+                                           "on (or waiting for) the digest passes", registry=r)
         self.document_tokens = Counter("ribbon_document_tokens_total", "tokens of the raw documents, before "
                                        "compaction (generative mode)", registry=r)
         self.compacted = Counter("ribbon_compacted_documents_total", "documents the model saw compacted", registry=r)
