@@ -1,3 +1,4 @@
 from worker.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # an engine process (spawn) imports this module as __mp_main__
+    raise SystemExit(main())

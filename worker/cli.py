@@ -221,7 +221,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             log_identity(settings)
             warn_if_unreachable(settings)
-            worker = build_worker(settings, bootstrap)
+            worker = build_worker(settings, bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
         from worker.kafka.broker import EmbeddedBroker
         from worker.kafka.config import embedded_settings
@@ -232,7 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
             from worker.ops.cli_ops import build_worker
 
-            worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap)
+            worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
         fail(str(exc))
@@ -261,18 +261,20 @@ def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.engine import autotune_budget, load_engine
     from worker.engine.errors import EngineSettingError
     from worker.ops.preflight import check_model_path
-    from worker.service.app import resolve_model_path
+    from worker.service.app import cache_root, resolve_model_path
     from worker.service.logs import setup_logging
 
     settings = load(args)
     check_model_path(settings.model.path, settings.model.local_files_only)
     setup_logging(settings.log_level, "text")
+    cache = cache_root(settings.model)
     try:
-        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)}))
     except EngineSettingError as exc:
         raise StartupError(exc.setting, exc.message, exc.allowed) from None
     override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None
-    budget = autotune_budget(eng, settings.model.max_new_tokens, override=override, refresh=args.refresh)
+    budget = autotune_budget(eng, settings.model.max_new_tokens, override=override, refresh=args.refresh,
+                             cache_path=cache / "autotune.json")
     print(f"token budget {budget} for {eng.name} on {eng.device} (max_new_tokens {settings.model.max_new_tokens})")
     return 0
 

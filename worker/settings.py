@@ -242,6 +242,15 @@ class ModelSettings(_Group):
                     "else torch's default",
     )
     local_files_only: bool = Field(True, description="never download model files")
+    process: Literal["auto", "on", "off"] = Field(
+        "auto", description="run the model in its own process (its own interpreter: the worker's Python never "
+                            "delays a kernel launch); auto: on when the model runs on CUDA, off on CPU "
+                            "(docs/pipeline.md)",
+    )
+    cache_dir: str | None = Field(
+        None, description="where the token budget's autotune cache and the built tiny model live; unset: "
+                          "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
+    )
 
     @field_validator("device")
     @classmethod

@@ -89,6 +89,20 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
         n += len(b.seq_ids)
         p.release(b.slot)
     eng = parts.engine
+    if hasattr(eng, "time_bins"):  # the engine in its own process: timed there, as the worker runs it
+        wall, out_tokens = eng.time_bins([(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
+                                          for t, c, mx, ids, _ in bins])
+    else:
+        wall, out_tokens = _time_here(eng, bins, seeds)
+    in_tokens = sum(b[4] for b in bins)
+    return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
+            "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
+            "input_tokens": in_tokens}
+
+
+def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
+    import torch
+
     warm = eng.stage(*bins[0][:3])
     eng.generate(warm, [seeds[i] for i in bins[0][3]])  # warm-up (CUDA graphs, allocator)
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
@@ -100,11 +114,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
                                       else tok, cu, mx), [seeds[i] for i in ids])
         out_tokens += sum(len(o.token_ids) for o in outs)
     sync()
-    wall = time.perf_counter() - t0
-    in_tokens = sum(b[4] for b in bins)
-    return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
-            "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
-            "input_tokens": in_tokens}
+    return time.perf_counter() - t0, out_tokens
 
 
 def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
@@ -113,7 +123,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
     from worker.kafka import clients
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings, plain_config
-    from worker.service.app import Parts, Worker, make_packer
+    from worker.service.app import Parts, Worker, make_packer, packer_device
 
     k = settings.kafka
     with EmbeddedBroker() as broker:
@@ -125,7 +135,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
             prod.poll(0)
         prod.flush(60)
         s = embedded_settings(settings, broker.bootstrap)
-        packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
+        packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # The reader takes its partitions by assign(), not by joining a group: a group join on the
         # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
@@ -234,10 +244,17 @@ def load_parts(a: argparse.Namespace):
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING",
+                                        "server.port": 0, "log_level": "WARNING", "model.process": a.process,
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
-    return settings, build_parts(settings), lambda: shutil.rmtree(tmp, ignore_errors=True)
+    parts = build_parts(settings)
+
+    def cleanup() -> None:
+        if hasattr(parts.engine, "close"):  # an engine process
+            parts.engine.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return settings, parts, cleanup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--corpus", choices=sorted(CORPORA), default="short",
                     help="short: 3-80 lines each; mixed: every tenth a long repetitive log; quality: long logs only")
+    ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
+                    help="model.process: the model in its own process (auto: on CUDA)")
     ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
     ap.add_argument("--preprocess-processes", type=int, default=None,
                     help="pipeline.preprocess_processes (default: auto, 0 below 8 cores)")
@@ -288,14 +307,15 @@ def main(argv: list[str] | None = None) -> int:
     cleanup()
     import torch
 
-    device = torch.cuda.get_device_name() if eng.device.type == "cuda" else platform.processor() or "cpu"
+    device = (getattr(eng, "device_name", None) or torch.cuda.get_device_name()) if eng.device.type == "cuda" \
+        else platform.processor() or "cpu"
     overheads = [100.0 * (1.0 - r["docs_per_s"] / only["docs_per_s"]) for r in runs]
     result = {
         "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
         "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
         "digest_docs_per_s": len(docs) / digest_s,
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "packer_order": settings.packer.order,
+        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "time_bins"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,

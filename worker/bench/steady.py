@@ -64,7 +64,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     """One steady-load run at `rate` documents/s for `seconds` (see the module doc)."""
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
-    from worker.service.app import Parts, Worker, make_packer
+    from worker.service.app import Parts, Worker, make_packer, packer_device
 
     k = settings.kafka
     n = max(1, int(rate * seconds))
@@ -74,7 +74,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: partitions, k.output_topic: partitions, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
-        packer = make_packer(s, parts.budget, parts.reserve, parts.engine.device)
+        packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         stop = threading.Event()
         reader = threading.Thread(target=_reader, args=(broker.bootstrap, k.output_topic, partitions, seen, stop),

@@ -103,12 +103,16 @@ def warn_if_unreachable(settings: Any, timeout_s: float = 3.0) -> None:
         log.warning("%s; the worker keeps retrying", exc)
 
 
-def build_worker(settings: Any, bootstrap: str) -> Any:
-    """The Worker, or one line naming model.path when the model's files cannot be loaded."""
+def build_worker(settings: Any, bootstrap: str, stop: Any = None) -> Any:
+    """The Worker, or one line naming model.path when the model's files cannot be loaded; None when
+    `stop` was set while its engine process started."""
     from worker.service.app import Worker
+    from worker.service.engine_process import EngineStopped
 
     try:
-        return Worker(settings, bootstrap)
+        return Worker(settings, bootstrap, stop=stop)
+    except EngineStopped:
+        return None
     except (OSError, ValueError) as exc:  # missing weights, unknown architecture, unreadable JSON, ...
         first = " ".join(str(exc).split())[:300]
         raise StartupError("model.path", f"cannot load {settings.model.path!r}: {type(exc).__name__}: {first}",

@@ -26,7 +26,9 @@ from worker.service.deadletter import DeadLetters
 from worker.service.delivery import Delivery
 from worker.service.docs import DocRegistry
 from worker.service.finishing import Finishing
+from worker.service.engine_process import EngineProcess
 from worker.service.gpu import GpuLoop
+from worker.service.gpu_proxy import ProcessGpuLoop
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import HealthServer, Metrics
 from worker.service.planner import Planner
@@ -45,6 +47,11 @@ class Parts:
     reserve: int
 
 
+def cache_root(model) -> Path:
+    """model.cache_dir, else $RIBBON_CACHE_DIR, else ~/.cache/ribbon (autotune cache, the tiny model)."""
+    return Path(model.cache_dir or os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
+
+
 def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
     """'tiny-random' is the embedded default: a tiny random model built offline (demo, tests)."""
     if path != "tiny-random":
@@ -57,30 +64,63 @@ def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
     return str(target)
 
 
-def build_parts(settings, engine=None) -> Parts:
-    """Load the engine (unless given), settle the token budget, and make a packer for it."""
+def build_parts(settings, engine=None, stop: threading.Event | None = None) -> Parts:
+    """Load the engine (unless given; in its own process where model.process says so), settle the
+    token budget, and make a packer for it. `stop` ends the wait for an engine process at once."""
+    from worker.settings import SettingsError
+
+    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     if engine is None:
         from transformers.utils import logging as hf_logging
 
-        from worker.engine import load_engine
         from worker.engine.errors import EngineSettingError
-        from worker.settings import SettingsError
 
         hf_logging.disable_progress_bar()
+        cache = cache_root(settings.model)
+        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)})
         try:
-            engine = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path)}))
+            engine = _remote_engine(settings, model, cache, stop) if _wants_process(model) else _local_engine(model)
         except EngineSettingError as exc:
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
-    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
-    budget = settings.packer.token_budget
+    budget = getattr(engine, "budget", None) or settings.packer.token_budget  # an engine process settled it
     if budget == "auto":
         from worker.engine import autotune_budget
 
-        budget = autotune_budget(engine, settings.model.max_new_tokens)  # cached on disk; CPU: a fixed default
+        budget = autotune_budget(engine, settings.model.max_new_tokens,  # cached on disk; CPU: a fixed default
+                                 cache_path=cache_root(settings.model) / "autotune.json")
     log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
     if hasattr(engine, "warm_up"):  # KV pool, compiled layers and decode graphs now, not in the first live bins
         engine.warm_up(int(budget), settings.packer.max_seqs_per_bin)
-    return Parts(engine, make_packer(settings, int(budget), reserve, engine.device), int(budget), reserve)
+    return Parts(engine, make_packer(settings, int(budget), reserve, packer_device(engine)), int(budget), reserve)
+
+
+def _wants_process(model) -> bool:
+    from worker.service.engine_process import want_process
+
+    return want_process(model)
+
+
+def _local_engine(model):
+    from worker.engine import load_engine
+
+    return load_engine(model)
+
+
+def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
+    """The engine in its own process: loaded, autotuned and warmed up there (worker/service/engine_process.py)."""
+    from worker.service.engine_process import EngineProcess, EngineSpec
+
+    spec = EngineSpec(model=model, budget=settings.packer.token_budget, max_seqs=settings.packer.max_seqs_per_bin,
+                      cache_dir=str(cache), log_level=settings.log_level, log_format=settings.log_format)
+    return EngineProcess(spec, stop=stop)
+
+
+def packer_device(engine) -> str:
+    """Pinned slots when this process runs the model on CUDA; plain host memory otherwise (an engine
+    process copies the bin out of the slot at once, and CUDA must not start in this process)."""
+    from worker.service.engine_process import EngineProcess
+
+    return "cpu" if isinstance(engine, EngineProcess) else str(engine.device)
 
 
 def make_packer(settings, budget: int, reserve: int, device):
@@ -91,8 +131,11 @@ def make_packer(settings, budget: int, reserve: int, device):
 
 
 class Worker:
-    def __init__(self, settings, bootstrap: str, parts: Parts | None = None):
+    def __init__(self, settings, bootstrap: str, parts: Parts | None = None, stop: threading.Event | None = None):
+        """`parts` given: the caller owns its engine; else the worker builds it (seeing `stop` while an
+        engine process starts) and closes an engine process with itself."""
         self.s = settings
+        self._own_engine = parts is None
         self.metrics = Metrics()
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
@@ -112,15 +155,16 @@ class Worker:
                                low_messages=pl.resume_below_messages)  # no tokens wait anywhere
             self._stages(settings, None, marks, DIGEST_MODEL_NAME)
         else:
-            parts = parts or build_parts(settings)
+            parts = parts or build_parts(settings, stop=stop)
             self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
             b = self.budget
             marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
-            self.gpu = GpuLoop(engine=self.engine, packer=self.packer, registry=self.registry,
-                               finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
-                               seed=settings.model.seed)
+            loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
+            self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
+                            finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
+                            seed=settings.model.seed)
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
@@ -234,6 +278,8 @@ class Worker:
                 threads[name].join(left())
         if self.server:
             self.server.stop()
+        if self._own_engine and isinstance(self.engine, EngineProcess):
+            self.engine.close(timeout_s=left())
         return not any(t.is_alive() for t in self._threads)
 
     def run_until_signalled(self, stop: threading.Event | None = None) -> int:

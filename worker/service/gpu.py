@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -102,13 +103,8 @@ class GpuLoop:
 
     def _generate(self, staged, seqs: list[Seq | None]) -> list:
         """The bin's outputs; on a failure each document alone (a failure alone is its own result)."""
-        if staged is not None:
-            try:
-                return self.engine.generate(staged, self._seeds(seqs))
-            except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
-                self.metrics.model_errors.inc()
-                log.exception("model failed on a bin of %d documents; retrying each alone", len(seqs))
-        return [self._alone(s) for s in seqs]
+        return generate_or_alone(self.engine, staged, [s.tokens if s is not None else None for s in seqs],
+                                 self._seeds(seqs), self.metrics.model_errors.inc)
 
     def _count_oom_splits(self) -> None:
         n = int(getattr(self.engine, "stats", {}).get("oom_splits", 0))
@@ -119,14 +115,28 @@ class GpuLoop:
     def _seeds(self, seqs: list[Seq | None]) -> list[int]:
         return [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
 
-    def _alone(self, seq: Seq | None):
-        if seq is None:
-            return None
-        tokens = seq.tokens  # [n] int32
-        cu = np.array([0, len(tokens)], dtype=np.int32)  # [2] int32
+
+def generate_or_alone(engine, staged, pieces: list, seeds: list[int], on_bin_error: Callable[[], None]) -> list:
+    """One bin's outputs, in order; shared by the GPU thread and the engine process.
+
+    `staged` is the bin as staged (None if staging failed); `pieces[i]` the i-th document's prompt
+    tokens (None: it was revoked, its result is None). When the bin fails (not an OOM: the engine
+    splits those itself) `on_bin_error` is called and each document runs alone; a document that
+    fails alone gets its exception as its result (finishing dead-letters it)."""
+    if staged is not None:
         try:
-            staged = self.engine.stage(_tensor(tokens), _tensor(cu), len(tokens))
-            return self.engine.generate(staged, self._seeds([seq]))[0]
-        except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic (finishing)
-            log.warning("document %s failed alone: %s", seq.doc.doc_id, exc)
-            return exc
+            return engine.generate(staged, seeds)
+        except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+            on_bin_error()
+            log.exception("model failed on a bin of %d documents; retrying each alone", len(pieces))
+    return [None if p is None else _alone(engine, p, seed) for p, seed in zip(pieces, seeds)]
+
+
+def _alone(engine, tokens, seed: int):
+    cu = np.array([0, len(tokens)], dtype=np.int32)  # [2] int32
+    try:
+        staged = engine.stage(_tensor(np.asarray(tokens, dtype=np.int32)), _tensor(cu), len(tokens))
+        return engine.generate(staged, [seed])[0]
+    except Exception as exc:  # noqa: BLE001 - this document goes to the dead-letter topic (finishing)
+        log.warning("a document of %d tokens failed alone: %s", len(tokens), exc)
+        return exc

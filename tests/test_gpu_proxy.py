@@ -1,0 +1,165 @@
+"""The GPU stage's proxy (the model in its own process) with a fake engine process: it moves bins and
+results, keeps one bin queued ahead, keeps the metrics' meaning, and stops on the process's death."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import pytest
+from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
+
+from worker.packer import PackerConfig
+from worker.service.docs import DocRegistry
+from worker.service.engine_process import EngineProcessError
+from worker.service.gpu_proxy import ProcessGpuLoop
+from worker.service.metrics import Metrics
+from worker.service.tracker import OffsetTracker
+
+
+class FakeRemote:
+    """EngineProcess's seam: bins in, ("done", ...) out; answers only when `gate` lets a bin through."""
+
+    def __init__(self, gated: bool = False) -> None:
+        self.sent: list[tuple] = []
+        self.results: queue.Queue = queue.Queue()
+        self.gate = threading.Semaphore(0 if gated else 10**6)
+        self.dead = False
+        self.stats = {"oom_splits": 0}
+        self._ids = iter(range(1, 10**6))
+        self._bins: queue.Queue = queue.Queue()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live) -> int:
+        bin_id = next(self._ids)
+        self.sent.append((bin_id, list(seeds), list(live)))
+        self._bins.put((bin_id, [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)], live))
+        return bin_id
+
+    def _run(self) -> None:
+        while True:
+            bin_id, lens, live = self._bins.get()
+            self.gate.acquire()
+            outs = [RuntimeError("failed alone") if n == 3 else (Generated(f"len {n}", [1] * n) if ok else None)
+                    for n, ok in zip(lens, live)]
+            self.results.put(("done", bin_id, outs, 10.0, 10.5, int(3 in lens), 2))
+
+    def receive(self, timeout_s: float):
+        if self.dead:
+            raise EngineProcessError("the engine process ended (exit code -9)")
+        try:
+            return self.results.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+
+
+@pytest.fixture
+def parts():
+    return OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
+
+
+def started(remote, packer, registry, sink, metrics) -> tuple[ProcessGpuLoop, threading.Thread]:
+    loop = ProcessGpuLoop(engine=remote, packer=packer, registry=registry, finishing=sink, metrics=metrics,
+                          config=PackerConfig(budget=100, reserve_per_seq=4), seed=5)
+    t = threading.Thread(target=loop.run)
+    t.start()
+    return loop, t
+
+
+def stop(loop, t) -> None:
+    loop.stop.set()
+    t.join(5)
+    assert not t.is_alive()
+
+
+def test_bins_go_through_the_process_and_every_document_reaches_finishing(parts):
+    tracker, registry, metrics, sink = parts
+    docs = [make_doc(tracker, offset=o) for o in range(3)]
+    prompts = [[1, 2], [3, 4, 5], [6]]
+    sids = [registered(registry, d, [p])[0] for d, p in zip(docs, prompts)]
+    packer = FakePacker([bin_of(7, sids[:2], prompts[:2]), bin_of(8, sids[2:], prompts[2:])])
+    remote = FakeRemote()
+    loop, t = started(remote, packer, registry, sink, metrics)
+    try:
+        for _ in range(100):
+            if len(sink.bins) == 2:
+                break
+            time.sleep(0.05)
+    finally:
+        stop(loop, t)
+    assert loop.error is None and packer.released == [7, 8]
+    (first, share), (second, _) = sink.bins
+    assert [(s.doc.offset, r.text if not isinstance(r, BaseException) else "error") for s, r in first] == \
+        [(0, "len 2"), (1, "error")]  # a lone failure travels as its exception
+    assert [(s.doc.offset, r.text) for s, r in second] == [(2, "len 1")]
+    assert share == pytest.approx(0.25)  # the process's own time (0.5 s) over the bin's documents
+    assert remote.sent[0][1] == [docs[0].seed(5, 0), docs[1].seed(5, 0)]
+    assert all(d.first_gpu == 10.0 for d in docs)  # when the process started the bin
+    get = metrics.registry.get_sample_value
+    assert get("ribbon_bins_total") == 2 and get("ribbon_model_documents_total") == 3
+    assert get("ribbon_gpu_busy_seconds_total") == pytest.approx(1.0)
+    assert get("ribbon_input_tokens_total") == 6
+    assert get("ribbon_model_errors_total") == 1 and get("ribbon_oom_splits_total") == 2
+    assert tracker.take_ready() == []  # nothing per document happens in the proxy
+
+
+def test_one_bin_runs_and_one_waits_there_no_more(parts):
+    tracker, registry, metrics, sink = parts
+    bins = []
+    for o in range(5):
+        (sid,) = registered(registry, make_doc(tracker, offset=o), [[1, 2]])
+        bins.append(bin_of(o, [sid], [[1, 2]]))
+    remote = FakeRemote(gated=True)
+    loop, t = started(remote, FakePacker(bins), registry, sink, metrics)
+    try:
+        time.sleep(0.5)
+        assert len(remote.sent) == 2 and loop.busy_since is not None  # the running bin and one queued behind it
+        remote.gate.release()
+        for _ in range(100):
+            if len(remote.sent) == 3 and sink.bins:
+                break
+            time.sleep(0.02)
+        assert len(remote.sent) == 3 and len(sink.bins) == 1
+        remote.gate.release(4)
+        for _ in range(100):
+            if len(sink.bins) == 5:
+                break
+            time.sleep(0.02)
+    finally:
+        stop(loop, t)
+    assert len(sink.bins) == 5 and loop.busy_since is None
+
+
+def test_revoked_documents_are_sent_as_not_live_and_come_back_as_none(parts):
+    tracker, registry, metrics, sink = parts
+    (sid,) = registered(registry, make_doc(tracker), [[1, 2]])
+    registry.drop_epochs({tracker.epoch(("in", 0))})
+    remote = FakeRemote()
+    loop, t = started(remote, FakePacker([bin_of(0, [sid], [[1, 2]])]), registry, sink, metrics)
+    try:
+        assert sink.got.wait(5)
+    finally:
+        stop(loop, t)
+    assert remote.sent[0][2] == [False] and sink.bins[0][0] == [(None, None)]
+
+
+def test_the_process_dying_stops_the_stage_with_its_error(parts):
+    tracker, registry, metrics, sink = parts
+    remote = FakeRemote()
+    loop, t = started(remote, FakePacker(), registry, sink, metrics)
+    remote.dead = True
+    t.join(5)
+    assert not t.is_alive()
+    assert isinstance(loop.error, EngineProcessError) and "exit code -9" in str(loop.error)
+
+
+def test_a_result_of_another_stage_on_the_same_process_is_dropped(parts):
+    tracker, registry, metrics, sink = parts
+    remote = FakeRemote()
+    remote.results.put(("done", 999, [Generated("stale", [1])], 1.0, 2.0, 0, 0))
+    loop, t = started(remote, FakePacker(), registry, sink, metrics)
+    time.sleep(0.3)
+    stop(loop, t)
+    assert sink.bins == [] and loop.error is None
+    assert metrics.registry.get_sample_value("ribbon_bins_total") == 0
