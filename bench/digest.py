@@ -178,7 +178,8 @@ def main() -> None:
           f"{'drain3 l/s':>11} {'vs drain3':>9}")
     for kind, tp in res["throughput"].items():
         print(f"{kind:10} {tp['bytes_per_line']:7.1f} {tp['templater_lines_per_s']:14,} {tp['pass_lines_per_s']:10,} "
-              f"{tp['pass_100B_lines_per_s']:14,} {tp.get('drain3_lines_per_s', 0):11,} {tp.get('pass_vs_drain3', 0):8.1f}x")
+              f"{tp['pass_100B_lines_per_s']:14,} {tp.get('drain3_lines_per_s', 0):11,} "
+              f"{tp.get('pass_vs_drain3', 0):8.1f}x")
     d = res["per_document"]
     print(f"per document ({d['documents']} mixed, {d['lines_per_document']} lines, {d['bytes_per_line']} B/line): "
           f"pass {d['pass_ms_per_document']:.3f} ms, templater call {d['templater_ms_per_document']:.3f} ms, "

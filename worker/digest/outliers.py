@@ -3,8 +3,11 @@
 A variable's values (at least MIN_GROUP of them) are compared by a robust
 z-score: |x - median| / (1.4826 MAD); when more than half are equal (MAD = 0)
 the scale falls back to 1.2533 * mean absolute deviation, so one deviant among
-n >= 5 equal values still stands out. Vectorized over the document: a sort per
-pass, no per-number Python.
+n >= 5 equal values still stands out.
+
+The worker's pass gets these scores from the C++ templater (ext/core/templater.cpp,
+robust_z: Templates.num_z and line_z); the numpy version here is the reference the
+property test holds it to (tests/test_digest_templates.py), and the thresholds.
 """
 
 from __future__ import annotations

@@ -11,10 +11,12 @@ so the group never sees this consumer as stuck.
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
-  once per document, in fetch order), the token gate of compaction, the planner and tokenizer, the registry's `add`, and the combine step of
-  chunked documents (finishing hands a round back through `combine_q`).
+  once per document, taken back in fetch order), the token gate of compaction, the planner and
+  tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
+  round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
-  waits for delivery's last transaction of those partitions), in planning.
+  waits for the pool's batches and for delivery's last transaction of those partitions), in
+  planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
 - Errors: bad input goes to `DeadLetters.send` (then commits like any output);
   a failed thread sets `error` and the app stops the worker.
