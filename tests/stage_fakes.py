@@ -58,9 +58,18 @@ def bin_of(slot: int, seq_ids: list[int], prompts: list[list[int]]) -> Bin:
 class FakePacker:
     bins: list[Bin] = field(default_factory=list)
     released: list[int] = field(default_factory=list)
+    reserve: int = 4  # tokens of weight per document beyond its prompt (PackerConfig.reserve_per_seq)
 
     def next_bin(self, timeout_s: float):
         return self.bins.pop(0) if self.bins else None
+
+    def stats(self):
+        """What the bins not yet taken hold, as the packer counts it."""
+        from worker.packer.stats import PackerStats
+
+        seqs = sum(len(b.seq_ids) for b in self.bins)
+        tokens = sum(int(b.num_tokens) for b in self.bins)
+        return PackerStats(pending_seqs=seqs, pending_tokens=tokens, pending_weight=tokens + self.reserve * seqs)
 
     def release(self, slot: int) -> None:
         self.released.append(slot)

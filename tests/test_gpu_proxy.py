@@ -59,9 +59,9 @@ def parts():
     return OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
 
 
-def started(remote, packer, registry, sink, metrics) -> tuple[ProcessGpuLoop, threading.Thread]:
+def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[ProcessGpuLoop, threading.Thread]:
     loop = ProcessGpuLoop(engine=remote, packer=packer, registry=registry, finishing=sink, metrics=metrics,
-                          config=PackerConfig(budget=100, reserve_per_seq=4), seed=5)
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs), seed=5)
     t = threading.Thread(target=loop.run)
     t.start()
     return loop, t
@@ -104,14 +104,15 @@ def test_bins_go_through_the_process_and_every_document_reaches_finishing(parts)
     assert tracker.take_ready() == []  # nothing per document happens in the proxy
 
 
-def test_one_bin_runs_and_one_waits_there_no_more(parts):
+def test_in_a_backlog_one_bin_runs_and_one_waits_there_no_more(parts):
     tracker, registry, metrics, sink = parts
     bins = []
     for o in range(5):
         (sid,) = registered(registry, make_doc(tracker, offset=o), [[1, 2]])
         bins.append(bin_of(o, [sid], [[1, 2]]))
     remote = FakeRemote(gated=True)
-    loop, t = started(remote, FakePacker(bins), registry, sink, metrics)
+    # bins of one document at most: the packer holds full bins (a backlog), so one is queued ahead
+    loop, t = started(remote, FakePacker(bins), registry, sink, metrics, max_seqs=1)
     try:
         time.sleep(0.5)
         assert len(remote.sent) == 2 and loop.busy_since is not None  # the running bin and one queued behind it
@@ -129,6 +130,36 @@ def test_one_bin_runs_and_one_waits_there_no_more(parts):
     finally:
         stop(loop, t)
     assert len(sink.bins) == 5 and loop.busy_since is None
+
+
+def test_without_a_full_bin_pending_the_next_bin_is_cut_when_the_model_is_free(parts):
+    """Under a steady load (the packer holds less than a bin) nothing is queued behind the running
+    bin: the next one is taken only when its result is back, so it holds what arrived meanwhile."""
+    tracker, registry, metrics, sink = parts
+    bins = []
+    for o in range(3):
+        (sid,) = registered(registry, make_doc(tracker, offset=o), [[1, 2]])
+        bins.append(bin_of(o, [sid], [[1, 2]]))
+    packer = FakePacker(bins)
+    remote = FakeRemote(gated=True)
+    loop, t = started(remote, packer, registry, sink, metrics)  # 256 seats, budget 100: 2 documents are no bin
+    try:
+        time.sleep(0.3)
+        assert len(remote.sent) == 1 and len(packer.bins) == 2  # nothing queued behind the running bin
+        remote.gate.release()
+        for _ in range(100):
+            if len(remote.sent) == 2:
+                break
+            time.sleep(0.01)
+        assert len(remote.sent) == 2 and len(sink.bins) == 1 and len(packer.bins) == 1
+        remote.gate.release(2)
+        for _ in range(100):
+            if len(sink.bins) == 3:
+                break
+            time.sleep(0.02)
+    finally:
+        stop(loop, t)
+    assert len(sink.bins) == 3 and packer.released == [0, 1, 2]
 
 
 def test_revoked_documents_are_sent_as_not_live_and_come_back_as_none(parts):

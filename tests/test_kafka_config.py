@@ -57,6 +57,18 @@ def test_embedded_broker_helpers():
     assert s.kafka.bootstrap_servers == "127.0.0.1:9" and s.kafka.session_timeout_ms <= 6000
 
 
+def test_fetch_wait_reaches_the_consumer_and_is_cut_for_the_embedded_broker():
+    s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:9092"})
+    assert client_config(s.kafka).consumer["fetch.wait.max.ms"] == 500  # librdkafka's own default
+    s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:9092", "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "80"})
+    assert client_config(s.kafka).consumer["fetch.wait.max.ms"] == 80
+    # the embedded broker answers a fetch only when the wait is over, so it gets a short one; a
+    # shorter setting stays
+    assert client_config(embedded_settings(s, "127.0.0.1:9").kafka).consumer["fetch.wait.max.ms"] == 20
+    low = load_settings(environ={"RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "5"})
+    assert embedded_settings(low, "127.0.0.1:9").kafka.fetch_wait_max_ms == 5
+
+
 def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypatch, tmp_path):
     """`ribbon produce` used to pass only producer_extra: SASL/SSL settings never reached its producer."""
     from worker import cli, produce

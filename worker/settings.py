@@ -95,6 +95,12 @@ class KafkaSettings(_Group):
     )
     session_timeout_ms: int = Field(45_000, ge=1_000, description="consumer session.timeout.ms")
     max_poll_interval_ms: int = Field(300_000, ge=10_000, description="consumer max.poll.interval.ms")
+    fetch_wait_max_ms: int = Field(
+        500, ge=1, le=30_000,
+        description="consumer fetch.wait.max.ms: the longest the broker holds a fetch that found no data. Apache "
+                    "Kafka answers as soon as data arrives; a broker that does not (the embedded one waits the "
+                    "whole time) adds up to this to every document's latency, so the embedded broker gets 20",
+    )
     max_message_bytes: int = Field(
         4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
     )

@@ -139,7 +139,8 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # The reader takes its partitions by assign(), not by joining a group: a group join on the
         # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
-        reader = clients.consumer(conf.tool_consumer("bench-reader", **{"isolation.level": "read_committed"}))
+        reader = clients.consumer(conf.tool_consumer("bench-reader", **{"isolation.level": "read_committed",
+                                                                     "fetch.wait.max.ms": 10}))
         reader.assign([TopicPartition(k.output_topic, p, OFFSET_BEGINNING) for p in range(8)])
         timeline: list[dict] = []
         stop_sampling = threading.Event()

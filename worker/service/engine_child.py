@@ -40,13 +40,27 @@ def child_main(spec, bins, results) -> None:
         return
     results.send(("ready", ready))
     inbox: queue.Queue = queue.Queue()
+    outbox: queue.Queue = queue.Queue()
     threading.Thread(target=_read, args=(bins, inbox, engine.device.type == "cuda"), name="ribbon-engine-reader",
                      daemon=True).start()
+    sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
+    sender.start()
+    while (item := inbox.get()) is not None:
+        outbox.put(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
+    outbox.put(None)
+    sender.join()  # every result is in the pipe before the process ends
+
+
+def _send(results, outbox: queue.Queue, inbox: queue.Queue) -> None:
+    """Put results into the pipe, so the main thread goes on to the next bin at once: a bin's result
+    (a few hundred kB for 256 documents) outgrows the pipe's buffer, and the worker reads it only
+    when its receiver thread gets the worker's interpreter lock. The worker gone ends the process."""
     try:
-        while (item := inbox.get()) is not None:
-            results.send(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
-    except (BrokenPipeError, ConnectionResetError):
+        while (msg := outbox.get()) is not None:
+            results.send(msg)
+    except (BrokenPipeError, ConnectionResetError, OSError):
         log.info("the worker is gone: the engine process ends")
+        inbox.put(None)
 
 
 def _start(spec):

@@ -6,6 +6,11 @@
 Contract: the GPU stage's (worker.service.gpu), with the model behind `EngineProcess`:
 - Owns: the packer's consumer side and the bins in flight (`ahead + 1` at most: the one running
   there and `ahead` queued behind it, so the model never waits for this process between bins).
+  A bin is queued behind a running one only when the packer already holds a full bin (a backlog:
+  waiting would not change it); otherwise the next bin is cut when the running one ends, so it
+  takes every document that arrived meanwhile instead of waiting a whole bin behind it (under a
+  steady load that is about one bin time less latency; the engine then waits a few milliseconds
+  for the bin, time a load below capacity has to spare).
   Nothing per document happens here; finishing is unchanged.
 - Threads: `run` (the sender: packer → engine process) and a receiver it starts (engine process
   → finishing), so a slow finishing stage never delays the next bin's sending.
@@ -46,6 +51,7 @@ class ProcessGpuLoop:
         self.error: BaseException | None = None
         self.busy_since: float | None = None
         self._room = threading.Semaphore(ahead + 1)
+        self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
 
@@ -58,6 +64,11 @@ class ProcessGpuLoop:
                     self.metrics.gpu_heartbeat = time.monotonic()
                 if not self._room.acquire(timeout=0.05):
                     continue
+                self._freed.clear()
+                if self._inflight and not self._full_bin_pending():
+                    self._room.release()  # not a backlog: cut the next bin when the model is free
+                    self._freed.wait(0.01)
+                    continue
                 b = self.packer.next_bin(0.05)
                 if b is None:
                     self._room.release()
@@ -66,6 +77,11 @@ class ProcessGpuLoop:
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self._fail(exc)
         rx.join(1.0)
+
+    def _full_bin_pending(self) -> bool:
+        """Does the packer hold a full bin's documents or weight already?"""
+        st = self.packer.stats()
+        return st.pending_seqs >= self.config.max_seqs or st.pending_weight >= self.config.budget
 
     def _send(self, b) -> None:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
@@ -96,6 +112,7 @@ class ProcessGpuLoop:
                 return  # a bin of an earlier stage on the same engine process (benchmarks)
             self.busy_since = t1 if self._inflight else None  # the next bin was queued there: it started at t1
         self._room.release()
+        self._freed.set()
         seqs, num_tokens = entry
         self.metrics.gpu_heartbeat = time.monotonic()
         mark_gpu_start([s.doc for s in seqs if s is not None], t0)
