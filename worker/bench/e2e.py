@@ -245,7 +245,7 @@ def load_parts(a: argparse.Namespace):
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING", "model.process": a.process,
+                                        "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
     parts = build_parts(settings)

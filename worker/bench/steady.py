@@ -24,7 +24,8 @@ import orjson
 from worker.samples import corpus
 
 
-def _reader(bootstrap: str, topic: str, partitions: int, seen: dict[str, float], stop: threading.Event) -> None:
+def _reader(bootstrap: str, topic: str, partitions: int, seen: dict[str, float], stop: threading.Event,
+            timing: dict[str, dict] | None = None) -> None:
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     from worker.kafka import clients
@@ -37,7 +38,11 @@ def _reader(bootstrap: str, topic: str, partitions: int, seen: dict[str, float],
         while not stop.is_set():
             for m in c.consume(1000, 0.05):
                 if m.error() is None:
-                    seen.setdefault(orjson.loads(m.value())["id"], time.perf_counter())
+                    o = orjson.loads(m.value())
+                    if o["id"] not in seen:
+                        seen[o["id"]] = time.perf_counter()
+                        if timing is not None:
+                            timing[o["id"]] = o["timing_ms"]
     finally:
         c.close()
 
@@ -71,13 +76,14 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     docs = [{**d, "id": f"s{i}"} for i, d in enumerate(corpus(n, seed=23))]
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
+    timing: dict[str, dict] = {}
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: partitions, k.output_topic: partitions, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
         packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         stop = threading.Event()
-        reader = threading.Thread(target=_reader, args=(broker.bootstrap, k.output_topic, partitions, seen, stop),
+        reader = threading.Thread(target=_reader, args=(broker.bootstrap, k.output_topic, partitions, seen, stop, timing),
                                   daemon=True)
         reader.start()
         worker.start()
@@ -106,7 +112,23 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
                           "mean": float(lat.mean()) if len(lat) else float("nan"), "max": pct(lat, 100),
                           "n": int(len(lat))},
             "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
+            "stages_s": _stages([(seen[i] - sent[i], timing[i]) for i in sent
+                                 if i in seen and i in timing and sent[i] - t_start >= warmup_s], pct),
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
+
+
+def _stages(rows: list[tuple[float, dict]], pct) -> dict:
+    """Where each document's latency went, from its output's timing_ms (the worker's clock) and the
+    bench's produce and visible times: outside the worker (produce to poll, plus finishing to visible
+    on the output topic: the broker's fetch, delivery's transaction, the reader), poll to the model's
+    start of its bin (ingest, packer window, the bin ahead), and the model's start to finishing (the
+    bin itself, then finishing). p50 and p99 of each, in seconds."""
+    if not rows:
+        return {}
+    parts = {"outside_worker": [lat - t["total"] / 1e3 for lat, t in rows],
+             "poll_to_model": [t["queued"] / 1e3 for _, t in rows],
+             "model_to_finished": [(t["total"] - t["queued"]) / 1e3 for _, t in rows]}
+    return {k: {"p50": round(pct(np.array(v), 50), 4), "p99": round(pct(np.array(v), 99), 4)} for k, v in parts.items()}
 
 
 def report(r: dict, label: str) -> None:
@@ -114,6 +136,9 @@ def report(r: dict, label: str) -> None:
     print(f"{label}: {r['rate_docs_per_s']:.1f} docs/s for {r['seconds']:.0f} s, {r['summaries']}/{r['documents']} "
           f"summaries; latency p50 {lat['p50']:.3f} s, p99 {lat['p99']:.3f} s; mean bin {r['mean_bin_s']:.3f} s "
           f"({r['bins']} bins); p99 = {r['p99_over_mean_bin']:.2f}x the mean bin time")
+    if r.get("stages_s"):
+        print("  where it went (p50/p99 s): " + ", ".join(f"{k.replace('_', ' ')} {v['p50']:.3f}/{v['p99']:.3f}"
+                                                         for k, v in r["stages_s"].items()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--token-budget", default="auto")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
+                    help="model.process (auto: the model in its own process on CUDA)")
     ap.add_argument("--out", default=None, help="JSON path (default: print only)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
