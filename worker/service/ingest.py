@@ -13,8 +13,8 @@ Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
   once per document with its token gate and prompt ids, taken back in fetch order), the planner
-  (its tokenizer only for chunking, truncation and combine rounds), the registry's `add`, and the combine step of chunked documents (finishing hands a
-  round back through `combine_q`).
+  (its tokenizer only for chunking, truncation and combine rounds), the registry's `add`, and the
+  combine step of chunked documents (finishing hands a round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
   waits for the pool's batches and for delivery's last transaction of those partitions), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
@@ -27,6 +27,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -81,7 +82,7 @@ class Ingest:
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
         self.paused = False
-        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
+        self.batch = settings.pipeline.poll_batch  # one batch through the pool (each slice tokenized in one call)
         self.consumer = None
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
@@ -204,6 +205,7 @@ class Ingest:
         for doc in good:
             p = doc.prepared  # tokenized with the pass (worker/digest/tokens.py): the token gate is done
             plan = self.planner.plan_ids(p.prompt if p.prompt is not None else doc.text, p.ids)
+            doc.prepared = dataclasses.replace(p, ids=None)  # the sequences hold the tokens from here
             doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
             doc.document_tokens = p.raw_tokens
             self.metrics.document_tokens.inc(doc.document_tokens)

@@ -143,6 +143,9 @@ def prepare_batch(texts: Sequence[str], sources: Sequence[str | None], kinds: Se
 def _start_process(spec: TokenSpec | None) -> None:
     """A pool process's initializer: the tokenizer, once."""
     global _framer
+    # The processes are the parallelism: a tokenizer thread pool in each would only contend with the others
+    # (2 processes on 2 cores, 1,000 documents: 2.15 s with it, 1.77 s without).
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
         _framer = spec.framer() if spec is not None else None
     except Exception as exc:  # noqa: BLE001 - once at start: the probe then finds no ids, the ingest thread tokenizes
