@@ -177,6 +177,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
     return {"wall_s": t1 - t0, "group_join_s": t_assigned - t0, "steady_s": steady, "summaries": got, "bins": bins,
             "gpu_busy_s": busy, "gpu_busy_fraction": busy / steady, "timeline": timeline,
             "publication": publication(timeline, len(docs)),
+            "overhead_s": overhead_parts(timeline, t_assigned - t0, steady, busy, bins),
             "digest_s": digest_s, "digest_share_of_engine_busy": digest_s / busy if busy else None,
             "digest_wall_s": digest_wall_s, "digest_wall_share_of_engine_busy": digest_wall_s / busy if busy else None,
             "preprocess_processes": processes,
@@ -204,6 +205,24 @@ def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.0
                     "work_s": round(busy + (time.monotonic() - since if since is not None else 0.0), 3),
                     "model_documents": get("ribbon_model_documents_total") or 0,
                     "produced": get("ribbon_produced_summaries_total") or 0})
+
+
+def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy: float, bins: int) -> dict:
+    """Where the steady time beyond the model's own went, from the timeline (sampled every 20 ms):
+    `to_first_fetch` (assignment to the first document consumed: the consumer's offset lookup),
+    `to_first_bin` (from there to the first bin's start: the first full bin's ingest), `between_bins`
+    (first bin's start to the last bin's end, less the model's busy time: the engine waiting), and
+    `tail` (the last bin's end to the last summary read from the output topic)."""
+    def first(pred) -> float | None:
+        return next((x["t"] - t_assigned for x in timeline if pred(x)), None)
+
+    fetch = first(lambda x: x["consumed"] > 0)
+    start = first(lambda x: x["work_s"] > 0)
+    end = first(lambda x: x["bins"] >= bins) if bins else None
+    if None in (fetch, start, end):
+        return {}
+    return {"to_first_fetch": round(fetch, 3), "to_first_bin": round(start - fetch, 3),
+            "between_bins": round(max(0.0, end - start - busy), 3), "tail": round(steady - end, 3)}
 
 
 def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
@@ -343,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['digest_wall_s']:.2f} s ({100 * (r['digest_wall_share_of_engine_busy'] or 0):.1f}%, "
               f"{r['preprocess_processes']} preprocess processes), "
               f"{r['compacted_documents']} documents compacted, {r['document_tokens']:,} document tokens")
+        if r.get("overhead_s"):
+            print("  beyond the model's time (s): " + ", ".join(f"{k.replace('_', ' ')} {v:.3f}"
+                                                               for k, v in r["overhead_s"].items()))
     for label, r in steady.items():
         report(r, f"steady {label} of capacity")
     print(f"worker overhead (median of {len(runs)}): {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
