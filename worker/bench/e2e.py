@@ -118,8 +118,7 @@ def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
 
 
 def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
+    from worker.bench.loadgen import OutputReader
     from worker.kafka import clients
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings, plain_config
@@ -139,28 +138,21 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # The reader takes its partitions by assign(), not by joining a group: a group join on the
         # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
-        reader = clients.consumer(conf.tool_consumer("bench-reader", **{"isolation.level": "read_committed",
-                                                                     "fetch.wait.max.ms": 10}))
-        reader.assign([TopicPartition(k.output_topic, p, OFFSET_BEGINNING) for p in range(8)])
+        # It runs in a process of its own (worker/bench/loadgen.py), as a user's reader does.
+        reader = OutputReader(broker.bootstrap, k.output_topic, 8, len(docs), timeout_s)
         timeline: list[dict] = []
         stop_sampling = threading.Event()
         sampler = threading.Thread(target=_sample, args=(worker, timeline, stop_sampling), daemon=True)
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
         sampler.start()
         worker.start()
         worker.ingest.assigned.wait(60)
-        t_assigned = time.perf_counter()
-        got, out_tokens, in_tokens = 0, 0, 0
-        deadline = time.monotonic() + timeout_s
-        while got < len(docs) and time.monotonic() < deadline:
-            for m in reader.consume(1000, 0.1):
-                if m.error() is None:
-                    o = orjson.loads(m.value())
-                    got += 1
-                    out_tokens += o["tokens"]["output"]
-                    in_tokens += o["tokens"]["input"]
-        t1 = time.perf_counter()
-        reader.close()
+        t_assigned = time.monotonic()
+        read = reader.result()
+        got = len(read)
+        out_tokens = sum(v[2]["output"] for v in read.values())
+        in_tokens = sum(v[2]["input"] for v in read.values())
+        t1 = max((v[0] for v in read.values()), default=time.monotonic())
         stop_sampling.set()
         sampler.join(5)
         sample = worker.metrics.registry.get_sample_value
@@ -191,11 +183,11 @@ def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.0
 
     `work_s` is the model's work so far: finished bins' busy time plus the running bin's time so far."""
     get = worker.metrics.registry.get_sample_value
-    t0 = time.perf_counter()
+    t0 = time.monotonic()
     while not stop.wait(every_s):
         since = worker.gpu.busy_since
         busy = get("ribbon_gpu_busy_seconds_total") or 0
-        out.append({"t": round(time.perf_counter() - t0, 3),
+        out.append({"t": round(time.monotonic() - t0, 3),
                     "consumed": get("ribbon_consumed_messages_total") or 0,
                     "pending_tokens": get("ribbon_pending_tokens") or 0,
                     "inflight": get("ribbon_inflight_messages") or 0,
