@@ -3,7 +3,8 @@
 Documents are produced at a constant rate (a fraction of the measured capacity)
 for a fixed time onto the embedded broker's input topic; the full worker
 summarizes them; a read_committed reader notes when each summary becomes
-visible on the output topic. Figures: p50/p99/mean latency (produce call to
+visible on the output topic (producer and reader run in a process of their own,
+worker/bench/loadgen.py, as a user's would). Figures: p50/p99/mean latency (produce call to
 visible), against the mean bin time (model seconds per bin) over the same run.
 The first `warmup_s` seconds are left out of the percentiles (the group join
 and the first bins); they are reported apart.
@@ -14,59 +15,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 from worker.samples import corpus
-
-
-def _reader(bootstrap: str, topic: str, partitions: int, seen: dict[str, float], stop: threading.Event,
-            timing: dict[str, dict] | None = None) -> None:
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
-    c = clients.consumer(plain_config(bootstrap).tool_consumer(
-        "bench-steady-reader", **{"isolation.level": "read_committed", "fetch.wait.max.ms": 10}))
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    try:
-        while not stop.is_set():
-            for m in c.consume(1000, 0.05):
-                if m.error() is None:
-                    o = orjson.loads(m.value())
-                    if o["id"] not in seen:
-                        seen[o["id"]] = time.perf_counter()
-                        if timing is not None:
-                            timing[o["id"]] = o["timing_ms"]
-    finally:
-        c.close()
-
-
-def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent: dict[str, float]) -> None:
-    """Constant rate: document i goes at t0 + i / rate (the produce call's time is its start)."""
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
-    p = clients.producer(plain_config(bootstrap).tool_producer(**{"linger.ms": 0}))
-    t0 = time.perf_counter()
-    for i, d in enumerate(docs):
-        wait = t0 + i / rate - time.perf_counter()
-        if wait > 0:
-            time.sleep(wait)
-        sent[d["id"]] = time.perf_counter()
-        p.produce(topic, value=orjson.dumps(d), key=d["id"].encode())
-        p.poll(0)
-    p.flush(30)
 
 
 def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 5.0,
                 partitions: int = 8, timeout_s: float = 120.0) -> dict:
     """One steady-load run at `rate` documents/s for `seconds` (see the module doc)."""
+    from worker.bench.loadgen import SteadyLoad
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
     from worker.service.app import Parts, Worker, make_packer, packer_device
@@ -74,34 +33,26 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     k = settings.kafka
     n = max(1, int(rate * seconds))
     docs = [{**d, "id": f"s{i}"} for i, d in enumerate(corpus(n, seed=23))]
-    sent: dict[str, float] = {}
-    seen: dict[str, float] = {}
-    timing: dict[str, dict] = {}
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: partitions, k.output_topic: partitions, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
         packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
-        stop = threading.Event()
-        reader = threading.Thread(target=_reader, args=(broker.bootstrap, k.output_topic, partitions, seen, stop, timing),
-                                  daemon=True)
-        reader.start()
+        # producer and reader in a process of their own (worker/bench/loadgen.py), as a user's are
+        load = SteadyLoad(broker.bootstrap, k.input_topics[0], k.output_topic, partitions, docs, rate, timeout_s)
         worker.start()
         worker.ingest.assigned.wait(60)
         get = worker.metrics.registry.get_sample_value
-        t_start = time.perf_counter()
-        _produce_at(broker.bootstrap, k.input_topics[0], docs, rate, sent)
-        deadline = time.monotonic() + timeout_s
-        while len(seen) < n and time.monotonic() < deadline:
-            time.sleep(0.05)
+        t_start = load.start()
+        sent, read = load.result()
         bins, busy = get("ribbon_bins_total") or 0, get("ribbon_gpu_busy_seconds_total") or 0.0
         ready_n = get("ribbon_end_to_end_latency_seconds_count") or 0
         inside = {"poll_to_ready_mean_s": (get("ribbon_end_to_end_latency_seconds_sum") or 0.0) / max(1, ready_n),
                   "transactions": int(get("ribbon_transaction_commits_total") or 0)}
-        stop.set()
-        reader.join(5)
         worker.drain(30)
         worker.close()
+    seen = {i: v[0] for i, v in read.items()}
+    timing = {i: v[1] for i, v in read.items()}
     lat = np.array([seen[i] - sent[i] for i in sent if i in seen and sent[i] - t_start >= warmup_s])
     warm = np.array([seen[i] - sent[i] for i in sent if i in seen and sent[i] - t_start < warmup_s])
     mean_bin = busy / bins if bins else float("nan")

@@ -1,0 +1,67 @@
+"""The benchmarks' load process (worker/bench/loadgen.py): it produces at the asked rate and reads
+every output once, in a process of its own, on the same clock as the worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import orjson
+from confluent_kafka import TopicPartition
+
+from worker.bench.loadgen import OutputReader, SteadyLoad
+from worker.kafka import clients
+from worker.kafka.config import plain_config
+
+
+def _echo(bootstrap: str, src: str, dst: str, n: int, stop: threading.Event) -> None:
+    """A stand-in worker: each input becomes an output with the worker's timing fields."""
+    conf = plain_config(bootstrap)
+    c = clients.consumer(conf.tool_consumer("echo", **{"fetch.wait.max.ms": 10}))
+    c.assign([TopicPartition(src, p, 0) for p in range(2)])
+    p = clients.producer(conf.tool_producer(**{"linger.ms": 0}))
+    done = 0
+    while done < n and not stop.is_set():
+        for m in c.consume(100, 0.05):
+            if m.error() is None:
+                d = orjson.loads(m.value())
+                out = {"id": d["id"], "timing_ms": {"queued": 1.0, "gpu": 2.0, "total": 3.0},
+                       "tokens": {"input": 10, "output": 4}}
+                p.produce(dst, value=orjson.dumps(out))
+                done += 1
+        p.poll(0)
+    p.flush(10)
+    c.close()
+
+
+def test_steady_load_produces_at_its_rate_and_reads_each_output_once(broker, new_topic):
+    src, dst = new_topic("load-in", partitions=2), new_topic("load-out", partitions=2)
+    docs = [{"id": f"d{i}", "document": "x"} for i in range(20)]
+    stop = threading.Event()
+    echo = threading.Thread(target=_echo, args=(broker.bootstrap, src, dst, len(docs), stop))
+    echo.start()
+    try:
+        load = SteadyLoad(broker.bootstrap, src, dst, 2, docs, rate=40.0, timeout_s=20)
+        t_start = load.start()
+        sent, seen = load.result()
+    finally:
+        stop.set()
+        echo.join(10)
+    assert sorted(sent) == sorted(seen) == sorted(d["id"] for d in docs)
+    assert abs(t_start - time.monotonic()) < 60  # one clock with this process (time.monotonic)
+    starts = sorted(sent.values())
+    assert 0.4 <= starts[-1] - starts[0] <= 2.0  # 20 documents at 40/s: about 0.475 s apart end to end
+    assert all(seen[i][0] >= sent[i] for i in sent)  # read after produced
+    assert seen["d0"][1] == {"queued": 1.0, "gpu": 2.0, "total": 3.0} and seen["d0"][2]["output"] == 4
+
+
+def test_output_reader_stops_at_n_and_at_its_timeout(broker, new_topic):
+    dst = new_topic("read-out", partitions=2)
+    p = clients.producer(plain_config(broker.bootstrap).tool_producer())
+    for i in range(5):
+        p.produce(dst, value=orjson.dumps({"id": f"o{i}", "timing_ms": {}, "tokens": {"input": 1, "output": 1}}))
+    p.flush(10)
+    assert sorted(OutputReader(broker.bootstrap, dst, 2, 5, timeout_s=20).result()) == [f"o{i}" for i in range(5)]
+    t0 = time.monotonic()
+    assert len(OutputReader(broker.bootstrap, dst, 2, 6, timeout_s=2).result()) == 5  # one never comes
+    assert time.monotonic() - t0 < 15

@@ -1,0 +1,154 @@
+"""The benchmarks' producer and reader, in a process of their own.
+
+A user's producers and readers run elsewhere, not inside the worker's process. Run as threads of
+the benchmark (which is also the worker's process), they took the worker's interpreter lock for
+every produce call and every output they parsed, and a reader waiting for that lock noted a summary
+later than it became visible. Here they run in a spawned process with their own interpreter; times
+are time.monotonic() (CLOCK_MONOTONIC: one clock for every process of the host, the worker's too).
+
+    read_outputs(bootstrap, topic, partitions, n, timeout_s)          backlog: until n summaries are read
+    produce_and_read(bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s)   steady load
+Each returns when its process is done; the process's result comes back through a pipe.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+import time
+
+import orjson
+
+
+def _reader_consumer(bootstrap: str, topic: str, partitions: int):
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
+
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(
+        "bench-reader", **{"isolation.level": "read_committed", "fetch.wait.max.ms": 10}))
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    return c
+
+
+def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, seen: dict, ready=None) -> None:
+    """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes."""
+    c = _reader_consumer(bootstrap, topic, partitions)
+    if ready is not None:
+        ready.set()
+    try:
+        while len(seen) < n and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.05):
+                if m.error() is None:
+                    o = orjson.loads(m.value())
+                    if o["id"] not in seen:
+                        seen[o["id"]] = (time.monotonic(), o["timing_ms"], o["tokens"])
+    finally:
+        c.close()
+
+
+def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent: dict) -> None:
+    """Constant rate: document i goes at t0 + i / rate (the produce call's time is its start)."""
+    from worker.kafka import clients
+    from worker.kafka.config import plain_config
+
+    p = clients.producer(plain_config(bootstrap).tool_producer(**{"linger.ms": 0}))
+    t0 = time.monotonic()
+    for i, d in enumerate(docs):
+        wait = t0 + i / rate - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        sent[d["id"]] = time.monotonic()
+        p.produce(topic, value=orjson.dumps(d), key=d["id"].encode())
+        p.poll(0)
+    p.flush(30)
+
+
+def _read_main(conn, bootstrap, topic, partitions, n, timeout_s) -> None:
+    seen: dict = {}
+    ready = threading.Event()
+    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, time.monotonic() + timeout_s, seen,
+                                             ready))
+    t.start()
+    ready.wait(30)
+    conn.send(("ready",))
+    t.join()
+    conn.send(("done", seen))
+
+
+def _load_main(conn, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s) -> None:
+    seen: dict = {}
+    sent: dict = {}
+    ready = threading.Event()
+    deadline = time.monotonic() + len(docs) / rate + timeout_s
+    reader = threading.Thread(target=_read, args=(bootstrap, out_topic, partitions, len(docs), deadline, seen, ready))
+    reader.start()
+    ready.wait(30)
+    conn.send(("ready",))
+    if conn.recv() != ("go",):
+        return
+    conn.send(("started", time.monotonic()))
+    _produce_at(bootstrap, in_topic, docs, rate, sent)
+    reader.join()
+    conn.send(("done", sent, seen))
+
+
+class _Child:
+    def __init__(self, target, *args) -> None:
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=target, args=(child, *args), name="ribbon-bench-load", daemon=True)
+        self.proc.start()
+        child.close()
+        self.expect("ready", 60)
+
+    def expect(self, what: str, timeout_s: float) -> tuple:
+        if not self.conn.poll(timeout_s):
+            self.proc.kill()
+            raise RuntimeError(f"the benchmark's load process did not report {what!r} in {timeout_s:.0f} s")
+        msg = self.conn.recv()
+        if msg[0] != what:
+            raise RuntimeError(f"the benchmark's load process said {msg[0]!r}, expected {what!r}")
+        return msg
+
+    def close(self) -> None:
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+class OutputReader(_Child):
+    """Reads the output topic in its own process from the start (assign, read_committed) until n
+    summaries are read or `timeout_s` passes; `result()` waits for that and returns {id: (t, timing_ms, tokens)}."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s)
+
+    def result(self) -> dict:
+        try:
+            return self.expect("done", self.timeout_s + 30)[1]
+        finally:
+            self.close()
+
+
+class SteadyLoad(_Child):
+    """Produces `docs` at `rate` and reads the output topic, in its own process. `start()` begins the
+    producing and returns its start time; `result()` returns (sent {id: t}, seen {id: (t, timing_ms, tokens)})."""
+
+    def __init__(self, bootstrap: str, in_topic: str, out_topic: str, partitions: int, docs: list[dict],
+                 rate: float, timeout_s: float) -> None:
+        self.wait_s = len(docs) / rate + timeout_s + 30
+        super().__init__(_load_main, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s)
+
+    def start(self) -> float:
+        self.conn.send(("go",))
+        return self.expect("started", 30)[1]
+
+    def result(self) -> tuple[dict, dict]:
+        try:
+            _, sent, seen = self.expect("done", self.wait_s)
+            return sent, seen
+        finally:
+            self.close()
