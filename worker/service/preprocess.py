@@ -167,18 +167,29 @@ class Preprocessor:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options, self.framer = processes, options, framer
         self._pool: ProcessPoolExecutor | None = None
-        self.pool_tokenizes = False
+        self._spec = spec if framer is not None else None  # digest mode: no tokenizer anywhere
+        self._probes: list[Future] = []
+        self._tokenizes: bool | None = None if processes else False
         if processes:
-            spec = spec if framer is not None else None  # digest mode: no tokenizer anywhere
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["worker.digest.prepared", "worker.digest.tokens"])
             self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
-                                             initargs=(spec,))
-            # start every process now (imports, the templater's tables, the tokenizer), not on the first
-            # batch; the probe's ids say whether the processes tokenize as the planner does
-            probes = list(self._pool.map(_pool_batch, [[PROBE]] * processes, [[None]] * processes,
-                                         [[None]] * processes, [options] * processes))
-            self.pool_tokenizes = spec is not None and self._same_ids(probes)
+                                             initargs=(self._spec,))
+            # every process starts now (imports, the templater's tables, the tokenizer), not on the first batch,
+            # and without waiting: the consumer joins its group meanwhile. The probes' ids (checked on the first
+            # batch) say whether the processes tokenize as the planner does.
+            self._probes = [self._pool.submit(_pool_batch, [PROBE], [None], [None], options) for _ in range(processes)]
+
+    @property
+    def pool_tokenizes(self) -> bool:
+        """Whether the pool's processes give the prompt ids (the first call waits for them to start)."""
+        if self._tokenizes is None:
+            try:
+                probes = [f.result() for f in self._probes]
+            except BrokenProcessPool as exc:
+                raise PreprocessError(f"preprocessing pool broke at its start ({exc}); the worker stops") from exc
+            self._tokenizes = self._spec is not None and self._same_ids(probes)
+        return self._tokenizes
 
     def _same_ids(self, probes: list[list[Prepared]]) -> bool:
         want = prepare_batch([PROBE], [None], [None], self.options, self.framer)[0]
