@@ -10,11 +10,12 @@ interpreter lock of the worker's own process (ingest, GPU thread, finishing) is 
 
 Processes start by forkserver (a clean server process forks them): never by fork of this process,
 which holds librdkafka's threads. Each process loads the planner's tokenizer once, at its start,
-from a TokenSpec; the pool's ids are checked then against the planner's own on a probe text, and
-without a spec (or on a mismatch) the token work runs on the calling thread, after the pool: the
-same function, the same result. Digest mode gives no framer: no tokenizer is loaded. A document whose pass raises comes back with `error` set (ingest
-dead-letters it); a pool that breaks (a process killed) raises PreprocessError: ingest fails, and
-the worker stops without committing what it had not finished.
+from a TokenSpec; on the first batch the pool's ids are checked against the planner's own on a
+probe text, and without a spec (or on a mismatch) the token work runs on the calling thread, after
+the pool: the same function, the same result. Digest mode gives no framer: no tokenizer is loaded.
+A document whose pass raises comes back with `error` set (ingest dead-letters it); a pool that
+breaks (a process killed) raises PreprocessError: ingest fails, and the worker stops without
+committing what it had not finished.
 """
 
 from __future__ import annotations
