@@ -279,8 +279,8 @@ class PipelineSettings(_Group):
 
     poll_batch: int = Field(256, ge=1, le=100_000, description="messages per poll, tokenized in one batch")
     preprocess_processes: int | None = Field(
-        None, ge=0, le=64, description="worker processes for each poll batch's digest, highlights, compaction "
-                                       "and tokenization (0: on the ingest thread); unset: 0 below 8 cores, else cores // 4 (at most 8)",
+        None, ge=0, le=64, description="worker processes for each poll batch's digest, highlights and compaction "
+                                       "(0: on the ingest thread); unset: 0 below 8 cores, else cores // 4 (at most 8)",
     )
     pause_above_bins: float = Field(4.0, gt=0.0, description="pause the partitions when the packer holds more "
                                                              "than this many bins' budget of tokens")

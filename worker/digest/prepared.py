@@ -16,8 +16,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from worker.digest.compact import compact
 from worker.digest.digest import build_digest
 from worker.digest.prompt import digest_prompt
@@ -34,18 +32,14 @@ class PrepareOptions:
     render: bool             # digest mode: render the digest as the summary
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Prepared:
     digest: dict | None           # the output message's `digest` object (None when error)
     highlights: list[str]
-    prompt: str | None            # the digest prompt when compaction passed the character gate (and the
-                                  # token gate, once tokenized), else None: the model gets the raw text
+    prompt: str | None            # the digest prompt when compaction passed the character gate, else None
     summary: str | None           # digest mode: the digest in English
     seconds: float                # CPU seconds of this document's pass
     error: str | None = None      # the pass failed: why (the document goes to the dead-letter topic)
-    # generative mode (worker/digest/tokens.py, after the pass): the token gate's result
-    raw_tokens: int = 0           # tokens of the raw document (0: not tokenized)
-    ids: np.ndarray | None = None  # [n] int32 framed prompt of the text the model gets (None: not tokenized)
 
 
 def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) -> Prepared:

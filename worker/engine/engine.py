@@ -129,10 +129,6 @@ class Engine:
         docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [head + d + tail for d in docs]
 
-    def prompt_frame(self) -> tuple[list[int], list[int]]:
-        """The prompt's token ids before and after the document (the worker's preprocessing pool frames with them)."""
-        return self._prompt_frame()
-
     def _prompt_frame(self) -> tuple[list[int], list[int]]:
         """The prompt's token ids before and after the document (computed once)."""
         if self._frame is None:

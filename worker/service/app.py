@@ -115,27 +115,6 @@ def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
     return EngineProcess(spec, stop=stop)
 
 
-def make_planner(settings, engine, parts: Parts) -> Planner:
-    """The ingest thread's planner on the engine's tokenizer (and its spec, for the preprocessing pool)."""
-    from worker.digest.tokens import token_spec
-
-    tok = engine.tokenizer
-    # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
-    # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
-    try:
-        return Planner(engine.prompt_ids,
-                       lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
-                                                          split_special_tokens=True)["input_ids"]],
-                       max_prompt_tokens=parts.budget - parts.reserve,
-                       max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
-                       max_new_tokens=parts.reserve, prompt_batch=engine.prompt_ids_batch,
-                       token_spec=token_spec(engine, settings.model.local_files_only))
-    except ValueError as exc:
-        from worker.settings import SettingsError
-
-        raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
-
-
 def packer_device(engine) -> str:
     """Pinned slots when this process runs the model on CUDA; plain host memory otherwise (an engine
     process copies the bin out of the slot at once, and CUDA must not start in this process)."""
@@ -181,7 +160,7 @@ class Worker:
             b = self.budget
             marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
-            self._stages(settings, make_planner(settings, self.engine, parts), marks, self.engine.name)
+            self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
@@ -194,6 +173,22 @@ class Worker:
                                        delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _planner(self, settings, parts: Parts) -> Planner:
+        tok = self.engine.tokenizer
+        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
+        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
+        try:
+            return Planner(self.engine.prompt_ids,
+                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                              split_special_tokens=True)["input_ids"]],
+                           max_prompt_tokens=self.budget - parts.reserve,
+                           max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+        except ValueError as exc:
+            from worker.settings import SettingsError
+
+            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 
     def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
         """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""

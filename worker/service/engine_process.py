@@ -142,10 +142,6 @@ class EngineProcess:
         docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [self._head + d + self._tail for d in docs]
 
-    def prompt_frame(self) -> tuple[list[int], list[int]]:
-        """As Engine.prompt_frame: the prompt's ids before and after the document."""
-        return list(self._head), list(self._tail)
-
     def budget_weight(self, n_prompt_tokens: int) -> int:
         return n_prompt_tokens + self.max_new_tokens
 

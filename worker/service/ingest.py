@@ -1,8 +1,7 @@
 """The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
 
-poll → decode → validate → preprocess (digest, highlights, compaction, token gate and prompt ids:
-worker/service/preprocess.py, in worker processes when pipeline.preprocess_processes > 0) → plan (from
-those ids; chunk or truncate the rare document over budget) → packer.submit;
+poll → decode → validate → preprocess (digest, highlights, compaction: worker/service/preprocess.py, in worker
+processes when pipeline.preprocess_processes > 0) → plan (prompt, tokenize, chunk) → packer.submit;
 in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
 Bad input is completed at once with a dead-letter record. Rebalance callbacks
 run here, inside poll. Backpressure pauses every assigned partition above a
@@ -12,9 +11,9 @@ so the group never sees this consumer as stuck.
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
-  once per document with its token gate and prompt ids, taken back in fetch order), the planner
-  (its tokenizer only for chunking, truncation and combine rounds), the registry's `add`, and the
-  combine step of chunked documents (finishing hands a round back through `combine_q`).
+  once per document, taken back in fetch order), the token gate of compaction, the planner and
+  tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
+  round back through `combine_q`).
 - May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
   waits for the pool's batches and for delivery's last transaction of those partitions), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
@@ -27,7 +26,6 @@ Contract:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import threading
@@ -38,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.digest.prepared import PrepareOptions
-from worker.digest.tokens import Framer
+from worker.digest.prompt import DocumentText, token_gate
 from worker.kafka.clients import Factory
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
@@ -82,14 +80,12 @@ class Ingest:
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
         self.paused = False
-        self.batch = settings.pipeline.poll_batch  # one batch through the pool (each slice tokenized in one call)
+        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
             min_saving=settings.digest.min_saving, render=planner is None)
-        # generative mode: the planner's prompt ids, with each pass (in the pool's processes from `token_spec`)
-        self.framer = Framer(planner.prompt_batch, planner.overhead) if planner is not None else None
-        self.preprocess = Preprocessor(0, self.prepare_options, self.framer)  # run() starts the pool, if any
+        self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
@@ -100,8 +96,7 @@ class Ingest:
         try:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
-                self.preprocess = Preprocessor(processes, self.prepare_options, self.framer,
-                                               self.planner.token_spec if self.planner is not None else None)
+                self.preprocess = Preprocessor(processes, self.prepare_options)
                 self.batches = InOrder(self.preprocess, POOL_DEPTH)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
@@ -193,8 +188,8 @@ class Ingest:
             self._prepared(docs, preps)
 
     def _prepared(self, docs: list[Doc], preps: list) -> None:
-        """A batch with its passes done: dead letters, plan from the pool's ids, pack (or finish, in digest mode)."""
-        good = self._digest(docs, preps)
+        """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
+        good, texts = self._digest(docs, preps)
         if not good:
             return
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
@@ -202,20 +197,16 @@ class Ingest:
                 self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
             return
         batch: list[tuple[int, np.ndarray, int]] = []
-        for doc in good:
-            p = doc.prepared  # tokenized with the pass (worker/digest/tokens.py): the token gate is done
-            plan = self.planner.plan_ids(p.prompt if p.prompt is not None else doc.text, p.ids)
-            doc.prepared = dataclasses.replace(p, ids=None)  # the sequences hold the tokens from here
+        for doc, plan in zip(good, self.planner.plan_many(texts)):
             doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-            doc.document_tokens = p.raw_tokens
+            doc.document_tokens = doc.document_tokens or plan.document_tokens
             self.metrics.document_tokens.inc(doc.document_tokens)
-            if self.s.digest.compaction:
-                self.metrics.compacted.inc(p.prompt is not None)
             batch.extend(self._sequences(doc, plan))
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc], preps: list) -> list[Doc]:
-        """The documents whose pass worked, each with its pass; the others are dead-lettered (`digest_error`)."""
+    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
+        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
+        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
         self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
         ok: list[Doc] = []
         for doc, prep in zip(docs, preps):
@@ -225,7 +216,17 @@ class Ingest:
                 continue
             doc.prepared = prep
             ok.append(doc)
-        return ok
+        texts = [d.text for d in ok]
+        if self.planner is None or not self.s.digest.compaction:
+            return ok, texts
+        chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
+                  else DocumentText(d.text, False, 0, 0) for d in ok]
+        # Counting the raw documents' tokens is work the planner does anyway without compaction.
+        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
+        for doc, c in zip(ok, chosen):
+            doc.document_tokens = c.raw_tokens
+            self.metrics.compacted.inc(c.compacted)
+        return ok, [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""

@@ -48,8 +48,7 @@ class Metrics:
         self.digest_seconds = Counter("ribbon_digest_seconds_total", "CPU time of the documents' digest passes "
                                       "(digest, highlights, compaction), wherever they ran", registry=r)
         self.digest_wall_seconds = Counter("ribbon_digest_wall_seconds_total", "time the ingest thread spent "
-                                           "on (or waiting for) the digest passes and, in generative mode, "
-                                           "their tokenization", registry=r)
+                                           "on (or waiting for) the digest passes", registry=r)
         self.document_tokens = Counter("ribbon_document_tokens_total", "tokens of the raw documents, before "
                                        "compaction (generative mode)", registry=r)
         self.compacted = Counter("ribbon_compacted_documents_total", "documents the model saw compacted", registry=r)

@@ -1,7 +1,6 @@
 """Turn a document into sequences that fit a bin: whole, truncated, or in chunks.
 
-Owned by the ingest thread (it holds its own tokenizer; a poll batch's documents come tokenized
-from the preprocessing pool, `plan_ids`). A document whose
+Owned by the ingest thread (it holds its own tokenizer). A document whose
 prompt fits `max_prompt_tokens` goes as one sequence. A longer one is cut
 into chunks of whole lines (a line longer than a chunk is split inside), each
 summarized; the chunk summaries are then summarized together (DESIGN.md
@@ -12,12 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-if TYPE_CHECKING:
-    from worker.digest.tokens import TokenSpec
 
 PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
 BatchPromptFn = Callable[[list[str]], list[list[int]]]   # documents -> prompt token ids (one call)
@@ -34,13 +27,12 @@ class Plan:
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, max_prompt_tokens: int,
                  max_input_tokens: int | None = None, truncate: bool = False, max_new_tokens: int = 0,
-                 prompt_batch: BatchPromptFn | None = None, token_spec: TokenSpec | None = None):
-        """`token_spec`: the same tokenizer and frame as `prompt`, for the preprocessing pool's processes."""
+                 prompt_batch: BatchPromptFn | None = None):
         overhead = len(prompt(""))
         if max_prompt_tokens <= overhead + 8:
             raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "
                              f"{overhead}: raise packer.token_budget or lower model.max_new_tokens")
-        self.prompt, self.count, self.token_spec = prompt, count, token_spec
+        self.prompt, self.count = prompt, count
         self.prompt_batch = prompt_batch or (lambda texts: [prompt(t) for t in texts])
         self.max_prompt_tokens = max_prompt_tokens
         self.overhead = overhead
@@ -62,15 +54,10 @@ class Planner:
     def plan(self, text: str) -> Plan:
         return self._plan(text, self.prompt(text))
 
-    def plan_ids(self, text: str, ids: Sequence[int] | np.ndarray) -> Plan:
-        """The plan of a document already tokenized (its framed prompt ids, as `prompt(text)` gives them:
-        worker/digest/tokens.py); only one over budget is tokenized again, to chunk or truncate it."""
-        return self._plan(text, ids)
-
-    def _plan(self, text: str, ids: Sequence[int] | np.ndarray) -> Plan:
+    def _plan(self, text: str, ids: list[int]) -> Plan:
         n_doc = max(0, len(ids) - self.overhead)
         if len(ids) <= self.max_prompt_tokens and n_doc <= self.chunk_tokens:
-            return Plan((tuple(ids.tolist() if isinstance(ids, np.ndarray) else ids),), n_doc)
+            return Plan((tuple(ids),), n_doc)
         if self.truncate:
             return Plan((tuple(self._truncated(text)),), n_doc, truncated=True)
         return Plan(tuple(tuple(p) for p in self._chunks(text)), n_doc)

@@ -1,48 +1,34 @@
 """The preprocessing pool: each poll batch's model-free work in worker processes (issue 8).
 
 The ingest thread hands a batch of documents here and gets one `Prepared` per document back, in
-order (worker/digest/prepared.py: digest, highlights, digest prompt, digest-mode rendering; in
-generative mode also the token gate and the framed prompt ids, worker/digest/tokens.py). With
+order (worker/digest/prepared.py: digest, highlights, digest prompt, digest-mode rendering). With
 `pipeline.preprocess_processes` = 0 the work runs on the calling thread; with N > 0 the batch is cut
 into N contiguous slices of about equal bytes, run in N processes, and joined in order, so the
 interpreter lock of the worker's own process (ingest, GPU thread, finishing) is free meanwhile.
 `InOrder` keeps a few batches in the pool while ingest polls the next, and gives them back in order.
 
 Processes start by forkserver (a clean server process forks them): never by fork of this process,
-which holds librdkafka's threads. Each process loads the planner's tokenizer once, at its start,
-from a TokenSpec; on the first batch the pool's ids are checked against the planner's own on a
-probe text, and without a spec (or on a mismatch) the token work runs on the calling thread, after
-the pool: the same function, the same result. Digest mode gives no framer: no tokenizer is loaded.
-A document whose pass raises comes back with `error` set (ingest dead-letters it); a pool that
-breaks (a process killed) raises PreprocessError: ingest fails, and the worker stops without
-committing what it had not finished.
+which holds librdkafka's threads. A document whose pass raises comes back with `error` set (ingest
+dead-letters it); a pool that breaks (a process killed) raises PreprocessError: ingest fails, and
+the worker stops without committing what it had not finished.
 """
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
-import numpy as np
-
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
-from worker.digest.tokens import Framer, TokenSpec, choose_ids
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 MANY_CORES = 8  # auto: a pool only from this many cores
-PROBE = "2026-03-01T10:00:01Z gnb-017 <|im_end|> ERROR S1 link down\n\tdrops=0 é ✓"  # the pool's ids checked on it
-
-_framer: Framer | None = None  # a pool process's own (from its TokenSpec, loaded once at its start)
 
 
 class PreprocessError(RuntimeError):
@@ -74,9 +60,8 @@ def _slices(sizes: Sequence[int], n: int) -> list[tuple[int, int]]:
 class Batch:
     """One batch's passes: already done (no pool) or in the pool's processes."""
 
-    def __init__(self, *, done: list[Prepared] | None = None, futures: list[Future] | None = None,
-                 after: Callable[[list[Prepared]], list[Prepared]] | None = None) -> None:
-        self._done, self._futures, self._after = done, futures or [], after
+    def __init__(self, *, done: list[Prepared] | None = None, futures: list[Future] | None = None) -> None:
+        self._done, self._futures = done, futures or []
 
     def ready(self) -> bool:
         return self._done is not None or all(f.done() for f in self._futures)
@@ -85,10 +70,9 @@ class Batch:
         """One Prepared per text, in order (waits for the pool)."""
         if self._done is None:
             try:
-                done = [p for f in self._futures for p in f.result()]
+                self._done = [p for f in self._futures for p in f.result()]
             except BrokenProcessPool as exc:
                 raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
-            self._done = self._after(done) if self._after else done
         return self._done
 
 
@@ -134,82 +118,27 @@ class InOrder(Generic[T]):
         return out
 
 
-def prepare_batch(texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
-                  o: PrepareOptions, framer: Framer | None) -> list[Prepared]:
-    """Each document's pass, then (with a framer) its token gate and prompt ids: in a pool process or inline."""
-    preps = prepare_many(texts, sources, kinds, o)
-    return choose_ids(texts, preps, framer, o.min_saving) if framer is not None else preps
-
-
-def _start_process(spec: TokenSpec | None) -> None:
-    """A pool process's initializer: the tokenizer, once."""
-    global _framer
-    # The processes are the parallelism: a tokenizer thread pool in each would only contend with the others
-    # (2 processes on 2 cores, 1,000 documents: 2.15 s with it, 1.77 s without).
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    try:
-        _framer = spec.framer() if spec is not None else None
-    except Exception as exc:  # noqa: BLE001 - once at start: the probe then finds no ids, the ingest thread tokenizes
-        log.warning("a preprocess process could not load the tokenizer %r: %s", spec.tokenizer, exc)
-
-
-def _pool_batch(texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
-                o: PrepareOptions) -> list[Prepared]:
-    return prepare_batch(texts, sources, kinds, o, _framer)
-
-
 class Preprocessor:
-    """`framer`: the planner's prompt ids (generative mode; None in digest mode), used on the calling
-    thread; `spec`: the same tokenizer and frame for the pool's processes (None: they leave it to `framer`)."""
-
-    def __init__(self, processes: int, options: PrepareOptions, framer: Framer | None = None,
-                 spec: TokenSpec | None = None) -> None:
+    def __init__(self, processes: int, options: PrepareOptions) -> None:
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
-        self.processes, self.options, self.framer = processes, options, framer
+        self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
-        self._spec = spec if framer is not None else None  # digest mode: no tokenizer anywhere
-        self._probes: list[Future] = []
-        self._tokenizes: bool | None = None if processes else False
         if processes:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["worker.digest.prepared", "worker.digest.tokens"])
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
-                                             initargs=(self._spec,))
-            # every process starts now (imports, the templater's tables, the tokenizer), not on the first batch,
-            # and without waiting: the consumer joins its group meanwhile. The probes' ids (checked on the first
-            # batch) say whether the processes tokenize as the planner does.
-            self._probes = [self._pool.submit(_pool_batch, [PROBE], [None], [None], options) for _ in range(processes)]
-
-    @property
-    def pool_tokenizes(self) -> bool:
-        """Whether the pool's processes give the prompt ids (the first call waits for them to start)."""
-        if self._tokenizes is None:
-            try:
-                probes = [f.result() for f in self._probes]
-            except BrokenProcessPool as exc:
-                raise PreprocessError(f"preprocessing pool broke at its start ({exc}); the worker stops") from exc
-            self._tokenizes = self._spec is not None and self._same_ids(probes)
-        return self._tokenizes
-
-    def _same_ids(self, probes: list[list[Prepared]]) -> bool:
-        want = prepare_batch([PROBE], [None], [None], self.options, self.framer)[0]
-        same = all(p[0].ids is not None and np.array_equal(p[0].ids, want.ids) for p in probes)
-        if not same:
-            log.warning("the preprocess processes' tokenizer gives other ids than the planner's: "
-                        "tokenizing on the ingest thread")
-        return same
+            ctx.set_forkserver_preload(["worker.digest.prepared"])
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx)
+            # start every process now (imports, the templater's tables), not on the first batch
+            list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
+                                [options] * processes))
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
         if self._pool is None or not texts:
-            return Batch(done=prepare_batch(texts, sources, kinds, self.options, self.framer))
-        after = None
-        if self.framer is not None and not self.pool_tokenizes:
-            after = lambda preps: choose_ids(texts, preps, self.framer, self.options.min_saving)  # noqa: E731
+            return Batch(done=prepare_many(texts, sources, kinds, self.options))
         try:
-            return Batch(futures=[self._pool.submit(_pool_batch, texts[a:b], sources[a:b], kinds[a:b], self.options)
-                                  for a, b in _slices([len(t) for t in texts], self.processes)], after=after)
+            return Batch(futures=[self._pool.submit(prepare_many, texts[a:b], sources[a:b], kinds[a:b], self.options)
+                                  for a, b in _slices([len(t) for t in texts], self.processes)])
         except BrokenProcessPool as exc:
             raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
 
