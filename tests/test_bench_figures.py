@@ -1,0 +1,41 @@
+"""The benchmark's derived figures (worker/bench/e2e.py, steady.py): where the time beyond the
+model's went, and where each document's latency went, computed from synthetic timelines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worker.bench.e2e import overhead_parts
+from worker.bench.steady import _stages
+
+
+def _row(t, consumed=0, work=0.0, bins=0):
+    return {"t": t, "consumed": consumed, "work_s": work, "bins": bins}
+
+
+def test_overhead_parts_splits_the_time_beyond_the_model():
+    # assigned at t=1.0; first document at 1.1; first bin starts at 1.3; two bins of 0.5 s with a
+    # 0.1 s gap; the last ends at 2.4; the run (from the assignment) lasted 1.5 s
+    timeline = [_row(1.0), _row(1.1, consumed=10), _row(1.3, consumed=10, work=0.001),
+                _row(1.8, consumed=20, work=0.5, bins=1), _row(1.9, consumed=20, work=0.5, bins=1),
+                _row(2.4, consumed=20, work=1.0, bins=2), _row(2.5, consumed=20, work=1.0, bins=2)]
+    parts = overhead_parts(timeline, t_assigned=1.0, steady=1.5, busy=1.0, bins=2)
+    assert parts == pytest.approx({"to_first_fetch": 0.1, "to_first_bin": 0.2, "between_bins": 0.1,
+                                   "tail": 0.1})
+    assert sum(parts.values()) == pytest.approx(1.5 - 1.0)  # the steady time less the model's
+
+
+def test_overhead_parts_is_empty_when_no_bin_ran():
+    assert overhead_parts([_row(0.1, consumed=3)], t_assigned=0.0, steady=1.0, busy=0.0, bins=0) == {}
+
+
+def test_stages_split_each_latency_by_the_outputs_timing():
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    # latency 1.0 s; the worker held it 0.7 s (total), 0.3 s of which before the model started (queued)
+    rows = [(1.0, {"queued": 300.0, "total": 700.0, "gpu": 1.0})] * 3 + [(2.0, {"queued": 1000.0, "total": 1500.0})]
+    st = _stages(rows, pct)
+    assert st["outside_worker"]["p50"] == pytest.approx(0.3)
+    assert st["poll_to_model"]["p50"] == pytest.approx(0.3) and st["poll_to_model"]["p99"] > 0.9
+    assert st["model_to_finished"]["p50"] == pytest.approx(0.4)
+    assert _stages([], pct) == {}
