@@ -182,28 +182,24 @@ def _sample(worker, out: list[dict], stop: threading.Event, every_s: float = 0.0
     """A timeline of the pipeline: what was consumed, waits in the packer, ran on the model, went out.
 
     `work_s` is the model's work so far: finished bins' busy time plus the running bin's time so far."""
-    names = ["ribbon_consumed_messages_total", "ribbon_pending_tokens", "ribbon_inflight_messages",
-             "ribbon_paused_partitions", "ribbon_bins_total", "ribbon_gpu_busy_seconds_total",
-             "ribbon_model_documents_total", "ribbon_produced_summaries_total"]
     # One collection of just these metrics per sample: get_sample_value collects the whole registry
     # (the process collector's /proc reads included) for each value, about 2.4 ms a sample of 9 on the
     # dev VM, taken from the worker's interpreter lock 50 times a second.
-    view = worker.metrics.registry.restricted_registry(names)
+    view = worker.metrics.registry.restricted_registry([*_TIMELINE.values(), "ribbon_gpu_busy_seconds_total"])
     t0 = time.monotonic()
     while not stop.wait(every_s):
         since = worker.gpu.busy_since
         v = {s.name: s.value for m in view.collect() for s in m.samples}
         busy = v.get("ribbon_gpu_busy_seconds_total", 0)
-        out.append({"t": round(time.monotonic() - t0, 3),
-                    "consumed": v.get("ribbon_consumed_messages_total", 0),
-                    "pending_tokens": v.get("ribbon_pending_tokens", 0),
-                    "inflight": v.get("ribbon_inflight_messages", 0),
-                    "paused": v.get("ribbon_paused_partitions", 0),
-                    "bins": v.get("ribbon_bins_total", 0),
+        out.append({"t": round(time.monotonic() - t0, 3), **{k: v.get(name, 0) for k, name in _TIMELINE.items()},
                     "gpu_busy_s": round(busy, 3),
-                    "work_s": round(busy + (time.monotonic() - since if since is not None else 0.0), 3),
-                    "model_documents": v.get("ribbon_model_documents_total", 0),
-                    "produced": v.get("ribbon_produced_summaries_total", 0)})
+                    "work_s": round(busy + (time.monotonic() - since if since is not None else 0.0), 3)})
+
+
+_TIMELINE = {"consumed": "ribbon_consumed_messages_total", "pending_tokens": "ribbon_pending_tokens",
+             "inflight": "ribbon_inflight_messages", "paused": "ribbon_paused_partitions",
+             "bins": "ribbon_bins_total", "model_documents": "ribbon_model_documents_total",
+             "produced": "ribbon_produced_summaries_total"}  # timeline field -> metric sample
 
 
 def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy: float, bins: int) -> dict:

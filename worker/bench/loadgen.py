@@ -65,30 +65,30 @@ def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent:
     p.flush(30)
 
 
-def _read_main(conn, bootstrap, topic, partitions, n, timeout_s) -> None:
+def _start_reader(conn, bootstrap, topic, partitions, n, deadline) -> tuple[threading.Thread, dict]:
+    """The reader thread, once its consumer is assigned; then "ready" to the parent."""
     seen: dict = {}
     ready = threading.Event()
-    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, time.monotonic() + timeout_s, seen,
-                                             ready))
+    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, deadline, seen, ready))
     t.start()
     ready.wait(30)
     conn.send(("ready",))
-    t.join()
+    return t, seen
+
+
+def _read_main(conn, bootstrap, topic, partitions, n, timeout_s) -> None:
+    reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s)
+    reader.join()
     conn.send(("done", seen))
 
 
 def _load_main(conn, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s) -> None:
-    seen: dict = {}
-    sent: dict = {}
-    ready = threading.Event()
     deadline = time.monotonic() + len(docs) / rate + timeout_s
-    reader = threading.Thread(target=_read, args=(bootstrap, out_topic, partitions, len(docs), deadline, seen, ready))
-    reader.start()
-    ready.wait(30)
-    conn.send(("ready",))
+    reader, seen = _start_reader(conn, bootstrap, out_topic, partitions, len(docs), deadline)
     if conn.recv() != ("go",):
         return
     conn.send(("started", time.monotonic()))
+    sent: dict = {}
     _produce_at(bootstrap, in_topic, docs, rate, sent)
     reader.join()
     conn.send(("done", sent, seen))

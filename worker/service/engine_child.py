@@ -58,7 +58,7 @@ def _send(results, outbox: queue.Queue, inbox: queue.Queue) -> None:
     try:
         while (msg := outbox.get()) is not None:
             results.send(msg)
-    except (BrokenPipeError, ConnectionResetError, OSError):
+    except OSError:  # a broken or closed pipe
         log.info("the worker is gone: the engine process ends")
         inbox.put(None)
 
