@@ -39,3 +39,13 @@ def test_stages_split_each_latency_by_the_outputs_timing():
     assert st["poll_to_model"]["p50"] == pytest.approx(0.3) and st["poll_to_model"]["p99"] > 0.9
     assert st["model_to_finished"]["p50"] == pytest.approx(0.4)
     assert _stages([], pct) == {}
+
+
+def test_stages_split_the_workers_share_where_the_outputs_say_when_each_step_ended():
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    t = {"ingest": 20.0, "queued": 150.0, "model_done": 400.0, "total": 430.0, "gpu": 1.0}
+    st = _stages([(0.5, t)] * 4, pct)
+    assert st["ingest"]["p50"] == pytest.approx(0.02) and st["packer_to_model"]["p50"] == pytest.approx(0.13)
+    assert st["bin"]["p50"] == pytest.approx(0.25) and st["after_model"]["p50"] == pytest.approx(0.03)
+    assert st["outside_worker"]["p50"] == pytest.approx(0.07)
+    assert "bin" not in _stages([(0.5, {**t, "model_done": 0.0})] * 4, pct)  # digest mode: no bins

@@ -43,7 +43,7 @@ def test_a_finished_bin_becomes_outputs_with_key_headers_and_offsets(stage):
     assert fin.submit_bin([(seqs[1], Generated(" second ", [5, 6])), (seqs[0], Generated("first", [7]))], 0.5)
     run_until_idle(fin)
     (ready,) = tracker.take_ready()
-    assert ready.offsets == (0, 1) and wake.n == 2
+    assert ready.offsets == (0, 1) and wake.n == 1  # one wake per bin: delivery takes both in one transaction
     out = [orjson.loads(r.value) for r in ready.records]
     assert [o["summary"] for o in out] == ["first", "second"]
     assert out[0]["tokens"]["output"] == 1 and out[0]["timing_ms"]["gpu"] == 500.0
@@ -112,3 +112,15 @@ def test_submit_blocks_while_full_and_returns_false_once_stopping(stage):
     fin.stop()
     t.join(5)
     assert result == [False] and fin.queued() == 2
+
+
+def test_an_outputs_timing_says_where_its_time_went():
+    from worker.service.outputs import build_output
+
+    doc = make_doc(OffsetTracker())
+    doc.received, doc.packed, doc.first_gpu, doc.model_end = 100.0, 100.01, 100.25, 100.5
+    t = build_output(doc, "s", settings=load_settings(environ={}), model_name="m", now=100.6).timing_ms
+    assert (t.ingest, t.queued, t.model_done, t.total) == pytest.approx((10.0, 250.0, 500.0, 600.0))
+    doc.packed = doc.model_end = None  # digest mode: no packer, no bin
+    t = build_output(doc, "s", settings=load_settings(environ={}), model_name="m", now=100.6).timing_ms
+    assert (t.ingest, t.model_done) == (0.0, 0.0)

@@ -63,8 +63,9 @@ def test_a_bin_runs_and_every_document_goes_to_finishing(parts):
     (pairs, share), = sink.bins
     assert [(s.doc.offset, r.text) for s, r in pairs] == [(0, "len 2"), (1, "len 3"), (2, "len 1")]
     assert packer.released == [1] and share > 0
-    assert all(d.first_gpu is not None for d in docs)
+    assert all(d.first_gpu is not None and d.model_end >= d.first_gpu for d in docs)
     assert metrics.registry.get_sample_value("ribbon_input_tokens_total") == 6
+    assert metrics.registry.get_sample_value("ribbon_bin_seconds_count") == 1
     assert metrics.registry.get_sample_value("ribbon_bins_total") == 1
     assert tracker.take_ready() == []  # nothing per document happens on the GPU thread
 

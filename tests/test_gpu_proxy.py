@@ -95,7 +95,7 @@ def test_bins_go_through_the_process_and_every_document_reaches_finishing(parts)
     assert [(s.doc.offset, r.text) for s, r in second] == [(2, "len 1")]
     assert share == pytest.approx(0.25)  # the process's own time (0.5 s) over the bin's documents
     assert remote.sent[0][1] == [docs[0].seed(5, 0), docs[1].seed(5, 0)]
-    assert all(d.first_gpu == 10.0 for d in docs)  # when the process started the bin
+    assert all(d.first_gpu == 10.0 and d.model_end == 10.5 for d in docs)  # when the process ran the bin
     get = metrics.registry.get_sample_value
     assert get("ribbon_bins_total") == 2 and get("ribbon_model_documents_total") == 3
     assert get("ribbon_gpu_busy_seconds_total") == pytest.approx(1.0)

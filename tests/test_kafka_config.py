@@ -83,3 +83,40 @@ def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypat
     doc.write_text("one line\n")
     assert cli.main(["produce", str(doc), "--topic", "t", "--no-progress"]) == 0
     assert EXPECTED.items() <= seen.items() and "transactional.id" not in seen
+
+
+class _Queue:
+    """A consumer's fetched-message queue; records each call as librdkafka would see it."""
+
+    def __init__(self, queued: list, arriving: list) -> None:
+        self.queued, self.arriving, self.calls = list(queued), list(arriving), []
+
+    def consume(self, num_messages: int, timeout: float) -> list:
+        self.calls.append(("consume", num_messages, timeout))
+        if timeout > 0:  # consume() waits for num_messages or the timeout: the wait take() avoids
+            raise AssertionError("take() called a waiting consume()")
+        out, self.queued = self.queued[:num_messages], self.queued[num_messages:]
+        return out
+
+    def poll(self, timeout: float):
+        self.calls.append(("poll", timeout))
+        if not self.arriving:
+            return None
+        self.queued = self.arriving[1:]  # what came in with the first
+        return self.arriving[0]
+
+
+def test_take_returns_what_is_fetched_without_waiting():
+    from worker.kafka.clients import take
+
+    c = _Queue(["a", "b", "c"], [])
+    assert take(c, 2, 0.05) == ["a", "b"] and c.calls == [("consume", 2, 0)]
+
+
+def test_take_waits_only_for_the_first_message_then_takes_what_came_with_it():
+    from worker.kafka.clients import take
+
+    c = _Queue([], ["a", "b", "c"])
+    assert take(c, 10, 0.05) == ["a", "b", "c"]
+    assert c.calls == [("consume", 10, 0), ("poll", 0.05), ("consume", 9, 0)]
+    assert take(_Queue([], []), 10, 0.05) == [] and take(_Queue([], ["x", "y"]), 1, 0.05) == ["x"]

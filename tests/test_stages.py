@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import orjson
@@ -60,9 +61,13 @@ class Msg:
     _offset: int
     _topic: str = "in"
     _partition: int = 0
+    _ts: float | None = None  # producer's wall-clock time (None: no timestamp)
 
     def error(self):
         return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (0, -1) if self._ts is None else (1, int(self._ts * 1000))
 
     def topic(self) -> str:
         return self._topic
@@ -136,6 +141,18 @@ def test_ingest_submits_good_documents_and_dead_letters_bad_ones():
     (ready,) = tracker.take_ready()
     assert ready.offsets == (0, 1)
     assert parse_dead_letter_headers(ready.records[0].headers).error_class == "invalid_json"
+
+
+def test_ingest_notes_each_records_age_and_stamps_when_a_document_reached_the_packer():
+    ing, _, registry = make_ingest()
+    t0 = time.monotonic()
+    ing._ingest([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0, _ts=time.time() - 3.0),
+                 Msg(b"plain text", 1)])  # no timestamp: not counted
+    get = ing.metrics.registry.get_sample_value
+    assert get("ribbon_record_age_seconds_count") == 1
+    assert 2.9 < get("ribbon_record_age_seconds_sum") < 4.0
+    docs = [s.doc for s in registry._seqs.values()]
+    assert len(docs) == 2 and all(t0 <= d.received <= d.packed <= time.monotonic() for d in docs)
 
 
 def test_ingest_dead_letters_a_document_whose_digest_pass_failed_and_submits_the_rest():

@@ -125,6 +125,9 @@ class TimingMs(_Out):
     queued: float = Field(ge=0.0, description="poll to the start of its GPU bin")
     gpu: float = Field(ge=0.0, description="prefill and decode of its bins")
     total: float = Field(ge=0.0, description="poll to produce")
+    ingest: float = Field(0.0, ge=0.0, description="poll to the packer: validation, digest, tokenization "
+                          "(0 in digest mode)")
+    model_done: float = Field(0.0, ge=0.0, description="poll to the end of its last bin (0 in digest mode)")
 
 
 class OutputMessage(_Out):

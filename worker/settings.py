@@ -295,6 +295,8 @@ class PipelineSettings(_Group):
                                                                                "between steps when not woken")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "
+                            "collector's walks (shorter pauses for every thread; worker/service/gcwatch.py)")
     switch_interval_ms: float = Field(
         5.0, gt=0.0, le=100.0, description="Python's thread switch interval in the worker (Python's default, 5 ms): "
                                            "how long the GPU thread may wait for the interpreter after a device sync "

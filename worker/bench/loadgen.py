@@ -34,12 +34,14 @@ def _reader_consumer(bootstrap: str, topic: str, partitions: int):
 
 def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, seen: dict, ready=None) -> None:
     """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes."""
+    from worker.kafka.clients import take
+
     c = _reader_consumer(bootstrap, topic, partitions)
     if ready is not None:
         ready.set()
     try:
         while len(seen) < n and time.monotonic() < deadline:
-            for m in c.consume(1000, 0.05):
+            for m in take(c, 1000, 0.05):
                 if m.error() is None:
                     o = orjson.loads(m.value())
                     if o["id"] not in seen:

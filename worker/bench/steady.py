@@ -48,7 +48,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
         bins, busy = get("ribbon_bins_total") or 0, get("ribbon_gpu_busy_seconds_total") or 0.0
         ready_n = get("ribbon_end_to_end_latency_seconds_count") or 0
         inside = {"poll_to_ready_mean_s": (get("ribbon_end_to_end_latency_seconds_sum") or 0.0) / max(1, ready_n),
-                  "transactions": int(get("ribbon_transaction_commits_total") or 0)}
+                  "transactions": int(get("ribbon_transaction_commits_total") or 0), **_inside(worker)}
         worker.drain(30)
         worker.close()
     seen = {i: v[0] for i, v in read.items()}
@@ -68,17 +68,43 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
 
 
+def _mean(get, name: str) -> float | None:
+    n = get(f"{name}_count") or 0
+    return round((get(f"{name}_sum") or 0.0) / n, 4) if n else None
+
+
+def _inside(worker) -> dict:
+    """The worker's own figures over the run: a record's mean age at poll (the wait in the broker and
+    the fetch), delivery's mean step (transaction), and the garbage collector's pauses."""
+    get = worker.metrics.registry.get_sample_value
+    gc_n = sum(get("ribbon_gc_pause_seconds_count", {"generation": g}) or 0 for g in "012")
+    gc_s = sum(get("ribbon_gc_pause_seconds_sum", {"generation": g}) or 0.0 for g in "012")
+    return {"record_age_at_poll_mean_s": _mean(get, "ribbon_record_age_seconds"),
+            "delivery_step_mean_s": _mean(get, "ribbon_delivery_step_seconds"),
+            "gc_pauses": int(gc_n), "gc_pause_total_s": round(gc_s, 4),
+            "gc_pause_longest_s": round(worker.gc.longest_s, 4),
+            "gc_full_collections": int(get("ribbon_gc_pause_seconds_count", {"generation": "2"}) or 0)}
+
+
 def _stages(rows: list[tuple[float, dict]], pct) -> dict:
     """Where each document's latency went, from its output's timing_ms (the worker's clock) and the
     bench's produce and visible times: outside the worker (produce to poll, plus finishing to visible
     on the output topic: the broker's fetch, delivery's transaction, the reader), poll to the model's
     start of its bin (ingest, packer window, the bin ahead), and the model's start to finishing (the
-    bin itself, then finishing). p50 and p99 of each, in seconds."""
+    bin itself, then finishing). Where the outputs say (timing_ms.ingest and .model_done), these two
+    are split further: ingest (poll to the packer), packer_to_model (waiting for a bin: the packer
+    and the bin ahead), bin (its bin on the model), after_model (results back, finishing).
+    p50 and p99 of each, in seconds."""
     if not rows:
         return {}
     parts = {"outside_worker": [lat - t["total"] / 1e3 for lat, t in rows],
              "poll_to_model": [t["queued"] / 1e3 for _, t in rows],
              "model_to_finished": [(t["total"] - t["queued"]) / 1e3 for _, t in rows]}
+    if all(t.get("model_done") for _, t in rows):
+        parts.update({"ingest": [t["ingest"] / 1e3 for _, t in rows],
+                      "packer_to_model": [(t["queued"] - t["ingest"]) / 1e3 for _, t in rows],
+                      "bin": [(t["model_done"] - t["queued"]) / 1e3 for _, t in rows],
+                      "after_model": [(t["total"] - t["model_done"]) / 1e3 for _, t in rows]})
     return {k: {"p50": round(pct(np.array(v), 50), 4), "p99": round(pct(np.array(v), 99), 4)} for k, v in parts.items()}
 
 
@@ -90,6 +116,11 @@ def report(r: dict, label: str) -> None:
     if r.get("stages_s"):
         print("  where it went (p50/p99 s): " + ", ".join(f"{k.replace('_', ' ')} {v['p50']:.3f}/{v['p99']:.3f}"
                                                          for k, v in r["stages_s"].items()))
+    w = r.get("worker", {})
+    if "gc_pauses" in w:
+        print(f"  worker: record age at poll {w['record_age_at_poll_mean_s']} s, delivery step "
+              f"{w['delivery_step_mean_s']} s (means); {w['gc_pauses']} GC pauses, {w['gc_pause_total_s']} s in all, "
+              f"longest {w['gc_pause_longest_s']} s ({w['gc_full_collections']} full)")
 
 
 def main(argv: list[str] | None = None) -> int:

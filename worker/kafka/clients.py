@@ -51,3 +51,19 @@ class Clients:
 
 
 Factory = Callable[[], Any]
+
+
+def take(consumer, most: int, timeout_s: float) -> list:
+    """Up to `most` messages, returning as soon as there is one.
+
+    `Consumer.consume(n, timeout)` waits until it has n messages or the timeout passes: under a
+    steady trickle that is the whole timeout every call, added to every message's latency. Here
+    what is already fetched is taken at once; only with nothing there does the call wait, and
+    it returns at the first message (plus whatever arrived with it)."""
+    msgs = consumer.consume(num_messages=most, timeout=0)
+    if msgs or timeout_s <= 0:
+        return msgs
+    first = consumer.poll(timeout_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(num_messages=most - 1, timeout=0)] if most > 1 else [first]

@@ -27,6 +27,7 @@ from worker.service.delivery import Delivery
 from worker.service.docs import DocRegistry
 from worker.service.finishing import Finishing
 from worker.service.engine_process import EngineProcess
+from worker.service.gcwatch import GcWatch, settle, unsettle
 from worker.service.gpu import GpuLoop
 from worker.service.gpu_proxy import ProcessGpuLoop
 from worker.service.ingest import Ingest, Watermarks
@@ -137,6 +138,7 @@ class Worker:
         self.s = settings
         self._own_engine = parts is None
         self.metrics = Metrics()
+        self.gc = GcWatch(self.metrics.gc_pause)
         self.tracker = OffsetTracker()
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
@@ -204,13 +206,16 @@ class Worker:
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:
-        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
-        # Python: the switch interval bounds that wait (and how often every thread is preempted).
-        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
         """Start the threads: delivery first (its producer must be ready before anything is consumed).
 
         A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
         delivery thread was started, and close() stops it."""
+        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
+        # Python: the switch interval bounds that wait (and how often every thread is preempted).
+        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
+        if self.s.pipeline.gc_freeze:  # worker/service/gcwatch.py: what start-up built, frozen; pauses timed
+            log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
+        self.gc.start()
         if self.server:
             self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
@@ -278,6 +283,9 @@ class Worker:
                 threads[name].join(left())
         if self.server:
             self.server.stop()
+        self.gc.stop()
+        if self.s.pipeline.gc_freeze:
+            unsettle()
         if self._own_engine and isinstance(self.engine, EngineProcess):
             self.engine.close(timeout_s=left())
         return not any(t.is_alive() for t in self._threads)

@@ -36,7 +36,9 @@ class Doc:
     expected: int = 0               # sequences of the current round still out
     output_tokens: int = 0
     gpu_s: float = 0.0
-    first_gpu: float | None = None
+    first_gpu: float | None = None  # time.monotonic() at the start of its first bin
+    packed: float | None = None     # ... when ingest handed it to the packer (first round)
+    model_end: float | None = None  # ... at the end of its last bin so far
     rounds: int = 0                 # combine rounds done (chunked documents)
     raw: bytes | None = None        # the original value, for the dead-letter topic
     headers: tuple = ()             # the input record's headers: carried to the output (worker/ops/headers.py)
@@ -103,8 +105,9 @@ class DocRegistry:
             return len(self._seqs)
 
 
-def mark_gpu_start(docs: list[Doc], now: float | None = None) -> None:
-    t = time.monotonic() if now is None else now
+def mark_bin(docs: list[Doc], start: float, end: float) -> None:
+    """A bin that ran from `start` to `end` (time.monotonic()) held these documents."""
     for d in docs:
         if d.first_gpu is None:
-            d.first_gpu = t
+            d.first_gpu = start
+        d.model_end = end

@@ -128,13 +128,16 @@ class Finishing:
                     continue
                 if isinstance(item, FinishedBin):
                     self._finish_bin(item)
-                else:
-                    self._output(item.doc, item.summary)
+                elif self._output(item.doc, item.summary):
+                    self.wake()
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self.error = exc
             log.exception("finishing thread failed")
 
     def _finish_bin(self, item: FinishedBin) -> None:
+        """Every document of the bin, then one wake: delivery takes the whole bin in one transaction
+        (woken at its first output, it would commit that one alone and the rest a transaction later)."""
+        completed = 0
         for seq, result in item.pairs:
             if seq is None or result is None:
                 continue  # its partition was revoked while it ran
@@ -144,12 +147,15 @@ class Finishing:
             self.metrics.output_tokens.inc(len(result.token_ids))
             if self.registry.finish(seq, result.text, len(result.token_ids), item.gpu_s_per_doc):
                 if seq.final:
-                    self._output(seq.doc, seq.doc.parts[0])
+                    completed += self._output(seq.doc, seq.doc.parts[0])
                 else:
                     self.combine(seq.doc)  # ingest plans the combine step (it owns the tokenizer)
+        if completed:
+            self.wake()
 
-    def _output(self, doc: Doc, summary: str) -> None:
-        """Build, encode and complete one document's output; a failure dead-letters it."""
+    def _output(self, doc: Doc, summary: str) -> bool:
+        """Build, encode and complete one document's output (True: delivery has something new); a
+        failure dead-letters it."""
         now = self.clock()
         try:
             msg = build_output(doc, summary, settings=self.s, model_name=self.model_name, now=now)
@@ -157,9 +163,10 @@ class Finishing:
         except Exception as exc:  # noqa: BLE001 - routed: this document goes to the dead-letter topic
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)
             self.dead_letters.failure(doc, exc, "output_error")
-            return
+            return False
         key = doc.key if doc.key is not None else doc.doc_id.encode()
         rec = Record(self.output_topic, key, value, output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
-        if self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
-            self.metrics.latency.observe(now - doc.received)
-            self.wake()
+        if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
+            return False
+        self.metrics.latency.observe(now - doc.received)
+        return True

@@ -32,7 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from worker.packer.config import PackerConfig
-from worker.service.docs import DocRegistry, Seq, mark_gpu_start
+from worker.service.docs import DocRegistry, Seq, mark_bin
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,10 @@ class GpuLoop:
             staged = None
         finally:
             self.packer.release(b.slot)
-        mark_gpu_start([s.doc for s in seqs if s is not None], t0)
         outs = self._generate(staged, seqs)
-        gpu_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        gpu_s = t1 - t0
+        mark_bin([s.doc for s in seqs if s is not None], t0, t1)
         self.busy_since = None
         self._count(b, len(seqs), gpu_s)
         self.finishing.submit_bin(list(zip(seqs, outs)), gpu_s / max(1, len(seqs)))
@@ -98,6 +99,7 @@ class GpuLoop:
         m.bins.inc()
         m.model_documents.inc(n)
         m.gpu_seconds.inc(gpu_s)
+        m.bin_seconds.observe(gpu_s)
         m.input_tokens.inc(int(b.num_tokens))
         self._count_oom_splits()
 

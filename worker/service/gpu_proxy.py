@@ -35,7 +35,7 @@ import threading
 import time
 
 from worker.packer.config import PackerConfig
-from worker.service.docs import DocRegistry, mark_gpu_start
+from worker.service.docs import DocRegistry, mark_bin
 from worker.service.engine_process import EngineProcess
 from worker.service.gpu import BinSink
 
@@ -115,7 +115,7 @@ class ProcessGpuLoop:
         self._freed.set()
         seqs, num_tokens = entry
         self.metrics.gpu_heartbeat = time.monotonic()
-        mark_gpu_start([s.doc for s in seqs if s is not None], t0)
+        mark_bin([s.doc for s in seqs if s is not None], t0, t1)
         self._count(len(seqs), num_tokens, t1 - t0, bin_errors, oom_splits)
         self.finishing.submit_bin(list(zip(seqs, outs)), (t1 - t0) / max(1, len(seqs)))
 
@@ -125,6 +125,7 @@ class ProcessGpuLoop:
         m.bins.inc()
         m.model_documents.inc(n)
         m.gpu_seconds.inc(gpu_s)
+        m.bin_seconds.observe(gpu_s)
         m.input_tokens.inc(num_tokens)
         if bin_errors:
             m.model_errors.inc(bin_errors)

@@ -37,7 +37,7 @@ import numpy as np
 
 from worker.digest.prepared import PrepareOptions
 from worker.digest.prompt import DocumentText, token_gate
-from worker.kafka.clients import Factory
+from worker.kafka.clients import Factory, take
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
@@ -115,7 +115,7 @@ class Ingest:
                     self._report_held()
                     next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
                 # short polls while batches are in the pool: their documents go on as soon as they are back
-                msgs = self.consumer.consume(num_messages=self.batch, timeout=0.005 if len(self.batches) else 0.05)
+                msgs = take(self.consumer, self.batch, 0.005 if len(self.batches) else 0.05)
                 # While draining, polled messages are not registered: their offsets never commit,
                 # so whoever owns the partition next gets them again.
                 if msgs and not self.stop_polling.is_set():
@@ -155,6 +155,7 @@ class Ingest:
     # ---- messages -----------------------------------------------------------------
     def _ingest(self, msgs: list) -> None:
         good: list[Doc] = []
+        wall = time.time()
         for m in msgs:
             if m.error() is not None:
                 if not m.error().name() == "_PARTITION_EOF":
@@ -165,6 +166,9 @@ class Ingest:
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
             self.metrics.consumed.inc()
+            kind, ts_ms = m.timestamp()
+            if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
+                self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
             try:
                 msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
             except BadMessage as err:
@@ -202,6 +206,9 @@ class Ingest:
             doc.document_tokens = doc.document_tokens or plan.document_tokens
             self.metrics.document_tokens.inc(doc.document_tokens)
             batch.extend(self._sequences(doc, plan))
+        now = time.monotonic()  # stamped first: a bin may take them before submit_many returns
+        for doc in good:
+            doc.packed = now
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
     def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:

@@ -21,6 +21,9 @@ def _dist_version(name: str) -> str:
         return "none"
 
 
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
 class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
@@ -45,6 +48,17 @@ class Metrics:
         self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
         self.gpu_seconds = Counter("ribbon_gpu_busy_seconds_total", "time the model ran", registry=r)
+        self.bin_seconds = Histogram("ribbon_bin_seconds", "one bin on the model, staging to its last output",
+                                     registry=r, buckets=_SECONDS)
+        self.record_age = Histogram("ribbon_record_age_seconds", "an input record's age when polled (its "
+                                    "timestamp to now: the wait in Kafka, as far as the clocks agree)",
+                                    registry=r, buckets=_SECONDS)
+        self.txn_seconds = Histogram("ribbon_delivery_step_seconds", "one delivery step: a transaction "
+                                     "(exactly_once) or a produce-and-flush, begin to committed", registry=r,
+                                     buckets=_SECONDS)
+        self.gc_pause = Histogram("ribbon_gc_pause_seconds", "Python garbage-collector pauses in the worker's "
+                                  "process (every thread waits through one)", ["generation"], registry=r,
+                                  buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
         self.digest_seconds = Counter("ribbon_digest_seconds_total", "CPU time of the documents' digest passes "
                                       "(digest, highlights, compaction), wherever they ran", registry=r)
         self.digest_wall_seconds = Counter("ribbon_digest_wall_seconds_total", "time the ingest thread spent "

@@ -36,5 +36,12 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
                 "chunks": doc.chunks},
         truncated=doc.truncated,
         timing_ms={"queued": round(queued * 1e3, 3), "gpu": round(doc.gpu_s * 1e3, 3),
-                   "total": round((now - doc.received) * 1e3, 3)},
+                   "total": round((now - doc.received) * 1e3, 3),
+                   "ingest": round(_since(doc.received, doc.packed), 3),
+                   "model_done": round(_since(doc.received, doc.model_end), 3)},
     )
+
+
+def _since(t0: float, t: float | None) -> float:
+    """Milliseconds from t0 to t (0 when t was never reached, e.g. in digest mode)."""
+    return max(0.0, (t - t0) * 1e3) if t is not None else 0.0
