@@ -291,8 +291,9 @@ class PipelineSettings(_Group):
                                                                  "pause_above_messages)")
     finishing_queue_bins: int = Field(8, ge=1, le=1_024, description="finished bins waiting for the finishing "
                                                                      "thread before the GPU thread waits")
-    delivery_interval_ms: float = Field(50.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
-                                                                               "between steps when not woken")
+    delivery_interval_ms: float = Field(500.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
+                                        "between steps when not woken (every completion wakes it: finishing once "
+                                        "a bin, dead letters, revokes; a step between would commit part of a bin)")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
     gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "

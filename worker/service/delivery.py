@@ -75,7 +75,7 @@ class _Deadline:
 
 class Delivery:
     def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.05, max_records: int = 2000, max_bytes: int = 64 << 20):
+                 interval_s: float = 0.5, max_records: int = 2000, max_bytes: int = 64 << 20):
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
         self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
