@@ -273,13 +273,13 @@ def _output(**changes: Any) -> OutputMessage:
 def test_output_round_trip_and_key() -> None:
     msg = _output()
     data = encode_output(msg)
-    assert orjson.loads(data)["schema_version"] == 2 and orjson.loads(data)["id"] == "in:2:41"
+    assert orjson.loads(data)["schema_version"] == 3 and orjson.loads(data)["id"] == "in:2:41"
     assert decode_output(data) == msg
     assert output_key(None, msg) == b"in:2:41" and output_key(b"k", msg) == b"k"
 
 
 @pytest.mark.parametrize("changes", [
-    {"mode": "abstractive"}, {"mode": "extractive"}, {"schema_version": 1},
+    {"mode": "abstractive"}, {"mode": "extractive"}, {"schema_version": 2},
     {"tokens": {"input": 1, "output": 1, "chunks": 0}}, {"digest": {"lines": 1}},
     {"input": {"topic": "in", "partition": -1, "offset": 0}}, {"surprise": 1}, {"id": ""},
 ])

@@ -148,7 +148,7 @@ class OutputMessage(_Out):
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
 
 
 class DeadLetterHeaders(BaseModel):

@@ -1,4 +1,4 @@
-"""The `digest` object of an output message (schema_version 2). Pydantic only: imported by messages.py."""
+"""The `digest` object of an output message (schema_version 2 and later). Pydantic only: imported by messages.py."""
 
 from __future__ import annotations
 
