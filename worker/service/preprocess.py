@@ -124,9 +124,6 @@ _counter: TokenCounter | None = None  # a pool process's own (set by its initial
 
 def _start_process(tokenizer_json: str | None) -> None:
     global _counter
-    # The pool is the parallelism: one thread per process (the tokenizers library would otherwise start
-    # a thread per core in every process, each pool process's threads competing with the others').
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
     if tokenizer_json is not None:
         _counter = TokenCounter(tokenizer_json)
         _counter([""])  # build it now, with the process (not in the first batch)
