@@ -146,14 +146,3 @@ def test_span_with_the_templaters_clock_flags_equals_span_over_every_line():
     for lines in docs:
         tm = analyze(lines)
         assert span(lines, tm.line_clock) == span(lines), lines[:2]
-
-
-def test_the_token_gate_takes_counts_made_in_the_pass_and_counts_nothing_itself():
-    from worker.digest.prompt import DocumentText, token_gate
-
-    raws = ["raw a", "raw b", "raw c"]
-    texts = [DocumentText("short a", True, 0, 0), DocumentText("raw b", False, 0, 0),
-             DocumentText("long c", True, 0, 0)]
-    out = token_gate(raws, texts, min_saving=0.2, count=None, counts=[(100, 30), (100, 90)])
-    assert [(t.text, t.compacted, t.raw_tokens) for t in out] == \
-        [("short a", True, 100), ("raw b", False, 0), ("raw c", False, 100)]  # 90 > 80: the raw text goes

@@ -65,29 +65,3 @@ def test_in_order_gives_batches_back_in_submission_order_and_waits_beyond_its_de
         assert q.seconds > 0 and q.new_seconds() == q.seconds and q.new_seconds() == 0
     finally:
         pool.close()
-
-
-def test_the_pass_counts_the_gates_tokens_as_the_planner_would_in_the_pool_and_here(tiny_model):
-    from transformers import AutoTokenizer
-
-    from worker.digest.tokencount import TokenCounter, tokenizer_json
-
-    tok = AutoTokenizer.from_pretrained(tiny_model)
-    planner_count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
-                                                    split_special_tokens=True)["input_ids"]]
-    docs = mixed_corpus(24, seed=5)
-    texts = ["\n".join(d["lines"]) for d in docs]
-    texts[0] += "\n<|im_start|>system injected <|endoftext|>"  # special-token text counts as text
-    none = [None] * len(texts)
-    pool = Preprocessor(2, OPTIONS, tokenizer_json(tok))
-    try:
-        for got in (pool.run(texts, none, none), Preprocessor(0, OPTIONS, tokenizer_json(tok)).run(texts, none, none)):
-            counted = [(t, p) for t, p in zip(texts, got) if p.prompt is not None]
-            assert len(counted) >= 5 and all(p.tokens is not None for _, p in counted)
-            assert [p.tokens for _, p in counted] == [tuple(planner_count([t, p.prompt])) for t, p in counted]
-            assert all(p.tokens is None for p in got if p.prompt is None)
-    finally:
-        pool.close()
-    assert all(p.tokens is None for p in prepare_many(texts, none, none, OPTIONS))  # no tokenizer: ingest counts
-    special = ["ERROR x <|im_start|>system y <|im_end|>", ""]
-    assert TokenCounter(tokenizer_json(tok))(special) == planner_count(special)

@@ -13,7 +13,7 @@ for the dead-letter topic); the others go on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.digest.compact import compact
@@ -40,11 +40,9 @@ class Prepared:
     summary: str | None           # digest mode: the digest in English
     seconds: float                # CPU seconds of this document's pass
     error: str | None = None      # the pass failed: why (the document goes to the dead-letter topic)
-    tokens: tuple[int, int] | None = None  # (raw document, digest prompt) tokens, when counted with the prompt
 
 
-def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions,
-            count: Callable[[Sequence[str]], list[int]] | None = None) -> Prepared:
+def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) -> Prepared:
     t0 = time.thread_time()
     lines = text.split("\n")
     a = build_digest(analyze_text(text, lines))
@@ -55,19 +53,16 @@ def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions,
         c = compact(a, text, o.min_saving)
         prompt = digest_prompt(a.digest, c.text) if c.applied else None
     summary = render(a.digest, source, kind) if o.render else None
-    seconds = time.thread_time() - t0  # the digest's own cost (ribbon_digest_seconds_total), not the count's
-    tokens = tuple(count([text, prompt])) if count is not None and prompt is not None else None
-    return Prepared(a.digest, hl, prompt, summary, seconds, tokens=tokens)
+    return Prepared(a.digest, hl, prompt, summary, time.thread_time() - t0)
 
 
 def prepare_many(texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
-                 o: PrepareOptions, count: Callable[[Sequence[str]], list[int]] | None = None) -> list[Prepared]:
-    """prepare() of each document; one that raises gets `error` (routed to the dead-letter topic by ingest).
-    With `count` (worker/digest/tokencount.py), each digest prompt comes with its tokens and the raw document's."""
+                 o: PrepareOptions) -> list[Prepared]:
+    """prepare() of each document; one that raises gets `error` (routed to the dead-letter topic by ingest)."""
     out = []
     for text, source, kind in zip(texts, sources, kinds):
         try:
-            out.append(prepare(text, source, kind, o, count))
+            out.append(prepare(text, source, kind, o))
         except Exception as exc:  # noqa: BLE001 - routed: ingest dead-letters this document with the reason
             out.append(Prepared(None, [], None, None, 0.0, f"{type(exc).__name__}: {exc}"))
     return out

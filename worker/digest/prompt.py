@@ -55,18 +55,15 @@ def candidates(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving:
     return out
 
 
-def token_gate(raws: Sequence[str], texts: list[DocumentText], *, min_saving: float, count: CountFn | None,
-               counts: Sequence[tuple[int, int]] | None = None) -> list[DocumentText]:
-    """Keep a digest prompt only if it has at most (1 - min_saving) of the raw document's tokens (one batch).
-    `counts`: (raw, prompt) tokens of each compacted text in order, already counted; else `count` counts them."""
+def token_gate(raws: Sequence[str], texts: list[DocumentText], *, min_saving: float, count: CountFn) -> list[DocumentText]:
+    """Keep a digest prompt only if it has at most (1 - min_saving) of the raw document's tokens (one batch)."""
     todo = [i for i, t in enumerate(texts) if t.compacted]
     if not todo:
         return texts
     out = list(texts)
-    if counts is None or len(counts) != len(todo):
-        flat = count([t for i in todo for t in (raws[i], texts[i].text)])
-        counts = list(zip(flat[0::2], flat[1::2]))
-    for (raw_n, n), i in zip(counts, todo):
+    counts = count([t for i in todo for t in (raws[i], texts[i].text)])
+    for j, i in enumerate(todo):
+        raw_n, n = counts[2 * j], counts[2 * j + 1]
         keep = n <= (1.0 - min_saving) * raw_n
         out[i] = DocumentText(texts[i].text if keep else raws[i], keep, raw_n, n if keep else raw_n)
     return out

@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.digest.tokencount import tokenizer_json
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.packer.config import resolve_reserve
@@ -203,8 +202,7 @@ class Worker:
         self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
                              registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
                              metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
-                             finished=self.finishing.submit_finished,
-                             tokenizer_json=tokenizer_json(self.engine.tokenizer) if planner is not None else None)
+                             finished=self.finishing.submit_finished)
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:

@@ -65,10 +65,8 @@ FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document
 class Ingest:
     def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
                  packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters,
-                 finished: FinishedFn | None = None, tokenizer_json: str | None = None):
-        """Digest mode: packer and planner None, and `finished` takes each document with its rendering.
-        `tokenizer_json`: the model's fast tokenizer, to count the compaction gate's tokens in the
-        preprocessing pass (worker/digest/tokencount.py); without it this thread counts them."""
+                 finished: FinishedFn | None = None):
+        """Digest mode: packer and planner None, and `finished` takes each document with its rendering."""
         if planner is None and finished is None:
             raise ValueError("digest mode (no planner) needs finished=")
         self.finished = finished
@@ -87,8 +85,7 @@ class Ingest:
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
             min_saving=settings.digest.min_saving, render=planner is None)
-        self.tokenizer_json = tokenizer_json if self.prepare_options.compaction else None
-        self.preprocess = Preprocessor(0, self.prepare_options, self.tokenizer_json)  # run() starts the pool
+        self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
@@ -99,7 +96,7 @@ class Ingest:
         try:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
-                self.preprocess = Preprocessor(processes, self.prepare_options, self.tokenizer_json)
+                self.preprocess = Preprocessor(processes, self.prepare_options)
                 self.batches = InOrder(self.preprocess, POOL_DEPTH)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
@@ -231,11 +228,8 @@ class Ingest:
             return ok, texts
         chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
                   else DocumentText(d.text, False, 0, 0) for d in ok]
-        # Counting the raw documents' tokens is work the planner does anyway without compaction; the
-        # preprocessing pass counts them when it has the tokenizer (off this thread).
-        counted = [d.prepared.tokens for d in ok if d.prepared.prompt is not None]
-        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count,
-                            counts=counted if all(c is not None for c in counted) else None)
+        # Counting the raw documents' tokens is work the planner does anyway without compaction.
+        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
         for doc, c in zip(ok, chosen):
             doc.document_tokens = c.raw_tokens
             self.metrics.compacted.inc(c.compacted)

@@ -25,7 +25,6 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
-from worker.digest.tokencount import TokenCounter
 
 T = TypeVar("T")
 
@@ -119,46 +118,26 @@ class InOrder(Generic[T]):
         return out
 
 
-_counter: TokenCounter | None = None  # a pool process's own (set by its initializer)
-
-
-def _start_process(tokenizer_json: str | None) -> None:
-    global _counter
-    if tokenizer_json is not None:
-        _counter = TokenCounter(tokenizer_json)
-        _counter([""])  # build it now, with the process (not in the first batch)
-
-
-def _prepare_here(texts, sources, kinds, options: PrepareOptions) -> list[Prepared]:
-    """prepare_many in a pool process, with its token counter."""
-    return prepare_many(texts, sources, kinds, options, _counter)
-
-
 class Preprocessor:
-    """The pass of each batch, here or in `processes` processes. With `tokenizer_json` (the model's
-    fast tokenizer, worker/digest/tokencount.py) digest prompts come back with their token counts."""
-
-    def __init__(self, processes: int, options: PrepareOptions, tokenizer_json: str | None = None) -> None:
+    def __init__(self, processes: int, options: PrepareOptions) -> None:
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
-        self._count = TokenCounter(tokenizer_json) if tokenizer_json is not None and not processes else None
         if processes:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["worker.digest.prepared", "tokenizers"])
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
-                                             initargs=(tokenizer_json,))
-            # start every process now (imports, the templater's tables, the tokenizer), not on the first batch
-            list(self._pool.map(_prepare_here, [[""]] * processes, [[None]] * processes, [[None]] * processes,
+            ctx.set_forkserver_preload(["worker.digest.prepared"])
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx)
+            # start every process now (imports, the templater's tables), not on the first batch
+            list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
                                 [options] * processes))
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
         if self._pool is None or not texts:
-            return Batch(done=prepare_many(texts, sources, kinds, self.options, self._count))
+            return Batch(done=prepare_many(texts, sources, kinds, self.options))
         try:
-            return Batch(futures=[self._pool.submit(_prepare_here, texts[a:b], sources[a:b], kinds[a:b], self.options)
+            return Batch(futures=[self._pool.submit(prepare_many, texts[a:b], sources[a:b], kinds[a:b], self.options)
                                   for a, b in _slices([len(t) for t in texts], self.processes)])
         except BrokenProcessPool as exc:
             raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
