@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from worker.bench.e2e import overhead_parts
-from worker.bench.steady import _stages
+from worker.bench.steady import _stages, windows
 
 
 def _row(t, consumed=0, work=0.0, bins=0):
@@ -49,3 +49,11 @@ def test_stages_split_the_workers_share_where_the_outputs_say_when_each_step_end
     assert st["bin"]["p50"] == pytest.approx(0.25) and st["after_model"]["p50"] == pytest.approx(0.03)
     assert st["outside_worker"]["p50"] == pytest.approx(0.07)
     assert "bin" not in _stages([(0.5, {**t, "model_done": 0.0})] * 4, pct)  # digest mode: no bins
+
+
+def test_windows_give_each_stretch_of_the_run_its_own_percentiles():
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    rows = [(t * 0.5, 0.2) for t in range(40)] + [(25.0, 1.0)]  # produced over 20 s; one slow at 25 s
+    w = windows(rows, pct)
+    assert [x["from_s"] for x in w] == [0.0, 10.0, 20.0] and [x["n"] for x in w] == [20, 20, 1]
+    assert w[0]["p99"] == pytest.approx(0.2) and w[2]["p50"] == pytest.approx(1.0)

@@ -65,7 +65,18 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
             "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
             "stages_s": _stages([(seen[i] - sent[i], timing[i]) for i in sent
                                  if i in seen and i in timing and sent[i] - t_start >= warmup_s], pct),
+            "windows": windows([(sent[i] - t_start, seen[i] - sent[i]) for i in sent if i in seen], pct),
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
+
+
+def windows(rows: list[tuple[float, float]], pct, width_s: float = 10.0) -> list[dict]:
+    """Latency p50/p99 of the documents produced in each `width_s` of the run (by produce time): does
+    the run hold its latency, or drift as it goes on?"""
+    by: dict[int, list[float]] = {}
+    for t, lat in rows:
+        by.setdefault(int(t // width_s), []).append(lat)
+    return [{"from_s": k * width_s, "n": len(v), "p50": round(pct(np.array(v), 50), 4),
+             "p99": round(pct(np.array(v), 99), 4)} for k, v in sorted(by.items())]
 
 
 def _mean(get, name: str) -> float | None:
@@ -116,6 +127,8 @@ def report(r: dict, label: str) -> None:
     if r.get("stages_s"):
         print("  where it went (p50/p99 s): " + ", ".join(f"{k.replace('_', ' ')} {v['p50']:.3f}/{v['p99']:.3f}"
                                                          for k, v in r["stages_s"].items()))
+    if r.get("windows"):
+        print("  p99 by 10 s of produce time: " + ", ".join(f"{w['p99']:.3f}" for w in r["windows"]))
     w = r.get("worker", {})
     if "gc_pauses" in w:
         print(f"  worker: record age at poll {w['record_age_at_poll_mean_s']} s, delivery step "
