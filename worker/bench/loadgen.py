@@ -13,6 +13,7 @@ Each returns when its process is done; the process's result comes back through a
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import threading
 import time
@@ -78,13 +79,23 @@ def _start_reader(conn, bootstrap, topic, partitions, n, deadline) -> tuple[thre
     return t, seen
 
 
+def _quiet_gc() -> None:
+    """No collector pauses in the load process: one would stall the producer and the reader alike
+    (the reader then notes summaries late), and its walks grow with what the process holds (every
+    document, every summary read). It lives for one run; reference counting frees the rest."""
+    gc.freeze()
+    gc.disable()
+
+
 def _read_main(conn, bootstrap, topic, partitions, n, timeout_s) -> None:
+    _quiet_gc()
     reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s)
     reader.join()
     conn.send(("done", seen))
 
 
 def _load_main(conn, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s) -> None:
+    _quiet_gc()
     deadline = time.monotonic() + len(docs) / rate + timeout_s
     reader, seen = _start_reader(conn, bootstrap, out_topic, partitions, len(docs), deadline)
     if conn.recv() != ("go",):
