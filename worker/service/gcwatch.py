@@ -26,7 +26,9 @@ import time
 
 class GcWatch:
     def __init__(self, histogram) -> None:
-        self.histogram = histogram  # ribbon_gc_pause_seconds, labelled by generation
+        # ribbon_gc_pause_seconds by generation, its children made now: the callback only observes
+        # (it runs wherever a collection starts, so it takes no lock but the child's own)
+        self._by_generation = {g: histogram.labels(str(g)) for g in range(3)}
         self.longest_s = 0.0
         self._t0 = 0.0
 
@@ -36,7 +38,9 @@ class GcWatch:
             return
         pause = time.perf_counter() - self._t0
         self.longest_s = max(self.longest_s, pause)
-        self.histogram.labels(str(info.get("generation", "?"))).observe(pause)
+        child = self._by_generation.get(info.get("generation"))
+        if child is not None:
+            child.observe(pause)
 
     def start(self) -> GcWatch:
         if self._callback not in gc.callbacks:
