@@ -204,7 +204,7 @@ class Delivery:
                 self.tracker.put_back(ready)
                 return 0
             self.tracker.mark_committed(ready)
-            self.metrics.txn_seconds.observe(time.monotonic() - self.busy_since)
+            self.metrics.delivery_step.observe(time.monotonic() - self.busy_since)
         finally:
             self.busy, self.busy_since = False, None
         n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)

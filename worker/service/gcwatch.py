@@ -2,9 +2,9 @@
 
 CPython's cyclic collector runs while holding the interpreter lock, so every
 thread of the worker (ingest, the GPU stage, finishing, delivery) waits through
-a collection; a full one walks every tracked object, and after start-up that
-is mostly what never dies: the modules, the tokenizer and, with the model in
-this process, its loader's objects.
+a collection; a full one walks every tracked object, including all that
+start-up built and never frees: the modules, the tokenizer and, with the model
+in this process, its loader's objects (how many: the start-up log line).
 
 - `GcWatch.start()` times each collection (`gc.callbacks`) into
   `ribbon_gc_pause_seconds{generation}` and keeps the longest; `stop()` removes

@@ -14,7 +14,7 @@ Contract:
   once per document, taken back in fetch order), the token gate of compaction, the planner and
   tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
   round back through `combine_q`).
-- May block: in `consume` (at most 50 ms), in rebalance callbacks (a revoke
+- May block: in the poll (`take`: at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
   waits for the pool's batches and for delivery's last transaction of those partitions), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.

@@ -53,7 +53,7 @@ class Metrics:
         self.record_age = Histogram("ribbon_record_age_seconds", "an input record's age when polled (its "
                                     "timestamp to now: the wait in Kafka, as far as the clocks agree)",
                                     registry=r, buckets=_SECONDS)
-        self.txn_seconds = Histogram("ribbon_delivery_step_seconds", "one delivery step: a transaction "
+        self.delivery_step = Histogram("ribbon_delivery_step_seconds", "one delivery step: a transaction "
                                      "(exactly_once) or a produce-and-flush, begin to committed", registry=r,
                                      buckets=_SECONDS)
         self.gc_pause = Histogram("ribbon_gc_pause_seconds", "Python garbage-collector pauses in the worker's "
