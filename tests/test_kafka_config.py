@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from worker.kafka.config import client_config, embedded_settings, plain_config
@@ -120,3 +122,87 @@ def test_take_waits_only_for_the_first_message_then_takes_what_came_with_it():
     assert take(c, 10, 0.05) == ["a", "b", "c"]
     assert c.calls == [("consume", 10, 0), ("poll", 0.05), ("consume", 9, 0)]
     assert take(_Queue([], []), 10, 0.05) == [] and take(_Queue([], ["x", "y"]), 1, 0.05) == ["x"]
+
+
+def _consumer(broker, group: str, **props):
+    from worker.kafka import clients
+
+    return clients.consumer(plain_config(broker.bootstrap).tool_consumer(group, **props))
+
+
+def test_start_positions_name_the_committed_offset_or_the_reset_end(broker, new_topic):
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, TopicPartition
+
+    from worker.kafka.clients import start_positions
+
+    topic = new_topic("start", partitions=3)
+    group = f"g-{topic}"
+    c = _consumer(broker, group)
+    try:
+        parts = [TopicPartition(topic, p) for p in range(3)]
+        # a new group: nothing committed, so each partition starts at the end the reset names
+        assert [(t.partition, t.offset) for t in start_positions(c, parts, "earliest")] == \
+            [(0, OFFSET_BEGINNING), (1, OFFSET_BEGINNING), (2, OFFSET_BEGINNING)]
+        assert {t.offset for t in start_positions(c, parts, "latest")} == {OFFSET_END}
+        c.commit(offsets=[TopicPartition(topic, 1, 7)], asynchronous=False)
+        # partition 1 resumes at its commit, the others still at the reset end
+        got = start_positions(c, parts, "earliest")
+        assert [(t.partition, t.offset) for t in got] == [(0, OFFSET_BEGINNING), (1, 7), (2, OFFSET_BEGINNING)]
+        # "error" (or an unknown policy) is librdkafka's to apply: the partitions come back as given
+        assert start_positions(c, parts, "error") is parts
+    finally:
+        c.close()
+
+
+def test_start_positions_fall_back_to_librdkafka_when_the_lookup_fails():
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+    from worker.kafka.clients import start_positions
+
+    class Failing:
+        def committed(self, parts, timeout):
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    class PartlyFailing:
+        def committed(self, parts, timeout):
+            from types import SimpleNamespace
+
+            return [SimpleNamespace(topic=p.topic, partition=p.partition, offset=-1001,
+                                    error=KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)) for p in parts]
+
+    parts = [TopicPartition("t", 0)]
+    assert start_positions(Failing(), parts, "earliest") is parts
+    assert start_positions(PartlyFailing(), parts, "earliest") is parts
+
+
+def test_a_new_group_is_fed_from_the_beginning_and_a_restart_from_its_commit(broker, new_topic):
+    """Through the worker's own assign callback path: the first start reads every message from offset
+    0, and a restart of the group resumes exactly at the committed offsets (nothing skipped, nothing
+    read again)."""
+    from confluent_kafka import TopicPartition
+
+    from worker.kafka import clients
+    from worker.kafka.clients import start_positions
+
+    topic = new_topic("resume", partitions=2)
+    prod = clients.producer(plain_config(broker.bootstrap).tool_producer())
+    for i in range(40):
+        prod.produce(topic, value=str(i).encode(), partition=i % 2)
+    prod.flush(10)
+    group = f"g-{topic}"
+
+    def read(expect: int) -> list:
+        c = _consumer(broker, group, **{"session.timeout.ms": 6000,
+                                        "partition.assignment.strategy": "cooperative-sticky"})
+        c.subscribe([topic], on_assign=lambda cc, ps: cc.incremental_assign(start_positions(cc, ps, "earliest")))
+        got: list = []
+        deadline = time.monotonic() + 30
+        while len(got) < expect and time.monotonic() < deadline:
+            got += [m for m in c.consume(50, 0.1) if m.error() is None]
+        if expect == 40:
+            c.commit(offsets=[TopicPartition(topic, 0, 15), TopicPartition(topic, 1, 12)], asynchronous=False)
+        c.close()
+        return sorted((m.partition(), m.offset()) for m in got)
+
+    assert read(40) == sorted((p, o) for p in range(2) for o in range(20))
+    assert read(13) == sorted([(0, o) for o in range(15, 20)] + [(1, o) for o in range(12, 20)])

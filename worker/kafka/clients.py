@@ -67,3 +67,36 @@ def take(consumer, most: int, timeout_s: float) -> list:
     if first is None:
         return []
     return [first, *consumer.consume(num_messages=most - 1, timeout=0)] if most > 1 else [first]
+
+
+RESET_BEGINNING = frozenset({"earliest", "smallest", "beginning"})
+RESET_END = frozenset({"latest", "largest", "end"})
+COMMITTED_TIMEOUT_S = 10.0  # the committed-offset lookup in an assignment; past it, librdkafka's own path
+
+
+def start_positions(consumer, partitions: list, reset: str, timeout_s: float = COMMITTED_TIMEOUT_S) -> list:
+    """Newly assigned partitions, each with the offset to start from: its committed offset, or the
+    end that `reset` (auto.offset.reset) names when the group has none.
+
+    librdkafka finds both on its own, but for a partition without a committed offset it arms a
+    fixed 100 ms timer before it asks for the reset offset (rdkafka_offset.c, rd_kafka_offset_reset:
+    the backoff is 100 ms whenever the reset has a cause, and "no committed offset" is one): a new
+    group's first start on a backlog waited that long for its first message. Asked here (one
+    OffsetFetch), the committed offsets go to the assignment as they are, and a logical BEGINNING
+    or END is looked up at once. Any failure, or a reset policy of "error", returns the partitions
+    as given, to librdkafka's own path."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+
+    logical = OFFSET_BEGINNING if reset in RESET_BEGINNING else OFFSET_END if reset in RESET_END else None
+    if logical is None or not partitions:
+        return partitions
+    try:
+        committed = consumer.committed([TopicPartition(p.topic, p.partition) for p in partitions], timeout=timeout_s)
+    except (KafkaException, RuntimeError):
+        return partitions
+    out = []
+    for c in committed:
+        if c.error is not None:
+            return partitions
+        out.append(c if c.offset >= 0 else TopicPartition(c.topic, c.partition, logical))
+    return out

@@ -83,6 +83,11 @@ def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfi
     return ClientConfig(consumer, producer, common)
 
 
+def offset_reset(s: KafkaSettings) -> str:
+    """auto.offset.reset as the consumer gets it (kafka.consumer_extra may override "earliest")."""
+    return str(s.consumer_extra.get("auto.offset.reset", "earliest")).lower()
+
+
 def _identity(s: KafkaSettings) -> str:
     from worker.ops.identity import IdentityError, resolve_identity
 

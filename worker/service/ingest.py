@@ -15,7 +15,8 @@ Contract:
   tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
   round back through `combine_q`).
 - May block: in the poll (`take`: at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
-  waits for the pool's batches and for delivery's last transaction of those partitions), in
+  waits for the pool's batches and for delivery's last transaction of those partitions; an assign
+  asks the group coordinator for the committed offsets, at most 10 s), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
 - Errors: bad input goes to `DeadLetters.send` (then commits like any output);
@@ -37,7 +38,8 @@ import numpy as np
 
 from worker.digest.prepared import PrepareOptions
 from worker.digest.prompt import DocumentText, token_gate
-from worker.kafka.clients import Factory, take
+from worker.kafka.clients import Factory, start_positions, take
+from worker.kafka.config import offset_reset
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
@@ -344,6 +346,9 @@ class Ingest:
             # librdkafka keeps a partition's pause flag across unassign and assign: a partition lost while
             # paused comes back paused, and a resume after the loss (on the empty assignment) never reaches
             # it. So every assignment sets the flag explicitly, to what backpressure wants now.
+            # Each partition starts where the group committed, or where auto.offset.reset says, named
+            # here so librdkafka does not wait its fixed 100 ms before looking that up (start_positions).
+            partitions = start_positions(consumer, partitions, offset_reset(self.s.kafka))
             consumer.incremental_assign(partitions)
             (consumer.pause if self.paused else consumer.resume)(partitions)
             self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
