@@ -13,6 +13,6 @@ python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2
 STEADY_S=${STEADY_S:-60}
 for rate in ${RATES:-356.6 641.9}; do
   timeout $((STEADY_S + 240)) python3 -m worker bench steady --arch-config config/models/qwen2.5-0.5b.json \
-    --rate "$rate" --seconds "$STEADY_S" --max-new-tokens 64 --process on --token-budget 524288 \
-    --out "$OUT/steady_h200_$rate.json" 2>&1 | grep -v '^%' | grep -v 'Loading\|Writing' | tee "$OUT/steady_h200_$rate.txt"
+    --rate "$rate" --seconds "$STEADY_S" --max-new-tokens 64 --process on --token-budget 524288 --partitions ${PARTITIONS:-8} \
+    --out "$OUT/steady_h200_$rate${SUFFIX:-}.json" 2>&1 | grep -v '^%' | grep -v 'Loading\|Writing' | tee "$OUT/steady_h200_$rate${SUFFIX:-}.txt"
 done

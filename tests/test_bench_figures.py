@@ -57,3 +57,14 @@ def test_windows_give_each_stretch_of_the_run_its_own_percentiles():
     w = windows(rows, pct)
     assert [x["from_s"] for x in w] == [0.0, 10.0, 20.0] and [x["n"] for x in w] == [20, 20, 1]
     assert w[0]["p99"] == pytest.approx(0.2) and w[2]["p50"] == pytest.approx(1.0)
+
+
+def test_windows_show_which_stage_grew():
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    early = {"ingest": 20.0, "queued": 150.0, "model_done": 400.0, "total": 430.0}
+    late = {**early, "ingest": 120.0, "queued": 250.0, "model_done": 500.0, "total": 530.0}  # ingest +0.1 s
+    rows = [(1.0, 0.5, early)] * 5 + [(12.0, 0.6, late)] * 5 + [(13.0, 0.6, None)]  # one output without timing
+    w = windows(rows, pct)
+    assert w[0]["stages_p50_s"]["ingest"] == pytest.approx(0.02) and w[1]["stages_p50_s"]["ingest"] == pytest.approx(0.12)
+    assert w[1]["stages_p50_s"]["bin"] == pytest.approx(w[0]["stages_p50_s"]["bin"])  # the bin did not grow
+    assert w[1]["n"] == 6 and "stages_p50_s" not in windows([(1.0, 0.5)], pct)[0]

@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady", default="", help="then steady-load runs at these fractions of the measured "
                                                  "end-to-end capacity, e.g. 0.5,0.9")
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
+    ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -318,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
-    steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds) for f in fractions}
+    steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
+              for f in fractions}
     cleanup()
     import torch
 

@@ -57,7 +57,8 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     warm = np.array([seen[i] - sent[i] for i in sent if i in seen and sent[i] - t_start < warmup_s])
     mean_bin = busy / bins if bins else float("nan")
     pct = (lambda a, q: float(np.percentile(a, q)) if len(a) else float("nan"))  # noqa: E731
-    return {"rate_docs_per_s": rate, "seconds": seconds, "documents": n, "summaries": len(seen),
+    return {"rate_docs_per_s": rate, "seconds": seconds, "partitions": partitions, "documents": n,
+            "summaries": len(seen),
             "warmup_s": warmup_s, "bins": int(bins), "gpu_busy_s": busy, "mean_bin_s": mean_bin,
             "latency_s": {"p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99),
                           "mean": float(lat.mean()) if len(lat) else float("nan"), "max": pct(lat, 100),
@@ -65,18 +66,27 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
             "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
             "stages_s": _stages([(seen[i] - sent[i], timing[i]) for i in sent
                                  if i in seen and i in timing and sent[i] - t_start >= warmup_s], pct),
-            "windows": windows([(sent[i] - t_start, seen[i] - sent[i]) for i in sent if i in seen], pct),
+            "windows": windows([(sent[i] - t_start, seen[i] - sent[i], timing.get(i)) for i in sent if i in seen], pct),
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan")}
 
 
-def windows(rows: list[tuple[float, float]], pct, width_s: float = 10.0) -> list[dict]:
+def windows(rows: list[tuple], pct, width_s: float = 10.0) -> list[dict]:
     """Latency p50/p99 of the documents produced in each `width_s` of the run (by produce time): does
-    the run hold its latency, or drift as it goes on?"""
-    by: dict[int, list[float]] = {}
-    for t, lat in rows:
-        by.setdefault(int(t // width_s), []).append(lat)
-    return [{"from_s": k * width_s, "n": len(v), "p50": round(pct(np.array(v), 50), 4),
-             "p99": round(pct(np.array(v), 99), 4)} for k, v in sorted(by.items())]
+    the run hold its latency, or drift as it goes on? Rows are (produce time, latency[, timing_ms]);
+    with the outputs' timing, each window also has its stages' p50 (`stages_p50_s`: _stages), so a
+    drift shows where it grows."""
+    by: dict[int, list[tuple]] = {}
+    for row in rows:
+        by.setdefault(int(row[0] // width_s), []).append(row)
+    out = []
+    for k, v in sorted(by.items()):
+        lat = np.array([r[1] for r in v])
+        w = {"from_s": k * width_s, "n": len(v), "p50": round(pct(lat, 50), 4), "p99": round(pct(lat, 99), 4)}
+        timed = [(r[1], r[2]) for r in v if len(r) > 2 and r[2]]
+        if timed:
+            w["stages_p50_s"] = {name: q["p50"] for name, q in _stages(timed, pct).items()}
+        out.append(w)
+    return out
 
 
 def _mean(get, name: str) -> float | None:
@@ -129,6 +139,9 @@ def report(r: dict, label: str) -> None:
                                                          for k, v in r["stages_s"].items()))
     if r.get("windows"):
         print("  p99 by 10 s of produce time: " + ", ".join(f"{w['p99']:.3f}" for w in r["windows"]))
+        for name in r["windows"][0].get("stages_p50_s", {}):
+            print(f"    {name.replace('_', ' ')} p50 by 10 s: "
+                  + ", ".join(f"{w.get('stages_p50_s', {}).get(name, float('nan')):.3f}" for w in r["windows"]))
     w = r.get("worker", {})
     if "gc_pauses" in w:
         print(f"  worker: record age at poll {w['record_age_at_poll_mean_s']} s, delivery step "
@@ -149,12 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
                     help="model.process (auto: the model in its own process on CUDA)")
+    ap.add_argument("--partitions", type=int, default=8,
+                    help="input and output topic partitions (the embedded broker's per-partition log length "
+                         "grows its latency: bench/broker_drift.py)")
     ap.add_argument("--out", default=None, help="JSON path (default: print only)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     settings, parts, cleanup = load_parts(a)
     try:
-        r = steady_load(settings, parts, a.rate, a.seconds)
+        r = steady_load(settings, parts, a.rate, a.seconds, partitions=a.partitions)
     finally:
         cleanup()
     r["command"] = "ribbon bench steady " + " ".join(argv or [])
