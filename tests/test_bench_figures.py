@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from worker.bench.e2e import overhead_parts
-from worker.bench.steady import _stages, windows
+from worker.bench.steady import _stages, _worker_share, windows
 
 
 def _row(t, consumed=0, work=0.0, bins=0):
@@ -68,3 +68,11 @@ def test_windows_show_which_stage_grew():
     assert w[0]["stages_p50_s"]["ingest"] == pytest.approx(0.02) and w[1]["stages_p50_s"]["ingest"] == pytest.approx(0.12)
     assert w[1]["stages_p50_s"]["bin"] == pytest.approx(w[0]["stages_p50_s"]["bin"])  # the bin did not grow
     assert w[1]["n"] == 6 and "stages_p50_s" not in windows([(1.0, 0.5)], pct)[0]
+
+
+def test_the_workers_own_share_is_set_against_the_mean_bin():
+    pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
+    share = _worker_share(np.array([0.1] * 99 + [0.5]), 0.2, pct)
+    assert share["worker_latency_s"]["p50"] == pytest.approx(0.1)
+    assert share["worker_p99_over_mean_bin"] == pytest.approx(share["worker_latency_s"]["p99"] / 0.2)
+    assert 0.1 < share["worker_latency_s"]["p99"] <= 0.5 and _worker_share(np.array([]), 0.2, pct) == {}
