@@ -28,13 +28,15 @@ RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels \
       -C cmake.define.RIBBON_BUILD_TESTS=OFF .
 
 FROM ${BASE_IMAGE}
-# TOKENIZERS_PARALLELISM is a switch, not a secret.
+# TOKENIZERS_PARALLELISM is left unset: the ingest thread's tokenizer spreads each poll batch over
+# the cores (the compaction gate and the planner tokenize every document there), and nothing forks
+# the worker's process after it tokenizes (the preprocessing pool starts by forkserver, the engine
+# process by spawn). Set it to false only to hold the worker to one tokenizer thread.
 # hadolint ignore=DL3064
 ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
-    TOKENIZERS_PARALLELISM=false \
     RIBBON_SERVER__HOST=0.0.0.0
 COPY --from=build /wheels /wheels
 RUN python -m pip install --no-cache-dir /wheels/*.whl \
