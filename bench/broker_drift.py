@@ -16,17 +16,15 @@ Why: `ribbon bench steady` on the H200 showed latency rising window by window ov
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import platform
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
+from results_io import RESULTS, save
 
-RESULTS = Path(__file__).resolve().parent / "results"
 BODY = 2_000  # bytes per record: about a corpus document's JSON
 
 
@@ -121,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"host": platform.node(), "cpus": mp.cpu_count(), "rate": a.rate, "seconds": a.seconds,
            "record_bytes": BODY, "transactions": not a.no_transactions, "runs": runs,
            "command": "bench/broker_drift.py " + " ".join(argv)}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(out, indent=2))
-    print(f"wrote {a.out}")
+    save(a.out, out)
     return 0
 
 

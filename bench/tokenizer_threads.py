@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from results_io import RESULTS, save
+
 
 
 def _measure(docs: int, batch: int, repeats: int) -> dict:
@@ -69,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
               "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
               "env_TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM"), "batch": a.batch,
               "docs": a.docs, "runs": runs, "command": "bench/tokenizer_threads.py " + " ".join(argv)}
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=2))
-    print(f"wrote {a.out}")
+    save(a.out, result)
     return 0
 
 
