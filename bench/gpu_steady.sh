@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device call: steady-load runs, each a `ribbon bench steady` process of its own (not inside
-# `ribbon bench e2e` after its backlog runs, where the runs at 90% load saw records older at poll:
-# docs/pipeline.md, "Measured now"). RATES: documents/s, space-separated (default: 50% and 90% of
+# `ribbon bench e2e` after its backlog runs). RATES: documents/s, space-separated (default: 50% and 90% of
 # the 713 docs/s end-to-end capacity of e2e_h200_stream.json); STEADY_S: seconds of load (60).
 # Each process also makes the random checkpoint, starts the engine process and warms it up before
-# its load, so its timeout is STEADY_S + 240 s. Results: $OUT/steady_h200_<rate>.{json,txt}.
+# its load, so its timeout is STEADY_S + 240 s. PARTITIONS: the topics' partitions (8); SUFFIX: added
+# to the file names. Results: $OUT/steady_h200_<rate>${SUFFIX}.{json,txt}.
 set -uo pipefail
 WHL=${WHL:-.whl}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHL/*.whl || exit 1

@@ -1,7 +1,7 @@
 """The ingest thread's tokenizer: tokens/s on this host by tokenizer thread count.
 
-The compaction gate and the planner tokenize every document on the ingest thread (raw document and
-digest prompt counted, prompt tokenized: about 2.2 tokens tokenized per prompt token), in batches
+The compaction gate and the planner tokenize every document on the ingest thread (the raw document
+and its digest prompt counted, then the prompt tokenized for the model), in batches
 the fast tokenizer spreads over its threads (the `tokenizers` library's Rayon pool: all cores,
 unless TOKENIZERS_PARALLELISM=false or RAYON_NUM_THREADS says otherwise). Each thread count runs in
 a process of its own (the pool is sized once per process): the tiny offline tokenizer, the raw

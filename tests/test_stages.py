@@ -268,3 +268,30 @@ def test_at_least_once_hands_the_offsets_to_the_ingest_thread_after_delivery():
     assert d.step() == 2
     assert "begin" not in producer.calls
     assert [(tp.partition, tp.offset) for tp in d.to_commit.get_nowait()] == [(0, 2)]
+
+
+@dataclass
+class AssigningConsumer(PausingConsumer):
+    """Committed offsets as a group coordinator holds them; records what ingest assigns."""
+
+    offsets: dict = field(default_factory=dict)
+    assigned: list = field(default_factory=list)
+
+    def committed(self, parts, timeout):
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(p.topic, p.partition, self.offsets.get(p.partition, -1001)) for p in parts]
+
+    def incremental_assign(self, parts) -> None:
+        self.assigned.extend((p.topic, p.partition, p.offset) for p in parts)
+
+
+def test_an_assignment_starts_each_partition_at_its_commit_or_at_the_reset_end():
+    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+    ing, tracker, _ = make_ingest()
+    ing.consumer = AssigningConsumer(offsets={1: 42})
+    ing._on_assign(ing.consumer, [TopicPartition("in", 0), TopicPartition("in", 1)])
+    # named to librdkafka: no partition is left to its reset path (and its fixed 100 ms wait)
+    assert ing.consumer.assigned == [("in", 0, OFFSET_BEGINNING), ("in", 1, 42)]
+    assert tracker.epoch(("in", 1)) is not None and ing.assigned.is_set()

@@ -80,7 +80,7 @@ def _worker_share(inner: np.ndarray, mean_bin: float, pct) -> dict:
     if not len(inner):
         return {}
     return {"worker_latency_s": {"p50": pct(inner, 50), "p99": pct(inner, 99)},
-            "worker_p99_over_mean_bin": pct(inner, 99) / mean_bin if mean_bin == mean_bin else float("nan")}
+            "worker_p99_over_mean_bin": pct(inner, 99) / mean_bin}  # nan when no bin ran
 
 
 def windows(rows: list[tuple], pct, width_s: float = 10.0) -> list[dict]:
