@@ -25,9 +25,11 @@ install: $(STAMP)
 test: install lint
 	$(BIN)/python -m pytest
 
-# The package graph: layers one way, no cycles (contracts in pyproject.toml).
+# Quick gates: the package graph (layers one way, no cycles: contracts in pyproject.toml);
+# every path the docs name exists and bench/results/ is indexed and small.
 lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/check_paths.py
 
 demo: install
 	$(BIN)/ribbon demo
