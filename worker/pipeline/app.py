@@ -230,14 +230,14 @@ class Worker:
             th = threading.Thread(target=target, name=name, daemon=True)
             th.start()
             self._threads.append(th)
-        self._wire_consumer()
+        self._wait_for_consumer()
         return self
 
-    def _wire_consumer(self) -> None:
+    def _wait_for_consumer(self) -> None:
+        """start() returns once ingest has built its consumer (or failed, or 30 s passed)."""
         deadline = time.monotonic() + 30
         while self.ingest.consumer is None and time.monotonic() < deadline and self.ingest.error is None:
             time.sleep(0.01)
-        self.delivery.consumer = self.ingest.consumer
 
     def failed(self) -> BaseException | None:
         gpu_error = self.gpu.error if self.gpu is not None else None

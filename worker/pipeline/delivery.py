@@ -46,6 +46,7 @@ import time
 from worker.kafka.clients import Factory
 from worker.pipeline.spill import Spilled
 from worker.pipeline.tracker import OffsetTracker, Ready
+from worker.pipeline.stage import run_stage
 
 log = logging.getLogger(__name__)
 
@@ -116,26 +117,26 @@ class Delivery:
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        try:
-            self.producer = self.make_producer()
-            if self.exactly_once:
-                self._init_transactions()
-            self.started.set()
-            while not self.stop.is_set():
-                self._wake.wait(self.interval_s)
-                self._wake.clear()
-                self._serve_requests()
-                self.step()
+        run_stage(self, self._loop, log, "delivery thread", cleanup=self._close)
+
+    def _loop(self) -> None:
+        self.producer = self.make_producer()
+        if self.exactly_once:
+            self._init_transactions()
+        self.started.set()
+        while not self.stop.is_set():
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
             self._serve_requests()
-            self.step()  # the last finished results go out before we leave
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self.error = exc
-            log.exception("delivery thread failed")
-        finally:
-            self.started.set()
-            self._serve_requests(commit=False)
-            if self.producer is not None:
-                self.producer.flush(5.0)
+            self.step()
+        self._serve_requests()
+        self.step()  # the last finished results go out before we leave
+
+    def _close(self) -> None:
+        self.started.set()
+        self._serve_requests(commit=False)
+        if self.producer is not None:
+            self.producer.flush(5.0)
 
     def _init_transactions(self) -> None:
         """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each

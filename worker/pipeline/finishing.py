@@ -45,6 +45,7 @@ from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import Doc, DocRegistry, Seq
 from worker.pipeline.outputs import build_output
 from worker.pipeline.tracker import OffsetTracker, Record
+from worker.pipeline.stage import run_stage
 
 log = logging.getLogger(__name__)
 
@@ -118,21 +119,20 @@ class Finishing:
 
     # ---- the thread ----------------------------------------------------------------------
     def run(self) -> None:
-        try:
-            while True:
-                try:
-                    item = self._q.get(timeout=0.05)
-                except queue.Empty:
-                    if self._stop.is_set():
-                        return
-                    continue
-                if isinstance(item, FinishedBin):
-                    self._finish_bin(item)
-                elif self._output(item.doc, item.summary):
-                    self.wake()
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self.error = exc
-            log.exception("finishing thread failed")
+        run_stage(self, self._loop, log, "finishing thread")
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                item = self._q.get(timeout=0.05)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                continue
+            if isinstance(item, FinishedBin):
+                self._finish_bin(item)
+            elif self._output(item.doc, item.summary):
+                self.wake()
 
     def _finish_bin(self, item: FinishedBin) -> None:
         """Every document of the bin, then one wake: delivery takes the whole bin in one transaction

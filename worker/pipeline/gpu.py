@@ -31,6 +31,7 @@ from typing import Protocol
 from worker.engine.fallback import as_tensor, generate_or_alone
 from worker.packer.config import PackerConfig
 from worker.pipeline.inflight import DocRegistry, Seq, mark_bin
+from worker.pipeline.stage import run_stage
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +53,14 @@ class GpuLoop:
         self._oom_seen = 0
 
     def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                self.metrics.gpu_heartbeat = time.monotonic()
-                b = self.packer.next_bin(0.05)
-                if b is not None:
-                    self.run_bin(b)
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self.error = exc
-            log.exception("gpu thread failed")
+        run_stage(self, self._loop, log, "gpu thread")
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self.metrics.gpu_heartbeat = time.monotonic()
+            b = self.packer.next_bin(0.05)
+            if b is not None:
+                self.run_bin(b)
 
     def run_bin(self, b) -> None:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]

@@ -36,6 +36,7 @@ import time
 
 from worker.packer.config import PackerConfig
 from worker.pipeline.inflight import DocRegistry, mark_bin
+from worker.pipeline.stage import run_stage
 from worker.remote.process import EngineProcess
 from worker.pipeline.gpu import BinSink
 
@@ -58,25 +59,24 @@ class ProcessGpuLoop:
     def run(self) -> None:
         rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
         rx.start()
-        try:
-            while not self.stop.is_set() and self.error is None:
-                if not self._inflight:
-                    self.metrics.gpu_heartbeat = time.monotonic()
-                if not self._room.acquire(timeout=0.05):
-                    continue
-                self._freed.clear()
-                if self._inflight and not self._full_bin_pending():
-                    self._room.release()  # not a backlog: cut the next bin when the model is free
-                    self._freed.wait(0.01)
-                    continue
-                b = self.packer.next_bin(0.05)
-                if b is None:
-                    self._room.release()
-                    continue
-                self._send(b)
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
-        rx.join(1.0)
+        run_stage(self, self._send_loop, log, "gpu stage", cleanup=lambda: rx.join(1.0), traceback=False)
+
+    def _send_loop(self) -> None:
+        while not self.stop.is_set() and self.error is None:
+            if not self._inflight:
+                self.metrics.gpu_heartbeat = time.monotonic()
+            if not self._room.acquire(timeout=0.05):
+                continue
+            self._freed.clear()
+            if self._inflight and not self._full_bin_pending():
+                self._room.release()  # not a backlog: cut the next bin when the model is free
+                self._freed.wait(0.01)
+                continue
+            b = self.packer.next_bin(0.05)
+            if b is None:
+                self._room.release()
+                continue
+            self._send(b)
 
     def _full_bin_pending(self) -> bool:
         """Does the packer hold a full bin's documents or weight already?"""
@@ -97,13 +97,13 @@ class ProcessGpuLoop:
                 self.busy_since = time.monotonic()
 
     def _receive(self) -> None:
-        try:
-            while not self.stop.is_set() and self.error is None:
-                msg = self.engine.receive(0.05)
-                if msg is not None and msg[0] == "done":
-                    self._done(*msg[1:])
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
+        run_stage(self, self._receive_loop, log, "gpu stage", traceback=False)
+
+    def _receive_loop(self) -> None:
+        while not self.stop.is_set() and self.error is None:
+            msg = self.engine.receive(0.05)
+            if msg is not None and msg[0] == "done":
+                self._done(*msg[1:])
 
     def _done(self, bin_id: int, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int) -> None:
         with self._lock:
@@ -133,8 +133,3 @@ class ProcessGpuLoop:
         if oom_splits > seen:
             m.oom_splits.inc(oom_splits - seen)
             self.engine.stats["oom_splits"] = oom_splits
-
-    def _fail(self, exc: BaseException) -> None:
-        if self.error is None:
-            self.error = exc
-            log.error("gpu stage failed: %s", exc)

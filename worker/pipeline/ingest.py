@@ -46,6 +46,7 @@ from worker.pipeline.inflight import Doc, DocRegistry
 from worker.pipeline.planner import Planner, combine_text
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
 from worker.pipeline.tracker import OffsetTracker
+from worker.pipeline.stage import run_stage
 
 log = logging.getLogger(__name__)
 
@@ -95,40 +96,37 @@ class Ingest:
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
-        try:
-            processes = auto_processes(self.s.pipeline.preprocess_processes)
-            if processes:
-                self.preprocess = Preprocessor(processes, self.prepare_options)
-                self.batches = InOrder(self.preprocess, POOL_DEPTH)
-                log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
-            self.consumer = self.make_consumer()
-            self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
-                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
-            next_lag = 0.0
-            while not self.stop.is_set():
-                # Delivery never calls the consumer (calls into one consumer are serialized): hand it
-                # the group metadata for its transactions, and commit what it delivered (at_least_once).
-                self.delivery.group_metadata = self.consumer.consumer_group_metadata()
-                self._commit_delivered(asynchronous=True)
-                self._plan_combines()
-                self._backpressure()
-                if time.monotonic() >= next_lag:
-                    self._report_lag()
-                    self._report_held()
-                    next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
-                # short polls while batches are in the pool: their documents go on as soon as they are back
-                msgs = take(self.consumer, self.batch, 0.005 if len(self.batches) else 0.05)
-                # While draining, polled messages are not registered: their offsets never commit,
-                # so whoever owns the partition next gets them again.
-                if msgs and not self.stop_polling.is_set():
-                    self._ingest(msgs)
-                # polled batches come back from the pool in order; with nothing new polled, wait for them
-                self._take_prepared(block=not msgs or self.stop_polling.is_set())
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self.error = exc
-            log.exception("ingest thread failed")
-        finally:
-            self._close()
+        run_stage(self, self._loop, log, "ingest thread", cleanup=self._close)
+
+    def _loop(self) -> None:
+        processes = auto_processes(self.s.pipeline.preprocess_processes)
+        if processes:
+            self.preprocess = Preprocessor(processes, self.prepare_options)
+            self.batches = InOrder(self.preprocess, POOL_DEPTH)
+            log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
+        self.consumer = self.make_consumer()
+        self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        next_lag = 0.0
+        while not self.stop.is_set():
+            # Delivery never calls the consumer (calls into one consumer are serialized): hand it
+            # the group metadata for its transactions, and commit what it delivered (at_least_once).
+            self.delivery.group_metadata = self.consumer.consumer_group_metadata()
+            self._commit_delivered(asynchronous=True)
+            self._plan_combines()
+            self._backpressure()
+            if time.monotonic() >= next_lag:
+                self._report_lag()
+                self._report_held()
+                next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
+            # short polls while batches are in the pool: their documents go on as soon as they are back
+            msgs = take(self.consumer, self.batch, 0.005 if len(self.batches) else 0.05)
+            # While draining, polled messages are not registered: their offsets never commit,
+            # so whoever owns the partition next gets them again.
+            if msgs and not self.stop_polling.is_set():
+                self._ingest(msgs)
+            # polled batches come back from the pool in order; with nothing new polled, wait for them
+            self._take_prepared(block=not msgs or self.stop_polling.is_set())
 
     def _commit_delivered(self, asynchronous: bool) -> None:
         from confluent_kafka import KafkaException
