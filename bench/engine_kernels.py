@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from worker.bench.engine import MODELS, ceilings, make_mix, model_figures, prefill_flops, ribbon_generate, \
-    ribbon_prefill
+from worker.bench.engine import MODELS, make_mix, ribbon_generate, ribbon_prefill
+from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
 from worker.bench.engine_profile import profile
 
 CONFIGS = [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 3), (64, 64, 4, 3),

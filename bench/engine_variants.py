@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from worker.bench.engine import MODELS, _stage, ceilings, make_mix, model_figures, prefill_flops, ribbon_generate, \
-    ribbon_prefill
+from worker.bench.engine import MODELS, _stage, make_mix, ribbon_generate, ribbon_prefill
+from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
 from worker.bench.engine_profile import profile
 
 

@@ -17,8 +17,8 @@ from helpers import consume_all, frozen, wait_for
 
 from worker.kafka import clients
 from worker.kafka.config import client_config
-from worker.pipeline.delivery import Delivery, FatalDeliveryError
-from worker.observability.metrics import HealthServer, Metrics
+from worker.pipeline.delivery import Delivery, DeliveryConfig, FatalDeliveryError
+from worker.observability.metrics import HealthServer, Metrics, Probes
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.config.settings import KafkaSettings, Settings
 
@@ -49,11 +49,11 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
     conf = client_config(settings.kafka, bootstrap=b.bootstrap)
     consumer = clients.consumer(conf.consumer)
     tracker, metrics = OffsetTracker(), Metrics()
-    delivery = Delivery(settings=settings, make_producer=clients.Clients(conf).producer, tracker=tracker,
-                        metrics=metrics)
+    delivery = Delivery(config=DeliveryConfig(settings), make_producer=clients.Clients(conf).producer,
+                        tracker=tracker, metrics=metrics)
     delivery.group_metadata = consumer.consumer_group_metadata()
-    health = HealthServer(metrics, "127.0.0.1", 0, delivery_busy_s=delivery.stuck_for,
-                          delivery_stuck_s=STUCK_S / 2).start()
+    health = HealthServer(metrics, "127.0.0.1", 0,
+                          Probes(delivery_busy_s=delivery.stuck_for, delivery_stuck_s=STUCK_S / 2)).start()
     thread = threading.Thread(target=delivery.run, name="ribbon-delivery", daemon=True)
     thread.start()
     try:

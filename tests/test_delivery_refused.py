@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from worker.pipeline.delivery import VALUE_DROPPED, Delivery
+from worker.pipeline.delivery import VALUE_DROPPED, Delivery, DeliveryConfig
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.config.settings import KafkaSettings, Settings
@@ -64,7 +64,7 @@ def test_a_dead_letter_the_broker_refuses_goes_without_its_value():
     settings = Settings(kafka=KafkaSettings(input_topics=("in",), output_topic="out", dlq_topic="dlq"))
     tracker = OffsetTracker()
     producer = RefusingProducer()
-    delivery = Delivery(settings=settings, make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    delivery = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
     delivery.producer = producer  # what run() does on its thread
     epoch = tracker.assign(TP)
     big = Record("dlq", b"k1", b"x" * (LIMIT + 1), (("error.class", b"oversize"),))

@@ -11,7 +11,8 @@ from stage_fakes import Generated, Wake, make_doc, registered
 from worker.messages.models import parse_dead_letter_headers
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.finishing import Finishing
+from worker.pipeline.finishing import Finishing, FinishingConfig
+from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
 from worker.config.settings import load_settings
@@ -23,9 +24,8 @@ def stage():
     combined: list = []
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                      wake=wake)
-    fin = Finishing(settings=load_settings(environ={}), output_topic="out", model_name="m", registry=registry,
-                    tracker=tracker, dead_letters=dl, combine=combined.append, metrics=metrics, wake=wake,
-                    capacity=2)
+    fin = Finishing(config=FinishingConfig(load_settings(environ={}), "out", "m", capacity=2),
+                    shared=Shared(tracker, registry, metrics, dl), combine=combined.append, wake=wake)
     return fin, tracker, registry, wake, combined
 
 

@@ -10,6 +10,7 @@ from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, regis
 from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.gpu import GpuLoop
+from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
 
@@ -49,7 +50,7 @@ def parts():
 
 
 def loop_for(engine, packer, registry, sink, metrics) -> GpuLoop:
-    return GpuLoop(engine=engine, packer=packer, registry=registry, finishing=sink, metrics=metrics,
+    return GpuLoop(engine=engine, packer=packer, shared=Shared(OffsetTracker(), registry, metrics), finishing=sink,
                    config=PackerConfig(budget=100, reserve_per_seq=4))
 
 

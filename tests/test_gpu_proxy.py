@@ -14,6 +14,7 @@ from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
 from worker.remote.process import EngineProcessError
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
 
@@ -60,8 +61,8 @@ def parts():
 
 
 def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[ProcessGpuLoop, threading.Thread]:
-    loop = ProcessGpuLoop(engine=remote, packer=packer, registry=registry, finishing=sink, metrics=metrics,
-                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs), seed=5)
+    loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics),
+                          finishing=sink, config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs), seed=5)
     t = threading.Thread(target=loop.run)
     t.start()
     return loop, t

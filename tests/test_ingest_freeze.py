@@ -18,9 +18,10 @@ from worker.kafka.config import client_config
 from worker.packer import PackerStats
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Ingest, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import Metrics
-from worker.pipeline.planner import Planner
+from worker.pipeline.planner import PlanLimits, Planner
+from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
 from worker.config.settings import KafkaSettings, Settings
 
@@ -69,12 +70,11 @@ def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, Fa
     dead_letters = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                                wake=lambda: None)
     planner = Planner(lambda text: [1] * (8 + len(text.split())), lambda texts: [len(t.split()) for t in texts],
-                      max_prompt_tokens=4096)
-    ingest = Ingest(settings=settings, make_consumer=Clients(conf).consumer, tracker=tracker, registry=DocRegistry(),
-                    packer=packer, planner=planner, delivery=FakeDelivery(tracker), metrics=metrics,
-                    dead_letters=dead_letters,
-                    watermarks=Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6,
-                                          low_messages=10**6))
+                      PlanLimits(4096))
+    marks = Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6, low_messages=10**6)
+    ingest = Ingest(config=IngestConfig(settings, marks), shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
+                    make_consumer=Clients(conf).consumer, delivery=FakeDelivery(tracker),
+                    downstream=Downstream(packer, planner))
     return ingest, packer
 
 

@@ -12,11 +12,12 @@ from stage_fakes import Wake
 
 from worker.messages.models import parse_dead_letter_headers
 from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.delivery import Delivery
+from worker.pipeline.delivery import Delivery, DeliveryConfig
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Ingest, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import Metrics
-from worker.pipeline.planner import Planner
+from worker.pipeline.planner import PlanLimits, Planner
+from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.config.settings import load_settings
 
@@ -33,7 +34,7 @@ def counts(texts) -> list[int]:
 
 
 def test_planner_keeps_short_documents_whole_and_chunks_long_ones_by_lines():
-    p = Planner(words, counts, max_prompt_tokens=50, max_new_tokens=4)
+    p = Planner(words, counts, PlanLimits(50, max_new_tokens=4))
     assert p.plan("a b c").prompts == (tuple(words("a b c")),)
     long = "\n".join(" ".join(["w"] * 10) for _ in range(12))  # 120 words: over a 48-token chunk
     plan = p.plan(long)
@@ -42,14 +43,14 @@ def test_planner_keeps_short_documents_whole_and_chunks_long_ones_by_lines():
 
 
 def test_planner_truncates_only_when_asked():
-    p = Planner(words, counts, max_prompt_tokens=20, max_new_tokens=2, truncate=True)
+    p = Planner(words, counts, PlanLimits(20, max_new_tokens=2, truncate=True))
     plan = p.plan(" ".join(["w"] * 40))
     assert plan.truncated and len(plan.prompts) == 1 and len(plan.prompts[0]) <= 20
 
 
 def test_planner_refuses_a_budget_that_cannot_combine_summaries():
     with pytest.raises(ValueError, match="cannot combine summaries"):
-        Planner(words, counts, max_prompt_tokens=30, max_new_tokens=20)
+        Planner(words, counts, PlanLimits(30, max_new_tokens=20))
 
 
 # ---- ingest ----------------------------------------------------------------------------
@@ -121,10 +122,10 @@ def make_ingest(packer: FakePacker | None = None):
     tracker, registry, metrics, wake = OffsetTracker(), DocRegistry(), Metrics(), Wake()
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                      wake=wake)
-    ing = Ingest(settings=load_settings(environ={}), make_consumer=PausingConsumer, tracker=tracker,
-                 registry=registry, packer=packer or FakePacker(), planner=Planner(words, counts, 50, max_new_tokens=4),
-                 delivery=None, metrics=metrics, dead_letters=dl,
-                 watermarks=Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5))
+    marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
+    ing = Ingest(config=IngestConfig(load_settings(environ={}), marks), shared=Shared(tracker, registry, metrics, dl),
+                 make_consumer=PausingConsumer, delivery=None,
+                 downstream=Downstream(packer or FakePacker(), Planner(words, counts, PlanLimits(50, max_new_tokens=4))))
     ing.consumer = ing.make_consumer()
     tracker.assign(("in", 0))
     return ing, tracker, registry
@@ -234,7 +235,7 @@ class FakeProducer:
 def make_delivery(producer: FakeProducer, delivery: str = "exactly_once"):
     settings = load_settings(environ={"RIBBON_KAFKA__DELIVERY": delivery})
     tracker = OffsetTracker()
-    d = Delivery(settings=settings, make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    d = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
     d.producer, d.group_metadata = producer, object()
     e = tracker.assign(("in", 0))
     for off in (0, 1, 2):

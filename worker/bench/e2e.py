@@ -283,14 +283,14 @@ def main(argv: list[str] | None = None) -> int:
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
-    from worker.pipeline.planner import Planner
+    from worker.pipeline.planner import PlanLimits, Planner
 
     tok = eng.tokenizer
     count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
                                             split_special_tokens=True)["input_ids"]]
     texts, digest_s = model_texts(settings, docs, count)
-    planner = Planner(eng.prompt_ids, count, max_prompt_tokens=parts.budget - parts.reserve,
-                      max_new_tokens=parts.reserve, prompt_batch=eng.prompt_ids_batch)
+    planner = Planner(eng.prompt_ids, count, PlanLimits(parts.budget - parts.reserve, max_new_tokens=parts.reserve),
+                      prompt_batch=eng.prompt_ids_batch)
     t0 = time.perf_counter()
     # a long document goes in chunks, as in the worker (engine only leaves out the combine round)
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
 
 from prometheus_client import (
@@ -97,6 +98,17 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+@dataclass(frozen=True)
+class Probes:
+    """What /healthz asks the worker: is the GPU stage busy (stuck past `stuck_after_s` without a
+    heartbeat), and for how long has delivery's step been under way (stuck past `delivery_stuck_s`)."""
+
+    busy: Callable[[], bool] = lambda: False
+    stuck_after_s: float = 120.0
+    delivery_busy_s: Callable[[], float] = lambda: 0.0
+    delivery_stuck_s: float = 60.0
+
+
 class HealthServer:
     """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
     partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
@@ -106,14 +118,14 @@ class HealthServer:
     a port it cannot listen on is a start-up error naming server.port/server.host.
     """
 
-    def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
-                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
-                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
+    def __init__(self, metrics: Metrics, host: str, port: int, probes: Probes | None = None,
+                 idle_timeout_s: float = 5.0) -> None:
         from worker.config.errors import StartupError
         from worker.observability.http import HttpServer
 
-        self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
-        self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
+        p = probes or Probes()
+        self.metrics, self.stuck_after_s, self.busy = metrics, p.stuck_after_s, p.busy
+        self.delivery_busy_s, self.delivery_stuck_s = p.delivery_busy_s, p.delivery_stuck_s
         probes = {"/healthz": self.health,
                   "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
         try:

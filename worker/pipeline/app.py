@@ -18,23 +18,28 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.packer.config import resolve_reserve
 from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.delivery import Delivery
+from worker.pipeline.delivery import Delivery, DeliveryConfig
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.finishing import Finishing
+from worker.pipeline.finishing import Finishing, FinishingConfig
 from worker.remote.process import EngineProcess
 from worker.observability.gcwatch import GcWatch, settle, unsettle
 from worker.pipeline.gpu import GpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
-from worker.pipeline.ingest import Ingest, Watermarks
-from worker.observability.metrics import HealthServer, Metrics
-from worker.pipeline.planner import Planner
+from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+from worker.observability.metrics import HealthServer, Metrics, Probes
+from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.spill import Spool
 from worker.pipeline.tracker import OffsetTracker
+from worker.pipeline.stage import EngineLike, Shared
+
+if TYPE_CHECKING:
+    from worker.packer import Packer
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +47,8 @@ DIGEST_MODEL_NAME = "digest"  # the output's `model` in digest mode
 
 @dataclass
 class Parts:
-    engine: object
-    packer: object
+    engine: EngineLike
+    packer: Packer
     budget: int
     reserve: int
 
@@ -143,13 +148,14 @@ class Worker:
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
-        self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
-                                 metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
-                                 max_records=pl.delivery_max_records)
+        self.delivery = Delivery(config=DeliveryConfig(settings, interval_s=pl.delivery_interval_ms / 1e3,
+                                                       max_records=pl.delivery_max_records),
+                                 make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake,
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes))
+        self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters)
         self.gpu: GpuLoop | None = None
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
@@ -164,15 +170,14 @@ class Worker:
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
-            self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
-                            finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
-                            seed=settings.model.seed)
+            self.gpu = loop(engine=self.engine, packer=self.packer, shared=self.shared, finishing=self.finishing,
+                            config=self.packer.config, seed=settings.model.seed)
         self.server = None
         if settings.server.port:
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
-                                       delivery_busy_s=self.delivery.stuck_for,
-                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
+            probes = Probes(busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                            delivery_busy_s=self.delivery.stuck_for,
+                            delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port, probes)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -181,12 +186,13 @@ class Worker:
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
         # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
+            limits = PlanLimits(max_prompt_tokens=self.budget - parts.reserve,
+                                max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+                                max_new_tokens=parts.reserve)
             return Planner(self.engine.prompt_ids,
                            lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
                                                               split_special_tokens=True)["input_ids"]],
-                           max_prompt_tokens=self.budget - parts.reserve,
-                           max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
-                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+                           limits, prompt_batch=self.engine.prompt_ids_batch)
         except ValueError as exc:
             from worker.config.settings import SettingsError
 
@@ -194,15 +200,13 @@ class Worker:
 
     def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
         """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
-        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
-                                   model_name=model_name, registry=self.registry, tracker=self.tracker,
-                                   dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
-                                   metrics=self.metrics, wake=self.delivery.wake,
-                                   capacity=settings.pipeline.finishing_queue_bins)
-        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
-                             registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
-                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
-                             finished=self.finishing.submit_finished)
+        self.finishing = Finishing(config=FinishingConfig(settings, settings.kafka.output_topic, model_name,
+                                                          capacity=settings.pipeline.finishing_queue_bins),
+                                   shared=self.shared, combine=lambda doc: self.ingest.combine_q.put(doc),
+                                   wake=self.delivery.wake)
+        self.ingest = Ingest(config=IngestConfig(settings, marks), shared=self.shared,
+                             make_consumer=self.clients.consumer, delivery=self.delivery,
+                             downstream=Downstream(self.packer, planner, self.finishing.submit_finished))
 
     # ---- life cycle -------------------------------------------------------------------
     def start(self, stop: threading.Event | None = None) -> Worker:

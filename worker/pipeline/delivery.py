@@ -42,6 +42,7 @@ import logging
 import queue
 import threading
 import time
+from dataclasses import dataclass
 
 from worker.kafka.clients import Factory
 from worker.pipeline.spill import Spilled
@@ -74,9 +75,18 @@ class _Deadline:
             raise FatalDeliveryError(f"{what} did not finish within {self.seconds:.0f} s")
 
 
+@dataclass(frozen=True)
+class DeliveryConfig:
+    settings: object  # worker.config.settings.Settings
+    interval_s: float = 0.5  # the unwoken step's period (pipeline.delivery_interval_ms)
+    max_records: int = 2000  # records per transaction at most (pipeline.delivery_max_records)
+    max_bytes: int = 64 << 20
+
+
 class Delivery:
-    def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.5, max_records: int = 2000, max_bytes: int = 64 << 20):
+    def __init__(self, *, config: DeliveryConfig, make_producer: Factory, tracker: OffsetTracker, metrics):
+        settings, interval_s = config.settings, config.interval_s
+        max_records, max_bytes = config.max_records, config.max_bytes
         self.s = settings
         self.exactly_once = settings.kafka.delivery == "exactly_once"
         self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)

@@ -41,11 +41,10 @@ from typing import Any, Protocol
 
 from worker.messages.models import encode_output, output_key
 from worker.kafka.headers import output_headers
-from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.inflight import Doc, DocRegistry, Seq
+from worker.pipeline.inflight import Doc, Seq
 from worker.pipeline.outputs import build_output
-from worker.pipeline.tracker import OffsetTracker, Record
-from worker.pipeline.stage import run_stage
+from worker.pipeline.tracker import Record
+from worker.pipeline.stage import Shared, run_stage
 
 log = logging.getLogger(__name__)
 
@@ -76,19 +75,25 @@ class FinishedDoc:
     summary: str
 
 
+@dataclass(frozen=True)
+class FinishingConfig:
+    settings: object  # worker.config.settings.Settings
+    output_topic: str
+    model_name: str  # the outputs' `model`
+    capacity: int = 8  # bins (or finished documents) queued at most: the GPU's backpressure
+
+
 class Finishing:
     """The finishing thread (see the module contract)."""
 
-    def __init__(self, *, settings, output_topic: str, model_name: str, registry: DocRegistry,
-                 tracker: OffsetTracker, dead_letters: DeadLetters, combine: Callable[[Doc], None],
-                 metrics, wake: Callable[[], None], capacity: int = 8,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        if capacity < 1:
-            raise ValueError(f"finishing capacity must be >= 1, got {capacity}")
-        self.s, self.output_topic, self.model_name = settings, output_topic, model_name
-        self.registry, self.tracker, self.dead_letters = registry, tracker, dead_letters
-        self.combine, self.metrics, self.wake, self.clock = combine, metrics, wake, clock
-        self._q: queue.Queue[FinishedBin | FinishedDoc] = queue.Queue(maxsize=capacity)
+    def __init__(self, *, config: FinishingConfig, shared: Shared, combine: Callable[[Doc], None],
+                 wake: Callable[[], None], clock: Callable[[], float] = time.monotonic) -> None:
+        if config.capacity < 1:
+            raise ValueError(f"finishing capacity must be >= 1, got {config.capacity}")
+        self.s, self.output_topic, self.model_name = config.settings, config.output_topic, config.model_name
+        self.registry, self.tracker, self.dead_letters = shared.registry, shared.tracker, shared.dead_letters
+        self.combine, self.metrics, self.wake, self.clock = combine, shared.metrics, wake, clock
+        self._q: queue.Queue[FinishedBin | FinishedDoc] = queue.Queue(maxsize=config.capacity)
         self._stop = threading.Event()
         self.error: BaseException | None = None
 

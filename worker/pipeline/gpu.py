@@ -30,8 +30,8 @@ from typing import Protocol
 
 from worker.engine.fallback import as_tensor, generate_or_alone
 from worker.packer.config import PackerConfig
-from worker.pipeline.inflight import DocRegistry, Seq, mark_bin
-from worker.pipeline.stage import run_stage
+from worker.pipeline.inflight import Seq, mark_bin
+from worker.pipeline.stage import Shared, run_stage
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,10 @@ class BinSink(Protocol):
 
 
 class GpuLoop:
-    def __init__(self, *, engine, packer, registry: DocRegistry, finishing: BinSink, metrics, config: PackerConfig,
+    def __init__(self, *, engine, packer, shared: Shared, finishing: BinSink, config: PackerConfig,
                  seed: int = 0) -> None:
-        self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
-        self.metrics, self.config, self.seed = metrics, config, seed
+        self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
+        self.metrics, self.config, self.seed = shared.metrics, config, seed
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.busy_since: float | None = None

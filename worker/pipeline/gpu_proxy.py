@@ -35,8 +35,8 @@ import threading
 import time
 
 from worker.packer.config import PackerConfig
-from worker.pipeline.inflight import DocRegistry, mark_bin
-from worker.pipeline.stage import run_stage
+from worker.pipeline.inflight import mark_bin
+from worker.pipeline.stage import Shared, run_stage
 from worker.remote.process import EngineProcess
 from worker.pipeline.gpu import BinSink
 
@@ -44,14 +44,16 @@ log = logging.getLogger(__name__)
 
 
 class ProcessGpuLoop:
-    def __init__(self, *, engine: EngineProcess, packer, registry: DocRegistry, finishing: BinSink, metrics,
-                 config: PackerConfig, seed: int = 0, ahead: int = 1) -> None:
-        self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
-        self.metrics, self.config, self.seed = metrics, config, seed
+    AHEAD = 1  # bins queued there behind the running one
+
+    def __init__(self, *, engine: EngineProcess, packer, shared: Shared, finishing: BinSink,
+                 config: PackerConfig, seed: int = 0) -> None:
+        self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
+        self.metrics, self.config, self.seed = shared.metrics, config, seed
         self.stop = threading.Event()
         self.error: BaseException | None = None
         self.busy_since: float | None = None
-        self._room = threading.Semaphore(ahead + 1)
+        self._room = threading.Semaphore(self.AHEAD + 1)
         self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)

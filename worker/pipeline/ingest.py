@@ -41,12 +41,10 @@ from worker.digest.prompt import DocumentText, token_gate
 from worker.kafka.clients import Factory, start_positions, take
 from worker.kafka.config import offset_reset
 from worker.messages.models import BadMessage, decode_input, default_id
-from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.inflight import Doc, DocRegistry
+from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
-from worker.pipeline.tracker import OffsetTracker
-from worker.pipeline.stage import run_stage
+from worker.pipeline.stage import Shared, run_stage
 
 log = logging.getLogger(__name__)
 
@@ -65,20 +63,35 @@ class Watermarks:
 FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
 
 
+@dataclass(frozen=True)
+class IngestConfig:
+    settings: object  # worker.config.settings.Settings
+    watermarks: Watermarks
+
+
+@dataclass(frozen=True)
+class Downstream:
+    """Where ingest's documents go: the packer, planned by `planner` (generative mode), or `finished`
+    with their digest's rendering (digest mode: packer and planner None)."""
+
+    packer: object = None
+    planner: Planner | None = None
+    finished: FinishedFn | None = None
+
+
 class Ingest:
-    def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
-                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters,
-                 finished: FinishedFn | None = None):
-        """Digest mode: packer and planner None, and `finished` takes each document with its rendering."""
-        if planner is None and finished is None:
-            raise ValueError("digest mode (no planner) needs finished=")
-        self.finished = finished
+    def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, delivery,
+                 downstream: Downstream):
+        planner, settings = downstream.planner, config.settings
+        if planner is None and downstream.finished is None:
+            raise ValueError("digest mode (no planner) needs Downstream(finished=...)")
+        self.finished = downstream.finished
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
-        self.tracker, self.registry, self.packer = tracker, registry, packer
-        self.planner, self.delivery, self.metrics = planner, delivery, metrics
-        self.marks = watermarks
-        self.dead_letters = dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
+        self.tracker, self.registry, self.packer = shared.tracker, shared.registry, downstream.packer
+        self.planner, self.delivery, self.metrics = planner, delivery, shared.metrics
+        self.marks = config.watermarks
+        self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer

@@ -24,10 +24,19 @@ class Plan:
     truncated: bool = False
 
 
+@dataclass(frozen=True)
+class PlanLimits:
+    max_prompt_tokens: int               # a sequence's prompt at most (the budget less the reserve)
+    max_input_tokens: int | None = None  # a chunk's document tokens at most (model.max_input_tokens)
+    truncate: bool = False               # cut a long document to fit instead of chunking it
+    max_new_tokens: int = 0              # a summary's tokens (a chunk must hold two)
+
+
 class Planner:
-    def __init__(self, prompt: PromptFn, count: CountFn, max_prompt_tokens: int,
-                 max_input_tokens: int | None = None, truncate: bool = False, max_new_tokens: int = 0,
+    def __init__(self, prompt: PromptFn, count: CountFn, limits: PlanLimits,
                  prompt_batch: BatchPromptFn | None = None):
+        max_prompt_tokens, max_input_tokens = limits.max_prompt_tokens, limits.max_input_tokens
+        truncate, max_new_tokens = limits.truncate, limits.max_new_tokens
         overhead = len(prompt(""))
         if max_prompt_tokens <= overhead + 8:
             raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "

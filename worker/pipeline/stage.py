@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from worker.observability.metrics import Metrics
+    from worker.pipeline.deadletter import DeadLetters
+    from worker.pipeline.inflight import DocRegistry
+    from worker.pipeline.tracker import OffsetTracker
 
 
 class Stage(Protocol):
@@ -25,6 +32,17 @@ class Stage(Protocol):
     error: BaseException | None
 
     def run(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the stages of one worker share: the offsets (tracker), the in-flight documents (registry),
+    the metrics, and the one dead-letter path (None where a stage makes no dead letters)."""
+
+    tracker: OffsetTracker
+    registry: DocRegistry
+    metrics: Metrics
+    dead_letters: DeadLetters | None = None
 
 
 def run_stage(stage: Stage, body: Callable[[], None], log: logging.Logger, what: str,
@@ -43,3 +61,17 @@ def run_stage(stage: Stage, body: Callable[[], None], log: logging.Logger, what:
     finally:
         if cleanup is not None:
             cleanup()
+
+
+class EngineLike(Protocol):
+    """What the app and ingest's planner use of the engine, in this process (worker.engine.Engine) or
+    in its own (worker.remote.process.EngineProcess): the GPU stage that drives each is chosen by the
+    app (GpuLoop over `stage`/`generate`, ProcessGpuLoop over `send_bin`/`receive`)."""
+
+    name: str
+    tokenizer: object
+    stats: dict
+
+    def prompt_ids(self, document: str) -> list[int]: ...
+
+    def prompt_ids_batch(self, documents: list[str]) -> list[list[int]]: ...
