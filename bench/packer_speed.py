@@ -26,7 +26,7 @@ import numpy as np
 from bench.packer_mixes import MIXES, short_lines
 
 from worker import _core
-from worker.packer import Packer
+from worker.packer import Packer, PackerConfig
 from bench.packer_ref import pack_reference, pack_stream_reference
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -71,7 +71,8 @@ def pipeline(n: int, budget: int) -> dict:
     lens = short_lines(rng, n)
     pool = rng.integers(0, 50_000, int(lens.max()) + n, dtype=np.int32)  # int32 token pool
     starts = rng.integers(0, n, n)
-    p = Packer(budget=budget, reserve_per_seq=0, max_seqs=1024, efficient_tokens=budget, max_wait_s=0.001, slots=3)
+    p = Packer(PackerConfig(budget=budget, reserve_per_seq=0, max_seqs=1024, efficient_tokens=budget, max_wait_s=0.001,
+                            slots=3, order="decreasing"))
     got = [0, 0]
 
     def consume():

@@ -9,7 +9,7 @@ import time
 import orjson
 from confluent_kafka import TopicPartition
 
-from worker.bench.loadgen import OutputReader, SteadyLoad
+from worker.bench.loadgen import OutputReader, SteadyLoad, Topics
 from worker.kafka import clients
 from worker.kafka.config import plain_config
 
@@ -41,7 +41,7 @@ def test_steady_load_produces_at_its_rate_and_reads_each_output_once(broker, new
     echo = threading.Thread(target=_echo, args=(broker.bootstrap, src, dst, len(docs), stop))
     echo.start()
     try:
-        load = SteadyLoad(broker.bootstrap, src, dst, 2, docs, rate=40.0, timeout_s=20)
+        load = SteadyLoad(Topics(broker.bootstrap, src, dst, 2), docs, rate=40.0, timeout_s=20)
         before = time.monotonic()
         t_start = load.start()
         after = time.monotonic()

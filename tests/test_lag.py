@@ -32,12 +32,11 @@ class FakeConsumer:
 
 
 def report(tracker: OffsetTracker, consumer: FakeConsumer) -> Metrics:
-    from worker.pipeline.ingest import Ingest
+    from worker.pipeline.progress import ProgressReports
 
-    ingest = Ingest.__new__(Ingest)  # only the lag report: no settings, no threads
-    ingest.consumer, ingest.tracker, ingest.metrics = consumer, tracker, Metrics()
-    ingest._report_lag()
-    return ingest.metrics
+    reports = ProgressReports(tracker, Metrics(), hold_warning_s=60.0)  # the ingest thread's reports alone
+    reports.lag(consumer)
+    return reports.metrics
 
 
 def sample(m: Metrics, name: str) -> float | None:

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from worker.packer import Bin, Packer
+from worker.packer import Bin, Packer, PackerConfig
 from worker.config.settings import PackerSettings
 
 
@@ -14,7 +14,8 @@ def make(**kw) -> Packer:
     args = {"budget": 256, "reserve_per_seq": 8, "max_seqs": 16, "efficient_tokens": 1, "max_wait_s": 0.0,
             "alignment": 16, "slots": 2}
     args.update(kw)
-    return Packer(**args)
+    device = args.pop("device", "cpu")
+    return Packer(PackerConfig(**{"order": "decreasing", **args}), device=device)
 
 
 def reconstruct(b: Bin) -> dict[int, list[int]]:

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from worker.packer import Packer  # noqa: E402 - after importorskip: no torch, no test module
+from worker.packer import Packer, PackerConfig  # noqa: E402 - after importorskip: no torch, no test module
 
 pytestmark = [
     pytest.mark.gpu,
@@ -19,8 +19,8 @@ def test_cuda_ring_is_pinned_and_copies_unaltered_to_the_gpu():
     rng = np.random.default_rng(0)
     seqs = [rng.integers(0, 150_000, int(n), dtype=np.int32) for n in rng.integers(1, 3000, 400)]
     stream = torch.cuda.Stream()
-    with Packer(budget=16384, reserve_per_seq=128, max_seqs=64, efficient_tokens=1, max_wait_s=0.0,
-                slots=3, device="cuda") as p:
+    with Packer(PackerConfig(budget=16384, reserve_per_seq=128, max_seqs=64, efficient_tokens=1, max_wait_s=0.0,
+                             slots=3, order="decreasing"), device="cuda") as p:
         assert all(t.is_pinned() for t in p._tokens) and all(c.is_pinned() for c in p._cu)
         for i, s in enumerate(seqs):
             p.submit(i, s, key=0)

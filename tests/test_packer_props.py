@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker import _core
-from worker.packer import Packer
+from worker.packer import Packer, PackerConfig
 from bench.packer_ref import pack_reference, pack_stream_reference
 
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -99,8 +99,8 @@ def test_age_bound_no_sequence_waits_forever(budget, ops):
     alignment=st.sampled_from([1, 8, 16]),
 )
 def test_threaded_packer_reconstructs_the_inputs(seqs, alignment):
-    with Packer(budget=128, reserve_per_seq=4, max_seqs=16, efficient_tokens=1, max_wait_s=0.0,
-                alignment=alignment, slots=2, pad_token=-99) as p:
+    with Packer(PackerConfig(budget=128, reserve_per_seq=4, max_seqs=16, efficient_tokens=1, max_wait_s=0.0,
+                             alignment=alignment, slots=2, pad_token=-99, order="decreasing")) as p:
         for i, toks in enumerate(seqs):
             p.submit(i, toks, key=i % 3)
         out: dict[int, list[int]] = {}

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from worker.packer import Packer
+from worker.packer import Packer, PackerConfig
 
 N_SEQS = 3000
 BUDGET = 2048
@@ -36,7 +36,8 @@ def consume(p: Packer, want: int, out: dict, bins: list, timeout_s: float = 30.0
 
 
 def run(threads: int, seqs: list[np.ndarray]) -> tuple[dict, list]:
-    p = Packer(budget=BUDGET, reserve_per_seq=16, max_seqs=32, efficient_tokens=1500, max_wait_s=0.002, slots=3)
+    p = Packer(PackerConfig(budget=BUDGET, reserve_per_seq=16, max_seqs=32, efficient_tokens=1500, max_wait_s=0.002,
+                            slots=3, order="decreasing"))
     out: dict[int, np.ndarray] = {}
     bins: list = []
     consumer = threading.Thread(target=consume, args=(p, len(seqs), out, bins))
@@ -78,7 +79,8 @@ def test_threads_match_the_single_threaded_run(threads, single_threaded):
 
 def test_cancel_under_load_drops_exactly_the_returned_ids():
     seqs = sequences(3)
-    p = Packer(budget=BUDGET, reserve_per_seq=0, max_seqs=32, efficient_tokens=1500, max_wait_s=0.002, slots=2)
+    p = Packer(PackerConfig(budget=BUDGET, reserve_per_seq=0, max_seqs=32, efficient_tokens=1500, max_wait_s=0.002,
+                            slots=2, order="decreasing"))
     out: dict[int, np.ndarray] = {}
     bins: list = []
     cancelled: list[int] = []
@@ -113,8 +115,8 @@ def test_cancel_under_load_drops_exactly_the_returned_ids():
 
 def test_close_under_load_wakes_the_consumer_and_stops_producers():
     # A huge bin that never fills within the test: the window holds everything back.
-    p = Packer(budget=2**21, reserve_per_seq=0, max_seqs=2**19, efficient_tokens=2**21, max_wait_s=600.0,
-               latency_target_s=1200.0, slots=2)
+    p = Packer(PackerConfig(budget=2**21, reserve_per_seq=0, max_seqs=2**19, efficient_tokens=2**21, max_wait_s=600.0,
+                            latency_target_s=1200.0, slots=2, order="decreasing"))
     errors: list[BaseException] = []
     results: list = []
     stop = threading.Event()  # only for a failing test: stops the producers

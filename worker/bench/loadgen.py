@@ -17,6 +17,7 @@ import gc
 import multiprocessing as mp
 import threading
 import time
+from dataclasses import dataclass
 
 import orjson
 
@@ -146,14 +147,24 @@ class OutputReader(_Child):
             self.close()
 
 
+@dataclass(frozen=True)
+class Topics:
+    """Where a load goes: the broker, the input topic (of `partitions`) and the output topic read back."""
+
+    bootstrap: str
+    input: str
+    output: str
+    partitions: int
+
+
 class SteadyLoad(_Child):
     """Produces `docs` at `rate` and reads the output topic, in its own process. `start()` begins the
     producing and returns its start time; `result()` returns (sent {id: t}, seen {id: (t, timing_ms, tokens)})."""
 
-    def __init__(self, bootstrap: str, in_topic: str, out_topic: str, partitions: int, docs: list[dict],
-                 rate: float, timeout_s: float) -> None:
+    def __init__(self, topics: Topics, docs: list[dict], rate: float, timeout_s: float) -> None:
         self.wait_s = len(docs) / rate + timeout_s + 30
-        super().__init__(_load_main, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s)
+        t = topics
+        super().__init__(_load_main, t.bootstrap, t.input, t.output, t.partitions, docs, rate, timeout_s)
 
     def start(self) -> float:
         self.conn.send(("go",))

@@ -26,7 +26,7 @@ from worker.demo.samples import corpus
 def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 5.0,
                 partitions: int = 8, timeout_s: float = 120.0) -> dict:
     """One steady-load run at `rate` documents/s for `seconds` (see the module doc)."""
-    from worker.bench.loadgen import SteadyLoad
+    from worker.bench.loadgen import SteadyLoad, Topics
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
     from worker.pipeline.app import Parts, Worker, make_packer, packer_device
@@ -40,7 +40,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
         packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # producer and reader in a process of their own (worker/bench/loadgen.py), as a user's are
-        load = SteadyLoad(broker.bootstrap, k.input_topics[0], k.output_topic, partitions, docs, rate, timeout_s)
+        load = SteadyLoad(Topics(broker.bootstrap, k.input_topics[0], k.output_topic, partitions), docs, rate, timeout_s)
         worker.start()
         worker.ingest.assigned.wait(60)
         get = worker.metrics.registry.get_sample_value

@@ -15,7 +15,7 @@ import numpy as np
 
 from worker import _core
 
-from worker.packer.config import Order, PackerConfig
+from worker.packer.config import PackerConfig
 from worker.packer.stats import PackerStats
 
 if TYPE_CHECKING:
@@ -61,24 +61,10 @@ def _as_int32(seq_id: int, tokens: np.ndarray | Sequence[int]) -> np.ndarray:
 class Packer:
     """Packs submitted sequences into bins under a token budget (see module doc)."""
 
-    def __init__(
-        self,
-        budget: int,
-        reserve_per_seq: int,
-        max_seqs: int = 256,
-        efficient_tokens: int = 8192,
-        max_wait_s: float = 0.05,
-        latency_target_s: float = 2.0,
-        alignment: int = 16,
-        slots: int = 3,
-        device: str = "cpu",
-        pad_token: int = 0,
-        order: Order = "decreasing",
-    ) -> None:
-        self.config = PackerConfig(budget=budget, reserve_per_seq=reserve_per_seq, max_seqs=max_seqs,
-                                   efficient_tokens=efficient_tokens, max_wait_s=max_wait_s,
-                                   latency_target_s=latency_target_s, alignment=alignment, slots=slots,
-                                   order=order, pad_token=pad_token)
+    def __init__(self, config: PackerConfig, device: str = "cpu") -> None:
+        """The packer of a (frozen) configuration, with its slot ring on `device` ("cpu" or "cuda")."""
+        self.config = c = config
+        budget, reserve_per_seq, max_seqs, alignment, slots = c.budget, c.reserve_per_seq, c.max_seqs, c.alignment, c.slots
         self.budget = budget
         self.reserve_per_seq = reserve_per_seq
         self.device = device
@@ -93,23 +79,20 @@ class Packer:
             reserve_per_seq=reserve_per_seq,
             max_seqs=max_seqs,
             alignment=alignment,
-            efficient_tokens=efficient_tokens,
-            max_wait_s=max_wait_s,
-            latency_target_s=latency_target_s,
+            efficient_tokens=c.efficient_tokens,
+            max_wait_s=c.max_wait_s,
+            latency_target_s=c.latency_target_s,
             slot_tokens=[_numpy_view(t) for t in self._tokens],
             slot_cu_seqlens=[_numpy_view(c) for c in self._cu],
             slot_seq_ids=self._ids,
-            pad_token=pad_token,
-            order=order,
+            pad_token=c.pad_token,
+            order=c.order,
         )
 
     @classmethod
     def from_config(cls, config: PackerConfig, device: str = "cpu") -> Packer:
         """The packer of a (frozen) configuration, with its slot ring on `device`."""
-        c = config
-        return cls(budget=c.budget, reserve_per_seq=c.reserve_per_seq, max_seqs=c.max_seqs,
-                   efficient_tokens=c.efficient_tokens, max_wait_s=c.max_wait_s, latency_target_s=c.latency_target_s,
-                   alignment=c.alignment, slots=c.slots, device=device, pad_token=c.pad_token, order=c.order)
+        return cls(config, device)
 
     @staticmethod
     def _allocate(slots: int, ribbon_len: int, cu_len: int, device: str) -> tuple[list[Any], list[Any]]:

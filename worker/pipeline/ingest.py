@@ -44,6 +44,7 @@ from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
+from worker.pipeline.progress import ProgressReports
 from worker.pipeline.stage import Shared, run_stage
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ class Ingest:
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
-        self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
+        self.reports = ProgressReports(self.tracker, self.metrics, settings.kafka.hold_warning_s)
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -284,46 +285,10 @@ class Ingest:
         self.dead_letters.send(tp, epoch, offset, key, value, error_class, message, in_headers)
 
     def _report_lag(self) -> None:
-        """Per partition: lag against the committed offset, and what is fetched but unfinished.
-
-        The high watermark is librdkafka's cached one (no round trip); the committed offset is the
-        tracker's (where this assignment resumed, then what delivery committed since), so a partition
-        whose documents sit in the packer or on the model still shows them as lag.
-        """
-        parts = self.consumer.assignment()
-        if not parts:
-            return
-        for tp in self.consumer.position(parts):
-            key = (tp.topic, tp.partition)
-            committed, unfinished = self.tracker.progress(key)
-            try:
-                _, high = self.consumer.get_watermark_offsets(tp, cached=True)
-            except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
-                continue
-            start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
-            if high >= 0 and start is not None and start >= 0:
-                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
-            self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
+        self.reports.lag(self.consumer)
 
     def _report_held(self) -> None:
-        """How long each partition's oldest unfinished input has held its commits; one warning per input
-        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
-        limit = self.s.kafka.hold_warning_s
-        holding = self.tracker.holding()
-        for (topic, part), offset, age in holding:
-            self.metrics.held.labels(topic, str(part)).set(age)
-            key = ((topic, part), self.tracker.epoch((topic, part)), offset)
-            if age >= limit and key not in self._warned:
-                self._warned.add(key)
-                self.metrics.slow_documents.inc()
-                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
-                            "%.0f s)", topic, part, offset, age, limit,
-                            extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
-        held = {tp for tp, _, _ in holding}
-        for tp in self.tracker.partitions():
-            if tp not in held:
-                self.metrics.held.labels(tp[0], str(tp[1])).set(0)
-        self._warned = {k for k in self._warned if (k[0], k[2]) in {(tp, off) for tp, off, _ in holding}}
+        self.reports.held()
 
     # ---- backpressure -------------------------------------------------------------
     def _backpressure(self) -> None:

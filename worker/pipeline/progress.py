@@ -1,0 +1,61 @@
+"""Progress reports, made on the ingest thread (which owns the consumer) every pipeline.lag_interval_s.
+
+- `lag(consumer)`: per partition, the end offset less the committed one (`ribbon_consumer_lag_messages`)
+  and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`);
+- `held()`: how long each partition's oldest unfinished input has held its commits
+  (`ribbon_held_partition_seconds`), and one warning per input past kafka.hold_warning_s.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger("worker.pipeline.ingest")  # the ingest thread's reports, under its logger
+
+
+class ProgressReports:
+    def __init__(self, tracker, metrics, hold_warning_s: float) -> None:
+        self.tracker, self.metrics, self.hold_warning_s = tracker, metrics, hold_warning_s
+        self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
+
+    def lag(self, consumer) -> None:
+        """Per partition: lag against the committed offset, and what is fetched but unfinished.
+
+        The high watermark is librdkafka's cached one (no round trip); the committed offset is the
+        tracker's (where this assignment resumed, then what delivery committed since), so a partition
+        whose documents sit in the packer or on the model still shows them as lag.
+        """
+        parts = consumer.assignment()
+        if not parts:
+            return
+        for tp in consumer.position(parts):
+            key = (tp.topic, tp.partition)
+            committed, unfinished = self.tracker.progress(key)
+            try:
+                _, high = consumer.get_watermark_offsets(tp, cached=True)
+            except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
+                continue
+            start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
+            if high >= 0 and start is not None and start >= 0:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
+            self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
+
+    def held(self) -> None:
+        """How long each partition's oldest unfinished input has held its commits; one warning per input
+        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
+        limit = self.hold_warning_s
+        holding = self.tracker.holding()
+        for (topic, part), offset, age in holding:
+            self.metrics.held.labels(topic, str(part)).set(age)
+            key = ((topic, part), self.tracker.epoch((topic, part)), offset)
+            if age >= limit and key not in self._warned:
+                self._warned.add(key)
+                self.metrics.slow_documents.inc()
+                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
+                            "%.0f s)", topic, part, offset, age, limit,
+                            extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
+        held = {tp for tp, _, _ in holding}
+        for tp in self.tracker.partitions():
+            if tp not in held:
+                self.metrics.held.labels(tp[0], str(tp[1])).set(0)
+        self._warned = {k for k in self._warned if (k[0], k[2]) in {(tp, off) for tp, off, _ in holding}}
