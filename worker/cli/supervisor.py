@@ -34,6 +34,7 @@ from typing import Any
 
 from worker.config.errors import EXIT_FAILED, StartupError
 from worker.kafka.identity import GPU_INDEX_ENV
+from worker.observability.logs import setup_logging
 
 log = logging.getLogger("ribbon.supervisor")
 
@@ -157,8 +158,6 @@ class Supervisor:
 
 
 def run_supervisor(settings: Any, args: Any) -> int:
-    from worker.observability.logs import setup_logging
-
     if not settings.kafka.bootstrap_servers:
         raise StartupError("kafka.bootstrap_servers", "--gpus needs a Kafka cluster the children share "
                            "(the embedded broker lives inside one process)", "host:port[,host:port]")

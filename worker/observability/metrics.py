@@ -13,6 +13,8 @@ from prometheus_client import (
 )
 
 from worker import __version__
+from worker.config.errors import StartupError
+from worker.observability.http import HttpServer
 
 
 def _dist_version(name: str) -> str:
@@ -120,9 +122,6 @@ class HealthServer:
 
     def __init__(self, metrics: Metrics, host: str, port: int, probes: Probes | None = None,
                  idle_timeout_s: float = 5.0) -> None:
-        from worker.config.errors import StartupError
-        from worker.observability.http import HttpServer
-
         p = probes or Probes()
         self.metrics, self.stuck_after_s, self.busy = metrics, p.stuck_after_s, p.busy
         self.delivery_busy_s, self.delivery_stuck_s = p.delivery_busy_s, p.delivery_stuck_s

@@ -18,16 +18,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
-from worker.packer.config import resolve_reserve
+from worker.config.settings import SettingsError
+from worker.engine.errors import EngineSettingError
+from worker.engine.tiny import make_tiny_checkpoint
+from worker.packer import Packer, PackerConfig, resolve_reserve
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.delivery import Delivery, DeliveryConfig
 from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.finishing import Finishing, FinishingConfig
-from worker.remote.process import EngineProcess
+from worker.remote.process import EngineProcess, EngineSpec, want_process
 from worker.observability.gcwatch import GcWatch, settle, unsettle
 from worker.pipeline.gpu import GpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
@@ -37,9 +39,6 @@ from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.spill import Spool
 from worker.pipeline.tracker import OffsetTracker
 from worker.pipeline.stage import EngineLike, Shared
-
-if TYPE_CHECKING:
-    from worker.packer import Packer
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +61,6 @@ def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
     """'tiny-random' is the embedded default: a tiny random model built offline (demo, tests)."""
     if path != "tiny-random":
         return path
-    from worker.engine.tiny import make_tiny_checkpoint
-
     target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
     if not (target / "config.json").exists():
         make_tiny_checkpoint(target)
@@ -73,13 +70,9 @@ def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
 def build_parts(settings, engine=None, stop: threading.Event | None = None) -> Parts:
     """Load the engine (unless given; in its own process where model.process says so), settle the
     token budget, and make a packer for it. `stop` ends the wait for an engine process at once."""
-    from worker.config.settings import SettingsError
-
     reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     if engine is None:
-        from transformers.utils import logging as hf_logging
-
-        from worker.engine.errors import EngineSettingError
+        from transformers.utils import logging as hf_logging  # lazy: digest mode loads no transformers
 
         hf_logging.disable_progress_bar()
         cache = cache_root(settings.model)
@@ -90,7 +83,7 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
     budget = getattr(engine, "budget", None) or settings.packer.token_budget  # an engine process settled it
     if budget == "auto":
-        from worker.engine import autotune_budget
+        from worker.engine import autotune_budget  # lazy: torch, only where the model runs in this process
 
         budget = autotune_budget(engine, settings.model.max_new_tokens,  # cached on disk; CPU: a fixed default
                                  cache_path=cache_root(settings.model) / "autotune.json")
@@ -101,21 +94,17 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
 
 
 def _wants_process(model) -> bool:
-    from worker.remote.process import want_process
-
     return want_process(model)
 
 
 def _local_engine(model):
-    from worker.engine import load_engine
+    from worker.engine import load_engine  # lazy: torch, only where the model runs in this process
 
     return load_engine(model)
 
 
 def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
     """The engine in its own process: loaded, autotuned and warmed up there (worker/remote/process.py)."""
-    from worker.remote.process import EngineProcess, EngineSpec
-
     spec = EngineSpec(model=model, budget=settings.packer.token_budget, max_seqs=settings.packer.max_seqs_per_bin,
                       cache_dir=str(cache), log_level=settings.log_level, log_format=settings.log_format)
     return EngineProcess(spec, stop=stop)
@@ -124,14 +113,10 @@ def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
 def packer_device(engine) -> str:
     """Pinned slots when this process runs the model on CUDA; plain host memory otherwise (an engine
     process copies the bin out of the slot at once, and CUDA must not start in this process)."""
-    from worker.remote.process import EngineProcess
-
     return "cpu" if isinstance(engine, EngineProcess) else str(engine.device)
 
 
 def make_packer(settings, budget: int, reserve: int, device):
-    from worker.packer import Packer, PackerConfig
-
     config = PackerConfig.from_settings(settings.packer, budget, reserve)
     return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
 
@@ -194,8 +179,6 @@ class Worker:
                                                               split_special_tokens=True)["input_ids"]],
                            limits, prompt_batch=self.engine.prompt_ids_batch)
         except ValueError as exc:
-            from worker.config.settings import SettingsError
-
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 
     def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:

@@ -45,6 +45,9 @@ from typing import Any
 
 import numpy as np
 
+from worker.engine.errors import EngineSettingError
+from worker.remote.child import child_main
+
 log = logging.getLogger(__name__)
 
 
@@ -87,8 +90,6 @@ class EngineProcess:
 
     def __init__(self, spec: EngineSpec, *, start_timeout_s: float = 3_600.0,
                  stop: threading.Event | None = None) -> None:
-        from worker.remote.child import child_main
-
         ctx = mp.get_context("spawn")
         bins_r, self._bins = ctx.Pipe(duplex=False)
         self._results, results_w = ctx.Pipe(duplex=False)
@@ -193,8 +194,6 @@ def _tokenizer(model):
 def _start_error(failure: tuple) -> Exception:
     kind, *rest = failure
     if kind == "setting":
-        from worker.engine.errors import EngineSettingError
-
         return EngineSettingError(*rest)
     if kind == "load":
         return ValueError(rest[0])
