@@ -4,8 +4,8 @@
     ("done", outputs, timings) ← pipe → finishing.submit_bin
 
 Contract: the GPU stage's (worker.pipeline.gpu), with the model behind `EngineProcess`:
-- Owns: the packer's consumer side and the bins in flight (`ahead + 1` at most: the one running
-  there and `ahead` queued behind it, so the model never waits for this process between bins).
+- Owns: the packer's consumer side and the bins in flight (`AHEAD + 1` at most: the one running
+  there and `AHEAD` queued behind it, so the model never waits for this process between bins).
   A bin is queued behind a running one only when the packer already holds a full bin (a backlog:
   waiting would not change it); otherwise the next bin is cut when the running one ends, so it
   takes every document that arrived meanwhile instead of waiting a whole bin behind it (under a
