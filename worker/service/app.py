@@ -21,6 +21,7 @@ from pathlib import Path
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
+from worker.observability.tracing import make_tracer
 from worker.packer.config import resolve_reserve
 from worker.service.deadletter import DeadLetters
 from worker.service.delivery import Delivery
@@ -143,9 +144,10 @@ class Worker:
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
+        self.tracer = make_tracer(settings)  # None unless an OTLP endpoint is configured
         self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
                                  metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
-                                 max_records=pl.delivery_max_records)
+                                 max_records=pl.delivery_max_records, tracer=self.tracer)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake,
@@ -198,7 +200,7 @@ class Worker:
                                    model_name=model_name, registry=self.registry, tracker=self.tracker,
                                    dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
                                    metrics=self.metrics, wake=self.delivery.wake,
-                                   capacity=settings.pipeline.finishing_queue_bins)
+                                   capacity=settings.pipeline.finishing_queue_bins, tracer=self.tracer)
         self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
                              registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
                              metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
@@ -283,6 +285,8 @@ class Worker:
                 threads[name].join(left())
         if self.server:
             self.server.stop()
+        if self.tracer is not None:
+            self.tracer.close()  # exports the last spans
         self.gc.stop()
         if self.s.pipeline.gc_freeze:
             unsettle()

@@ -1,0 +1,128 @@
+"""OpenTelemetry traces: a document's spans from its timings, the output's traceparent, the end at commit.
+
+Spans go to the SDK's in-memory exporter; finishing runs for real (with fakes of its neighbours), and the
+records it makes are handed to the tracer as delivery hands them after a commit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from stage_fakes import Wake, make_doc
+from worker.observability.tracing import DocTracer, make_tracer, otlp_endpoint
+from worker.service.deadletter import DeadLetters
+from worker.service.docs import DocRegistry
+from worker.service.finishing import Finishing
+from worker.service.metrics import Metrics
+from worker.service.tracker import OffsetTracker
+from worker.settings import SettingsError, load_settings
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+INPUT_TP = f"00-{TRACE_ID}-{PARENT_ID}-01".encode()
+
+
+@pytest.fixture
+def traced():
+    exporter = InMemorySpanExporter()
+    tracer = DocTracer(exporter, batch=False, group="g", max_open=3)
+    tracker, metrics, wake = OffsetTracker(), Metrics(), Wake()
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=wake)
+    fin = Finishing(settings=load_settings(environ={}), output_topic="out", model_name="m", registry=DocRegistry(),
+                    tracker=tracker, dead_letters=dl, combine=lambda d: None, metrics=metrics, wake=wake,
+                    clock=lambda: 10.0, tracer=tracer)
+    yield fin, tracker, tracer, exporter
+    tracer.close()
+
+
+def _finish(fin: Finishing, docs) -> list:
+    for d in docs:
+        fin.submit_finished(d, "summary")
+    fin.stop()
+    fin.run()
+    assert fin.error is None
+    return [rec for r in fin.tracker.take_ready() for rec in r.records]
+
+
+def _model_doc(tracker, offset: int, headers=(("traceparent", INPUT_TP), ("tracestate", b"v=1"), ("x", b"y"))):
+    d = make_doc(tracker, offset=offset)
+    d.headers = headers
+    d.received, d.packed, d.first_gpu, d.model_end, d.gpu_s = 1.0, 1.5, 4.0, 6.0, 0.25
+    d.input_tokens, d.output_tokens = 40, 7
+    return d
+
+
+def test_one_span_per_document_poll_to_commit_with_its_stages(traced):
+    fin, tracker, tracer, exporter = traced
+    (rec,) = _finish(fin, [_model_doc(tracker, 5)])
+    assert exporter.get_finished_spans() and tracer.open_count() == 1  # children done; document and delivery open
+    assert tracer.delivered([rec]) == 1 and tracer.open_count() == 0
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"ribbon.document", "ribbon.digest", "ribbon.queue", "ribbon.model", "ribbon.delivery"}
+    doc = spans["ribbon.document"]
+    # the input's trace continues: same trace, the input's span is the parent (and a link)
+    assert f"{doc.context.trace_id:032x}" == TRACE_ID and f"{doc.parent.span_id:016x}" == PARENT_ID
+    assert [f"{link.context.span_id:016x}" for link in doc.links] == [PARENT_ID]
+    assert doc.kind == SpanKind.CONSUMER
+    assert doc.attributes["messaging.kafka.offset"] == 5 and doc.attributes["messaging.consumer.group.name"] == "g"
+    for name in ("ribbon.digest", "ribbon.queue", "ribbon.model", "ribbon.delivery"):
+        assert spans[name].parent.span_id == doc.context.span_id and spans[name].context.trace_id == doc.context.trace_id
+    # the stages follow each other as the document's timings say (seconds between them kept)
+    sec = lambda a, b: (b - a) / 1e9  # noqa: E731
+    d, q, m, dl = spans["ribbon.digest"], spans["ribbon.queue"], spans["ribbon.model"], spans["ribbon.delivery"]
+    assert d.start_time == doc.start_time and sec(d.start_time, d.end_time) == pytest.approx(0.5, abs=1e-6)
+    assert d.end_time == q.start_time and sec(q.start_time, q.end_time) == pytest.approx(2.5, abs=1e-6)
+    assert q.end_time == m.start_time and sec(m.start_time, m.end_time) == pytest.approx(2.0, abs=1e-6)
+    assert sec(doc.start_time, dl.start_time) == pytest.approx(9.0, abs=1e-6)  # output built at clock 10.0
+    assert doc.end_time >= dl.end_time >= dl.start_time
+    assert m.attributes["ribbon.model.share_seconds"] == 0.25 and m.attributes["ribbon.tokens.output"] == 7
+    # the output's traceparent is the worker's document span; other headers travel unchanged
+    h = rec.headers
+    assert dict(h)["traceparent"] == f"00-{TRACE_ID}-{doc.context.span_id:016x}-01".encode()
+    assert dict(h)["tracestate"] == b"v=1" and ("x", b"y") in h
+    assert [k for k, _ in h].count("traceparent") == 1
+
+
+def test_a_document_without_a_traceparent_starts_a_trace_and_digest_mode_has_one_stage(traced):
+    fin, tracker, tracer, exporter = traced
+    d = make_doc(tracker, offset=0)
+    d.headers, d.received = (), 2.0
+    (rec,) = _finish(fin, [d])
+    tracer.delivered([rec])
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"ribbon.document", "ribbon.digest", "ribbon.delivery"}
+    assert spans["ribbon.document"].parent is None and spans["ribbon.document"].links == ()
+    assert dict(rec.headers)["traceparent"].decode().split("-")[1] == f"{spans['ribbon.document'].context.trace_id:032x}"
+
+
+def test_undelivered_documents_end_as_errors_and_spans_stay_bounded(traced):
+    fin, tracker, tracer, exporter = traced
+    recs = _finish(fin, [_model_doc(tracker, o) for o in range(5)])
+    assert tracer.open_count() == 3  # max_open: the two oldest were ended as not delivered
+    ended = [s for s in exporter.get_finished_spans() if s.name == "ribbon.document"]
+    assert len(ended) == 2 and all(s.status.status_code == StatusCode.ERROR for s in ended)
+    assert tracer.delivered(recs) == 3  # the rest commit normally
+    tracer.delivered(recs)  # a repeat finds nothing open
+    docs = [s for s in exporter.get_finished_spans() if s.name == "ribbon.document"]
+    assert len(docs) == 5 and sum(s.status.status_code == StatusCode.ERROR for s in docs) == 2
+
+
+def test_tracing_is_off_unless_an_endpoint_is_configured():
+    s = load_settings(environ={})
+    assert otlp_endpoint(s, {}) is None and make_tracer(s, {}) is None
+    assert otlp_endpoint(s, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}) == "http://c:4318/v1/traces"
+    assert otlp_endpoint(s, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x"}) == "http://t:1/x"
+    mine = load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "http://otel:4318"})
+    assert otlp_endpoint(mine, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}) == "http://otel:4318/v1/traces"
+    tracer = make_tracer(mine, {})
+    try:
+        assert isinstance(tracer, DocTracer)
+    finally:
+        tracer.close()
+    with pytest.raises(SettingsError, match="tracing.otlp_endpoint"):
+        make_tracer(mine, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    with pytest.raises(SettingsError, match="RIBBON_TRACING__OTLP_ENDPOINT"):
+        load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "otel:4318"})

@@ -1,0 +1,1 @@
+"""What the worker tells operators beyond /metrics: OpenTelemetry traces (tracing.py)."""
