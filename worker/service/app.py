@@ -153,6 +153,27 @@ class Worker:
                                         wake=self.delivery.wake,
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes))
         self.gpu: GpuLoop | None = None
+        # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
+        # an alert tells a worker that loads a model from one that is down.
+        self.metrics.starting = True
+        self.server = None
+        if settings.server.port:
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2).start()
+        try:
+            self._build(settings, parts, stop)
+        except BaseException:
+            if self.server:
+                self.server.stop()
+            raise
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _build(self, settings, parts: Parts | None, stop: threading.Event | None) -> None:
+        """The stages, and in generative mode the engine (loaded here unless given), packer and GPU loop."""
+        pl = settings.pipeline
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
             marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
@@ -169,14 +190,6 @@ class Worker:
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)
-        self.server = None
-        if settings.server.port:
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
-                                       delivery_busy_s=self.delivery.stuck_for,
-                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
-        self.draining = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -218,8 +231,6 @@ class Worker:
         if self.s.pipeline.gc_freeze:  # worker/service/gcwatch.py: what start-up built, frozen; pauses timed
             log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
         self.gc.start()
-        if self.server:
-            self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
         self._threads = [t]
@@ -233,6 +244,7 @@ class Worker:
             th.start()
             self._threads.append(th)
         self._wire_consumer()
+        self.metrics.starting = False
         return self
 
     def _wire_consumer(self) -> None:
