@@ -21,6 +21,7 @@ from pathlib import Path
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
+from worker.observability.joinwatch import JoinWatch
 from worker.observability.tracing import make_tracer
 from worker.packer.config import resolve_reserve
 from worker.service.deadletter import DeadLetters
@@ -310,7 +311,9 @@ class Worker:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
         self.start(stop)
+        join = JoinWatch(self.s.kafka.group_id, self.s.kafka.input_topics, lambda: self.metrics.ready)
         while not stop.is_set() and self.failed() is None:
+            join.tick()  # a log line while the group join takes its time
             stop.wait(0.2)
         if self.failed() is not None:
             log.error("stopping without committing more: %s", self.failed())
