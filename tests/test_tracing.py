@@ -6,6 +6,7 @@ records it makes are handed to the tracer as delivery hands them after a commit.
 
 from __future__ import annotations
 
+import orjson
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -126,3 +127,49 @@ def test_tracing_is_off_unless_an_endpoint_is_configured():
         make_tracer(mine, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
     with pytest.raises(SettingsError, match="RIBBON_TRACING__OTLP_ENDPOINT"):
         load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "otel:4318"})
+
+
+def test_a_worker_traces_each_document_from_poll_to_commit(broker, new_topic, monkeypatch):
+    """The whole worker (digest mode, the embedded broker): each output's traceparent is its document span,
+    a child of the input's, and the span ends once the output is committed."""
+    import uuid
+
+    from helpers import read_until_ids, topics, wait_for
+    from worker.kafka import clients
+    from worker.kafka.config import embedded_settings, plain_config
+    from worker.service import app
+
+    exporter = InMemorySpanExporter()
+    tracer = DocTracer(exporter, batch=False)
+    monkeypatch.setattr(app, "make_tracer", lambda settings: tracer)
+    t = topics(new_topic, partitions=2)
+    settings = embedded_settings(load_settings(environ={
+        "RIBBON_KAFKA__INPUT_TOPICS": t["input_topic"], "RIBBON_KAFKA__OUTPUT_TOPIC": t["output_topic"],
+        "RIBBON_KAFKA__DLQ_TOPIC": t["dlq_topic"], "RIBBON_KAFKA__GROUP_ID": f"g-{uuid.uuid4().hex[:8]}",
+        "RIBBON_MODEL__MODE": "digest", "RIBBON_SERVER__PORT": "0"}), broker.bootstrap)
+    worker = app.Worker(settings, broker.bootstrap).start()
+    try:
+        ids = {f"d{i}" for i in range(6)}
+        p = clients.producer(plain_config(broker.bootstrap).tool_producer())
+        for i in range(6):
+            tp = f"00-{TRACE_ID[:-2]}{i:02x}-{PARENT_ID}-01".encode()
+            p.produce(t["input_topic"], value=orjson.dumps({"id": f"d{i}", "text": f"ERROR disk {i} full"}),
+                      key=f"k{i}".encode(), headers=[("traceparent", tp)])
+        assert p.flush(30) == 0
+        got = read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=60)
+        wait_for(lambda: tracer.open_count() == 0 and len(_docs(exporter)) >= 6, 30, "the document spans to end")
+    finally:
+        worker.drain(10)
+        worker.close()
+    spans = _docs(exporter)
+    for m in got:
+        out_tp = dict(m.headers())["traceparent"].decode().split("-")
+        span = spans[int(out_tp[2], 16)]
+        i = int(orjson.loads(m.value())["id"][1:])
+        assert f"{span.context.trace_id:032x}" == TRACE_ID[:-2] + f"{i:02x}"  # the input's trace goes on
+        assert f"{span.parent.span_id:016x}" == PARENT_ID and span.status.is_ok
+        assert span.attributes["messaging.destination.name"] == t["input_topic"]
+
+
+def _docs(exporter) -> dict[int, object]:
+    return {s.context.span_id: s for s in exporter.get_finished_spans() if s.name == "ribbon.document"}
