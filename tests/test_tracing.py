@@ -173,3 +173,41 @@ def test_a_worker_traces_each_document_from_poll_to_commit(broker, new_topic, mo
 
 def _docs(exporter) -> dict[int, object]:
     return {s.context.span_id: s for s in exporter.get_finished_spans() if s.name == "ribbon.document"}
+
+
+def test_the_model_span_carries_each_documents_share_of_prefill_and_decode(traced):
+    """The GPU loop shares a bin's prefill and decode seconds (the engine's stats) over its documents."""
+    from stage_fakes import FakePacker, FakeSink, Generated, bin_of, registered
+    from worker.packer import PackerConfig
+    from worker.service.gpu import GpuLoop
+
+    class PhasedEngine:
+        name = "fake"
+
+        def __init__(self) -> None:
+            self.stats = {"oom_splits": 0, "prefill_s": 10.0, "decode_s": 20.0}
+
+        def stage(self, tokens, cu, max_seqlen):
+            return type("Staged", (), {"wait_copied": lambda self: None, "n": len(cu) - 1})()
+
+        def generate(self, staged, seeds):
+            self.stats["prefill_s"] += 0.3  # this bin: 0.3 s prefill, 0.9 s decode
+            self.stats["decode_s"] += 0.9
+            return [Generated("x", [1]) for _ in range(staged.n)]
+
+    fin, tracker, tracer, exporter = traced
+    registry, sink = DocRegistry(), FakeSink()
+    docs = [_model_doc(tracker, o) for o in range(3)]
+    for d in docs:
+        d.first_gpu = d.model_end = None
+    sids = [registered(registry, d, [[1, 2]])[0] for d in docs]
+    loop = GpuLoop(engine=PhasedEngine(), packer=FakePacker(), registry=registry, finishing=sink,
+                   metrics=Metrics(), config=PackerConfig(budget=100, reserve_per_seq=4))
+    loop.run_bin(bin_of(0, sids, [[1, 2]] * 3))
+    assert [d.prefill_s for d in docs] == pytest.approx([0.1] * 3) and [d.decode_s for d in docs] == \
+        pytest.approx([0.3] * 3)
+    recs = _finish(fin, docs[:1])
+    tracer.delivered(recs)
+    (model,) = [s for s in exporter.get_finished_spans() if s.name == "ribbon.model"]
+    assert model.attributes["ribbon.model.prefill_seconds"] == pytest.approx(0.1)
+    assert model.attributes["ribbon.model.decode_seconds"] == pytest.approx(0.3)

@@ -18,7 +18,8 @@ of their model time), so the pipeline has two hooks only:
       ribbon.digest   poll → handed to the packer (digest pass, compaction, tokenization); digest mode:
                       poll → finished
       ribbon.queue    handed to the packer → its first bin starts
-      ribbon.model    first bin starts → last bin ends; attribute: its share of those bins' model seconds
+      ribbon.model    first bin starts → last bin ends; attributes: its share of those bins' model seconds,
+                      and of their prefill and decode seconds where the GPU loop records them
       ribbon.delivery output built → committed
 
 Documents that never reach delivery (revoked partitions, dead letters after finishing) keep an open span
