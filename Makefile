@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv install clean demo promtool
+.PHONY: test lint venv install clean demo promtool
 
 venv: $(STAMP)
 
@@ -30,8 +30,13 @@ promtool:
 	    prometheus prometheus-alertmanager >/dev/null; }
 	@promtool --version | head -1
 
-test: install promtool
+# The gates first (seconds), then the whole suite.
+test: install lint promtool
 	$(BIN)/python -m pytest
+
+# The package graph: layers one way, no cycles (contracts in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/lint-imports
 
 demo: install
 	$(BIN)/ribbon demo

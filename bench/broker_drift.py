@@ -10,7 +10,7 @@ partition count sets how long each partition's log grows in the run.
 Why: `ribbon bench steady` on the H200 showed latency rising window by window over 60 s
 (bench/results/steady_h200_*.json). This run shows how much of that the test broker gives by itself.
 
-    .venv/bin/python bench/broker_drift.py --rate 600 --seconds 60 --partitions 8,32
+    .venv/bin/python -m bench.broker_drift --rate 600 --seconds 60 --partitions 8,32
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 import uuid
 
 import numpy as np
-from results_io import RESULTS, save
+from bench.results_io import RESULTS, save
 
 BODY = 2_000  # bytes per record: about a corpus document's JSON
 

@@ -9,7 +9,7 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cach
 python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 N=${DOCS:-500}
-[ -n "${SKIP_DIGEST:-}" ] || timeout 60 python3 bench/digest.py --throughput-only --drain-lines 0 \
+[ -n "${SKIP_DIGEST:-}" ] || timeout 60 python3 -m bench.digest --throughput-only --drain-lines 0 \
   --out $OUT/digest_h200_host.json 2>&1 | tee $OUT/digest_h200_host.txt
 e2e() {  # compaction, processes ('' = auto), name
   timeout ${E2E_TIMEOUT:-150} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \

@@ -14,13 +14,13 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,temperature.gp
 common="--mixes stress --budget 524288 --chunk-tokens ${CHUNK:-65536} --prefill-chunks ${CHUNKS:-32768,65536} --out $OUT"
 for stage in "$@"; do
   case $stage in
-    variants) timeout 300 python3 bench/engine_variants.py --out $OUT ;;
-    kernels) timeout 150 python3 bench/engine_kernels.py --out $OUT --choice $OUT/prefill_choice.txt ;;
+    variants) timeout 300 python3 -m bench.engine_variants --out $OUT ;;
+    kernels) timeout 150 python3 -m bench.engine_kernels --out $OUT --choice $OUT/prefill_choice.txt ;;
     tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_engine.py -k "${TESTS_K:-}" \
              > $OUT/engine_gpu_tests_h200.txt 2>&1; grep -E "bf16|passed|failed|Error" $OUT/engine_gpu_tests_h200.txt ;;
-    7b) timeout 300 python3 bench/engine.py --models 7b $common ${HF_GEN---skip-hf-generate} --compare-fa2 --compare-cublaslt --profile \
+    7b) timeout 300 python3 -m bench.engine --models 7b $common ${HF_GEN---skip-hf-generate} --compare-fa2 --compare-cublaslt --profile \
           $(cat $OUT/prefill_choice.txt 2>/dev/null) --name engine_h200_7b.json ;;
-    0.5b) timeout 120 python3 bench/engine.py --models 0.5b $common --skip-hf --gen-docs 0.5b=96 \
+    0.5b) timeout 120 python3 -m bench.engine --models 0.5b $common --skip-hf --gen-docs 0.5b=96 \
             --name engine_h200_0.5b.json ;;
   esac 2>&1 | grep -v '^%' | grep -v '^ ' | tee -a $OUT/bench.log | grep -v '^{"t"' | tail -30
 done

@@ -1,4 +1,4 @@
-"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python bench/engine_kernels.py --help`.
+"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python -m bench.engine_kernels --help`.
 
 In one process, the stress mix, bf16:
 - attention on packed bins of 32k/64k tokens: FlashAttention-2 (aten, GQA native, on the

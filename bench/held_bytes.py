@@ -11,7 +11,7 @@ above the producer's message.max.bytes its copy goes without the value.
 
 Prints a table, writes bench/results/held_bytes.json.
 
-    .venv/bin/python bench/held_bytes.py [--count 200] [--sizes 1000000,3900000,4050000]
+    .venv/bin/python -m bench.held_bytes [--count 200] [--sizes 1000000,3900000,4050000]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from worker.kafka.broker import EmbeddedBroker
-from worker.samples import document
+from worker.demo.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -16,14 +16,14 @@ import time
 import types
 from pathlib import Path
 
-from worker.samples import document
-from worker.service.highlights import highlights as new
+from worker.demo.samples import document
+from worker.digest.highlights import highlights as new
 
 OLD_REV = "b7ecb90"
 
 
 def old_highlights():
-    src = subprocess.run(["git", "show", f"{OLD_REV}:worker/service/highlights.py"], capture_output=True,
+    src = subprocess.run(["git", "show", f"{OLD_REV}:worker/digest/highlights.py"], capture_output=True,
                          text=True, check=True).stdout
     mod = types.ModuleType("highlights_old")
     exec(compile(src, "highlights_old", "exec"), mod.__dict__)  # noqa: S102 - our own file, from git

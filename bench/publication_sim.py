@@ -14,7 +14,7 @@ candidates written here: the arrival prefix then the SHORTEST that fit (shortest
 the same with the prefix bounded to a share of the bin's seats, and shortest-head-first across
 partitions (every bin still a prefix of each partition).
 
-    .venv/bin/python bench/publication_sim.py   # -> bench/results/publication_sim.json
+    .venv/bin/python -m bench.publication_sim   # -> bench/results/publication_sim.json
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def lengths(n: int = 3000) -> np.ndarray:
     from transformers import AutoTokenizer
 
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.samples import corpus
+    from worker.demo.samples import corpus
 
     tok = AutoTokenizer.from_pretrained(str(make_tiny_checkpoint(Path("/tmp/ribbon-pubsim-tok"))))
     texts = ["\n".join(d["lines"]) for d in corpus(n, seed=11)]

@@ -4,7 +4,7 @@ Drives the real C++ WindowPolicy and bin selection (bench/packer_sim.py) on
 one simulated GPU whose pass takes t = a + tokens / rate. Prints a table per
 service model and scenario, writes bench/results/window_sim.json and a plot.
 
-    .venv/bin/python bench/window_sim.py [--quick]
+    .venv/bin/python -m bench.window_sim [--quick]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from packer_sim import ServiceModel, simulate, standard_policies
+from bench.packer_sim import ServiceModel, simulate, standard_policies
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGET, MAX_SEQS, EFFICIENT, MAX_WAIT_S, LATENCY_TARGET_S = 16384, 256, 8192, 0.05, 2.0

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from helpers import wait_for
-from worker.settings import load_settings
+from worker.config.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -105,7 +105,7 @@ def _get(url: str) -> tuple[int, str]:
 
 
 def test_metrics_answer_while_the_model_loads(monkeypatch):
-    from worker.service import app
+    from worker.pipeline import app
 
     loading, release = threading.Event(), threading.Event()
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.service.metrics import Metrics
+from worker.observability.metrics import Metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 DASH = json.loads((ROOT / "deploy" / "grafana" / "dashboards" / "ribbon.json").read_text())

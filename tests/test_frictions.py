@@ -11,11 +11,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from worker.cli import build_parser
-from worker.demo import highlights_text
+from worker.cli.main import build_parser
+from worker.demo.run import highlights_text
 from worker.observability.joinwatch import JoinWatch
-from worker.produce import Split, count_documents, documents, produce_file
-from worker.service.logs import FIELDS, JsonFormatter, RepeatFilter
+from worker.cli.produce import Split, count_documents, documents, produce_file
+from worker.observability.logs import FIELDS, JsonFormatter, RepeatFilter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def test_repeated_librdkafka_lines_are_printed_once():
                      f"Connection refused (after {i}ms in state CONNECT)") for i, p in enumerate(range(40000, 40027))]
     assert [f.filter(r) for r in burst] == [True] + [False] * 26
     assert f.filter(_record("librdkafka.producer", "another line")) is True  # a different line passes
-    assert f.filter(_record("worker.service.app", "same")) and f.filter(_record("worker.service.app", "same"))
+    assert f.filter(_record("worker.pipeline.app", "same")) and f.filter(_record("worker.pipeline.app", "same"))
     now[0] = 31.0
     later = _record("librdkafka.producer", "FAIL [thrd:127.0.0.1:40000/1]: Connect to ipv4#127.0.0.1:40000 "
                     "failed: Connection refused (after 1ms in state CONNECT)")
@@ -118,12 +118,12 @@ def _json(record: logging.LogRecord) -> dict:
 
 
 def test_log_values_are_json_keys():
-    out = _json(_record("worker.service.ingest", "assigned %s", [("in", 0), ("in", 1)], level=logging.INFO))
+    out = _json(_record("worker.pipeline.ingest", "assigned %s", [("in", 0), ("in", 1)], level=logging.INFO))
     assert out["partitions"] == [["in", 0], ["in", 1]] and out["msg"] == "assigned [('in', 0), ('in', 1)]"
-    out = _json(_record("worker.service.app", "token budget %d (reserve %d per document), attention backend %s",
+    out = _json(_record("worker.pipeline.app", "token budget %d (reserve %d per document), attention backend %s",
                         8192, 128, "sdpa"))
     assert (out["token_budget"], out["reserve"], out["attention_backend"]) == (8192, 128, "sdpa")
-    out = _json(_record("worker.service.delivery", "transaction aborted (%s); %d runs will be retried",
+    out = _json(_record("worker.pipeline.delivery", "transaction aborted (%s); %d runs will be retried",
                         RuntimeError("fenced"), 3))
     assert out["error"] == "RuntimeError: fenced" and out["runs"] == 3
     out = _json(_record("x", "some other line %s and %d", "a", 2))  # not named: its values still travel
@@ -137,12 +137,12 @@ def test_every_named_log_message_exists_with_its_arguments():
     source = "\n".join(p.read_text() for p in (ROOT / "worker").rglob("*.py"))
     joined = re.sub(r'"\s*\n\s*"', "", source)  # implicit string concatenation across lines
     for msg, names in FIELDS.items():
-        assert f'"{msg}"' in joined, f"no log call says {msg!r} (renamed? update FIELDS in worker/service/logs.py)"
+        assert f'"{msg}"' in joined, f"no log call says {msg!r} (renamed? update FIELDS in worker/observability/logs.py)"
         assert len(re.findall(r"%[-+ 0#]*\d*(?:\.\d+)?[sdfr]", msg)) == len(names), msg
 
 
 def test_json_lines_stream(capsys):
-    from worker.service.logs import setup_logging
+    from worker.observability.logs import setup_logging
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level

@@ -13,12 +13,12 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from stage_fakes import Wake, make_doc
 from worker.observability.tracing import DocTracer, make_tracer, otlp_endpoint
-from worker.service.deadletter import DeadLetters
-from worker.service.docs import DocRegistry
-from worker.service.finishing import Finishing
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
-from worker.settings import SettingsError, load_settings
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.finishing import Finishing
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import SettingsError, load_settings
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
@@ -137,7 +137,7 @@ def test_a_worker_traces_each_document_from_poll_to_commit(broker, new_topic, mo
     from helpers import read_until_ids, topics, wait_for
     from worker.kafka import clients
     from worker.kafka.config import embedded_settings, plain_config
-    from worker.service import app
+    from worker.pipeline import app
 
     exporter = InMemorySpanExporter()
     tracer = DocTracer(exporter, batch=False)
@@ -179,7 +179,7 @@ def test_the_model_span_carries_each_documents_share_of_prefill_and_decode(trace
     """The GPU loop shares a bin's prefill and decode seconds (the engine's stats) over its documents."""
     from stage_fakes import FakePacker, FakeSink, Generated, bin_of, registered
     from worker.packer import PackerConfig
-    from worker.service.gpu import GpuLoop
+    from worker.pipeline.gpu import GpuLoop
 
     class PhasedEngine:
         name = "fake"

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-log = logging.getLogger("worker.service.app")
+log = logging.getLogger("worker.pipeline.app")
 
 
 class JoinWatch:

@@ -3,7 +3,7 @@
 Off unless an OTLP endpoint is configured: `tracing.otlp_endpoint` (RIBBON_TRACING__OTLP_ENDPOINT), else the
 standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP/protobuf).
 
-The spans are built from the timings a document already carries (worker/service/docs.py: `received` at poll,
+The spans are built from the timings a document already carries (worker/pipeline/inflight.py: `received` at poll,
 `packed` when ingest handed it to the packer, `first_gpu` / `model_end` around its bins, `gpu_s` its share
 of their model time), so the pipeline has two hooks only:
 
@@ -72,7 +72,7 @@ def make_tracer(settings, environ: Mapping[str, str] | None = None) -> DocTracer
     env = os.environ if environ is None else environ
     protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
     if protocol not in (None, "", "http/protobuf"):
-        from worker.settings import SettingsError
+        from worker.config.settings import SettingsError
 
         raise SettingsError("tracing.otlp_endpoint", f"OTLP protocol {protocol!r} (OTEL_EXPORTER_OTLP_PROTOCOL) "
                             "is not supported", "http/protobuf")
