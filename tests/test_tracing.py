@@ -129,6 +129,7 @@ def test_tracing_is_off_unless_an_endpoint_is_configured():
         load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "otel:4318"})
 
 
+@pytest.mark.slow
 def test_a_worker_traces_each_document_from_poll_to_commit(broker, new_topic, monkeypatch):
     """The whole worker (digest mode, the embedded broker): each output's traceparent is its document span,
     a child of the input's, and the span ends once the output is committed."""
