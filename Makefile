@@ -34,9 +34,11 @@ promtool:
 test: install lint promtool
 	$(BIN)/python -m pytest
 
-# The package graph: layers one way, no cycles (contracts in pyproject.toml).
+# Quick gates: the package graph (layers one way, no cycles: contracts in pyproject.toml);
+# every path the docs name exists and bench/results/ is indexed and small.
 lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/check_paths.py
 
 demo: install
 	$(BIN)/ribbon demo

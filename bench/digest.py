@@ -1,6 +1,6 @@
 """The digest's cost, the compaction's saving and the fault recall, on the quality corpus (issue 8).
 
-Prints a table and writes bench/results/digest.json:
+Prints a table and writes bench/results/digest_cpu.json:
 - throughput, per kind, on one 20,000-line document of each kind (CPU seconds of this process, best
   of 3, so other load on the machine counts less): lines/s of the templater (C++ call and its facade) and of the
   whole per-document pass (worker/digest/prepared.py: digest, highlights, compaction); both also as
@@ -32,7 +32,7 @@ from worker.digest.templates import analyze, analyze_text
 from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
 from worker.digest.highlights import highlights
 
-OUT = Path(__file__).resolve().parent / "results" / "digest.json"
+OUT = Path(__file__).resolve().parent / "results" / "digest_cpu.json"
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=False)
 
 

@@ -165,7 +165,7 @@ def model_runs(args, res: dict, save, out: Path) -> None:
                                             out / "engine_profile_prefill_triton.txt")
     save()
     gen = docs[: args.gen_docs]
-    for kernel in ("triton",):  # FA2's job: engine_h200_7b_merged.json (3.93 s, 1.35x its floor)
+    for kernel in ("triton",):
         eng.prefill_kernel = kernel
         eng.runner.clear()
         r = ribbon_generate(eng, gen, args.budget, fig, bw, rate)

@@ -59,7 +59,7 @@ def main() -> None:
                 print(f"{name:<26}{len(lengths):>7}{budget:>8}{regime:>13}{r['bins']:>7}{r['lower_bound']:>7}"
                       f"{r['excess_over_bound']:>9.2%}{r['fill_ratio']:>8.4f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / ("packer_fill.json" if args.reserve == 0 else f"packer_fill_reserve{args.reserve}.json")
+    path = RESULTS / ("packer_fill_cpu.json" if args.reserve == 0 else f"packer_fill-reserve{args.reserve}_cpu.json")
     path.write_text(json.dumps(out, indent=1))
     print(f"wrote {path}")
 

@@ -121,8 +121,8 @@ def main() -> None:
           f"{pl['seqs_per_s']:.3g} seq/s, {pl['tokens_per_s']:.3g} tokens/s, {pl['bins']} bins "
           f"(submit loop {pl['submit_s']:.2f} s, total {pl['total_s']:.2f} s)")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "packer_speed.json").write_text(json.dumps(out, indent=1))
-    print(f"wrote {RESULTS / 'packer_speed.json'}")
+    (RESULTS / "packer_speed_cpu.json").write_text(json.dumps(out, indent=1))
+    print(f"wrote {RESULTS / 'packer_speed_cpu.json'}")
 
 
 if __name__ == "__main__":

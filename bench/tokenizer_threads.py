@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child's side
-    ap.add_argument("--out", default=str(RESULTS / "tokenizer_threads.json"))
+    ap.add_argument("--out", default=str(RESULTS / "tokenizer_threads_cpu.json"))
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(_measure(a.docs, a.batch, a.repeats)))

@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
                         f"compaction_{a.compaction}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
     for name, r in (("engine only", only), *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
