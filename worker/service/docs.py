@@ -44,6 +44,7 @@ class Doc:
     headers: tuple = ()             # the input record's headers: carried to the output (worker/ops/headers.py)
     prepared: Prepared | None = None  # the digest pass (ingest, preprocess pool): digest, highlights, prompt
     document_tokens: int = 0        # tokens of the raw document (before compaction; 0 when not counted)
+    window: object = None           # a closed window (worker/windowing/windows.py) when the document is one
 
     def seed(self, base: int, index: int) -> int:
         """A reproducible seed per document (and chunk): reruns sample the same tokens."""
