@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="jsonl: one JSON object per line (sent as is); blank: blank-line-separated blocks; "
                          "lines:N: N lines per document (default jsonl)")
     pr.add_argument("--source", help="`source` field of the documents built by blank/lines splits")
+    pr.add_argument("--lines", action="store_true",
+                    help="one record per line, sent as it is (a log shipper's stream, for windowing.enabled)")
+    pr.add_argument("--key", help="with --lines: the key of every record")
+    pr.add_argument("--key-field", help="with --lines: the key is this field of a JSON line (dotted path)")
+    pr.add_argument("--key-regex", help="with --lines: the key is the first group (or group 'key') of this "
+                                        "regular expression's match on the line")
+    pr.add_argument("--rate", type=float, help="records per second at most (default: as fast as possible)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_setting_flags(pr, ["--bootstrap-servers"])
 
@@ -161,12 +168,13 @@ def topic_specs(spec: str) -> dict[str, int]:
 def cmd_produce(args: argparse.Namespace) -> int:
     from worker.kafka.config import client_config
     from worker.ops.preflight import probe_cluster
-    from worker.produce import Split, SplitError, produce_file
+    from worker.produce import LineKey, Split, SplitError, produce_file
 
     try:
         split = Split.parse(args.split)
     except SplitError as exc:
         fail(str(exc))
+    line_key = _line_key(args)
     if not args.file.is_file():
         fail(f"no such file: {args.file}")
     settings = load(args)
@@ -178,11 +186,32 @@ def cmd_produce(args: argparse.Namespace) -> int:
     conf = clients.tool_producer(**{k: v for k, v in settings.kafka.producer_extra.items() if k != "transactional.id"})
     try:
         n = produce_file(args.file, topic=args.topic, producer_conf=conf, split=split, source=args.source,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, line_key=line_key, rate=args.rate)
     except RuntimeError as exc:
         fail(str(exc), EXIT_FAILED)
     print(f"produced {n} documents to {args.topic}")
     return 0
+
+
+def _line_key(args: argparse.Namespace):
+    """The LineKey of --lines (None without it); a bad combination exits 2 with one line."""
+    import re
+
+    from worker.produce import LineKey
+
+    keyed = [f for f in ("key", "key_field", "key_regex") if getattr(args, f) is not None]
+    if not args.lines:
+        if keyed:
+            fail(f"--{keyed[0].replace('_', '-')} needs --lines")
+        return None
+    if args.rate is not None and args.rate <= 0:
+        fail(f"--rate must be > 0, got {args.rate}")
+    if args.key_regex is not None:
+        try:
+            re.compile(args.key_regex)
+        except re.error as exc:
+            fail(f"--key-regex is not a regular expression: {exc}")
+    return LineKey(args.key, args.key_field, args.key_regex)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
