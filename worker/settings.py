@@ -125,8 +125,10 @@ class KafkaSettings(_Group):
                     "cannot commit or abort within it stops the worker (exit 1) for a restart",
     )
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
-        "lz4", description="the worker producer's compression.type for outputs and dead letters (measured in "
-                           "bench/results/output_compression_cpu.json)",
+        "zstd", description="the worker producer's compression.type for outputs and dead letters; zstd: about "
+                            "twice lz4's ratio on outputs for about twice its (small) CPU "
+                            "(bench/results/output_compression_cpu.json); brokers and consumers need zstd support "
+                            "(Kafka 2.1+)",
     )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
@@ -333,7 +335,7 @@ class WindowingSettings(_Group):
     max_length_s: float = Field(60.0, gt=0.0, le=86_400.0, description="a window closes this long after it opened")
     max_lines: int = Field(2_000, ge=1, le=1_000_000, description="a window closes at this many records")
     max_bytes: int = Field(262_144, ge=64, le=64 << 20, description="a window closes at this many bytes of text")
-    max_open_s: float = Field(90.0, gt=0.0, le=86_400.0, description="open windows hold their partition's "
+    max_open_s: float = Field(60.0, gt=0.0, le=86_400.0, description="open windows hold their partition's "
                               "committed offset back at most this long: then all of that partition's windows close")
     max_windows: int = Field(10_000, ge=1, description="open windows at most: above, ingest pauses its partitions")
     max_held_bytes: int = Field(268_435_456, ge=1_024, description="text held in open windows at most: above, "

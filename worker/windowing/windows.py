@@ -48,7 +48,7 @@ class Rules:
     max_length_s: float = 60.0
     max_lines: int = 2_000
     max_bytes: int = 262_144
-    max_open_s: float = 90.0
+    max_open_s: float = 60.0
     max_windows: int = 10_000          # open windows (all partitions) above which ingest pauses
     max_held_bytes: int = 268_435_456  # text held in open windows above which ingest pauses
     multiline: bool = True
