@@ -53,7 +53,7 @@ def worker_env(args, bootstrap: str, topics: dict[str, str], group: str) -> dict
         "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "20", "RIBBON_MODEL__MODE": args.mode, "RIBBON_MODEL__DEVICE": args.device,
         "RIBBON_WINDOWING__ENABLED": "true", "RIBBON_WINDOWING__GAP_S": str(args.gap_s),
         "RIBBON_WINDOWING__MAX_LENGTH_S": str(args.max_length_s), "RIBBON_WINDOWING__MAX_OPEN_S": str(args.max_open_s),
-        "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
+        "RIBBON_SERVER__PORT": str(args.metrics_port), "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
     })
     if args.model:
         env["RIBBON_MODEL__PATH"] = args.model
@@ -85,8 +85,8 @@ def produce_steady(bootstrap: str, topic: str, args, sent: list[int], input_byte
 
 
 def read_outputs(bootstrap: str, topic: str, partitions: int, total: list[int], done: threading.Event,
-                 timeout_s: float) -> list[tuple[float, bytes]]:
-    """(wall time received, value) of committed outputs until their records add up to `total[0]`."""
+                 timeout_s: float) -> list[tuple[float, bytes, float]]:
+    """(wall time received, value, the output's own timestamp: when delivery produced it) of committed outputs until their records add up to `total[0]`."""
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
     from worker.kafka import clients
@@ -101,7 +101,7 @@ def read_outputs(bootstrap: str, topic: str, partitions: int, total: list[int], 
     while time.monotonic() < deadline and not (done.is_set() and covered >= total[0]):
         for m in c.consume(500, 0.2):
             if m.error() is None:
-                out.append((time.time(), m.value()))
+                out.append((time.time(), m.value(), m.timestamp()[1] / 1e3))
                 covered += orjson.loads(m.value())["window"]["records"]
     c.close()
     return out
@@ -154,6 +154,15 @@ def wait_assigned(log: str, since: int, proc, timeout_s: float) -> None:
     raise RuntimeError(f"the worker was not assigned within {timeout_s:.0f} s; see {log}")
 
 
+def metric_means(port: int, names: tuple[str, ...]) -> dict[str, float | None]:
+    """Mean of each histogram (sum / count) from the worker's /metrics."""
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    vals = {ln.split()[0]: float(ln.split()[1]) for ln in text.splitlines() if ln and not ln.startswith("#")}
+    return {n: round(vals[f"{n}_sum"] / vals[f"{n}_count"], 4) if vals.get(f"{n}_count") else None for n in names}
+
+
 def peak_rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -190,13 +199,14 @@ def run(args, bootstrap: str, broker=None) -> dict:
         done.set()
         reader.join(args.timeout_s)
         rss = peak_rss(proc.pid)
+        means = metric_means(args.metrics_port, ("ribbon_record_age_seconds", "ribbon_delivery_step_seconds"))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(120)
-    outs = [orjson.loads(v) for _, v in got]
-    values = [v for _, v in got]
+    outs = [orjson.loads(v) for _, v, _ in got]
+    values = [v for _, v, _ in got]
     keys = [o["window"]["key"].encode() for o in outs]
-    bursts = bursts_of([t for t, _ in got])
+    bursts = bursts_of([t for t, _, _ in got])
     wire = {c: wire_bytes(bootstrap, topics["scratch"], values, keys, bursts, c) for c in CODECS}
     per_host: dict[str, int] = {}
     reasons: dict[str, int] = {}
@@ -208,7 +218,8 @@ def run(args, bootstrap: str, broker=None) -> dict:
     from datetime import datetime
 
     visible = [(t - datetime.fromisoformat(o["window"]["end"].replace("Z", "+00:00")).timestamp()
-                - (args.gap_s if o["window"]["closed_by"] == "gap" else 0.0)) * 1e3 for (t, _), o in zip(got, outs)]
+                - (args.gap_s if o["window"]["closed_by"] == "gap" else 0.0)) * 1e3 for (t, _, _), o in zip(got, outs)]
+    produced_to_visible = [(t - ts) * 1e3 for t, _, ts in got]
     records = sum(o["window"]["records"] for o in outs)
     out_bytes = sum(len(v) for v in values)
     return {
@@ -224,6 +235,12 @@ def run(args, bootstrap: str, broker=None) -> dict:
         "close_to_output_built_ms": {"p50": pct(close_to_built, 0.5), "p99": pct(close_to_built, 0.99)},
         "last_record_to_visible_ms": {"p50": pct(visible, 0.5), "p99": pct(visible, 0.99), "max": pct(visible, 1.0),
                                       "note": "less gap_s for gap closes; an upper bound of close to visible"},
+        "output_produced_to_visible_ms": {"p50": pct(produced_to_visible, 0.5), "p99": pct(produced_to_visible, 0.99),
+                                          "note": "the output's timestamp (in its transaction) to the reader: the "
+                                                  "commit and the read"},
+        "worker_means_s": {"record_age_at_poll": means["ribbon_record_age_seconds"],
+                           "delivery_step": means["ribbon_delivery_step_seconds"]},
+        "load_average_1m": round(os.getloadavg()[0], 2), "cpu_count": os.cpu_count(),
         "worker_peak_rss_bytes": rss,
         "input_bytes": input_bytes[0], "output_bytes": out_bytes,
         "output_over_input_raw": round(out_bytes / input_bytes[0], 4),
@@ -246,15 +263,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-open-s", type=float, default=10.0)
     ap.add_argument("--mode", choices=("digest", "generative"), default="digest")
     ap.add_argument("--model", help="model path (generative mode)")
+    ap.add_argument("--arch-config", help="generative mode on random weights of this architecture (config JSON)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
                     help="the worker's kafka.compression_type (default: the setting's default)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--metrics-port", type=int, default=19464, help="the worker's /metrics port (read at the end)")
     ap.add_argument("--bootstrap", help="an existing cluster (default: the embedded broker)")
     ap.add_argument("--timeout-s", type=float, default=300.0, help="longest wait for the outputs after the stream")
     ap.add_argument("--log", default="/tmp/ribbon-bench-windows.log", help="the worker's log")
     ap.add_argument("--out", default=str(RESULTS / "windows_cpu.json"))
     args = ap.parse_args(argv)
+    if args.arch_config:
+        import tempfile
+
+        from worker.bench.e2e import random_checkpoint
+
+        args.model = random_checkpoint(args.arch_config, Path(tempfile.mkdtemp(prefix="ribbon-windows-")))
     if args.bootstrap:
         result = run(args, args.bootstrap)
     else:
