@@ -94,7 +94,7 @@ class Ingest:
         self.error: BaseException | None = None
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
         # Line topics: records become windows, and closed windows documents (worker/windowing/stage.py).
-        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter) \
+        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
             if settings.windowing.enabled else None
 
     # ---- the thread ---------------------------------------------------------------

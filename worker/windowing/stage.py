@@ -49,20 +49,24 @@ def rules_of(w) -> Rules:
 
 
 class LineStream:
-    def __init__(self, settings, *, tracker: OffsetTracker, dead_letter: Callable[..., object],
+    def __init__(self, settings, *, tracker: OffsetTracker, dead_letter: Callable[..., object], metrics=None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         w = settings.windowing
         self.topics = frozenset(w.topics or settings.kafka.input_topics)
         self.key_path = tuple(w.key_field.split(".")) if w.key_field else None
         self.key_regex = re.compile(w.key_regex) if w.key_regex else None
         self.max_bytes = settings.kafka.max_message_bytes
-        self.tracker, self.dead_letter = tracker, dead_letter
+        self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/service/metrics.py
         self.windows = Windower(rules_of(w), clock)
 
     def takes(self, topic: str) -> bool:
         return topic in self.topics
 
     def full(self) -> bool:
+        """At a memory cap (ingest pauses); also exports the open windows and the bytes they hold."""
+        if self.metrics is not None:
+            self.metrics.open_windows.set(self.windows.open_windows)
+            self.metrics.window_bytes.set(self.windows.held_bytes)
         return self.windows.full()
 
     def add(self, m, tp, epoch: int) -> list[Doc]:
@@ -127,6 +131,8 @@ class LineStream:
     def _docs(self, closed: list[Window]) -> list[Doc]:
         docs = []
         for w in closed:
+            if self.metrics is not None:
+                self.metrics.windows_closed.labels(w.reason).inc()
             if not self.tracker.group(w.tp, w.epoch, w.offsets):
                 continue  # its partition was revoked meanwhile
             first = w.offsets[0]
