@@ -1,16 +1,16 @@
 """compression.type for the worker's producer: bytes on the wire and CPU, per codec, on real outputs.
 
 Two kinds of output, built in this process by the worker's own code (digest mode: digest,
-highlights, rendering, worker/service/outputs.py):
-- documents: one output per multi-line document (worker.samples.mixed_corpus), the default input;
-- windows: one output per host window of one-line syslog records (worker/windowing/sample.py,
+highlights, rendering, worker/pipeline/outputs.py):
+- documents: one output per multi-line document (worker.demo.samples.mixed_corpus), the default input;
+- windows: one output per host window of one-line syslog records (worker/demo/lines.py,
   `--hosts` hosts, `--window-records` records per host window).
 Each set is produced through librdkafka to the embedded broker once per codec, in bursts of
 `--burst` records (about one delivery transaction), flushed between bursts. Bytes are the
 producer's tx_bytes statistic (payload plus request framing); CPU is this process's CPU time over
 the produce calls and flushes (librdkafka compresses on its own threads, counted here).
 
-    python bench/output_compression.py     # bench/results/output_compression_cpu.json
+    python -m bench.output_compression     # bench/results/output_compression_cpu.json
 """
 
 from __future__ import annotations
@@ -18,25 +18,23 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import sys
 import time
 from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import RESULTS, save  # noqa: E402
-from windows import wire_bytes  # noqa: E402
+from bench.results_io import RESULTS, save
+from bench.windows import wire_bytes
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def document_outputs(n: int) -> tuple[list[bytes], list[bytes], int]:
-    from worker.messages import encode_output
-    from worker.samples import mixed_corpus
-    from worker.service.docs import Doc
-    from worker.service.outputs import build_output
-    from worker.settings import load_settings
+    from worker.messages.models import encode_output
+    from worker.demo.samples import mixed_corpus
+    from worker.pipeline.inflight import Doc
+    from worker.pipeline.outputs import build_output
+    from worker.config.settings import load_settings
 
     s = load_settings(environ={})
     s = s.model_copy(update={"model": s.model.model_copy(update={"mode": "digest"})})
@@ -52,12 +50,12 @@ def document_outputs(n: int) -> tuple[list[bytes], list[bytes], int]:
 
 
 def window_outputs(hosts: int, per_window: int) -> tuple[list[bytes], list[bytes], int]:
-    from worker.messages import encode_output
-    from worker.service.outputs import build_output
-    from worker.service.tracker import OffsetTracker
-    from worker.settings import load_settings
-    from worker.windowing.sample import syslog_stream
-    from worker.windowing.stage import LineStream
+    from worker.messages.models import encode_output
+    from worker.pipeline.outputs import build_output
+    from worker.pipeline.tracker import OffsetTracker
+    from worker.config.settings import load_settings
+    from worker.demo.lines import syslog_stream
+    from worker.pipeline.lines import LineStream
 
     s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_MODEL__MODE": "digest",
                                "RIBBON_WINDOWING__MAX_LINES": str(per_window)})

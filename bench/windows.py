@@ -1,6 +1,6 @@
 """Windowed syslog: one-line records from many hosts at a steady rate, through the whole worker.
 
-A producer sends `--records` one-line syslog records (worker/windowing/sample.py) from `--hosts`
+A producer sends `--records` one-line syslog records (worker/demo/lines.py) from `--hosts`
 hosts, keyed by host, at `--rate` records/s to a fresh input topic; a worker (`ribbon run`, a
 separate process, `windowing.enabled`) summarizes each host's windows; a reader takes the committed
 outputs until their windows cover every record. Printed and saved as JSON:
@@ -17,8 +17,8 @@ outputs until their windows cover every record. Printed and saved as JSON:
   again through librdkafka, in the bursts they arrived in, bytes from its statistics, tx_bytes);
 - coverage: records uncovered, and covered by more than one output.
 
-    python bench/windows.py                      # CPU, digest mode: bench/results/windows_cpu.json
-    python bench/windows.py --mode generative --model PATH --device cuda --out bench/results/windows_h200.json
+    python -m bench.windows                      # CPU, digest mode: bench/results/windows_cpu.json
+    python -m bench.windows --mode generative --model PATH --device cuda --out bench/results/windows_h200.json
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import RESULTS, save  # noqa: E402
+from bench.results_io import RESULTS, save
 
 CODECS = ("none", "lz4", "zstd")
 
@@ -65,7 +64,7 @@ def worker_env(args, bootstrap: str, topics: dict[str, str], group: str) -> dict
 def produce_steady(bootstrap: str, topic: str, args, sent: list[int], input_bytes: list[int]) -> None:
     from worker.kafka import clients
     from worker.kafka.config import plain_config
-    from worker.windowing.sample import syslog_stream
+    from worker.demo.lines import syslog_stream
 
     p = clients.producer(plain_config(bootstrap).tool_producer())
     start = time.monotonic()

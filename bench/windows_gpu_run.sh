@@ -12,8 +12,8 @@ if [ -z "${SKIP_BUILD:-}" ]; then
   python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
 fi
-timeout ${WINDOWS_TIMEOUT:-400} python3 bench/windows.py --mode generative --device cuda \
+timeout ${WINDOWS_TIMEOUT:-400} python3 -m bench.windows --mode generative --device cuda \
   --arch-config config/models/qwen2.5-0.5b.json --records ${RECORDS:-200000} --rate ${RATE:-10000} \
   --log $OUT/windows_h200_worker.log --out $OUT/windows_h200.json 2>&1 | grep -v '^%' | tail -60
-[ -n "${SKIP_KILL:-}" ] || timeout 500 python3 bench/windows_kill.py --kills 20 --log $OUT/windows_kill_h200_worker.log \
+[ -n "${SKIP_KILL:-}" ] || timeout 500 python3 -m bench.windows_kill --kills 20 --log $OUT/windows_kill_h200_worker.log \
   --out $OUT/windows_kill_h200.json 2>&1 | grep -v '^%' | tail -30

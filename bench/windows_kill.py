@@ -10,7 +10,7 @@ uncovered, records covered by two different outputs (must be 0), records covered
 repeats of one output (the embedded broker shows aborted records to read_committed readers), and
 the committed offsets after each cycle (never moving back).
 
-    python bench/windows_kill.py --kills 20     # bench/results/windows_kill_cpu.json
+    python -m bench.windows_kill --kills 20     # bench/results/windows_kill_cpu.json
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import RESULTS, save  # noqa: E402
-from windows import wait_assigned  # noqa: E402
+from bench.results_io import RESULTS, save
+from bench.windows import wait_assigned
 
 ROOT = Path(__file__).resolve().parents[1]
 

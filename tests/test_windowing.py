@@ -2,7 +2,7 @@
 
 import pytest
 
-from worker.service.tracker import OffsetTracker, Record
+from worker.pipeline.tracker import OffsetTracker, Record
 from worker.windowing.multiline import Joiner, continues
 from worker.windowing.windows import Rules, Windower
 

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from worker.produce import LineKey, lines
-from worker.service.tracker import OffsetTracker
-from worker.settings import load_settings
-from worker.windowing.stage import LineStream, NoLine, window_info
+from worker.cli.produce import LineKey, lines
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import load_settings
+from worker.pipeline.lines import LineStream, NoLine, window_info
 
 TP = ("logs", 0)
 

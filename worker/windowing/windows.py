@@ -14,7 +14,7 @@ closes on whichever comes first (the `reason` it carries):
 
 Exactly-once without a state store: a window is committed with its output in
 one transaction, and the committed offset of a partition may only move to a
-point no window straddles (the offset tracker's windows, worker/service/tracker.py).
+point no window straddles (the offset tracker's windows, worker/pipeline/tracker.py).
 With many keys interleaved such a point exists only when the partition has no
 open window, so the windower makes one: once the partition's first record since
 its last such point is `max_open_s` old, all its windows close. After a crash or
