@@ -124,3 +124,10 @@ def test_produce_lines_through_the_broker(broker, new_topic, tmp_path):
     got = consume_all(broker.bootstrap, topic, 30)
     assert sorted((m.key(), m.value()) for m in got) == sorted(
         (f"host{i % 3}".encode(), f"Oct 11 22:14:{i:02d} host{i % 3} app: line {i}".encode()) for i in range(30))
+
+
+def test_run_windowed_flag_is_a_setting_with_a_one_line_error():
+    res = subprocess.run([sys.executable, "-m", "worker", "run", "--windowed", "maybe"], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and "windowing.enabled" in res.stderr and "RIBBON_WINDOWING__ENABLED" in res.stderr, \
+        res.stderr

@@ -99,6 +99,7 @@ def read_outputs(broker, topic: str, inputs: dict, dead: set, timeout_s: float) 
     return outs
 
 
+@pytest.mark.slow
 def test_a_windowed_syslog_stream_end_to_end(broker, new_topic, tmp_path):
     t = topics(new_topic)
     n, hosts = 600, 6

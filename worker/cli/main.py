@@ -33,6 +33,10 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--device": ("model.device", "auto, cpu, cuda or cuda:N"),
     "--token-budget": ("packer.token_budget", "tokens per bin (prompt + reserve), or auto"),
     "--max-wait-ms": ("packer.max_wait_ms", "longest a bin waits to fill, in ms"),
+    "--windowed": ("windowing.enabled", "true/false: input records are lines of a stream, summarized in windows per "
+                                        "key (docs/windowing.md)"),
+    "--window-key-field": ("windowing.key_field", "the windows' key: this field of a JSON record (unset: the Kafka "
+                                                  "key)"),
     "--port": ("server.port", "metrics and health port (0 disables)"),
     "--log-level": ("log_level", "DEBUG, INFO, WARNING or ERROR"),
 }
@@ -78,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run_flags = ["--bootstrap-servers", "--input-topic", "--output-topic", "--dlq-topic", "--group-id",
                  "--delivery", "--worker-slot", "--model", "--mode", "--max-new-tokens", "--device",
-                 "--token-budget", "--max-wait-ms", "--port", "--log-level"]
+                 "--token-budget", "--max-wait-ms", "--windowed", "--window-key-field", "--port", "--log-level"]
     rn = sub.add_parser("run", parents=[_common()], help="run the worker: consume, summarize, produce (until SIGTERM)")
     rn.add_argument("--partitions", type=int, default=4,
                     help="partitions of the input topic when the embedded broker is used (default 4)")
