@@ -131,3 +131,45 @@ def test_run_windowed_flag_is_a_setting_with_a_one_line_error():
                          text=True, timeout=60)
     assert res.returncode == 2 and "windowing.enabled" in res.stderr and "RIBBON_WINDOWING__ENABLED" in res.stderr, \
         res.stderr
+
+
+class Polled(Msg):
+    def error(self):
+        return None
+
+    def topic(self):
+        return "logs"
+
+    def partition(self):
+        return 0
+
+
+def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
+    from stage_fakes import Wake
+    from test_stages import PausingConsumer
+
+    from worker.observability.metrics import Metrics
+    from worker.pipeline.deadletter import DeadLetters
+    from worker.pipeline.inflight import DocRegistry
+    from worker.pipeline.ingest import Ingest, Watermarks
+
+    tracker, metrics = OffsetTracker(), Metrics()
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs",
+                               "RIBBON_WINDOWING__MAX_WINDOWS": "3", "RIBBON_MODEL__MODE": "digest"})
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
+    ing = Ingest(settings=s, make_consumer=PausingConsumer, tracker=tracker, registry=DocRegistry(), packer=None,
+                 planner=None, delivery=None, metrics=metrics, dead_letters=dl, finished=lambda doc, text: True,
+                 watermarks=Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5))
+    ing.consumer = ing.make_consumer()
+    tracker.assign(TP)
+    ing._ingest([Polled(f"flood {i}".encode(), b"flood", i) for i in range(50)])  # 50 in flight, one window
+    ing._backpressure()
+    assert ing.consumer.paused == [] and metrics.registry.get_sample_value("ribbon_open_windows") == 1
+    ing._ingest([Polled(b"x", k, 50 + i) for i, k in enumerate((b"a", b"b"))])
+    ing._backpressure()
+    assert ing.consumer.paused == [["tp0", "tp1"]] and metrics.registry.get_sample_value("ribbon_open_windows") == 3
+    for doc in ing.lines.due(draining=True):  # the windows close, and their outputs commit
+        tracker.complete(doc.tp, doc.epoch, doc.offset, ())
+    assert sum(len(r.offsets) for r in tracker.take_ready()) == 52
+    ing._backpressure()
+    assert ing.consumer.resumed == [["tp0", "tp1"]]

@@ -331,14 +331,15 @@ class Ingest:
     def _backpressure(self) -> None:
         tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
         inflight = self.tracker.pending()
+        windowed = self.lines.held_records() if self.lines is not None else 0  # capped by windowing.* instead
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
         self.metrics.reorder.set(self.tracker.waiting())
         self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
         want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
-            inflight > self.marks.high_messages or (self.lines is not None and self.lines.full())
+            inflight - windowed > self.marks.high_messages or (self.lines is not None and self.lines.full())
         want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
-            inflight < self.marks.low_messages
+            inflight - windowed < self.marks.low_messages and not (self.lines is not None and self.lines.full())
         parts = self.consumer.assignment()
         if want_pause and not self.paused:
             self.consumer.pause(parts)

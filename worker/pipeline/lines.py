@@ -69,6 +69,9 @@ class LineStream:
             self.metrics.window_bytes.set(self.windows.held_bytes)
         return self.windows.full()
 
+    def held_records(self) -> int:
+        return self.windows.held_records
+
     def add(self, m, tp, epoch: int) -> list[Doc]:
         value = m.value()
         try:

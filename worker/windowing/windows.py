@@ -101,6 +101,11 @@ class Windower:
     def open_windows(self) -> int:
         return sum(len(w) for w in self._open.values())
 
+    @property
+    def held_records(self) -> int:
+        """Records in open windows (bounded by the caps here, not by the in-flight message watermarks)."""
+        return sum(w.records for ws in self._open.values() for w in ws.values())
+
     def full(self) -> bool:
         """At either memory cap: the ingest stage pauses until windows close."""
         return self.open_windows >= self.rules.max_windows or self.held_bytes >= self.rules.max_held_bytes
