@@ -19,7 +19,6 @@ import argparse
 import json
 import platform
 import time
-from pathlib import Path
 
 import orjson
 

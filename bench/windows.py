@@ -37,8 +37,9 @@ from pathlib import Path
 
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
 from bench.results_io import RESULTS, save
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CODECS = ("none", "lz4", "zstd")
 
