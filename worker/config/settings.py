@@ -126,7 +126,7 @@ class KafkaSettings(_Group):
     )
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
         "zstd", description="the worker producer's compression.type for outputs and dead letters; zstd: about "
-                            "twice lz4's ratio on outputs for about twice its (small) CPU "
+                            "twice lz4's ratio on outputs for about 1.5 times its (small) CPU "
                             "(bench/results/output_compression_cpu.json); brokers and consumers need zstd support "
                             "(Kafka 2.1+)",
     )

@@ -151,7 +151,9 @@ class WindowInfo(_Out):
 class OutputMessage(_Out):
     """A summary. Kafka key: the input key, or `id` when the input had none."""
 
-    model_config = ConfigDict(title="Ribbon output message")
+    # `window` is written only for windows of line records: a document's output is as before it existed.
+    model_config = ConfigDict(title="Ribbon output message",
+                              json_schema_extra=lambda schema: schema["required"].remove("window"))
 
     id: str = Field(min_length=1, description="the input id, or topic:partition:offset")
     source: str | None = Field(None, description="as given")
@@ -166,7 +168,8 @@ class OutputMessage(_Out):
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
-    window: WindowInfo | None = Field(None, description="set when the document is a window of one-line records")
+    window: WindowInfo | None = Field(None, description="where a window of one-line records came from; absent "
+                                                        "for a document")
     schema_version: Literal[3] = 3
 
 
@@ -278,7 +281,7 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
 
 
 def encode_output(msg: OutputMessage) -> bytes:
-    return orjson.dumps(msg.model_dump())
+    return orjson.dumps(msg.model_dump(exclude={"window"} if msg.window is None else None))
 
 
 def decode_output(value: bytes) -> OutputMessage:
