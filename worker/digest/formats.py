@@ -95,7 +95,7 @@ def _timestamped(shape: tuple = _ALL_SHAPE, level: str = _LEVEL) -> str:
     out += r"(?P<pid>\d+\s+)?" if pid else ""
     alts = []
     if lvl:
-        part = r"(?:(?P<host>[A-Za-z][\w.:/-]*)\s+(?:-\s+)?)?" if host else ""
+        part = rf"(?:(?!{_LEVEL}\s)(?P<host>[A-Za-z][\w.:/-]*)\s+(?:-\s+)?)?" if host else ""
         part += (r"(?P<lb>[\[<(])?" if lvl_br else "") + rf"(?P<lvl>{level})" + (r"[\]>)]?" if lvl_br else "")
         part += r":?(?:\s+[-|:]\s+|\s+|(?=\[))"
         part += rf"(?P<brk>{_BRACKETS[:-1]}+)?" if brackets else ""
@@ -149,6 +149,7 @@ def _reread(rx: re.Pattern, lines: list[str], rows: list[tuple]) -> list[tuple]:
 
 
 _LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity|loglevel)=("?)(\w+)\1(?=\s|$)')
+_LOGFMT_MSG = re.compile(r'(?:^|\s)(?:msg|message)=(?:(")((?:[^"\\]|\\.)*)"|()(\S+))')
 _LOGFMT_TIME = re.compile(r'(?:^|\s)(?:time|ts|timestamp|t)=("?)([^\s"]+)\1(?=\s|$)')
 
 
@@ -294,14 +295,18 @@ def _scalar(v) -> str:
 
 
 def _logfmt_row(line: str) -> tuple:
+    """(matched, message, level, stamp, host) of a logfmt line: the msg= value first, then the other pairs."""
     m = _LOGFMT_LEVEL.search(line)
     if m is None:
         return (False, line, None, "", "")
     t = _LOGFMT_TIME.search(line)
-    msg = line
-    for mm in sorted((x for x in (m, t) if x is not None), key=lambda x: -x.start()):
-        msg = msg[:mm.start()] + msg[mm.end():]
-    return (True, msg.strip(), level_word(m.group(2)), t.group(2) if t else "", "")
+    g = _LOGFMT_MSG.search(line)
+    rest = line
+    for mm in sorted((x for x in (m, t, g) if x is not None), key=lambda x: -x.start()):
+        rest = rest[:mm.start()] + rest[mm.end():]
+    msg = (g.group(2) if g.group(1) else g.group(4)) if g else ""
+    text = (msg.replace('\\"', '"') + " " + rest.strip()).strip()
+    return (True, text, level_word(m.group(2)), t.group(2) if t else "", "")
 
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:

@@ -2,7 +2,7 @@
 
 Normalized levels, worst first: FATAL, CRITICAL, ERROR, WARN, NOTICE, INFO, DEBUG, TRACE
 (RANK gives 0..7). Spellings cover syslog (`emerg`, `alert`, `crit`, `err`, `warning`), Go
-(`ERRO`, `EROR`, `WRN`, `DPANIC`, `PANIC`), Java (`SEVERE`, `FINE`...), .NET/Windows
+(`ERRO`, `EROR`, `WRN`, `DEBU`, `FATA`, `PANI`, `DPANIC`, `PANIC`), Java (`SEVERE`, `FINE`...), .NET/Windows
 (`Information`, `Verbose`), one-letter klog/logcat prefixes (`E`, `W`, `F`, `I`, `D`, `V`), RFC
 5424/3164 PRI numbers and OTLP severityNumber.
 """
@@ -14,14 +14,14 @@ RANK = {lv: i for i, lv in enumerate(ORDER)}
 WARN_RANK = RANK["WARN"]          # a line of this rank or worse (lower) is a failure
 
 SPELLINGS = {
-    "fatal": "FATAL", "panic": "FATAL", "dpanic": "FATAL", "emerg": "FATAL", "emergency": "FATAL", "ftl": "FATAL",
+    "fatal": "FATAL", "fata": "FATAL", "panic": "FATAL", "pani": "FATAL", "dpanic": "FATAL", "emerg": "FATAL", "emergency": "FATAL", "ftl": "FATAL",
     "alert": "CRITICAL", "crit": "CRITICAL", "critical": "CRITICAL", "severe": "CRITICAL", "crt": "CRITICAL",
     "error": "ERROR", "err": "ERROR", "erro": "ERROR", "eror": "ERROR", "errors": None,
     "warn": "WARN", "warning": "WARN", "wrn": "WARN", "warng": "WARN",
     "notice": "NOTICE", "note": "NOTICE",
     "info": "INFO", "information": "INFO", "informational": "INFO", "inf": "INFO", "inform": "INFO",
-    "debug": "DEBUG", "dbg": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "debg": "DEBUG", "config": "DEBUG",
-    "trace": "TRACE", "trc": "TRACE", "finest": "TRACE", "verbose": "TRACE", "vrb": "TRACE",
+    "debug": "DEBUG", "debu": "DEBUG", "dbg": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "debg": "DEBUG", "config": "DEBUG",
+    "trace": "TRACE", "trac": "TRACE", "trc": "TRACE", "finest": "TRACE", "verbose": "TRACE", "vrb": "TRACE",
 }
 SPELLINGS = {k: v for k, v in SPELLINGS.items() if v is not None}
 LETTERS = {"F": "FATAL", "A": "FATAL", "E": "ERROR", "W": "WARN", "N": "NOTICE", "I": "INFO", "D": "DEBUG",
