@@ -144,7 +144,8 @@ def _devlog_truth(folder: Path, name: str) -> tuple[list[dict], dict[str, str]]:
     return rows, corrected
 
 
-_TIME_FIELDS = (("Timestamp",), ("Date", "Time"), ("Month", "Date", "Time"), ("Month", "Day", "Time"), ("Time",))
+_TIME_FIELDS = (("Timestamp",), ("Month", "Date", "Time"), ("Month", "Day", "Time"), ("Date", "Day", "Time"),
+                ("Date", "Time"), ("Time",))
 
 
 def _true_span(rows: list[dict]) -> tuple[str, str] | None:

@@ -55,7 +55,7 @@ _TS_LIST = (
     rf"\d{{2}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}{_FRAC}",                     # yy/MM/dd HH:mm:ss
     rf"\d{{2}}[-/.]\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}{_FRAC}",                         # MM-dd, MM/dd, MM.dd
     r"\d{6} \d{6}",                                                                # yyMMdd HHmmss
-    r"\d{8}-\d{2}:\d{2}:\d{2}(?::\d{1,3})?",                                       # yyyyMMdd-HH:mm:ss:SSS
+    r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                     # yyyyMMdd-HH:mm:ss:SSS
     r"\d{13}(?![\d.])|\d{10}(?:\.\d{1,6})?(?![\d.])",                               # epoch ms / s
 )
 _TS_ANY = "|".join(_TS_LIST)
