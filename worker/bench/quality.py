@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from worker.digest.clock import stamp_of
+from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
 from worker.digest.levels_table import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
@@ -130,7 +131,26 @@ def _measure(text: str, lines: list[str], true_groups: list, true_templates: lis
                                                                           (f["example"] for f in d["failures"])))
     row["outliers_inside_range"] = sum(o["others_min"] <= o["value"] <= o["others_max"] for o in d["outliers"])
     row["summary"] = summary
+    row["compaction"] = _compaction(a, text)
     return row
+
+
+COMPACTION_CHOICES = (3, 10, 1 << 30)   # verbatim failure lines kept per template: as other templates, default, all
+
+
+def _compaction(a, text: str) -> dict:
+    """Characters of the compacted text and the failure lines it keeps verbatim, per FAILURE_EXTRA choice."""
+    lines = a.templates.lines
+    failing = [i for f in a.failures for i in f["lines"].tolist()]
+    out = {"raw_chars": len(text), "failure_lines": len(failing)}
+    for n in COMPACTION_CHOICES:
+        c = compact_text(a, failure_extra=n)
+        kept = set(c.split("\n"))
+        verbatim = sum(lines[i].rstrip() in kept or (EXTRA_PREFIX + lines[i].strip()) in kept for i in failing)
+        key = "all" if n > 1e6 else str(n)
+        out[f"chars_{key}"] = len(c)
+        out[f"failure_lines_verbatim_{key}"] = verbatim
+    return out
 
 
 def _devlog_truth(folder: Path, name: str) -> tuple[list[dict], dict[str, str]]:
@@ -219,7 +239,8 @@ def _totals(rows: dict) -> dict:
             "span_known": sum("span_correct" in r for r in rows.values()),
             "spans_inverted": sum(r["span_inverted"] for r in rows.values()),
             "summaries_with_control_bytes": sum(r["summary_control_bytes"] for r in rows.values()),
-            "outliers_inside_range": sum(r["outliers_inside_range"] for r in rows.values())}
+            "outliers_inside_range": sum(r["outliers_inside_range"] for r in rows.values()),
+            "compaction": {k: sum(r["compaction"][k] for r in rows.values()) for k in next(iter(rows.values()))["compaction"]}}
 
 
 def _table(title: str, rows: dict) -> None:
