@@ -52,6 +52,8 @@ def _parse(t: str) -> Stamp | None:
         m = rx.match(t)
         if m:
             y, mo, d, h, mi, s, frac, z = m.groups()
+            if form == "yyyyMMdd" and frac:
+                frac = frac.zfill(3)          # milliseconds written without leading zeros
             year = int(y) + (2000 if len(y) == 2 else 0)
             zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
             return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), zone), form)
@@ -104,8 +106,9 @@ def _syslog_key(s: str) -> str:
 
 
 def _padded_key(s: str) -> str:
+    """Digit groups zero-padded (the last, milliseconds, to 3): `22:16:0:119` sorts after `22:15:59:1`."""
     g = _GROUPS.findall(s)
-    return "".join(x.zfill(2) for x in g[:-1]) + (g[-1] if g else "")
+    return "".join(x.zfill(2) for x in g[:-1]) + (g[-1].zfill(3) if g else "")
 
 
 @dataclass(frozen=True)
