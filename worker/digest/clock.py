@@ -93,9 +93,10 @@ def sort_keys(stamps: list[str]) -> list[str]:
         return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
     if _EPOCH.match(sample):
         return [f"{float(s):020.6f}" if s else "" for s in stamps]
-    widths = {len(s) for s in stamps if s}
-    if len(widths) == 1:                                            # fixed width: the digits sort as the times
-        return [s.translate(_DIGITS) for s in stamps]
+    widths = set(map(len, stamps))
+    widths.discard(0)
+    if len(widths) == 1:     # fixed width, fields largest first, equal separators: the texts sort as the times
+        return stamps
     return [_padded_key(s) if s else "" for s in stamps]
 
 
@@ -123,17 +124,17 @@ class TrueSpan:
 
 def true_span(stamps: list[str], keys: list[str]) -> TrueSpan | None:
     """Earliest to latest (by sort key; ties: the earlier line), or None when no line has a time."""
-    timed = [(k, i) for i, k in enumerate(keys) if k]
-    if not timed:
+    ks = [k for k in keys if k]
+    if not ks:
         return None
-    lo, hi = min(timed), max(timed, key=lambda ki: (ki[0], -ki[1]))
+    k_lo, k_hi = min(ks), max(ks)
+    lo, hi = (k_lo, keys.index(k_lo)), (k_hi, keys.index(k_hi))
     first, last = stamp_of(stamps[lo[1]]), stamp_of(stamps[hi[1]])
     if first is None or last is None:
         return None
     if last.seconds < first.seconds:   # keys and dates disagree (mixed forms): order by the dates
         first, last = last, first
         lo, hi = hi, lo
-    ks = [k for k, _ in timed]
     out_of_order = sum(b < a for a, b in zip(ks, ks[1:]))
     zone = "UTC" if first.text.endswith("Z") else None
     return TrueSpan(first, last, lo[1], hi[1], out_of_order, zone)

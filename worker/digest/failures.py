@@ -32,6 +32,7 @@ SOFT = frozenset({"timeout", "timed", "warning", "lost", "retrying", "retry", "d
                   "mismatch", "unexpected", "broken", "down"})
 _NEGATION = frozenset({"no", "not", "0", "without", "zero", "none", "never", "non"})
 _WORD = re.compile(r"(?<![\w=./\-])([A-Za-z][A-Za-z']*)(?![\w=\-]|\.\w)")
+_RANK_OR_NONE = {**RANK, None: -1}
 _PREFIX = re.compile(r"^\s*[\[<(]?([A-Za-z]{3,11})[\]>)]?:")
 
 
@@ -81,7 +82,7 @@ def line_ranks(tm, levels: list[str | None], matched: list[bool]) -> tuple[np.nd
     """([L] int8 level rank of each line, -1 none; [L] bool the line's rank is inherited from the line
     before it (a continuation: counted in its record's level, never a failure entry of its own))."""
     n = len(tm.lines)
-    ranks = np.fromiter((RANK[lv] if lv is not None else -1 for lv in levels), dtype=np.int8, count=n)  # [L]
+    ranks = np.fromiter(map(_RANK_OR_NONE.__getitem__, levels), dtype=np.int8, count=n)          # [L]
     inherited = np.zeros(n, dtype=bool)                                                          # [L]
     todo = np.unique(tm.line_template[(ranks < 0) & (tm.line_template >= 0)])
     if len(todo):

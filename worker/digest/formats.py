@@ -39,7 +39,7 @@ import orjson
 
 from worker.digest.levels_table import SPELLINGS, from_otlp, from_pri, level_word
 
-SAMPLE_LINES = 64        # lines read to choose a document's format
+SAMPLE_LINES = 24        # lines read to choose a document's format
 MIN_SHARE = 0.25         # a header must match this share of the sampled lines
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -62,7 +62,7 @@ _TS_ANY = "|".join(_TS_LIST)
 _LEVEL_ALT = "|".join(sorted((re.escape(w) for w in SPELLINGS), key=len, reverse=True))
 _LEVEL = rf"(?i:{_LEVEL_ALT})(?![\w.])"
 _LEVEL_UPPER = "|".join(sorted((re.escape(w.upper()) for w in SPELLINGS), key=len, reverse=True))
-_BRACKETS = r"(?:\[(?:[^\[\]]|\[[^\[\]]*\])*\]\s*(?:-\s+)?)*"     # [thread] [a[b]] ... (one nesting level)
+_BRACKETS = r"(?:\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]\s*(?:-\s+)?)*"   # [thread] [a[b]] ... (one nesting level)
 _HEADERS: dict[str, str] = {
     "rfc5424": r"<(?P<pri>\d{1,3})>\d{1,2} (?P<ts>\S+) (?P<host>\S+) (?P<comp>\S+) \S+ \S+ "
                r"(?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?",
@@ -79,7 +79,7 @@ _HEADERS: dict[str, str] = {
     "level_first": rf"(?P<lvl>{_LEVEL_UPPER})(?:\[(?P<ts2>[^\]]*)\]|:(?P<comp>[\w.]*):"
                    rf"|\s+\[?(?P<ts>{_TS_ANY})\]?)?[\s:]+",
 }
-_TS_BRANCHES = [rf"(?:{b})" for b in _TS_LIST]
+_TS_BRANCHES = [re.compile(rf"(?:{b})") for b in _TS_LIST]
 _COMPONENTS = [
     r"(?P<comp>[A-Za-z_$][\w$\-]*(?:[.$@][\w$\-]+)+(?:\[\d+\])?):\s+",    # org.x.Y: / a.b$C@12:
     r"(?P<comp2>[a-z_]\w*(?:\.\w+){2,})\s+(?:\[[^\]]*\]\s*)?",             # nova.compute.manager [req]
@@ -95,7 +95,8 @@ def _timestamped(shape: tuple = _ALL_SHAPE, level: str = _LEVEL) -> str:
     out += r"(?P<pid>\d+\s+)?" if pid else ""
     alts = []
     if lvl:
-        part = rf"(?:(?!{_LEVEL}\s)(?P<host>[A-Za-z][\w.:/-]*)\s+(?:-\s+)?)?" if host else ""
+        guard = rf"(?!{_LEVEL}\s)" if level is _LEVEL else ""   # a specialized pass checks this after
+        part = rf"(?:{guard}(?P<host>[A-Za-z][\w.:/-]*)\s+(?:-\s+)?)?" if host else ""
         part += (r"(?P<lb>[\[<(])?" if lvl_br else "") + rf"(?P<lvl>{level})" + (r"[\]>)]?" if lvl_br else "")
         part += r":?(?:\s+[-|:]\s+|\s+|(?=\[))"
         part += rf"(?P<brk>{_BRACKETS[:-1]}+)?" if brackets else ""
@@ -120,15 +121,19 @@ def _shape_of(sample: list[str]) -> tuple:
     rx = _HEAD["timestamped"]
     ms = [m for m in map(rx.match, sample) if m is not None]
     used = lambda g: any(m.group(g) for m in ms)  # noqa: E731
-    branch = next((b for b in _TS_BRANCHES if all(re.fullmatch(b, m.group("ts")) for m in ms)), _TS_ANY)
+    branch = next((b.pattern for b in _TS_BRANCHES if all(b.fullmatch(m.group("ts")) for m in ms)), _TS_ANY)
     comps = tuple(i for i, g in enumerate(("comp", "comp2", "comp3", "comp4")) if used(g))
     return (used("pre"), branch, used("pid"), used("host"), used("lvl"), used("lb"), used("brk"), comps,
             used("pipes"), used("prog"))
 
 
+_SHAPE_GROUPS = re.compile(r"\(\?P<(?:pre|pid|lb|brk|comp\d?|pipes|prog)>")
+
+
 @functools.lru_cache(maxsize=64)
 def _specialized(shape: tuple) -> re.Pattern:
-    return re.compile(rf"^(?:{_timestamped(shape, _LEVEL_ANY)})?(.*)$", re.M)
+    """The document's header regex: only its parts, capturing only ts, host, level and the message."""
+    return re.compile(_SHAPE_GROUPS.sub("(?:", rf"^(?:{_timestamped(shape, _LEVEL_ANY)})?(.*)$"), re.M)
 
 
 def _reread(rx: re.Pattern, lines: list[str], rows: list[tuple]) -> list[tuple]:
@@ -136,9 +141,17 @@ def _reread(rx: re.Pattern, lines: list[str], rows: list[tuple]) -> list[tuple]:
     at = rx.groupindex.get("lvl")
     if at is None:
         return rows
-    bad = [i for i, r in enumerate(rows) if r[at - 1] and level_word(r[at - 1]) is None]
-    if not bad:
+    words = {r[at - 1] for r in rows}
+    wrong = {w for w in words if w and level_word(w) is None}
+    h = rx.groupindex.get("host")
+    if h is not None:   # `INFO critical section ...`: the level taken for a host
+        hosts = {r[h - 1] for r in rows}
+        wrong_host = {x for x in hosts if x and level_word(x) is not None}
+    else:
+        wrong_host = set()
+    if not wrong and not wrong_host:
         return rows
+    bad = [i for i, r in enumerate(rows) if r[at - 1] in wrong or (h is not None and r[h - 1] in wrong_host)]
     full = _ROWS["timestamped"]
     names = sorted(rx.groupindex.items(), key=lambda kv: kv[1])
     rows = list(rows)
@@ -192,6 +205,8 @@ def detect(lines: list[str]) -> str | None:
         n = sum(rx.match(ln) is not None for ln in sample)
         if n > best_n:
             best, best_n = name, n
+            if n == len(sample):     # every sampled line: no other header can do better
+                break
     if best is not None and best_n >= MIN_SHARE * len(sample):
         return best
     if sum(_LOGFMT_LEVEL.search(ln) is not None for ln in sample) >= MIN_SHARE * len(sample):
@@ -236,12 +251,14 @@ def _columns(form: str, rx: re.Pattern, lines: list[str], rows: list[tuple], cle
     if "ts2" in gi:
         stamps = [a or b for a, b in zip(stamps, col("ts2"))]
     lv_text = col("lvl")
-    cache: dict[str, str | None] = {}
-    levels = [cache[w] if w in cache else cache.setdefault(w, level_word(w)) for w in lv_text]
+    cache = {w: level_word(w) for w in set(lv_text)}
+    levels = list(map(cache.__getitem__, lv_text))
     if "pri" in gi:
-        levels = [from_pri(p) if p else lv for p, lv in zip(col("pri"), levels)]
+        pri = col("pri")
+        by_pri = {p: from_pri(p) for p in set(pri) if p}
+        levels = [by_pri[p] if p else lv for p, lv in zip(pri, levels)]
     witness = stamps if form not in ("level_first",) else lv_text
-    matched = [bool(w) for w in witness]
+    matched = list(map(bool, witness))
     hosts = list(col("host")) if "host" in gi else []
     return Read(form, lines, messages, levels, stamps, hosts, matched, cleaned)
 
