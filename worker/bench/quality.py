@@ -210,6 +210,7 @@ def devlogs(root: Path, drain: bool) -> dict:
             if not any(levels):
                 levels = None
         row = _measure(text, lines, groups, templates, levels, _true_span(rows), drain, name)
+        row.pop("summary")      # it quotes the log: the licence keeps those lines out of the project
         if row.get("true_span") and row.get("span"):
             row["span_correct"] = row["span"] == row["true_span"]
         out[name] = row
