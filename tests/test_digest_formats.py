@@ -15,7 +15,7 @@ from worker.digest.formats import clean, read
 from worker.digest.levels_table import ORDER, from_otlp, from_pri, level_word
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
-from worker.samples import FORMATS, format_sample
+from worker.demo.samples import FORMATS, format_sample
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)

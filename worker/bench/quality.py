@@ -4,7 +4,7 @@ Two corpora:
 - `--devlogs DIR` (default ../shared/devlogs when it exists): Loghub systems, each `<S>/<S>_2k.log` with
   its `_structured.csv` (per-line ground truth: EventId, EventTemplate, Level when the system has one)
   and, where present, Loghub-2.0's corrected templates. Not shipped with Ribbon (licence: the folder's README).
-- the format corpus of worker/samples.py (format_corpus: every format of worker/digest/formats.py, each
+- the format corpus of worker/demo/samples.py (format_corpus: every format of worker/digest/formats.py, each
   line labelled with its level, template and the document's true span).
 
 Per system: grouping accuracy (GA: a line is right when the set of lines its template groups is exactly
@@ -37,7 +37,7 @@ from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
 from worker.digest.levels_table import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
-from worker.samples import format_corpus
+from worker.demo.samples import format_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DEVLOGS = next((p for p in (ROOT.parent / "shared" / "devlogs", ROOT.parents[1] / "shared" / "devlogs")
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no development logs at {args.devlogs}: the format corpus only", file=sys.stderr)
     res["formats"] = formats(drain, args.lines)
     res["formats_total"] = _totals(res["formats"])
-    _table("format corpus (worker/samples.py)", res["formats"])
+    _table("format corpus (worker/demo/samples.py)", res["formats"])
     for key in ("devlogs_total", "formats_total"):
         if key in res:
             print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in res[key].items()))

@@ -5,7 +5,7 @@
 Per document, from one templater pass: the digest (plain dicts, the output's `digest`), the
 highlights, the digest prompt (compacted text, when it passes the character gate) and, in digest
 mode, the English rendering. Runs on the ingest thread or in a worker process of
-worker/service/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
+worker/pipeline/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
 pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
 for the dead-letter topic); the others go on.
 """
@@ -20,7 +20,7 @@ from worker.digest.compact import compact
 from worker.digest.document import analyze_document
 from worker.digest.prompt import digest_prompt
 from worker.digest.render import render
-from worker.service.highlights import select
+from worker.digest.highlights import select
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Prepared:
 
 def highlights(a, k: int) -> list[str]:
     """The failures' first lines in the failure ranking (one per template), then the highlight scorer's best
-    lines of the other templates (worker/service/highlights.py), k in all, none repeating a template."""
+    lines of the other templates (worker/digest/highlights.py), k in all, none repeating a template."""
     tm = a.templates
     out = [tm.lines[f["first_line"]].strip() for f in a.failures[:k]]
     if len(out) < k:
