@@ -61,25 +61,29 @@ def pm_digest(text: str) -> dict | None:
         root = ET.fromstring(text.strip().encode("utf-8"))
     except ET.ParseError:
         return None
+    ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     standard = "28.532" if _local(root.tag) == "measDataFile" else "32.435"
     info = {"standard": standard, "managed_element": None, "sender": None, "begin": None, "end": None,
             "granularity_s": None, "suspect": 0}
-    values: dict[str, list[tuple[str, float]]] = {}
-    for el in root.iter():
-        tag = _local(el.tag)
-        if tag in ("managedElement", "measEntity") and info["managed_element"] is None:
+    for tag in ("managedElement", "measEntity"):
+        el = root.find(f".//{ns}{tag}")
+        if el is not None and info["managed_element"] is None:
             info["managed_element"] = el.get("localDn") or el.get("userLabel")
-        elif tag == "fileSender":
-            info["sender"] = el.get("localDn") or el.get("senderName")
-        elif tag == "measCollec" and el.get("beginTime") and info["begin"] is None:
+    el = root.find(f".//{ns}fileSender")
+    if el is not None:
+        info["sender"] = el.get("localDn") or el.get("senderName")
+    for el in root.iter(f"{ns}measCollec"):
+        if el.get("beginTime") and info["begin"] is None:
             info["begin"] = el.get("beginTime")
-        elif tag == "measCollec" and el.get("endTime"):
+        if el.get("endTime"):
             info["end"] = el.get("endTime")
-        elif tag == "granPeriod":
-            info["granularity_s"] = info["granularity_s"] or _seconds(el.get("duration"))
-            info["end"] = info["end"] or el.get("endTime")
-        elif tag == "measInfo":
-            _read_meas_info(el, values, info)
+    values: dict[str, list[tuple[str, float]]] = {}
+    for mi in root.iter(f"{ns}measInfo"):
+        gp = mi.find(f"{ns}granPeriod")
+        if gp is not None:
+            info["granularity_s"] = info["granularity_s"] or _seconds(gp.get("duration"))
+            info["end"] = info["end"] or gp.get("endTime")
+        _read_meas_info(mi, ns, values, info)
     objects = {obj for rows in values.values() for obj, _ in rows}
     stats = [_stat(name, rows) for name, rows in values.items()]
     nonzero = sorted((s for s in stats if s["total"] != 0), key=lambda s: (-abs(s["total"]), s["name"]))
@@ -89,26 +93,25 @@ def pm_digest(text: str) -> dict | None:
             "extremes": _extremes(values)}
 
 
-def _read_meas_info(el, values: dict, info: dict) -> None:
+def _read_meas_info(el, ns: str, values: dict, info: dict) -> None:
     names: dict[str, str] = {}
-    for child in el:
-        tag = _local(child.tag)
-        if tag == "measTypes":
-            names.update({str(i + 1): n for i, n in enumerate((child.text or "").split())})
-        elif tag == "measType":
-            names[child.get("p", str(len(names) + 1))] = (child.text or "").strip()
-        elif tag == "measValue":
-            obj = child.get("measObjLdn", "")
-            for part in child:
-                ptag = _local(part.tag)
-                if ptag == "measResults":
-                    for i, v in enumerate((part.text or "").split()):
-                        _add(values, names.get(str(i + 1), f"p{i + 1}"), obj, v)
-                elif ptag == "r":
-                    p = part.get("p", "")
-                    _add(values, names.get(p, f"p{p}"), obj, part.text)
-                elif ptag == "suspect" and (part.text or "").strip().lower() == "true":
-                    info["suspect"] += 1
+    types = el.find(f"{ns}measTypes")
+    if types is not None:
+        names.update({str(i + 1): n for i, n in enumerate((types.text or "").split())})
+    for mt in el.iterfind(f"{ns}measType"):
+        names[mt.get("p", str(len(names) + 1))] = (mt.text or "").strip()
+    for mv in el.iterfind(f"{ns}measValue"):
+        obj = mv.get("measObjLdn", "")
+        res = mv.find(f"{ns}measResults")
+        if res is not None:
+            for i, v in enumerate((res.text or "").split()):
+                _add(values, names.get(str(i + 1), f"p{i + 1}"), obj, v)
+        for r in mv.iterfind(f"{ns}r"):
+            p = r.get("p", "")
+            _add(values, names.get(p, f"p{p}"), obj, r.text)
+        sus = mv.find(f"{ns}suspect")
+        if sus is not None and (sus.text or "").strip().lower() == "true":
+            info["suspect"] += 1
 
 
 def _add(values: dict, name: str, obj: str, text: str | None) -> None:
