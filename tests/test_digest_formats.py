@@ -312,3 +312,21 @@ def test_bench_quality_runs_on_the_format_corpus_alone(tmp_path):
     res = orjson.loads(out.read_bytes())
     assert "devlogs" not in res and res["formats_total"]["level_accuracy"] == 1.0
     assert res["formats_total"]["spans_inverted"] == 0 and res["formats_total"]["summaries_with_control_bytes"] == 0
+
+
+def test_the_model_text_of_every_format_never_has_more_tokens_than_raw(tiny_model):
+    from transformers import AutoTokenizer
+
+    from worker.digest.prompt import document_text
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+
+    def count(texts):
+        return [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]]
+
+    for fmt in ("free5gc", "json", "rfc5424", "log4j"):
+        for n in (3, 40, 400):
+            raw = "\n".join(format_sample(fmt, n).message["lines"])
+            out = document_text(raw, analyze_document(raw), min_saving=0.0, count=count)
+            assert count([out.text])[0] <= count([raw])[0]
+            assert out.compacted or out.text == raw

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 
+from worker.digest.levels_table import SPELLINGS
+
 LEVEL_WORDS = {
     "fatal": "FATAL", "panic": "FATAL", "emerg": "FATAL", "emergency": "FATAL",
     "alert": "CRITICAL", "crit": "CRITICAL", "critical": "CRITICAL", "severe": "CRITICAL",
@@ -21,6 +23,7 @@ LEVEL_WORDS = {
     "debug": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "dbg": "DEBUG",
     "trace": "TRACE", "finest": "TRACE", "verbose": "TRACE",
 }
+LEVEL_WORDS.update({w: SPELLINGS[w] for w in ("erro", "wrn", "debu", "fata", "pani", "dpanic")})  # Go's tags
 ORDER = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")
 LEVEL_KEYS = frozenset({"level", "lvl", "severity", "loglevel", "log_level", "priority"})
 _ANDROID = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL", "A": "FATAL"}
