@@ -228,7 +228,7 @@ def mixed_corpus(n: int, seed: int = 0, every: int = 10, lengths: tuple[int, ...
     return docs
 
 
-# ---- the format corpus (issue 22): one document per log format, every line labelled ------------------------
+# ---- the format corpus: one document per log format, every line labelled ------------------------
 # Each line is a header in the format's own spelling around one of MESSAGES; the truth kept outside the
 # message: each line's level (normalized), its message template, its time, and the document's span.
 
