@@ -62,22 +62,4 @@ def level_of_value(value: str) -> str | None:
     return LEVEL_WORDS.get(v)
 
 
-def count_levels(templates) -> dict[str, int]:
-    """Lines per level over a Templates' templates, in ORDER; lines of no level are left out."""
-    counts: dict[str, int] = {}
-    for t in templates:
-        level = level_of_pattern(t.pattern)
-        if level is not None:
-            counts[level] = counts.get(level, 0) + t.count
-            continue
-        for v in t.vars:
-            if v.key.lower() in LEVEL_KEYS:
-                for value, n in v.top:
-                    lv = level_of_value(value)
-                    if lv is not None:
-                        counts[lv] = counts.get(lv, 0) + n
-                break
-    return {k: counts[k] for k in ORDER if k in counts}
-
-
 _PLACEHOLDERS = frozenset({"n", "hex", "ip", "uuid", "ts", "q", "*"})

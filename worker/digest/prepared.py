@@ -59,7 +59,6 @@ def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) 
     t0 = time.thread_time()
     lines = text.split("\n")
     a = analyze_document(text, lines)
-    tm = a.templates
     hl = highlights(a, o.highlights) if o.highlights else []
     prompt = None
     if o.compaction:
