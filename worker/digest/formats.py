@@ -106,7 +106,7 @@ def _timestamped(shape: tuple = _ALL_SHAPE, level: str = _LEVEL) -> str:
     if pipes:
         alts.append(r"(?P<pipes>(?:[^|\s]*\|){1,3})")
     if prog:
-        alts.append(r"(?P<prog>[\w.-]+) - ")
+        alts.append(r"(?P<prog>[\w.-]+(?: \*\d{1,3})?) - ")
     return out + ("(?:" + "|".join(alts) + ")?" if alts else "")
 
 
