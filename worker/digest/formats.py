@@ -5,7 +5,8 @@
                   taken off), level, timestamp text, host.
 
 A document's format is chosen once, from a sample of its lines, among the headers below (the one
-that matches most lines, if it matches at least a quarter of them); then one multi-line regex of
+that matches most lines, if it matches at least a quarter of them; remembered by the look of the
+sample, so documents of one source are not sampled again); then one multi-line regex of
 that header runs over the whole text (C speed, no Python per line), giving one row per line.
 A line the header does not match (a stack frame, a continuation) keeps its whole text as its
 message. Unknown formats fall back to the lines as they are (templated whole, as before).
@@ -200,15 +201,18 @@ def detect(lines: list[str]) -> str | None:
     if sum(ln.lstrip().startswith("{") for ln in sample) >= MIN_SHARE * len(sample):
         if sum(_json_row(ln)[0] for ln in sample) >= MIN_SHARE * len(sample):
             return "json"
-    best, best_n = None, 0
-    for name, rx in _HEAD.items():
-        n = sum(rx.match(ln) is not None for ln in sample)
-        if n > best_n:
-            best, best_n = name, n
-            if n == len(sample):     # every sampled line: no other header can do better
-                break
-    if best is not None and best_n >= MIN_SHARE * len(sample):
-        return best
+    # the headers that read one of the first lines are counted first; the others only if none is enough
+    likely = [name for name, rx in _HEAD.items() if any(rx.match(ln) for ln in sample[:2])]
+    for names in (likely, [n for n in _HEAD if n not in likely]):
+        best, best_n = None, 0
+        for name in names:
+            n = sum(_HEAD[name].match(ln) is not None for ln in sample)
+            if n > best_n:
+                best, best_n = name, n
+                if n == len(sample):     # every sampled line: no other header can do better
+                    break
+        if best is not None and best_n >= MIN_SHARE * len(sample):
+            return best
     if sum(_LOGFMT_LEVEL.search(ln) is not None for ln in sample) >= MIN_SHARE * len(sample):
         return "logfmt"
     return None
