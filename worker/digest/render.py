@@ -94,14 +94,15 @@ def values_text(t: dict, limit: int = 3) -> str:
     return "; ".join(parts[:3])
 
 
-def _failure(t: dict) -> str:
+def _failure(t: dict, dated: bool = False) -> str:
+    """One failure: level, pattern, count, time (with its date when the document spans days), lines, values."""
     text = f'{t.get("level") or "ERROR"} "{display_pattern(t)}"'
     if t["count"] > 1:
         text += f" ×{_count(t['count'])}"
     first, last = t.get("first_time"), t.get("last_time")
     if first and last:
         if first == last:
-            text += f" at {_clock(first)}"
+            text += f" at {time_range(first, last) if dated else _clock(first)}"
         else:
             text += " " + (f"{_clock(first)}–{_clock(last)}" if _date(first) == _date(last) else time_range(first, last))
     text += f" (line {t['first_line']}" + (f"–{t['last_line']}" if t["last_line"] != t["first_line"] else "") + ")"
@@ -166,7 +167,9 @@ def render(d: dict, source: str | None = None, kind: str | None = None) -> str:
         more = ""
         if hidden:
             more = f" (+{hidden} more: " + ", ".join(f"{n} {lv}" for lv, n in by_level.items()) + ")"
-        parts.append("Failures: " + "; ".join(_failure(t) for t in failures[:MAX_FAILURES_SHOWN]) + more + ".")
+        span = d["span"]
+        dated = span is not None and _date(span["first"]) != _date(span["last"])
+        parts.append("Failures: " + "; ".join(_failure(t, dated) for t in failures[:MAX_FAILURES_SHOWN]) + more + ".")
     if d["templates"]:
         t, total = d["templates"][0], d["templates_total"]
         parts.append(f'Commonest: "{display_pattern(t)}" ×{_count(t["count"])}'
