@@ -330,3 +330,24 @@ def test_the_model_text_of_every_format_never_has_more_tokens_than_raw(tiny_mode
             out = document_text(raw, analyze_document(raw), min_saving=0.0, count=count)
             assert count([out.text])[0] <= count([raw])[0]
             assert out.compacted or out.text == raw
+
+
+def test_access_logs_read_status_as_level_and_their_time():
+    lines = [f'10.0.0.{i % 5} - - [01/Dec/2026:10:00:{i:02d} +0100] "GET /api/items/{i} HTTP/1.1" '
+             f'{503 if i == 7 else 404 if i == 9 else 200} {100 + i} "-" "curl/8"' for i in range(30)]
+    lines.append('10.0.0.1 - - [01/Dec/2026:09:59:00 +0100] "POST /login HTTP/1.1" 200 5 "-" "curl/8"')
+    d = digest_of(lines)
+    assert d["format"] == "access" and d["severity"] == {"ERROR": 1, "WARN": 1, "INFO": 29}
+    assert (d["span"]["first"], d["span"]["last"], d["span"]["out_of_order"]) == (
+        "2026-12-01T08:59:00Z", "2026-12-01T09:00:29Z", 1)
+    assert '"GET /api/items/7 HTTP/1.1" 503' in render(d)
+
+
+def test_syslog_with_rfc3339_times_reads_host_and_time():
+    lines = [f"2026-12-01T10:00:0{i}.123456+00:00 host-1 sshd[12{i}]: Accepted key for oam" for i in range(5)]
+    lines.append("2026-12-01T10:00:09.000000+00:00 host-1 sshd[99]: error: kex failed")
+    d = digest_of(lines)
+    assert d["format"] == "rfc3164" and d["severity"] == {"ERROR": 1}
+    assert d["failures"][0]["pattern"] == "error: kex failed" and d["span"]["first"] == "2026-12-01T10:00:00.123456Z"
+    log4j = [f"2026-12-01 10:00:0{i},000 INFO com.x.Y: started {i}" for i in range(5)]
+    assert digest_of(log4j)["severity"] == {"INFO": 5}       # a level is never taken for a syslog host

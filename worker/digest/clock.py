@@ -7,7 +7,7 @@
 Forms: ISO 8601 / RFC 3339 (`T` or space, `-` `/` `.` in the date, `.` `,` `:` fractions, `Z`,
 offsets, `UTC`), `yyyy-MM-dd-HH.mm.ss.ffffff`, `yy/MM/dd HH:mm:ss`, yearless `MM-dd`/`MM/dd`/`MM.dd
 HH:mm:ss[.SSS]` and klog's `MMDD HH:mm:ss.ffffff`, `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`, RFC 3164
-`Mon dd HH:mm:ss`, `Sun Dec 04 04:47:44 2005`, epoch seconds (10 digits, fraction optional) and
+`Mon dd HH:mm:ss`, `Sun Dec 04 04:47:44 2005`, the access log's `01/Dec/2026:10:00:01 +0100`, epoch seconds (10 digits, fraction optional) and
 milliseconds (13 digits). Only the earliest and latest lines (and each failure's first and last) are
 parsed into dates; the rest are only compared, by sort keys made without parsing.
 """
@@ -36,6 +36,7 @@ _YEARLESS = re.compile(r"(\d{2})[-/.]?(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{
 _SYSLOG = re.compile(r"(?:<\d+>)?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (\d{4})$")
 _EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
+_CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
 
 
 def stamp_of(text: str) -> Stamp | None:
@@ -62,6 +63,11 @@ def _parse(t: str) -> Stamp | None:
         ms = len(m.group(1)) == 13
         secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
         return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
+    m = _CLF.match(t)
+    if m:
+        d, mon, y, h, mi, s, z = m.groups()
+        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)),
+                      "apache")
     m = _CTIME.match(t)
     if m:
         mon, d, h, mi, s, frac, y = m.groups()
@@ -91,6 +97,8 @@ def sort_keys(stamps: list[str]) -> list[str]:
         return [_syslog_key(s) if s else "" for s in stamps]
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005
         return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
+    if _CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
+        return [_clf_key(s) if s else "" for s in stamps]
     if _EPOCH.match(sample):
         return [f"{float(s):020.6f}" if s else "" for s in stamps]
     widths = set(map(len, stamps))
@@ -98,6 +106,11 @@ def sort_keys(stamps: list[str]) -> list[str]:
     if len(widths) == 1:     # fixed width, fields largest first, equal separators: the texts sort as the times
         return stamps
     return [_padded_key(s) if s else "" for s in stamps]
+
+
+def _clf_key(s: str) -> str:
+    st = stamp_of(s)
+    return f"{st.seconds:020.3f}" if st is not None else ""
 
 
 def _syslog_key(s: str) -> str:

@@ -13,10 +13,13 @@ message. Unknown formats fall back to the lines as they are (templated whole, as
 
 Headers read (the `form` names):
 - `rfc5424`  `<165>1 2026-12-01T10:00:00Z host app 123 ID47 [sd] msg` (PRI -> level)
-- `rfc3164`  `<13>Dec  1 10:00:00 host tag[123]: msg` (PRI optional)
+- `rfc3164`  `<13>Dec  1 10:00:00 host tag[123]: msg` (PRI optional; or an RFC 3339 time, as rsyslog
+             and `journalctl -o short-iso` write it)
 - `klog`     `E1203 10:00:00.123456   123 file.go:42] msg` (glog/klog: I W E F)
 - `logcat`   `03-17 16:13:38.811  1702  2395 D Tag: msg` (Android threadtime)
 - `apache`   `[Sun Dec 04 04:47:44 2005] [error] msg` (Apache error log)
+- `access`   `10.0.0.1 - - [01/Dec/2026:10:00:01 +0100] "GET / HTTP/1.1" 503 12` (common/combined access
+             log: status 5xx -> ERROR, 4xx -> WARN, else INFO)
 - `hpc`      `- 1117838570 2005.06.03 node ... RAS KERNEL INFO msg` (loghub BGL/Thunderbird-style lines)
 - `timestamped` a timestamp (ISO 8601 with `T`/space and `.`/`,` fractions, `yy/MM/dd`, `MM-dd`,
              `MM/dd`, `MM.dd`, `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`, epoch s/ms, optionally in
@@ -67,8 +70,11 @@ _BRACKETS = r"(?:\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]\s*(?:-\s+)?)*"   # [threa
 _HEADERS: dict[str, str] = {
     "rfc5424": r"<(?P<pri>\d{1,3})>\d{1,2} (?P<ts>\S+) (?P<host>\S+) (?P<comp>\S+) \S+ \S+ "
                r"(?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?",
-    "rfc3164": rf"(?:<(?P<pri>\d{{1,3}})>)?(?P<ts>{_MON} {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,6}})?) "
-               r"(?P<host>[^\s:\[]+) (?P<comp>[^\s:\[]+(?:\[[^\]]*\])?): ?",
+    "rfc3164": rf"(?:<(?P<pri>\d{{1,3}})>)?(?P<ts>{_MON} {{1,2}}\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,6}})?"
+               rf"|\d{{4}}-\d{{2}}-\d{{2}}T\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})) "
+               rf"(?!{_LEVEL}\s)(?P<host>[^\s:\[]+) (?P<comp>[^\s:\[]+(?:\[[^\]]*\])?): ?",
+    "access": r"(?P<host>\S+) \S+ \S+ \[(?P<ts>\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})\] "
+              r'(?=(?:"[^"]*"|\S+) (?P<status>\d{3})\b)',
     "klog": r"(?P<lvl>[IWEF])(?P<ts>\d{4} \d{2}:\d{2}:\d{2}\.\d{1,6})\s+\d+ (?P<comp>[^\s\]]+)\] ",
     "logcat": r"(?P<ts>\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3})\s+\d+\s+\d+ (?P<lvl>[VDIWEFA]) (?P<comp>[^:]*): ",
     "apache": rf"\[(?P<ts>{_DAY} {_MON} \d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \d{{4}})\] "
@@ -278,6 +284,9 @@ def _columns(form: str, rx: re.Pattern, lines: list[str], rows: list[tuple], cle
     lv_text = col("lvl")
     cache = {w: level_word(w) for w in set(lv_text)}
     levels = list(map(cache.__getitem__, lv_text))
+    if "status" in gi:          # access logs: 5xx an ERROR, 4xx a WARN, the rest INFO
+        levels = [("ERROR" if c[0] == "5" else "WARN" if c[0] == "4" else "INFO") if c else None
+                  for c in col("status")]
     if "pri" in gi:
         pri = col("pri")
         by_pri = {p: from_pri(p) for p in set(pri) if p}

@@ -23,6 +23,7 @@ _LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){
                       r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) )+")
 _LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
+_WORDS = re.compile(r"[A-Za-z]{3,}")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -96,7 +97,10 @@ def values_text(t: dict, limit: int = 3) -> str:
 
 def _failure(t: dict, dated: bool = False) -> str:
     """One failure: level, pattern, count, time (with its date when the document spans days), lines, values."""
-    text = f'{t.get("level") or "ERROR"} "{display_pattern(t)}"'
+    shown = display_pattern(t)
+    if len(_WORDS.findall(_PLACEHOLDER.sub(" ", shown))) < 2:    # mostly placeholders: quote its first line
+        shown = t["example"] if len(t["example"]) <= MAX_PATTERN_CHARS else t["example"][:MAX_PATTERN_CHARS - 1] + "…"
+    text = f'{t.get("level") or "ERROR"} "{shown}"'
     if t["count"] > 1:
         text += f" ×{_count(t['count'])}"
     first, last = t.get("first_time"), t.get("last_time")
@@ -113,7 +117,8 @@ def _failure(t: dict, dated: bool = False) -> str:
 def _span(span: dict) -> str:
     text = time_range(span["first"], span["last"], span.get("zone"), span.get("seconds"))
     if span.get("out_of_order"):
-        text += f" ({_count(span['out_of_order'])} lines out of order)"
+        n = span["out_of_order"]
+        text += f" ({_count(n)} line{'s' if n != 1 else ''} out of order)"
     return text
 
 
