@@ -19,11 +19,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.kafka.clients import Clients
-from worker.kafka.config import client_config
 from worker.config.settings import SettingsError
 from worker.engine.errors import EngineSettingError
 from worker.engine.tiny import make_tiny_checkpoint
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.observability.joinwatch import JoinWatch
+from worker.observability.tracing import make_tracer
 from worker.packer import Packer, PackerConfig, resolve_reserve
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.delivery import Delivery, DeliveryConfig
@@ -37,8 +39,8 @@ from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.spill import Spool
-from worker.pipeline.tracker import OffsetTracker
 from worker.pipeline.stage import EngineLike, Shared
+from worker.pipeline.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +135,38 @@ class Worker:
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
+        self.tracer = make_tracer(settings)  # None unless an OTLP endpoint is configured
         self.delivery = Delivery(config=DeliveryConfig(settings, interval_s=pl.delivery_interval_ms / 1e3,
                                                        max_records=pl.delivery_max_records),
-                                 make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics)
+                                 make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics,
+                                 tracer=self.tracer)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake,
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes))
         self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters)
         self.gpu: GpuLoop | None = None
+        # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
+        # an alert tells a worker that loads a model from one that is down.
+        self.metrics.starting = True
+        self.server = None
+        if settings.server.port:
+            probes = Probes(busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                            delivery_busy_s=self.delivery.stuck_for,
+                            delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port, probes).start()
+        try:
+            self._build(settings, parts, stop)
+        except BaseException:
+            if self.server:
+                self.server.stop()
+            raise
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _build(self, settings, parts: Parts | None, stop: threading.Event | None) -> None:
+        """The stages, and in generative mode the engine (loaded here unless given), packer and GPU loop."""
+        pl = settings.pipeline
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
             marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
@@ -157,14 +182,6 @@ class Worker:
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
             self.gpu = loop(engine=self.engine, packer=self.packer, shared=self.shared, finishing=self.finishing,
                             config=self.packer.config, seed=settings.model.seed)
-        self.server = None
-        if settings.server.port:
-            probes = Probes(busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
-                            delivery_busy_s=self.delivery.stuck_for,
-                            delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port, probes)
-        self.draining = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -186,7 +203,7 @@ class Worker:
         self.finishing = Finishing(config=FinishingConfig(settings, settings.kafka.output_topic, model_name,
                                                           capacity=settings.pipeline.finishing_queue_bins),
                                    shared=self.shared, combine=lambda doc: self.ingest.combine_q.put(doc),
-                                   wake=self.delivery.wake)
+                                   wake=self.delivery.wake, tracer=self.tracer)
         self.ingest = Ingest(config=IngestConfig(settings, marks), shared=self.shared,
                              make_consumer=self.clients.consumer, delivery=self.delivery,
                              downstream=Downstream(self.packer, planner, self.finishing.submit_finished))
@@ -203,8 +220,6 @@ class Worker:
         if self.s.pipeline.gc_freeze:  # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
             log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
         self.gc.start()
-        if self.server:
-            self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
         self._threads = [t]
@@ -218,6 +233,7 @@ class Worker:
             th.start()
             self._threads.append(th)
         self._wait_for_consumer()
+        self.metrics.starting = False
         return self
 
     def _wait_for_consumer(self) -> None:
@@ -270,6 +286,8 @@ class Worker:
                 threads[name].join(left())
         if self.server:
             self.server.stop()
+        if self.tracer is not None:
+            self.tracer.close()  # exports the last spans
         self.gc.stop()
         if self.s.pipeline.gc_freeze:
             unsettle()
@@ -281,7 +299,9 @@ class Worker:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
         self.start(stop)
+        join = JoinWatch(self.s.kafka.group_id, self.s.kafka.input_topics, lambda: self.metrics.ready)
         while not stop.is_set() and self.failed() is None:
+            join.tick()  # a log line while the group join takes its time
             stop.wait(0.2)
         if self.failed() is not None:
             log.error("stopping without committing more: %s", self.failed())

@@ -87,12 +87,13 @@ class Finishing:
     """The finishing thread (see the module contract)."""
 
     def __init__(self, *, config: FinishingConfig, shared: Shared, combine: Callable[[Doc], None],
-                 wake: Callable[[], None], clock: Callable[[], float] = time.monotonic) -> None:
+                 wake: Callable[[], None], clock: Callable[[], float] = time.monotonic, tracer=None) -> None:
         if config.capacity < 1:
             raise ValueError(f"finishing capacity must be >= 1, got {config.capacity}")
         self.s, self.output_topic, self.model_name = config.settings, config.output_topic, config.model_name
         self.registry, self.tracker, self.dead_letters = shared.registry, shared.tracker, shared.dead_letters
         self.combine, self.metrics, self.wake, self.clock = combine, shared.metrics, wake, clock
+        self.tracer = tracer  # worker/observability/tracing.DocTracer, or None: no traces
         self._q: queue.Queue[FinishedBin | FinishedDoc] = queue.Queue(maxsize=config.capacity)
         self._stop = threading.Event()
         self.error: BaseException | None = None
@@ -169,7 +170,10 @@ class Finishing:
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)
             self.dead_letters.failure(doc, exc, "output_error")
             return False
-        rec = Record(self.output_topic, output_key(doc.key, msg), value, output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
+        headers = output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset)
+        if self.tracer is not None:  # the output's traceparent becomes the worker's document span
+            headers = self.tracer.headers(doc, headers, now)
+        rec = Record(self.output_topic, output_key(doc.key, msg), value, headers)
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)

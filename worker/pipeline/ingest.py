@@ -44,6 +44,7 @@ from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
+from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
 from worker.pipeline.stage import Shared, run_stage
 
@@ -84,13 +85,14 @@ class Ingest:
     def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, delivery,
                  downstream: Downstream):
         planner, settings = downstream.planner, config.settings
+        tracker, metrics = shared.tracker, shared.metrics
         if planner is None and downstream.finished is None:
             raise ValueError("digest mode (no planner) needs Downstream(finished=...)")
         self.finished = downstream.finished
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
-        self.tracker, self.registry, self.packer = shared.tracker, shared.registry, downstream.packer
-        self.planner, self.delivery, self.metrics = planner, delivery, shared.metrics
+        self.tracker, self.registry, self.packer = tracker, shared.registry, downstream.packer
+        self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = config.watermarks
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
@@ -106,7 +108,10 @@ class Ingest:
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
-        self.reports = ProgressReports(self.tracker, self.metrics, settings.kafka.hold_warning_s)
+        self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s)
+        # Line topics: records become windows, and closed windows documents (worker/pipeline/lines.py).
+        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
+            if settings.windowing.enabled else None
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -128,6 +133,8 @@ class Ingest:
             self.delivery.group_metadata = self.consumer.consumer_group_metadata()
             self._commit_delivered(asynchronous=True)
             self._plan_combines()
+            if self.lines is not None:  # windows that time (or a drain) closed
+                self._submit(self.lines.due(self.stop_polling.is_set()))
             self._backpressure()
             if time.monotonic() >= next_lag:
                 self._report_lag()
@@ -183,6 +190,9 @@ class Ingest:
             kind, ts_ms = m.timestamp()
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
+            if self.lines is not None and self.lines.takes(tp[0]):
+                good.extend(self.lines.add(m, tp, epoch))
+                continue
             try:
                 msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
             except BadMessage as err:
@@ -193,10 +203,14 @@ class Ingest:
             meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
             good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
                             raw=m.value(), headers=tuple(m.headers() or ())))
+        self._submit(good)
+        self._take_prepared(block=False)
+
+    def _submit(self, good: list[Doc]) -> None:
+        """Documents to the preprocessing pool (their passes come back in fetch order)."""
         if good:
             self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
                                 [d.meta.get("kind") for d in good])
-        self._take_prepared(block=False)
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
@@ -294,14 +308,15 @@ class Ingest:
     def _backpressure(self) -> None:
         tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
         inflight = self.tracker.pending()
+        windowed = self.lines.held_records() if self.lines is not None else 0  # capped by windowing.* instead
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
         self.metrics.reorder.set(self.tracker.waiting())
         self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
         want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
-            inflight > self.marks.high_messages
+            inflight - windowed > self.marks.high_messages or (self.lines is not None and self.lines.full())
         want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
-            inflight < self.marks.low_messages
+            inflight - windowed < self.marks.low_messages and not (self.lines is not None and self.lines.full())
         parts = self.consumer.assignment()
         if want_pause and not self.paused:
             self.consumer.pause(parts)
@@ -339,6 +354,8 @@ class Ingest:
             if self.packer is not None:
                 self.packer.cancel(e)
         self.registry.drop_epochs(epochs)
+        if self.lines is not None:
+            self.lines.drop(tps)
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:
