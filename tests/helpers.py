@@ -13,12 +13,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
+import pytest
 
 from worker.kafka import clients
 from worker.kafka.config import plain_config
 from worker.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Run a test on Tansu and on Apache Kafka (conftest's `cluster` fixture); the test takes `cluster` and
+# `cluster_topic`. Tansu shows aborted records to read_committed readers; Apache Kafka does not.
+on_both_brokers = pytest.mark.parametrize(
+    "cluster", ["tansu", pytest.param("apache", marks=pytest.mark.kafka_apache)], indirect=True)
+on_apache_kafka = pytest.mark.parametrize(
+    "cluster", [pytest.param("apache", marks=pytest.mark.kafka_apache)], indirect=True)
 
 
 def reader(bootstrap: str, group: str, isolation: str = "read_uncommitted"):
