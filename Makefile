@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv install clean demo
+.PHONY: test venv install clean demo kafka
 
 venv: $(STAMP)
 
@@ -23,6 +23,11 @@ install: $(STAMP)
 
 test: install
 	$(BIN)/python -m pytest
+
+# The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
+# ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.
+kafka: install
+	PYTHONPATH=tests $(BIN)/python -c "from apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
 
 demo: install
 	$(BIN)/ribbon demo

@@ -133,7 +133,7 @@ def committed_equals_end(bootstrap: str, group: str, topic: str, partitions: int
     ends = [0] * partitions
     for m in consume_all(bootstrap, topic, expected=10**9, timeout_s=8):
         ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
-    c = clients.consumer(plain_config(bootstrap).tool_consumer(group))
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(group, **{"isolation.level": "read_uncommitted"}))
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         committed = [max(tp.offset, 0) for tp in c.committed(tps, timeout=10)]
