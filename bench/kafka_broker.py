@@ -7,7 +7,8 @@ Run from the repository root, with tests/ importable (the launcher is a test fix
 Each run formats fresh storage and starts the broker (tests/apache_kafka.py, the same code as the
 pytest fixture), timing start → first metadata answer, then sends `--records` small records in
 transactions of 100 with a read_committed read-back, and reads the JVM's RSS (VmRSS, VmHWM) after
-start and after the load. Jars are fetched before the first run (not timed). Writes
+start and after the load, and the machine's 1-minute load average before each start (the start time
+grows with it: the machine is shared). Jars are fetched before the first run (not timed). Writes
 bench/results/kafka_broker_<machine>.json.
 """
 
@@ -67,6 +68,7 @@ def main() -> None:
     jars_dir()  # fetched once, not timed
     runs = []
     for _ in range(args.runs):
+        load_avg_1m = os.getloadavg()[0]  # the machine is shared: say how busy it was
         b = ApacheKafka()
         b.overrides["auto.create.topics.enable"] = "true"
         t0 = time.monotonic()
@@ -78,7 +80,7 @@ def main() -> None:
             after_load = rss_mb(b.pid)
         finally:
             b.stop()
-        run = {"start_s": round(start_s, 2), "rss_after_start_mb": round(after_start["VmRSS"], 1),
+        run = {"load_avg_1m": round(load_avg_1m, 2), "start_s": round(start_s, 2), "rss_after_start_mb": round(after_start["VmRSS"], 1),
                "load_s": round(load_s, 2), "rss_after_load_mb": round(after_load["VmRSS"], 1),
                "rss_peak_mb": round(after_load["VmHWM"], 1)}
         print(run)

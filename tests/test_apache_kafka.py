@@ -187,7 +187,7 @@ def test_a_frozen_worker_is_fenced_by_its_restart_and_commits_nothing(kafka, kaf
     a supervisor does on a hung process. The new one's init_transactions fences the old producer; when the
     old one wakes up it must stop (exit 1) without committing: every input summarized exactly once."""
     t = topics(kafka_topic)
-    docs = mixed_docs(600, seed=41)
+    docs = mixed_docs(400, seed=41)
     produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     env = worker_env(kafka.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
                      RIBBON_KAFKA__SESSION_TIMEOUT_MS="3000", RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2")

@@ -45,7 +45,7 @@ def everything_committed(cluster, topic: str, n: int) -> dict[str, list[dict]]:
     return by_id(consume_all(cluster.bootstrap, topic, n + 1, timeout_s=5, isolation="read_committed"))
 
 
-KILLS = 20
+KILLS = {"apache": 20, "tansu": 6}  # strict on Apache Kafka; on Tansu (repeats tolerated) fewer, for CI time
 FAST_GROUP = {"RIBBON_KAFKA__SESSION_TIMEOUT_MS": "2000",  # a killed member leaves the group quickly
               "RIBBON_KAFKA__CONSUMER_EXTRA": '{"heartbeat.interval.ms": 400}'}
 
@@ -81,6 +81,7 @@ def test_kill_9_after_assignment_twenty_times_loses_nothing(cluster, cluster_top
                                                             monkeypatch):
     """Each cycle: start a worker, wait until it logs its assignment, kill -9 it at a random moment while it
     processes. Workers fork from a preloaded server (helpers.worker_forker) so 20 cycles fit in CI."""
+    kills = KILLS["apache" if is_apache(cluster) else "tansu"]
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # read when the server imports torch
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
     ctx = worker_forker()
@@ -99,7 +100,7 @@ def test_kill_9_after_assignment_twenty_times_loses_nothing(cluster, cluster_top
     log = tmp_path / "worker.log"
     log.touch()
     history = [[0, 0, 0]]
-    for kill in range(KILLS):
+    for kill in range(kills):
         if len(docs) - sum(history[-1]) < 500:
             top_up(500)
         since = log.stat().st_size
@@ -133,7 +134,7 @@ def test_kill_9_after_assignment_twenty_times_loses_nothing(cluster, cluster_top
 @on_both_brokers
 def test_group_grows_and_shrinks_mid_stream(cluster, cluster_topic, tiny_model, tmp_path):
     t = topics(cluster_topic, partitions=6)
-    docs = mixed_docs(1500 if is_apache(cluster) else 3000, seed=5)
+    docs = mixed_docs(1200 if is_apache(cluster) else 3000, seed=5)
     produce(cluster.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     group = f"g-{uuid.uuid4().hex[:8]}"
     procs = {slot: start_worker(worker_env(cluster.bootstrap, tiny_model, group=group, slot=slot, **t),
