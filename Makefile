@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv install clean demo kafka
+.PHONY: test lint venv install clean demo kafka
 
 venv: $(STAMP)
 
@@ -21,13 +21,20 @@ $(STAMP): pyproject.toml CMakeLists.txt
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
-test: install
+# The gates first (seconds), then the whole suite.
+test: install lint
 	$(BIN)/python -m pytest
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
 # ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.
 kafka: install
-	PYTHONPATH=tests $(BIN)/python -c "from apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
+	$(BIN)/python -c "from tests.apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
+
+# Quick gates: the package graph (layers one way, no cycles: contracts in pyproject.toml);
+# every path the docs name exists and bench/results/ is indexed and small.
+lint: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/python .ci/check_paths.py
 
 demo: install
 	$(BIN)/ribbon demo

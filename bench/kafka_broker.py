@@ -1,8 +1,8 @@
 """The tests' Apache Kafka (one KRaft node from Maven Central jars): start time and memory.
 
-Run from the repository root, with tests/ importable (the launcher is a test fixture, not product code):
+Run from the repository root (the launcher is the tests' fixture, tests/apache_kafka.py, not product code):
 
-    PYTHONPATH=tests .venv/bin/python bench/kafka_broker.py [--runs 3] [--records 20000]
+    .venv/bin/python -m bench.kafka_broker [--runs 3] [--records 20000]
 
 Each run formats fresh storage and starts the broker (tests/apache_kafka.py, the same code as the
 pytest fixture), timing start → first metadata answer, then sends `--records` small records in
@@ -21,8 +21,8 @@ import statistics
 import time
 import uuid
 
-from apache_kafka import HEAP, ApacheKafka, jars_dir, kafka_version
-from results_io import RESULTS, save
+from tests.apache_kafka import HEAP, ApacheKafka, jars_dir, kafka_version
+from bench.results_io import RESULTS, save
 
 
 def rss_mb(pid: int) -> dict[str, float]:

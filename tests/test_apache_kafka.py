@@ -17,14 +17,14 @@ import orjson
 import pytest
 from helpers import by_id, consume_all, frozen, mixed_docs, produce, start_worker, topics, wait_for, worker_env
 
-from worker.cli import main
+from worker.cli.main import main
 from worker.kafka import clients
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
-from worker.service.delivery import Delivery, FatalDeliveryError
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker, Record
-from worker.settings import KafkaSettings, Settings
+from worker.pipeline.delivery import Delivery, FatalDeliveryError
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker, Record
+from worker.config.settings import KafkaSettings, Settings
 
 pytestmark = pytest.mark.kafka_apache
 

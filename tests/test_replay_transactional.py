@@ -18,8 +18,8 @@ import pytest
 from helpers import ROOT, by_id, consume_all, mixed_docs, on_apache_kafka, on_both_brokers, read_until_ids, worker_env
 
 from worker import __version__
-from worker.cli import main
-from worker.messages import BadMessage, dead_letter_headers
+from worker.cli.main import main
+from worker.messages.models import BadMessage, dead_letter_headers
 
 pytestmark = pytest.mark.slow
 

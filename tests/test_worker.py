@@ -16,7 +16,7 @@ import jsonschema
 import orjson
 from helpers import ROOT, by_id, consume_all, mixed_docs, on_both_brokers, produce, start_worker, topics, worker_env
 
-from worker.samples import document
+from worker.demo.samples import document
 
 
 

@@ -21,7 +21,7 @@ from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produ
                      fork_worker, on_both_brokers, start_worker, topics, wait_for, worker_env,
                      worker_forker)
 
-from worker.samples import document
+from worker.demo.samples import document
 
 
 def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str], strict: bool = False) -> None:
