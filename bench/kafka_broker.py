@@ -88,7 +88,7 @@ def main() -> None:
     result = {
         "benchmark": "kafka_broker", "kafka_version": kafka_version(), "heap": HEAP,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "records": args.records, "runs": runs,
+        "args": vars(args), "records": args.records, "runs": runs,
         "median": {k: statistics.median(r[k] for r in runs) for k in runs[0]},
     }
     print("median:", result["median"])

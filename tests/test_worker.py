@@ -23,7 +23,7 @@ from worker.demo.samples import document
 @on_both_brokers
 def test_two_thousand_documents_one_summary_each(cluster, cluster_topic, tiny_model, tmp_path):
     t = topics(cluster_topic)
-    n = 600 if type(cluster).__name__ == "ApacheKafka" else 2000
+    n = 300 if type(cluster).__name__ == "ApacheKafka" else 2000
     docs = mixed_docs(n, seed=1)
     produce(cluster.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     env = worker_env(cluster.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t)
@@ -70,7 +70,7 @@ BAD_CASES = [
 @on_both_brokers
 def test_bad_messages_go_to_the_dead_letter_topic_with_reasons(cluster, cluster_topic, tiny_model, tmp_path):
     t = topics(cluster_topic)
-    n = 600 if type(cluster).__name__ == "ApacheKafka" else 2000
+    n = 400 if type(cluster).__name__ == "ApacheKafka" else 2000
     values, expect_bad = [], {}
     for i in range(n):
         if i % 2:
