@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint venv install clean demo kafka
+.PHONY: test lint venv install clean demo promtool kafka
 
 venv: $(STAMP)
 
@@ -21,8 +21,17 @@ $(STAMP): pyproject.toml CMakeLists.txt
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
+# promtool and amtool (tests/test_alerts.py) from Debian's packages, when missing; needs root or sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+promtool:
+	@command -v promtool >/dev/null && command -v amtool >/dev/null || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager >/dev/null; }
+	@promtool --version | head -1
+
 # The gates first (seconds), then the whole suite.
-test: install lint
+test: install lint promtool
 	$(BIN)/python -m pytest
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
@@ -30,9 +39,12 @@ test: install lint
 kafka: install
 	$(BIN)/python -c "from tests.apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
 
-# Quick gates: the package graph (layers one way, no cycles: contracts in pyproject.toml);
-# every path the docs name exists and bench/results/ is indexed and small.
+# Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
+# code), the package graph (layers one way, no cycles), every path the docs name exists and
+# bench/results/ is indexed and small.
 lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/vulture
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/check_paths.py
 
