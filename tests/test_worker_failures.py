@@ -134,7 +134,7 @@ def test_kill_9_after_assignment_twenty_times_loses_nothing(cluster, cluster_top
 @on_both_brokers
 def test_group_grows_and_shrinks_mid_stream(cluster, cluster_topic, tiny_model, tmp_path):
     t = topics(cluster_topic, partitions=6)
-    docs = mixed_docs(1000 if is_apache(cluster) else 3000, seed=5)
+    docs = mixed_docs(1000 if is_apache(cluster) else 1500, seed=5)  # fewer than before on Tansu: CI time
     produce(cluster.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     group = f"g-{uuid.uuid4().hex[:8]}"
     procs = {slot: start_worker(worker_env(cluster.bootstrap, tiny_model, group=group, slot=slot, **t),
