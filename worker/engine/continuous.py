@@ -55,7 +55,7 @@ class ContinuousBatcher:
         self.e = engine
         self.cfg = engine._loop_config()
         engine.pool.ensure(kv_rows, seats)  # sized once: never reallocated under running documents
-        self.sched = Scheduler(seats, engine.pool.rows, prefill_tokens)
+        self.sched = Scheduler(seats, kv_rows, prefill_tokens)  # the token budget bounds KV in use
         self.entries: list[Entry] = []  # the decode state's rows, in row order (host mirror)
         self._keep: list[int] | None = None  # rows to keep at the next rebuild (None: nothing changed)
         self.st = self.graph = self.step_cfg = None

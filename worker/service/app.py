@@ -29,6 +29,8 @@ from worker.service.finishing import Finishing
 from worker.service.engine_process import EngineProcess
 from worker.service.gcwatch import GcWatch, settle, unsettle
 from worker.service.gpu import GpuLoop
+from worker.service.gpu_continuous import ContinuousGpuLoop
+from worker.service.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.service.gpu_proxy import ProcessGpuLoop
 from worker.service.ingest import Ingest, Watermarks
 from worker.service.metrics import HealthServer, Metrics
@@ -164,6 +166,8 @@ class Worker:
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
+            if settings.model.batching == "continuous":  # documents handed back as they finish (docs/engine.md)
+                loop = ContinuousProcessGpuLoop if loop is ProcessGpuLoop else ContinuousGpuLoop
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)

@@ -45,8 +45,13 @@ def child_main(spec, bins, results) -> None:
                      daemon=True).start()
     sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
     sender.start()
-    while (item := inbox.get()) is not None:
-        outbox.put(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
+    if getattr(engine.options, "batching", "bin") == "continuous":
+        from worker.service.engine_child_continuous import serve_continuous
+
+        serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox, _time_bins)
+    else:
+        while (item := inbox.get()) is not None:
+            outbox.put(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
     outbox.put(None)
     sender.join()  # every result is in the pipe before the process ends
 

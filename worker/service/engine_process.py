@@ -19,6 +19,8 @@ Contract:
                      ("stop",)                         run what is queued, then exit
     engine → worker  ("ready", info) | ("failed", kind, ...)   once, at start
                      ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits)   per bin, in order
+                     ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
+                         model.batching = continuous: documents as they finish (engine_child_continuous.py)
                      ("timed", wall_s, output_tokens)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
@@ -108,6 +110,7 @@ class EngineProcess:
             self.close(timeout_s=1)  # a process still loading does not read "stop": killed
             raise
         self.max_new_tokens = spec.model.max_new_tokens
+        self.continuous = getattr(spec.model, "batching", "bin") == "continuous"
 
     def _wait_ready(self, timeout_s: float, stop: threading.Event | None) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -166,9 +169,10 @@ class EngineProcess:
         self.proc.join(1.0)
         raise EngineProcessError(f"the engine process ended (exit code {self.proc.exitcode})")
 
-    def time_bins(self, bins: list[tuple], timeout_s: float = 3_600.0) -> tuple[float, int]:
-        """Benchmarks: the engine alone over (tokens, cu_seqlens, max_seqlen, seeds) bins, timed there."""
-        self._send(("time", [(np.array(t, dtype=np.int32), np.array(c, dtype=np.int32), int(m), list(s))
+    def time_bins(self, bins: list[tuple], timeout_s: float = 3_600.0, continuous: bool = False) -> tuple[float, int]:
+        """Benchmarks: the engine alone over (tokens, cu_seqlens, max_seqlen, seeds) bins, timed there
+        (continuous: through the continuous batcher; the engine process must run with batching=continuous)."""
+        self._send(("ctime" if continuous else "time", [(np.array(t, dtype=np.int32), np.array(c, dtype=np.int32), int(m), list(s))
                              for t, c, m, s in bins]))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
