@@ -257,6 +257,11 @@ class ModelSettings(_Group):
         None, description="where the token budget's autotune cache and the built tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
     )
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="fp8: prefill GEMMs in FP8 (per-channel weight scales, per-token activation scales, "
+                            "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
+                            "(docs/engine.md: speed and accuracy)",
+    )
     batching: Literal["continuous", "bin"] = Field(
         "continuous", description="continuous: documents leave the decode batch as they finish and the next "
                                   "documents' prefill takes their seats; bin: a bin's documents run and are "

@@ -69,9 +69,10 @@ def random_checkpoint(arch_config: str, out: Path) -> str:
     return str(out / "model")
 
 
-def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None) -> dict:
+def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
+                continuous: bool = False) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
-    prompts come from, when some are chunks)."""
+    prompts come from, when some are chunks); continuous: through the continuous batcher."""
     import numpy as np
     import torch
 
@@ -91,7 +92,13 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
     eng = parts.engine
     if hasattr(eng, "time_bins"):  # the engine in its own process: timed there, as the worker runs it
         wall, out_tokens = eng.time_bins([(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
-                                          for t, c, mx, ids, _ in bins])
+                                          for t, c, mx, ids, _ in bins], continuous=continuous)
+    elif continuous:
+        from worker.service.engine_child_continuous import time_continuous
+
+        _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
+                                              [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
+                                               for t, c, mx, ids, _ in bins])
     else:
         wall, out_tokens = _time_here(eng, bins, seeds)
     in_tokens = sum(b[4] for b in bins)
@@ -261,7 +268,9 @@ def load_parts(a: argparse.Namespace):
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
                                         "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
-                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
+                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
+                                        "model.batching": getattr(a, "batching", "continuous"),
+                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None)})
     parts = build_parts(settings)
 
     def cleanup() -> None:
@@ -296,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                                                  "end-to-end capacity, e.g. 0.5,0.9")
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
+    ap.add_argument("--batching", choices=["continuous", "bin"], default="continuous", help="model.batching")
+    ap.add_argument("--stop-lengths", default=None,
+                    help="model.stop_lengths_file: documents stop after lengths drawn from this file "
+                         "(random weights never stop by themselves), e.g. bench/results/stop_lengths_smollm2.json")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -315,7 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     tok_s = time.perf_counter() - t0
     seeds = list(range(len(prompts)))
-    only = engine_only(parts, prompts, seeds, len(docs))
+    only = engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous")
+    # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
+    only_bins = engine_only(parts, prompts, seeds, len(docs), continuous=False) if a.batching == "continuous" else None
     runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
@@ -334,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
         "packer_order": settings.packer.order, "engine_process": hasattr(eng, "time_bins"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
+        "batching": a.batching, "stop_lengths": a.stop_lengths,
+        "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
         "steady_load": steady, "capacity_docs_per_s": capacity,
@@ -345,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
-    for name, r in (("engine only", only), *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
+    also = (("engine, bins", only_bins),) if only_bins else ()
+    for name, r in (("engine only", only), *also, *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
     for i, r in enumerate(runs):

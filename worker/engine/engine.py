@@ -73,6 +73,8 @@ class EngineOptions:
     # Benchmarks only (random weights never stop by themselves): document stops after
     # stop_lengths[seed % len] tokens (capped at max_new_tokens). Empty: off.
     stop_lengths: tuple[int, ...] = ()
+    quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
+    fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
 
 
@@ -106,6 +108,11 @@ class Engine:
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
             merge_projections(self.base)
+        self.quantization = options.quantization
+        if options.quantization == "fp8":  # before compile: the compiled layers fuse the activation quantization
+            from worker.engine.fp8 import quantize_layers
+
+            quantize_layers(self.base, self.device, options.fp8_min_rows)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)
@@ -118,6 +125,7 @@ class Engine:
         log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
                                         "compiled_layers": self.compiled, "merged_projections": self.merged,
+                                        "quantization": self.quantization,
                                         "prefill_kernel": self.prefill_kernel})
 
     # ---------------------------------------------------------------- prompts

@@ -86,6 +86,7 @@ def options_from(settings) -> EngineOptions:
         cuda_graphs=settings.cuda_graphs,
         compile=getattr(settings, "compile", "auto"),
         batching=getattr(settings, "batching", "continuous"),
+        quantization=getattr(settings, "quantization", "none"),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 16_384),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
     )
