@@ -56,3 +56,18 @@ def test_fp8_is_a_settings_error_on_a_gpu_without_fp8(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda d=None: "A100")
     with pytest.raises(EngineSettingError, match="model.quantization: fp8 needs compute capability"):
         fp8.check_fp8(torch.device("cuda"))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu():
+    g = torch.Generator(device="cuda").manual_seed(2)
+    w = torch.randn(512, 256, device="cuda", generator=g).to(torch.bfloat16)
+    x = torch.randn(2048, 256, device="cuda", generator=g).to(torch.bfloat16)
+    gemm = Fp8Gemm(w, None, min_rows=1024)
+    got = gemm(x).float()  # torch._scaled_mm, row-wise scales
+    a, s = quantize_rows(x)
+    want = (a.float() @ gemm.w_fp8.float().t()) * s * gemm.w_scale
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # bf16 output rounding
+    ref = x.float() @ w.float().t()
+    assert ((got - ref).norm() / ref.norm()).item() < 0.05
