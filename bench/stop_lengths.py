@@ -6,9 +6,9 @@ random-weight benchmarks use (model.stop_lengths_file), since random weights nev
 
 Loads the model through transformers' GGUF reader (weights dequantized to fp32), saves it as a
 Hugging Face checkpoint, then generates greedily through the product's engine (CPU, exact reference
-attention) with the product's prompt (the chat template around the raw text of each document of the `short` corpus; the worker
-    compacts long documents first)
-and `max_new_tokens` 128 (the default). Writes the lengths (tokens up to and including the stop) and
+attention) with the product's prompt (the chat template around each document of the `short`
+corpus as the worker gives it to the model: digest compaction on) and `max_new_tokens` 128 (the
+default). Writes the lengths (tokens up to and including the stop) and
 the finish reasons.
 """
 
@@ -34,9 +34,10 @@ def main() -> int:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from worker.bench.e2e import model_texts
     from worker.engine.loader import load_engine
     from worker.samples import corpus
-    from worker.settings import ModelSettings
+    from worker.settings import ModelSettings, load_settings
 
     gguf = Path(a.gguf)
     ckpt = Path(a.work)
@@ -50,10 +51,13 @@ def main() -> int:
         tok.save_pretrained(ckpt)
     eng = load_engine(ModelSettings(path=str(ckpt), max_new_tokens=a.max_new_tokens, device="cpu"))
     docs = corpus(a.documents, seed=11)
+    settings = load_settings(environ={}, overrides={"model.path": str(ckpt)})
+    count = lambda xs: [len(x) for x in eng.tokenizer(list(xs), add_special_tokens=False)["input_ids"]]  # noqa: E731
+    texts, _ = model_texts(settings, docs, count)  # what the worker gives the model (digest compaction)
     lengths, reasons, prompt_tokens = [], {}, []
     t0 = time.perf_counter()
     for i in range(0, len(docs), a.bin):
-        prompts = eng.prompt_ids_batch([d.get("text") or "\n".join(d["lines"]) for d in docs[i:i + a.bin]])
+        prompts = eng.prompt_ids_batch(texts[i:i + a.bin])
         cu = [0]
         for p in prompts:
             cu.append(cu[-1] + len(p))
@@ -64,7 +68,7 @@ def main() -> int:
             reasons[o.finish_reason] = reasons.get(o.finish_reason, 0) + 1
             prompt_tokens.append(o.prompt_tokens)
         print(f"{len(lengths)}/{len(docs)} documents, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    out = {"model": "SmolLM2-135M-Instruct (GGUF Q4_1, dequantized to fp32)", "corpus": "short (worker.samples.corpus, seed 11)",
+    out = {"model": "SmolLM2-135M-Instruct (GGUF Q4_1, dequantized to fp32)", "corpus": "short (worker.samples.corpus, seed 11), digest compaction on",
            "decoding": "greedy", "max_new_tokens": a.max_new_tokens, "documents": len(lengths), "lengths": lengths,
            "finish_reasons": reasons, "mean": statistics.mean(lengths), "median": statistics.median(lengths),
            "prompt_tokens_mean": statistics.mean(prompt_tokens), "seconds": time.perf_counter() - t0}
