@@ -1,4 +1,4 @@
-"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python bench/engine_kernels.py --help`.
+"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python -m bench.engine_kernels --help`.
 
 In one process, the stress mix, bf16:
 - attention on packed bins of 32k/64k tokens: FlashAttention-2 (aten, GQA native, on the
@@ -165,7 +165,7 @@ def model_runs(args, res: dict, save, out: Path) -> None:
                                             out / "engine_profile_prefill_triton.txt")
     save()
     gen = docs[: args.gen_docs]
-    for kernel in ("triton",):  # FA2's job: engine_h200_7b_merged.json (3.93 s, 1.35x its floor)
+    for kernel in ("triton",):
         eng.prefill_kernel = kernel
         eng.runner.clear()
         r = ribbon_generate(eng, gen, args.budget, fig, bw, rate)

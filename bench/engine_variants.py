@@ -1,4 +1,4 @@
-"""Engine variants on one GPU, chosen by measurement (issue 10): `python bench/engine_variants.py --help`.
+"""Engine variants on one GPU, chosen by measurement (issue 10): `python -m bench.engine_variants --help`.
 
 Random weights of a public architecture (config/models/*.json), bf16, the stress mix. In one run:
 - the prefill attention kernels alone on one bin: FlashAttention-2 (aten) vs cuDNN, GQA native and
@@ -126,7 +126,7 @@ def _kernels_in_child(args) -> dict:
     """attention_kernels in a child process: a kernel that faults cannot poison this process's CUDA context."""
     import subprocess
 
-    proc = subprocess.run([sys.executable, __file__, "--kernels-only", "--model", args.model], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", __spec__.name, "--kernels-only", "--model", args.model], capture_output=True,
                           text=True, timeout=240)
     for line in proc.stdout.splitlines():
         if line.startswith("KERNELS "):

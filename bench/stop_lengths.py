@@ -36,8 +36,8 @@ def main() -> int:
 
     from worker.bench.e2e import model_texts
     from worker.engine.loader import load_engine
-    from worker.samples import corpus
-    from worker.settings import ModelSettings, load_settings
+    from worker.demo.samples import corpus
+    from worker.config.settings import ModelSettings, load_settings
 
     gguf = Path(a.gguf)
     ckpt = Path(a.work)
@@ -68,7 +68,7 @@ def main() -> int:
             reasons[o.finish_reason] = reasons.get(o.finish_reason, 0) + 1
             prompt_tokens.append(o.prompt_tokens)
         print(f"{len(lengths)}/{len(docs)} documents, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    out = {"model": "SmolLM2-135M-Instruct (GGUF Q4_1, dequantized to fp32)", "corpus": "short (worker.samples.corpus, seed 11), digest compaction on",
+    out = {"model": "SmolLM2-135M-Instruct (GGUF Q4_1, dequantized to fp32)", "corpus": "short (worker.demo.samples.corpus, seed 11), digest compaction on",
            "decoding": "greedy", "max_new_tokens": a.max_new_tokens, "documents": len(lengths), "lengths": lengths,
            "finish_reasons": reasons, "mean": statistics.mean(lengths), "median": statistics.median(lengths),
            "prompt_tokens_mean": statistics.mean(prompt_tokens), "seconds": time.perf_counter() - t0}

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from worker.service.docs import Doc, DocRegistry
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import Doc, DocRegistry
+from worker.pipeline.tracker import OffsetTracker
 
 
 @dataclass

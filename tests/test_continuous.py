@@ -15,11 +15,11 @@ from test_engine import _docs, _engine, _stage
 
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.packer import PackerConfig
-from worker.service.docs import DocRegistry
-from worker.service.gpu_continuous import ContinuousGpuLoop
-from worker.service.gpu_proxy_continuous import ContinuousProcessGpuLoop
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.gpu_continuous import ContinuousGpuLoop
+from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from test_engine import _docs, _stage
 from worker.engine.fp8 import Fp8Gemm, quantize_rows
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 
 def test_row_quantization_round_trips_within_e4m3_precision():

@@ -1,12 +1,12 @@
-"""The garbage-collector watch (worker/service/gcwatch.py): pauses timed by generation, and start-up
+"""The garbage-collector watch (worker/observability/gcwatch.py): pauses timed by generation, and start-up
 objects frozen out of later collections, then given back."""
 
 from __future__ import annotations
 
 import gc
 
-from worker.service.gcwatch import GcWatch, settle, unsettle
-from worker.service.metrics import Metrics
+from worker.observability.gcwatch import GcWatch, settle, unsettle
+from worker.observability.metrics import Metrics
 
 
 def test_each_collection_is_timed_under_its_generation_until_stopped():

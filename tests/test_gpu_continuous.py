@@ -28,7 +28,7 @@ def _stage(eng, docs):
 def test_continuous_equals_bins_refills_seats_and_keeps_slots_apart(tmp_path):
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     path = make_tiny_checkpoint(tmp_path / "tq", "qwen2", seed=3)
     eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24), device="cuda")

@@ -11,11 +11,11 @@ import pytest
 from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 
 from worker.packer import PackerConfig
-from worker.service.docs import DocRegistry
-from worker.service.engine_process import EngineProcessError
-from worker.service.gpu_proxy import ProcessGpuLoop
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import DocRegistry
+from worker.remote.process import EngineProcessError
+from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
 
 
 class FakeRemote:

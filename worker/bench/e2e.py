@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from worker.samples import corpus, mixed_corpus, quality_corpus
+from worker.bench.parts import load_parts
+from worker.demo.samples import corpus, mixed_corpus, quality_corpus
 
 CORPORA = {
     "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
@@ -50,23 +51,6 @@ def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
               for p, r in zip(preps, raws)]
     texts = [t.text for t in token_gate(raws, chosen, min_saving=settings.digest.min_saving, count=count)]
     return texts, time.perf_counter() - t0
-
-
-def random_checkpoint(arch_config: str, out: Path) -> str:
-    """Random weights of a public architecture (config JSON) with the tiny offline tokenizer."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from worker.engine.tiny import make_tiny_checkpoint
-
-    tok_dir = make_tiny_checkpoint(out / "tok")
-    cfg = AutoConfig.from_pretrained(arch_config)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-    model.save_pretrained(out / "model")
-    for f in tok_dir.iterdir():
-        if f.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            shutil.copy(f, out / "model" / f.name)
-    return str(out / "model")
 
 
 def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
@@ -94,7 +78,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
         wall, out_tokens = eng.time_bins([(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
                                           for t, c, mx, ids, _ in bins], continuous=continuous)
     elif continuous:
-        from worker.service.engine_child_continuous import time_continuous
+        from worker.remote.child_continuous import time_continuous
 
         _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
                                               [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
@@ -129,7 +113,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
     from worker.kafka import clients
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings, plain_config
-    from worker.service.app import Parts, Worker, make_packer, packer_device
+    from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 
     k = settings.kafka
     with EmbeddedBroker() as broker:
@@ -257,30 +241,6 @@ def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
                              "after_s": round(out["t"] - cross["t"], 3)}}
 
 
-def load_parts(a: argparse.Namespace):
-    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files."""
-    from worker.service.app import build_parts
-    from worker.settings import load_settings
-
-    tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
-    model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
-    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
-                                        "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
-                                        "digest.compaction": getattr(a, "compaction", "on") == "on",
-                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
-                                        "model.batching": getattr(a, "batching", "continuous"),
-                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None)})
-    parts = build_parts(settings)
-
-    def cleanup() -> None:
-        if hasattr(parts.engine, "close"):  # an engine process
-            parts.engine.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    return settings, parts, cleanup
-
-
 def main(argv: list[str] | None = None) -> int:
     from worker.bench.steady import report, steady_load
 
@@ -315,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
-    from worker.service.planner import Planner
+    from worker.pipeline.planner import Planner
 
     tok = eng.tokenizer
     count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
@@ -359,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
                         f"compaction_{a.compaction}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
     also = (("engine, bins", only_bins),) if only_bins else ()
     for name, r in (("engine only", only), *also, *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):

@@ -283,7 +283,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if args.profile:
             from worker.bench.engine_profile import profile_engine
 
-            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}")
+            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", _stage)
             save()
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
