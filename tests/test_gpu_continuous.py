@@ -44,19 +44,20 @@ def test_continuous_equals_bins_refills_seats_and_keeps_slots_apart(tmp_path):
     for b in bins:
         for i, o in zip(b, eng.generate(_stage(eng, [docs[i] for i in b]), b)):
             ref[i] = o
-    batcher = eng.batcher(seats, kv_rows, prefill_tokens=512)
-    got, most, nxt = {}, 0, 0
+    batcher = eng.batcher(seats, kv_rows, prefill_tokens=4_096)
+    got, full, nxt = {}, 0, 0
     while nxt < len(bins) or batcher.busy:
         while nxt < len(bins) and (not batcher.busy or batcher.wants_work()):
             b = bins[nxt]
             batcher.add(_stage(eng, [docs[i] for i in b]), b, b, [limits[i] for i in b])
             nxt += 1
-        for tag, gen, _ in batcher.step().done:
+        r = batcher.step()
+        for tag, gen, _ in r.done:
             assert tag not in got
             got[tag] = gen
+        full += r.decode_rows == seats
         rows = sorted((e.start, e.start + e.rows) for e in batcher.entries if e.seat >= 0)
         assert all(x[1] <= y[0] for x, y in zip(rows, rows[1:])) and (not rows or rows[-1][1] <= kv_rows)
-        most = max(most, len(rows))
     assert sorted(got) == list(range(60))
     agree = total = same = 0
     for i in range(60):
@@ -70,5 +71,5 @@ def test_continuous_equals_bins_refills_seats_and_keeps_slots_apart(tmp_path):
     rate = agree / total
     print(f"continuous vs bin at a time, bf16: {rate:.3f} of tokens agree (common prefix), {same}/60 identical")
     assert rate > 0.8 and same >= 48
-    assert most == seats  # freed seats were refilled while documents waited
+    assert full >= 3  # freed seats were refilled while documents waited: full steps beyond the first
     assert eng.runner.captures == captures  # every bucket came from warm-up
