@@ -2,7 +2,7 @@
 random-weight benchmarks use (model.stop_lengths_file), since random weights never stop by themselves.
 
     python bench/stop_lengths.py --gguf DIR/SmolLM2-135M-Instruct.Q4_1.gguf --documents 96 \
-        --out bench/results/stop_lengths_smollm2.json
+        --out bench/results/stop_lengths_cpu.json
 
 Loads the model through transformers' GGUF reader (weights dequantized to fp32), saves it as a
 Hugging Face checkpoint, then generates greedily through the product's engine (CPU, exact reference

@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batching", choices=["continuous", "bin"], default="continuous", help="model.batching")
     ap.add_argument("--stop-lengths", default=None,
                     help="model.stop_lengths_file: documents stop after lengths drawn from this file "
-                         "(random weights never stop by themselves), e.g. bench/results/stop_lengths_smollm2.json")
+                         "(random weights never stop by themselves), e.g. bench/results/stop_lengths_cpu.json")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
