@@ -21,12 +21,13 @@ for stage in "$@"; do
   case $stage in
     tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_continuous.py \
              tests/test_fp8.py > $OUT/continuous_gpu_tests_h200.txt 2>&1; grep -E "agree|passed|failed|Error" $OUT/continuous_gpu_tests_h200.txt ;;
-    e2e) for mode in bin continuous; do
+    e2e) for mode in ${MODES:-bin continuous}; do
            extra=""; [ $mode = continuous ] && extra="--steady ${STEADY-0.9} --steady-seconds ${STEADY_S:-30}"
            timeout ${E2E_TIMEOUT:-200} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
              --documents ${DOCS:-3000} --max-new-tokens 128 --runs 1 --token-budget ${TOKEN_BUDGET:-524288} \
-             --batching $mode --stop-lengths $LENGTHS $extra --out $OUT/e2e-${mode}_h200.json 2>&1 \
-             | grep -v '^%' | grep -v 'Writing model' | tee $OUT/e2e-${mode}_h200.txt | tail -12
+             --batching $mode --stop-lengths $LENGTHS --prefill-step-tokens ${PREFILL:-16384} $extra \
+             --out $OUT/e2e-${mode}${SUFFIX:-}_h200.json 2>&1 \
+             | grep -v '^%' | grep -v 'Writing model' | tee $OUT/e2e-${mode}${SUFFIX:-}_h200.txt | tail -12
          done ;;
     fp8) timeout ${FP8_TIMEOUT:-300} python3 bench/fp8_prefill.py --out $OUT 2>&1 | grep -v '^%' | tail -8 ;;
   esac

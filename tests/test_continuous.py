@@ -44,11 +44,11 @@ def _run(batcher, eng, bins, seeds, limits=None):
             batcher.add(_stage(eng, bins[nxt]), [seeds[t] for t in tags], tags,
                         None if limits is None else [limits[t] for t in tags])
             nxt += 1
-        running = batcher.running
-        for tag, gen, gpu_s in batcher.step().done:
+        r = batcher.step()
+        for tag, gen, gpu_s in r.done:
             assert tag not in got and gpu_s > 0
             got[tag] = (gen, step)
-        assert running <= batcher.sched.seats
+        assert 0 < r.decode_rows <= batcher.sched.seats
         step += 1
     return got
 

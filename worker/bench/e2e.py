@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
     ap.add_argument("--batching", choices=["continuous", "bin"], default="continuous", help="model.batching")
+    ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
     ap.add_argument("--stop-lengths", default=None,
                     help="model.stop_lengths_file: documents stop after lengths drawn from this file "
                          "(random weights never stop by themselves), e.g. bench/results/stop_lengths_cpu.json")
@@ -309,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
         "packer_order": settings.packer.order, "engine_process": hasattr(eng, "time_bins"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "batching": a.batching, "stop_lengths": a.stop_lengths,
+        "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
         "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],

@@ -38,7 +38,8 @@ def load_parts(a: argparse.Namespace):
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
                                         "model.batching": getattr(a, "batching", "continuous"),
-                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None)})
+                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None),
+                                        "model.prefill_step_tokens": getattr(a, "prefill_step_tokens", None) or 16_384})
     parts = build_parts(settings)
 
     def cleanup() -> None:

@@ -114,7 +114,7 @@ class ContinuousBatcher:
             self.e.stats["live_row_steps"] += len(self.entries) * k
             done = self._look()
         dt = time.perf_counter() - t0
-        rows = len(self.entries) + len(done)
+        rows = len(self.entries)  # the rows this step decoded (finished ones leave at the next rebuild)
         share = dt / max(1, rows)
         for e in self.entries:
             e.item.gpu_s += share
