@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  "end-to-end capacity, e.g. 0.5,0.9")
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
-    ap.add_argument("--batching", choices=["continuous", "bin"], default="continuous", help="model.batching")
+    ap.add_argument("--batching", choices=["bin", "continuous"], default="bin", help="model.batching")
     ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
     ap.add_argument("--stop-lengths", default=None,
                     help="model.stop_lengths_file: documents stop after lengths drawn from this file "

@@ -263,9 +263,9 @@ class ModelSettings(_Group):
                             "(docs/engine.md: speed and accuracy)",
     )
     batching: Literal["continuous", "bin"] = Field(
-        "continuous", description="continuous: documents leave the decode batch as they finish and the next "
-                                  "documents' prefill takes their seats; bin: a bin's documents run and are "
-                                  "handed back together (docs/engine.md)",
+        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
+                           "the decode batch as they finish and the next documents' prefill takes their seats "
+                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
     )
     prefill_step_tokens: int = Field(
         16_384, ge=256, le=1_048_576,

@@ -85,7 +85,7 @@ def options_from(settings) -> EngineOptions:
         use_chat_template=settings.use_chat_template,
         cuda_graphs=settings.cuda_graphs,
         compile=getattr(settings, "compile", "auto"),
-        batching=getattr(settings, "batching", "continuous"),
+        batching=getattr(settings, "batching", "bin"),
         quantization=getattr(settings, "quantization", "none"),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 16_384),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
