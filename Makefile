@@ -25,9 +25,12 @@ install: $(STAMP)
 test: install lint
 	$(BIN)/python -m pytest
 
-# Quick gates: the package graph (layers one way, no cycles: contracts in pyproject.toml);
-# every path the docs name exists and bench/results/ is indexed and small.
+# Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
+# code), the package graph (layers one way, no cycles), every path the docs name exists and
+# bench/results/ is indexed and small.
 lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/vulture
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/check_paths.py
 

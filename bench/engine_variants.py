@@ -59,7 +59,7 @@ def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
                     try:
                         err = ((fn().float() - ref.float()).norm() / ref.float().norm()).item()
                         ms = triton.testing.do_bench(fn, warmup=20, rep=60, return_mode="median")
-                    except Exception as exc:  # a shape the compiler refuses is reported, not fatal
+                    except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses is reported, not fatal
                         out.append({"splits": splits, "block": block, "warps": warps, "stages": stages,
                                     "error": f"{type(exc).__name__}: {exc}"[:200]})
                         continue
@@ -106,7 +106,7 @@ def attention_kernels(docs: list[list[int]], heads: int, kv_heads: int, dim: int
         try:
             err = ((fn().float() - ref).norm() / ref.norm()).item()
             ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-        except Exception as exc:  # a kernel this torch/cuDNN refuses is reported, not fatal
+        except Exception as exc:  # noqa: BLE001 - a kernel this torch/cuDNN refuses is reported, not fatal
             out[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue
         out[name] = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err_vs_fa2": err}

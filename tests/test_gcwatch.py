@@ -30,7 +30,9 @@ def test_settle_freezes_what_is_alive_and_unsettle_gives_it_back():
     keep = [[i] for i in range(1000)]  # alive now: frozen
     try:
         frozen = settle()
-        assert frozen >= len(keep) and gc.get_freeze_count() == frozen
+        # other threads of this process may free a few frozen objects meanwhile: the count only falls,
+        # and `keep` (alive) stays frozen
+        assert frozen >= len(keep) and len(keep) <= gc.get_freeze_count() <= frozen
     finally:
         unsettle()
     assert gc.get_freeze_count() == 0

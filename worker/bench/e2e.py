@@ -16,8 +16,6 @@ import argparse
 import json
 import logging
 import platform
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -74,9 +72,8 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
         n += len(b.seq_ids)
         p.release(b.slot)
     eng = parts.engine
-    if hasattr(eng, "time_bins"):  # the engine in its own process: timed there, as the worker runs it
-        wall, out_tokens = eng.time_bins([(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
-                                          for t, c, mx, ids, _ in bins], continuous=continuous)
+    if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
+        wall, out_tokens = (_time_there_continuous if continuous else _time_there)(eng, bins, seeds)
     elif continuous:
         from worker.remote.child_continuous import time_continuous
 
@@ -89,6 +86,53 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
     return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
             "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
             "input_tokens": in_tokens}
+
+
+def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
+    """The engine process alone: one warm-up bin, then every bin queued back to back; the wall time
+    from the first bin's start to the last one's end, both timed there."""
+    def run(batch: list) -> list[tuple]:
+        ids = [eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
+               for t, c, mx, s, _ in batch]
+        done: dict[int, tuple] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(ids) and time.monotonic() < deadline:
+            msg = eng.receive(0.5)
+            if msg is not None and msg[0] == "done":
+                done[msg[1]] = msg
+        if len(done) < len(ids):
+            raise RuntimeError(f"the engine process finished {len(done)} of {len(ids)} bins in {timeout_s:.0f} s")
+        return [done[i] for i in ids]
+
+    run(bins[:1])  # warm-up (CUDA graphs, allocator)
+    msgs = run(bins)
+    out_tokens = sum(len(o.token_ids) for m in msgs for o in m[2] if o is not None and not isinstance(o, BaseException))
+    return msgs[-1][4] - msgs[0][3], out_tokens
+
+
+def _time_there_continuous(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
+    """As _time_there, with the engine process batching continuously: its results come back per document
+    ("docs" messages); the wall time from sending the first bin to the last step's end."""
+    def run(batch: list) -> tuple[float, list[tuple]]:
+        want, start = 0, time.monotonic()
+        for t, c, mx, s, _ in batch:
+            eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
+            want += len(s)
+        msgs, got = [], 0
+        deadline = time.monotonic() + timeout_s
+        while got < want and time.monotonic() < deadline:
+            msg = eng.receive(0.5)
+            if msg is not None and msg[0] == "docs":
+                msgs.append(msg)
+                got += len(msg[1])
+        if got < want:
+            raise RuntimeError(f"the engine process finished {got} of {want} documents in {timeout_s:.0f} s")
+        return start, msgs
+
+    run(bins[:1])  # warm-up (CUDA graphs, allocator)
+    start, msgs = run(bins)
+    out_tokens = sum(len(o.token_ids) for m in msgs for _, _, o in m[1] if not isinstance(o, BaseException))
+    return max(m[3] for m in msgs) - start, out_tokens
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
@@ -291,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     seeds = list(range(len(prompts)))
     only = engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous")
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
-    only_bins = engine_only(parts, prompts, seeds, len(docs), continuous=False) if a.batching == "continuous" else None
+    only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
+                 if a.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
     runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
@@ -308,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
         "digest_docs_per_s": len(docs) / digest_s,
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "time_bins"),
+        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
         "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,

@@ -7,7 +7,6 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 from worker import __version__
 from worker.cli import ops as cli_ops

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.config.errors import EXIT_FAILED, EXIT_UNREACHABLE, StartupError
+from worker.config.errors import EXIT_UNREACHABLE, StartupError
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,3 @@ def check_client_config(consumer_conf: dict[str, Any], producer_conf: dict[str, 
 _ADMIN_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id", "socket.timeout.ms"})
 
 
-def check_topics(info: ClusterInfo, wanted: dict[str, str]) -> dict[str, int]:
-    """Partitions of each wanted topic (role -> name); StartupError (exit 1) for the first that is missing."""
-    out: dict[str, int] = {}
-    for role, name in wanted.items():
-        if name not in info.topics:
-            raise StartupError(None, f"{role} topic {name!r} does not exist on the cluster", exit_code=EXIT_FAILED)
-        out[name] = info.topics[name]
-    return out

@@ -31,7 +31,6 @@ import socket
 import uuid
 from collections.abc import Mapping
 
-FORMS = ("auto", "ordinal", "random")
 GPU_INDEX_ENV = "RIBBON_GPU_INDEX"
 _ORDINAL = re.compile(r"^.+-(\d+)$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -123,9 +123,6 @@ class HealthServer:
                                "a free port, or 0 to disable the server") from None
         self.port = self.http.port
 
-    def healthy(self) -> bool:
-        return self.health()[0]
-
     def health(self) -> tuple[bool, str]:
         idle = time.monotonic() - self.metrics.gpu_heartbeat
         if idle >= self.stuck_after_s and self.busy():

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from worker.messages.models import encode_output
+from worker.messages.models import encode_output, output_key
 from worker.kafka.headers import output_headers
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import Doc, DocRegistry, Seq
@@ -164,8 +164,7 @@ class Finishing:
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)
             self.dead_letters.failure(doc, exc, "output_error")
             return False
-        key = doc.key if doc.key is not None else doc.doc_id.encode()
-        rec = Record(self.output_topic, key, value, output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
+        rec = Record(self.output_topic, output_key(doc.key, msg), value, output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)

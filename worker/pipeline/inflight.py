@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 import zlib
 from dataclasses import dataclass, field
 

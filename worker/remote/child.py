@@ -48,10 +48,10 @@ def child_main(spec, bins, results) -> None:
     if getattr(engine.options, "batching", "bin") == "continuous":
         from worker.remote.child_continuous import serve_continuous
 
-        serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox, _time_bins)
+        serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox)
     else:
         while (item := inbox.get()) is not None:
-            outbox.put(_run(engine, item) if item[0] == "bin" else _time_bins(engine, item[1]))
+            outbox.put(_run(engine, item))
     outbox.put(None)
     sender.join()  # every result is in the pipe before the process ends
 
@@ -141,24 +141,6 @@ def _run(engine, item) -> tuple:
     t1 = time.monotonic()
     outs = [RuntimeError(f"{type(o).__name__}: {o}") if isinstance(o, BaseException) else o for o in outs]
     return ("done", bin_id, outs, t0, t1, len(errors), int(getattr(engine, "stats", {}).get("oom_splits", 0)))
-
-
-def _time_bins(engine, bins: list) -> tuple:
-    """The engine alone over bins (tokens, cu, max_seqlen, seeds), back to back (benchmarks):
-    ("timed", wall_s, output_tokens), after one warm-up bin."""
-    import torch
-
-    cuda = engine.device.type == "cuda"
-    prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
-    engine.generate(engine.stage(*prep[0][:3]), list(prep[0][3]))
-    sync = (lambda: torch.cuda.synchronize(engine.device)) if cuda else (lambda: None)
-    sync()
-    t0 = time.perf_counter()
-    out_tokens = 0
-    for tokens, cu, mx, seeds in prep:
-        out_tokens += sum(len(o.token_ids) for o in engine.generate(engine.stage(tokens, cu, mx), list(seeds)))
-    sync()
-    return ("timed", time.perf_counter() - t0, out_tokens)
 
 
 def _device_name(device) -> str:

@@ -6,10 +6,9 @@
       seconds in steps since the previous "docs" message)
 
 Protocol additions to worker/remote/process.py's: a bin's documents come back in "docs" messages, each
-document once, in the order they finish (a document not `live` never comes back). "time" messages
-(benchmarks: bin at a time) and ("ctime", bins) (the same bins through the batcher) run after what is
-in the batcher has finished; both answer ("timed", wall_s, output_tokens). A step that fails drops the batch; each
-of its documents runs alone and a lone failure comes back as a RuntimeError (dead-lettered there).
+document once, in the order they finish (a document not `live` never comes back). A step that fails
+drops the batch; each of its documents runs alone and a lone failure comes back as a RuntimeError
+(dead-lettered there). `time_continuous` times the batcher alone over bins (the in-process benchmark).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import time
 log = logging.getLogger(__name__)
 
 
-def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, outbox: queue.Queue, time_bins) -> None:
+def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, outbox: queue.Queue) -> None:
     batcher = engine.batcher(max_seqs, budget)
     pieces: dict[tuple[int, int], object] = {}  # (bin_id, index) -> host prompt tokens, for a retry alone
     busy = [0.0]  # step seconds not yet reported
@@ -34,12 +33,8 @@ def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, out
                 break
             if item is None:
                 stopping = True
-            elif item[0] == "bin":
+            else:
                 _add(engine, batcher, item, pieces, outbox)
-            else:  # ("time" | "ctime", bins): the engine alone, after the batch in hand has finished
-                while batcher.busy:
-                    _step(engine, batcher, pieces, outbox, busy)
-                outbox.put(time_bins(engine, item[1]) if item[0] == "time" else time_continuous(engine, batcher, item[1]))
         if batcher.busy:
             _step(engine, batcher, pieces, outbox, busy)
         elif stopping:
@@ -82,7 +77,8 @@ def _step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float])
 
 
 def time_continuous(engine, batcher, bins: list) -> tuple:
-    """The same bins as _time_bins, through the batcher (taken as it wants work): ("timed", wall_s, output_tokens)."""
+    """Bins (tokens, cu, max_seqlen, seeds) through the batcher, taken as it wants work:
+    ("timed", wall_s, output_tokens)."""
     import torch
 
     cuda = engine.device.type == "cuda"

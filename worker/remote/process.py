@@ -15,13 +15,11 @@ Contract:
   anything else as EngineProcessError). The worker loads only the tokenizer, to plan prompts.
 - Protocol, two one-way pipes of pickled tuples (arrays are numpy: a bin is one copy each way):
     worker → engine  ("bin", bin_id, tokens int32 [T], cu_seqlens int32 [n+1], max_seqlen, seeds [n], live [n])
-                     ("time", [(tokens, cu_seqlens, max_seqlen, seeds), ...])   benchmarks: the engine alone
                      ("stop",)                         run what is queued, then exit
     engine → worker  ("ready", info) | ("failed", kind, ...)   once, at start
                      ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits)   per bin, in order
                      ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
                          model.batching = continuous: documents as they finish (worker/remote/child_continuous.py)
-                     ("timed", wall_s, output_tokens)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
   retried one document at a time there, as in the GPU thread (worker.engine.fallback.generate_or_alone).
@@ -110,7 +108,6 @@ class EngineProcess:
             self.close(timeout_s=1)  # a process still loading does not read "stop": killed
             raise
         self.max_new_tokens = spec.model.max_new_tokens
-        self.continuous = getattr(spec.model, "batching", "bin") == "continuous"
 
     def _wait_ready(self, timeout_s: float, stop: threading.Event | None) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -145,9 +142,6 @@ class EngineProcess:
         docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [self._head + d + self._tail for d in docs]
 
-    def budget_weight(self, n_prompt_tokens: int) -> int:
-        return n_prompt_tokens + self.max_new_tokens
-
     # ---- bins ------------------------------------------------------------------------------
     def send_bin(self, tokens, cu_seqlens, max_seqlen: int, seeds: list[int], live: list[bool]) -> int:
         """Queue one bin there (copies the arrays: the packer's slot may be released after); its id."""
@@ -168,18 +162,6 @@ class EngineProcess:
                 return None
         self.proc.join(1.0)
         raise EngineProcessError(f"the engine process ended (exit code {self.proc.exitcode})")
-
-    def time_bins(self, bins: list[tuple], timeout_s: float = 3_600.0, continuous: bool = False) -> tuple[float, int]:
-        """Benchmarks: the engine alone over (tokens, cu_seqlens, max_seqlen, seeds) bins, timed there
-        (continuous: through the continuous batcher; the engine process must run with batching=continuous)."""
-        self._send(("ctime" if continuous else "time", [(np.array(t, dtype=np.int32), np.array(c, dtype=np.int32), int(m), list(s))
-                             for t, c, m, s in bins]))
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msg = self.receive(0.5)
-            if msg is not None and msg[0] == "timed":
-                return float(msg[1]), int(msg[2])
-        raise EngineProcessError("the engine process did not time the bins")
 
     def _send(self, msg: tuple) -> None:
         try:
