@@ -42,3 +42,5 @@ _.handle_error
 request
 address_family
 _.log_message
+StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step (tests, benchmarks)
+SlotAllocator.largest_free  # worker/engine/slots.py: the largest free interval (tests)

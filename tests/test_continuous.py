@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-import torch
 from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 from test_engine import _docs, _engine, _stage
 
