@@ -64,9 +64,12 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, 
     from worker.kafka.config import embedded_settings
     from worker.pipeline.app import Worker
 
+    from worker.demo.lines import LINES_TOPIC, run_lines, windowed_settings
+
+    settings = windowed_settings(settings)  # a windowed syslog stream next to the documents
     k = settings.kafka
     with EmbeddedBroker() as broker:
-        broker.create_topics({k.input_topics[0]: 4, k.output_topic: 1, k.dlq_topic: 1})
+        broker.create_topics({k.input_topics[0]: 4, LINES_TOPIC: 2, k.output_topic: 1, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
         what = "no model (digest mode)" if s.model.mode == "digest" else f"model {s.model.path!r}"
         print(f"embedded broker on {broker.bootstrap}; loading {what} ...", flush=True)
@@ -78,6 +81,7 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, 
         got = read(broker.bootstrap, [k.output_topic, k.dlq_topic], len(docs) + len(BAD), timeout_s, progress)
         wall = time.monotonic() - t0
         digest_s = worker.metrics.registry.get_sample_value("ribbon_digest_seconds_total") or 0.0
+        lines_ok, lines_report = run_lines(broker.bootstrap, k.output_topic, timeout_s)
         worker.drain(30)
         worker.close()
     outs = [orjson.loads(m.value()) for m in got if m.topic() == k.output_topic]
@@ -91,7 +95,8 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, 
         h = dict(m.headers() or [])
         print(f"dead letter: {h.get('error.class', b'?').decode()}: {h.get('error.message', b'').decode()[:90]}")
     _stats(outs, docs, dlq, wall, digest_s, generative, worker)
-    return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) else 1
+    print(lines_report)
+    return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) and lines_ok else 1
 
 
 def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) -> None:
@@ -100,13 +105,21 @@ def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) 
     if generative and not random_model:
         print(f"  summary:    {o['summary']}")
     print(f"  digest:     {o['summary'] if not generative else render(o['digest'], o['source'], o['kind'])}")
-    print(f"  highlights: {o['highlights']}")
+    print(highlights_text(o["highlights"]))
     if generative:
         print(f"  model:      {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
               f"{t['chunks']} chunk(s), {t['output']} out; queued {ms['queued']:.0f} ms, model {ms['gpu']:.0f} ms, "
               f"total {ms['total']:.0f} ms")
         if random_model and show_model_text:
-            print(f"  model text (random weights, noise): {o['summary'][:120]!r}")
+            print(f"  model text (random weights, noise): {' '.join(o['summary'].split())[:120]}")
+
+
+def highlights_text(lines: list[str]) -> str:
+    """The highlights as a reader sees them: each verbatim line on its own indented line."""
+    if not lines:
+        return "  highlights: none (no line stands out)"
+    return "\n".join([f"  highlights: the {len(lines)} lines that matter most" if len(lines) > 1 else
+                      "  highlights: the line that matters most", *(f"    | {ln}" for ln in lines)])
 
 
 def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, generative: bool, worker) -> None:
