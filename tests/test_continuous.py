@@ -189,11 +189,15 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
     packer = FakePacker(w.bins([2, 2, 2, 2]))
     loop = ContinuousProcessGpuLoop(engine=remote, packer=packer, registry=w.registry, finishing=w.sink,
                                     metrics=w.metrics, config=PackerConfig(budget=1_000, reserve_per_seq=4, max_seqs=2))
+    looks = []  # each time the loop considers sending
+    may_send = loop._may_send
+    loop._may_send = lambda: (looks.append(1), may_send())[1]
     t = threading.Thread(target=loop.run)
     t.start()
     try:
         _until(lambda: len(remote.sent) == 2, "a bin for the free seats and one queued in a backlog")
-        time.sleep(0.1)
+        seen = len(looks)
+        _until(lambda: len(looks) >= seen + 3, "the loop considers sending again")
         assert len(remote.sent) == 2  # 4 documents in flight = twice the seats: no more
         remote.release(1, 1)
         _until(lambda: len(w.sink.bins) == 1, "the first finished document reaches finishing alone")
