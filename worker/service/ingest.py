@@ -43,6 +43,7 @@ from worker.kafka.config import offset_reset
 from worker.messages import BadMessage, decode_input, default_id
 from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
+from worker.service.guard import Guard
 from worker.service.planner import Planner, combine_text
 from worker.service.preprocess import InOrder, Preprocessor, auto_processes
 from worker.service.tracker import OffsetTracker
@@ -78,6 +79,7 @@ class Ingest:
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = watermarks
         self.dead_letters = dead_letters  # the one dead-letter function (worker/service/deadletter.py)
+        self.guard = Guard(dead_letters, metrics)  # one message's exception never ends this thread
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
@@ -172,19 +174,28 @@ class Ingest:
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
             try:
-                msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
-            except BadMessage as err:
-                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message,
-                                  m.headers())
+                doc = self._take_in(m, tp, epoch)
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard (worker/service/guard.py)
+                self.guard.failed("decode", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
                 continue
-            doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
-            meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
-            good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
-                            raw=m.value(), headers=tuple(m.headers() or ())))
+            if doc is not None:
+                good.append(doc)
         if good:
             self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
                                 [d.meta.get("kind") for d in good])
         self._take_prepared(block=False)
+
+    def _take_in(self, m, tp, epoch: int) -> Doc | None:
+        """One polled record as a Doc, or None when it was dead-lettered as bad input."""
+        try:
+            msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
+        except BadMessage as err:
+            self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message, m.headers())
+            return None
+        doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
+        meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
+        return Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
+                   raw=m.value(), headers=tuple(m.headers() or ()))
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
@@ -195,7 +206,7 @@ class Ingest:
 
     def _prepared(self, docs: list[Doc], preps: list) -> None:
         """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
-        good, texts = self._digest(docs, preps)
+        good = self._passed(docs, preps)
         if not good:
             return
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
@@ -203,19 +214,25 @@ class Ingest:
                 self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
             return
         batch: list[tuple[int, np.ndarray, int]] = []
-        for doc, plan in zip(good, self.planner.plan_many(texts)):
-            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-            doc.document_tokens = doc.document_tokens or plan.document_tokens
-            self.metrics.document_tokens.inc(doc.document_tokens)
-            batch.extend(self._sequences(doc, plan))
+        for doc, plan in self.guard.each(good, self._plan, "plan"):
+            try:
+                batch.extend(self._register(doc, plan))
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                self.guard.doc("register", doc, exc)
         now = time.monotonic()  # stamped first: a bin may take them before submit_many returns
         for doc in good:
             doc.packed = now
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
-        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
-        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
+    def _register(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
+        doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+        doc.document_tokens = doc.document_tokens or plan.document_tokens
+        self.metrics.document_tokens.inc(doc.document_tokens)
+        return self._sequences(doc, plan)
+
+    def _passed(self, docs: list[Doc], preps: list) -> list[Doc]:
+        """The documents whose pass worked (each with its `prepared`); the others are dead-lettered
+        (`digest_error`)."""
         self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
         ok: list[Doc] = []
         for doc, prep in zip(docs, preps):
@@ -225,9 +242,17 @@ class Ingest:
                 continue
             doc.prepared = prep
             ok.append(doc)
+        return ok
+
+    def _plan(self, docs: list[Doc]) -> list:
+        """Each document's plan (prompts, chunks), from the text its prompt is made from."""
+        return self.planner.plan_many(self._digest(docs))
+
+    def _digest(self, ok: list[Doc]) -> list[str]:
+        """The text each document's prompt is made from: its digest prompt or its raw text."""
         texts = [d.text for d in ok]
-        if self.planner is None or not self.s.digest.compaction:
-            return ok, texts
+        if not self.s.digest.compaction:
+            return texts
         chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
                   else DocumentText(d.text, False, 0, 0) for d in ok]
         # Counting the raw documents' tokens is work the planner does anyway without compaction.
@@ -235,7 +260,7 @@ class Ingest:
         for doc, c in zip(ok, chosen):
             doc.document_tokens = c.raw_tokens
             self.metrics.compacted.inc(c.compacted)
-        return ok, [c.text for c in chosen]
+        return [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
@@ -259,7 +284,11 @@ class Ingest:
             if self.tracker.epoch(doc.tp) != doc.epoch:
                 continue  # revoked meanwhile
             parts = [doc.parts[i] for i in sorted(doc.parts)]
-            plan = self.planner.plan(combine_text(parts))
+            try:
+                plan = self.planner.plan(combine_text(parts))
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                self.guard.doc("combine", doc, exc)
+                continue
             doc.rounds += 1
             if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
                 self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",

@@ -90,6 +90,9 @@ class Metrics:
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)
+        self.internal_errors = Counter("ribbon_internal_errors_total", "inputs whose processing raised in ingest "
+                                       "(dead-lettered as internal_error; the stage went on)", ["stage", "exception"],
+                                       registry=r)
         self.ready = False
         self.gpu_heartbeat = time.monotonic()
 
