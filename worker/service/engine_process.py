@@ -94,7 +94,8 @@ class EngineProcess:
         ctx = mp.get_context("spawn")
         bins_r, self._bins = ctx.Pipe(duplex=False)
         self._results, results_w = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=child_main, args=(spec, bins_r, results_w), name="ribbon-engine", daemon=True)
+        self.proc = ctx.Process(target=child_main, args=(spec, bins_r, results_w, os.getpid()),
+                                name="ribbon-engine", daemon=True)
         self.proc.start()
         bins_r.close()  # the child holds these ends: its death closes our pipes
         results_w.close()

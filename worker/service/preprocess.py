@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
+from worker.service.lifeline import die_with_parent
 
 T = TypeVar("T")
 
@@ -126,8 +127,9 @@ class Preprocessor:
         self._pool: ProcessPoolExecutor | None = None
         if processes:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["worker.digest.prepared"])
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx)
+            # the forkserver and each pool process die with the worker (worker/service/lifeline.py)
+            ctx.set_forkserver_preload(["worker.service.forkserver_lifeline", "worker.digest.prepared"])
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=die_with_parent)
             # start every process now (imports, the templater's tables), not on the first batch
             list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
                                 [options] * processes))
