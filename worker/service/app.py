@@ -167,14 +167,28 @@ class Worker:
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)
+            if isinstance(self.gpu, ProcessGpuLoop):
+                self.gpu.stall_s = pl.stall_timeout_s  # a bin with no result this long kills the engine process
         self.server = None
         if settings.server.port:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
                                        busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
                                        delivery_busy_s=self.delivery.stuck_for,
-                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2, stalled=self.stalled)
         self.draining = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def stalled(self) -> str | None:
+        """Why /readyz says not ready although partitions are assigned: the preprocessing pool or the engine
+        process without a result for half of pipeline.stall_timeout_s (at all of it the worker exits 1)."""
+        limit = self.s.pipeline.stall_timeout_s
+        pool = self.ingest.batches.waiting_s()
+        if pool >= limit / 2:
+            return f"the preprocessing pool has returned no batch for {pool:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
+        engine = self.gpu.stalled_s() if isinstance(self.gpu, ProcessGpuLoop) else 0.0
+        if engine >= limit / 2:
+            return f"the engine process has returned no bin for {engine:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
+        return None
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -297,6 +311,7 @@ class Worker:
         while not stop.is_set() and self.failed() is None:
             stop.wait(0.2)
         if self.failed() is not None:
+            self.metrics.ready = False
             log.error("stopping without committing more: %s", self.failed())
             self.ingest.stop_polling.set()
             self.close(timeout_s=30)

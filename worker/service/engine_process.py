@@ -185,6 +185,12 @@ class EngineProcess:
         except (OSError, ValueError) as exc:
             raise EngineProcessError(f"the engine process is gone (exit code {self.proc.exitcode}): {exc}") from None
 
+    def kill(self) -> None:
+        """End the process at once (it stopped making progress); close() still tidies up after."""
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+
     def close(self, timeout_s: float = 30.0) -> None:
         """Stop the process (it runs what is queued first); kill it if it has not ended in time."""
         if self.proc.is_alive():

@@ -101,7 +101,7 @@ class Ingest:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
                 self.preprocess = Preprocessor(processes, self.prepare_options)
-                self.batches = InOrder(self.preprocess, POOL_DEPTH)
+                self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
@@ -149,7 +149,7 @@ class Ingest:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
     def _close(self) -> None:
-        self.preprocess.close()
+        self.preprocess.close(kill=self.error is not None)
         if self.consumer is not None:
             try:
                 self.consumer.close()
@@ -395,7 +395,8 @@ class Ingest:
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:
-        self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
+        if self.error is None:  # after a failure (a stalled pool) nothing more is taken: the worker stops
+            self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
@@ -416,7 +417,8 @@ class Ingest:
                     pass
 
     def _on_lost(self, consumer, partitions) -> None:
-        self._take_prepared(block=True)
+        if self.error is None:
+            self._take_prepared(block=True)
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         for tp in tps:

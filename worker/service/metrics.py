@@ -102,8 +102,9 @@ class Metrics:
 
 class HealthServer:
     """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
-    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
-    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
+    partitions assigned, neither the preprocessing pool nor the engine process stalled). Delivery counts as
+    stuck once one step has taken longer than `delivery_stuck_s` (half of kafka.delivery_stuck_s: the worker
+    stops itself when all of it is spent).
 
     The server itself is worker.ops.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
@@ -111,20 +112,28 @@ class HealthServer:
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
                  busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
-                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
+                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0,
+                 stalled: Callable[[], str | None] = lambda: None) -> None:
         from worker.ops.errors import StartupError
         from worker.ops.http import HttpServer
 
         self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
         self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
-        probes = {"/healthz": self.health,
-                  "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
+        self.stalled = stalled  # why a stage has stopped making progress (Worker.stalled), or None
+        probes = {"/healthz": self.health, "/readyz": self.readiness}
         try:
             self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
         except OSError as exc:
             raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                "a free port, or 0 to disable the server") from None
         self.port = self.http.port
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready: partitions assigned (the model loaded) and no stage stalled."""
+        why = self.stalled()
+        if why is not None:
+            return False, f"not ready: {why}"
+        return self.metrics.ready, "ready" if self.metrics.ready else "not ready"
 
     def healthy(self) -> bool:
         return self.health()[0]

@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
@@ -34,6 +35,10 @@ MANY_CORES = 8  # auto: a pool only from this many cores
 
 class PreprocessError(RuntimeError):
     """The pool itself failed (not one document): the worker stops."""
+
+
+class PreprocessStalled(PreprocessError):
+    """A batch did not come back in time (a pool process stopped or hung): the worker stops."""
 
 
 def auto_processes(setting: int | None, cores: int | None = None) -> int:
@@ -63,18 +68,29 @@ class Batch:
 
     def __init__(self, *, done: list[Prepared] | None = None, futures: list[Future] | None = None) -> None:
         self._done, self._futures = done, futures or []
+        self.started = time.monotonic()
 
     def ready(self) -> bool:
         return self._done is not None or all(f.done() for f in self._futures)
 
-    def result(self) -> list[Prepared]:
-        """One Prepared per text, in order (waits for the pool)."""
+    def result(self, timeout_s: float | None = None) -> list[Prepared]:
+        """One Prepared per text, in order (waits for the pool: at most `timeout_s` since the batch was
+        given, then PreprocessStalled)."""
         if self._done is None:
+            deadline = None if timeout_s is None else self.started + timeout_s
             try:
-                self._done = [p for f in self._futures for p in f.result()]
+                self._done = [p for f in self._futures
+                              for p in f.result(None if deadline is None else max(0.0, deadline - time.monotonic()))]
+            except FutureTimeout:
+                raise PreprocessStalled(f"the preprocessing pool returned no batch for {timeout_s:.0f} s "
+                                        "(pipeline.stall_timeout_s): a pool process is stopped or hung") from None
             except BrokenProcessPool as exc:
                 raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
         return self._done
+
+    def waiting_s(self) -> float:
+        """Seconds this batch has been in the pool (0 once done)."""
+        return 0.0 if self.ready() else time.monotonic() - self.started
 
 
 class InOrder(Generic[T]):
@@ -85,10 +101,10 @@ class InOrder(Generic[T]):
     spent here (handing batches over and waiting for them): the digest's share of its critical path.
     """
 
-    def __init__(self, pre: Preprocessor, depth: int) -> None:
+    def __init__(self, pre: Preprocessor, depth: int, timeout_s: float | None = None) -> None:
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
-        self.pre, self.depth = pre, depth
+        self.pre, self.depth, self.timeout_s = pre, depth, timeout_s
         self._q: deque[tuple[list[T], Batch]] = deque()
         self.seconds = 0.0
         self._reported = 0.0
@@ -113,10 +129,18 @@ class InOrder(Generic[T]):
         out = []
         t0 = time.perf_counter()
         while self._q and (block or len(self._q) > self.depth or self._q[0][1].ready()):
-            items, batch = self._q.popleft()
-            out.append((items, batch.result()))
+            items, batch = self._q[0]
+            out.append((items, batch.result(self.timeout_s)))
+            self._q.popleft()
         self.seconds += time.perf_counter() - t0
         return out
+
+    def waiting_s(self) -> float:
+        """How long the oldest batch has been in the pool (0: none is out)."""
+        try:  # read by the health server's thread while ingest pops
+            return self._q[0][1].waiting_s()
+        except IndexError:
+            return 0.0
 
 
 class Preprocessor:
@@ -148,7 +172,13 @@ class Preprocessor:
         """One Prepared per text, in order."""
         return self.submit(texts, sources, kinds).result()
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, kill: bool = False) -> None:
+        """Shut the pool down; with `kill` (after a failure or stall), its processes are killed first, so
+        a stopped or hung one cannot hold the worker's exit."""
+        if self._pool is None:
+            return
+        if kill:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):  # no public kill before Python 3.14
+                proc.kill()
+        self._pool.shutdown(wait=not kill, cancel_futures=True)
+        self._pool = None
