@@ -200,7 +200,8 @@ class Worker:
                                                               split_special_tokens=True)["input_ids"]],
                            max_prompt_tokens=self.budget - parts.reserve,
                            max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
-                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch,
+                           max_text_bytes=settings.pipeline.max_document_bytes)
         except ValueError as exc:
             from worker.settings import SettingsError
 
