@@ -31,7 +31,9 @@ Contract:
   as when the GPU thread fails; nothing unfinished is committed, a restart redoes it.
 - Shutdown: `close()` sends "stop" and waits, then kills the process if it has not ended. The
   process ignores SIGINT/SIGTERM (the worker drains first, then stops it) and ends by itself when
-  the worker's end of the pipe closes (the worker exited or died).
+  the worker's end of the pipe closes (the worker exited), or at once by SIGKILL when the worker
+  dies (worker/service/lifeline.py). A bin with no result for pipeline.stall_timeout_s gets the
+  process killed by the GPU stage (`kill`).
 """
 
 from __future__ import annotations

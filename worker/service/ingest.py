@@ -19,8 +19,10 @@ Contract:
   asks the group coordinator for the committed offsets, at most 10 s), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
-- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
-  a failed thread sets `error` and the app stops the worker.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output); any other exception
+  that one message raises goes there too, as `internal_error` (worker/service/guard.py), and the
+  thread goes on; a failure that is not one message's (the pool broke or stalled past
+  pipeline.stall_timeout_s, the packer closed) sets `error` and the app stops the worker.
 - Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
   `stop`: the consumer closes (its revoke commits what is finished).
 """

@@ -9,8 +9,10 @@ interpreter lock of the worker's own process (ingest, GPU thread, finishing) is 
 
 Processes start by forkserver (a clean server process forks them): never by fork of this process,
 which holds librdkafka's threads. A document whose pass raises comes back with `error` set (ingest
-dead-letters it); a pool that breaks (a process killed) raises PreprocessError: ingest fails, and
-the worker stops without committing what it had not finished.
+dead-letters it); a pool that breaks (a process killed) raises PreprocessError, and a batch not back
+within pipeline.stall_timeout_s raises PreprocessStalled: ingest fails, its pool is killed, and
+the worker stops without committing what it had not finished. The forkserver and the pool
+processes die with the worker (worker/service/lifeline.py).
 """
 
 from __future__ import annotations
