@@ -20,7 +20,7 @@ from worker.service.docs import DocRegistry
 from worker.service.engine_process import EngineProcessError
 from worker.service.gpu_proxy import ProcessGpuLoop
 from worker.service.metrics import HealthServer, Metrics
-from worker.service.preprocess import InOrder, PreprocessStalled, Preprocessor
+from worker.service.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
 from worker.service.tracker import OffsetTracker
 from worker.settings import load_settings
 
@@ -76,6 +76,7 @@ class Delivery:
 
 
 def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_killed():
+    start_forkserver()  # as the worker does, on a lasting thread (worker/service/lifeline.py)
     ing, tracker, _ = make_ingest()
     ing.s = load_settings(environ={"RIBBON_PIPELINE__PREPROCESS_PROCESSES": "1",
                                    "RIBBON_PIPELINE__STALL_TIMEOUT_S": "1.5"})
@@ -150,4 +151,38 @@ def test_a_silent_engine_process_makes_readyz_not_ready_then_is_killed_and_stops
         loop.stop.set()
         t.join(5)
         health.http.httpd.server_close()
+    assert not t.is_alive()
+
+
+class BlockedRemote(SilentRemote):
+    """An engine process stopped with its pipe full: a send blocks until the process is killed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gone = threading.Event()
+
+    def send_bin(self, *a) -> int:
+        self._gone.wait(30)
+        raise EngineProcessError("the engine process is gone")
+
+    def kill(self) -> None:
+        super().kill()
+        self._gone.set()
+
+
+def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
+    tracker, registry, metrics, sink = OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
+    sid = registered(registry, make_doc(tracker), [[1, 2, 3]])[0]
+    remote = BlockedRemote()
+    loop = ProcessGpuLoop(engine=remote, packer=FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])]), registry=registry,
+                          finishing=sink, metrics=metrics,
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8), stall_s=0.5)
+    t = threading.Thread(target=loop.run)
+    t.start()
+    try:
+        assert wait_for(lambda: loop.error is not None)
+        assert remote.killed and "pipeline.stall_timeout_s" in str(loop.error)
+    finally:
+        loop.stop.set()
+        t.join(5)
     assert not t.is_alive()

@@ -251,6 +251,15 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
     if len(value) > max_bytes:
         raise BadMessage("oversize", f"{len(value)} bytes, more than the limit of {max_bytes}")
     try:
+        return _decode(value)
+    except BadMessage:
+        raise
+    except Exception as exc:  # noqa: BLE001 - routed: any decoding failure is this message's dead letter
+        raise BadMessage("schema", f"value: decoding failed ({type(exc).__name__}: {exc})") from None
+
+
+def _decode(value: bytes) -> InputMessage:
+    try:
         text = str(value, "utf-8")
     except UnicodeDecodeError as exc:
         raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
@@ -259,12 +268,7 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
     if not head:
         raise BadMessage("empty_text", "the value is empty or only whitespace")
     if head[0] == "{":
-        try:
-            return _decode_object(text)
-        except BadMessage:
-            raise
-        except Exception as exc:  # noqa: BLE001 - routed: any decoding failure is this message's dead letter
-            raise BadMessage("schema", f"value: decoding failed ({type(exc).__name__}: {exc})") from None
+        return _decode_object(text)
     if head[0] in _JSON_START:
         try:
             obj = orjson.loads(text)

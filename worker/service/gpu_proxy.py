@@ -56,6 +56,7 @@ class ProcessGpuLoop:
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
         self.stall_s = stall_s  # no result for this long with bins in flight: the engine process is killed
         self._progress = time.monotonic()  # the last result, or the send that found nothing in flight
+        self._sending_since: float | None = None  # a send under way (it blocks while the engine's pipe is full)
 
     def run(self) -> None:
         rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
@@ -89,10 +90,12 @@ class ProcessGpuLoop:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
         seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
         with self._lock:  # registered before the result can arrive
+            self._sending_since = time.monotonic()
             try:
                 bin_id = self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
                                               [s is not None for s in seqs])
             finally:
+                self._sending_since = None
                 self.packer.release(b.slot)  # send_bin copied the slot
             if not self._inflight:
                 self._progress = time.monotonic()
@@ -112,17 +115,18 @@ class ProcessGpuLoop:
             self._fail(exc)
 
     def stalled_s(self) -> float:
-        """Seconds without a result while bins are in flight (0 when none is)."""
-        with self._lock:
-            return time.monotonic() - self._progress if self._inflight else 0.0
+        """Seconds without a result while bins are in flight or one is being sent (0 when neither). No lock:
+        the sender holds it while a send blocks on a full pipe, and that is a stall to see."""
+        waits = [t for t in (self._sending_since, self._progress if self._inflight else None) if t is not None]
+        return time.monotonic() - min(waits) if waits else 0.0
 
     def _stalled(self) -> None:
         """The engine process stopped making progress: kill it (a send blocked on its full pipe then fails,
         and nothing waits on it at exit) and stop the stage."""
         pid = getattr(getattr(self.engine, "proc", None), "pid", None)
+        self._fail(EngineProcessError(f"the engine process (pid {pid}) returned no bin for {self.stall_s:.0f} s "
+                                      "(pipeline.stall_timeout_s): it was killed"))  # first: the reason that stays
         self.engine.kill()
-        raise EngineProcessError(f"the engine process (pid {pid}) returned no bin for {self.stall_s:.0f} s "
-                                 "(pipeline.stall_timeout_s): it was killed")
 
     def _done(self, bin_id: int, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int) -> None:
         with self._lock:

@@ -47,7 +47,7 @@ from worker.service.deadletter import DeadLetters
 from worker.service.docs import Doc, DocRegistry
 from worker.service.guard import Guard
 from worker.service.planner import Planner, combine_text
-from worker.service.preprocess import InOrder, Preprocessor, auto_processes
+from worker.service.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
 from worker.service.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,8 @@ class Ingest:
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
             min_saving=settings.digest.min_saving, render=planner is None)
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
+        if auto_processes(settings.pipeline.preprocess_processes):
+            start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
@@ -102,7 +104,7 @@ class Ingest:
         try:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
-                self.preprocess = Preprocessor(processes, self.prepare_options)
+                self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s)
                 self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()

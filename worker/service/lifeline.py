@@ -8,8 +8,8 @@ polls the parent's pid. The chain is worker → forkserver → pool processes, a
 process. The resource tracker needs nothing: it exits once every process holding its pipe has.
 
 Linux sends the signal when the parent *thread* that started the child ends, so a child must be
-started from a thread that lives as long as the child is needed (the engine process: the thread
-that builds the worker; the forkserver: the ingest thread, which owns the pool).
+started from a thread that lives as long as the child is needed: the thread that builds the worker
+starts the engine process and the forkserver (preprocess.start_forkserver, from Ingest's constructor).
 
 Why not a library: psutil or a supervisor would watch from outside; only the child itself can
 be sure to go, and prctl is one call through ctypes.

@@ -33,6 +33,7 @@ from worker.service.lifeline import die_with_parent
 T = TypeVar("T")
 
 MANY_CORES = 8  # auto: a pool only from this many cores
+CLOSE_S = 10.0  # a pool process not ended this long after close() is killed
 
 
 class PreprocessError(RuntimeError):
@@ -49,6 +50,19 @@ def auto_processes(setting: int | None, cores: int | None = None) -> int:
         return setting
     cores = cores or os.cpu_count() or 1
     return 0 if cores < MANY_CORES else min(8, cores // 4)
+
+
+def start_forkserver() -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server started now unless it runs. The forkserver and each pool process
+    die with the worker (worker/service/lifeline.py); on Linux the forkserver's death signal comes when the
+    *thread* that started it ends, so call this first on a thread that lasts (Ingest's constructor does,
+    on the thread that builds the worker)."""
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["worker.service.forkserver_lifeline", "worker.digest.prepared"])
+    forkserver.ensure_running()
+    return ctx
 
 
 def _slices(sizes: Sequence[int], n: int) -> list[tuple[int, int]]:
@@ -146,19 +160,22 @@ class InOrder(Generic[T]):
 
 
 class Preprocessor:
-    def __init__(self, processes: int, options: PrepareOptions) -> None:
+    def __init__(self, processes: int, options: PrepareOptions, timeout_s: float | None = None) -> None:
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
         if processes:
-            ctx = multiprocessing.get_context("forkserver")
-            # the forkserver and each pool process die with the worker (worker/service/lifeline.py)
-            ctx.set_forkserver_preload(["worker.service.forkserver_lifeline", "worker.digest.prepared"])
+            ctx = start_forkserver()
             self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=die_with_parent)
             # start every process now (imports, the templater's tables), not on the first batch
-            list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
-                                [options] * processes))
+            try:
+                list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
+                                    [options] * processes, timeout=timeout_s))
+            except FutureTimeout:
+                self.close(kill=True)
+                raise PreprocessStalled(f"the preprocessing pool did not start within {timeout_s:.0f} s "
+                                        "(pipeline.stall_timeout_s)") from None
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
@@ -179,8 +196,15 @@ class Preprocessor:
         a stopped or hung one cannot hold the worker's exit."""
         if self._pool is None:
             return
+        procs = list(getattr(self._pool, "_processes", {}).values())  # no public kill before Python 3.14
         if kill:
-            for proc in list(getattr(self._pool, "_processes", {}).values()):  # no public kill before Python 3.14
+            for proc in procs:
                 proc.kill()
-        self._pool.shutdown(wait=not kill, cancel_futures=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + (5.0 if kill else CLOSE_S)
+        for proc in procs:  # a process stopped after its last batch must not hold the exit either
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5.0)
         self._pool = None
