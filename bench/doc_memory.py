@@ -5,10 +5,13 @@ CPU, in one process (no preprocessing pool, no engine process: everything a docu
 shows in the worker's own RSS). First a small document (the worker's idle footprint once
 it has summarized something), then one syslog document of --bytes bytes (RFC 5424-like
 lines from worker.samples) as a JSON input of that size. Peak RSS is the kernel's VmHWM of
-the worker process. `--label` names the run (e.g. before/after a change, or a setting);
-runs of other labels already in the output file are kept.
+the worker process. `--label` names the run (a setting under test); runs of other labels
+already in the output file are kept. The two runs of bench/results/doc_memory_cpu.json:
 
-    .venv/bin/python bench/doc_memory.py --label after [--bytes 3990000] [--env RIBBON_X=Y ...]
+    .venv/bin/python -m bench.doc_memory --label whole --env RIBBON_PIPELINE__MAX_DOCUMENT_BYTES=1000000000
+    .venv/bin/python -m bench.doc_memory --label capped    # pipeline.max_document_bytes at its default
+
+(`whole`: the cap far above the document, so it is tokenized whole, as without the cap.)
 
 Writes bench/results/doc_memory_cpu.json.
 """
@@ -28,11 +31,10 @@ import uuid
 from pathlib import Path
 
 import orjson
-from held_bytes import count_committed, proc_kib
-from results_io import RESULTS, save
-
+from bench.held_bytes import count_committed, proc_kib
+from bench.results_io import RESULTS, save
+from worker.demo.samples import document
 from worker.kafka.broker import EmbeddedBroker
-from worker.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = dict(e.split("=", 1) for e in args.env)
     row = run(model, big, extra, args.timeout, tmp / "worker.log")
     row["log"] = str(tmp / "worker.log")
+    row["command"] = ["python", "-m", "bench.doc_memory", *(argv if argv is not None else sys.argv[1:])]
     print(f"{args.label}: {row['document_bytes']} bytes, idle {row['idle_rss_mib']} MiB, peak {row['peak_rss_mib']} "
           f"MiB, {row['summaries']} summaries, {row['dead_letters']} dead letters, {row['seconds']} s")
     out = Path(args.out)

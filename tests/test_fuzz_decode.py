@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stages import Msg, make_ingest
 
-from worker.messages import ERROR_CLASSES, BadMessage, decode_input
+from worker.messages.models import ERROR_CLASSES, BadMessage, decode_input
 
 LIMIT = 1 << 16
 FUZZ = settings(deadline=None, max_examples=250, suppress_health_check=[HealthCheck.too_slow])

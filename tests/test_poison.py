@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from test_stages import Msg, make_ingest
-from worker.messages import MAX_JSON_DEPTH, BadMessage, decode_input, parse_dead_letter_headers
+from worker.messages.models import MAX_JSON_DEPTH, BadMessage, decode_input, parse_dead_letter_headers
 
 LIMIT = 1 << 22
 
@@ -47,7 +47,7 @@ def test_unknown_fields_within_the_depth_bound_are_still_ignored():
 
 
 def test_any_failure_inside_decoding_is_a_schema_dead_letter(monkeypatch):
-    import worker.messages as messages
+    import worker.messages.models as messages
 
     def boom(*_a, **_k):
         raise RecursionError("maximum recursion depth exceeded")
@@ -68,7 +68,7 @@ def _dead_letters(tracker, tp=("in", 0)):
 
 
 def test_an_exception_from_one_message_is_an_internal_error_dead_letter_and_ingest_goes_on(monkeypatch):
-    import worker.service.ingest as ingest_mod
+    import worker.pipeline.ingest as ingest_mod
 
     ing, tracker, registry = make_ingest()
     real = ingest_mod.decode_input

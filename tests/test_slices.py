@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.service.planner import Planner
-from worker.service.slices import bounded_count, groups, nbytes, slices
+from worker.pipeline.planner import Planner
+from worker.pipeline.slices import bounded_count, groups, nbytes, slices
 
 lines = st.lists(st.text(alphabet=st.sampled_from("ab é€\t😀"), max_size=40), max_size=60)
 

@@ -11,10 +11,10 @@ from collections import deque
 
 import pytest
 
-import worker.service.spill as spill
-from worker.service.deadletter import DeadLetters
-from worker.service.spill import Spilled, Spool
-from worker.service.tracker import OffsetTracker
+import worker.pipeline.spill as spill
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.spill import Spilled, Spool
+from worker.pipeline.tracker import OffsetTracker
 
 SLACK = 256 << 10
 
@@ -71,7 +71,7 @@ def test_a_full_disk_keeps_values_in_memory_then_spills_again_later(monkeypatch,
     else:
         monkeypatch.setattr(spill.os, "pwrite", _no_space if where == "pwrite" else lambda fd, data, pos: 0)
     big = b"x" * 100
-    with caplog.at_level(logging.WARNING, logger="worker.service.spill"):
+    with caplog.at_level(logging.WARNING, logger="worker.pipeline.spill"):
         assert spool.hold(big) is big and spool.hold(big) is big  # the second one does not try the disk
     assert spool.in_memory == 2 and spool.held_bytes == 0
     assert len([r for r in caplog.records if "spill file failed" in r.getMessage()]) == 1

@@ -16,13 +16,13 @@ from test_stages import Msg, make_ingest
 
 from worker.digest.prepared import PrepareOptions
 from worker.packer import PackerConfig
-from worker.service.docs import DocRegistry
-from worker.service.engine_process import EngineProcessError
-from worker.service.gpu_proxy import ProcessGpuLoop
-from worker.service.metrics import HealthServer, Metrics
-from worker.service.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
-from worker.service.tracker import OffsetTracker
-from worker.settings import load_settings
+from worker.pipeline.inflight import DocRegistry
+from worker.remote.process import EngineProcessError
+from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.observability.metrics import HealthServer, Metrics
+from worker.pipeline.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import load_settings
 
 OPTIONS = PrepareOptions(highlights=2, compaction=False, min_saving=0.2, render=True)
 
