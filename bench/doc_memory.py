@@ -103,7 +103,7 @@ def run(model: str, big: bytes, extra: dict[str, str], timeout_s: float, log: Pa
                                     stdout=fh, stderr=fh, cwd=ROOT)
         try:
             produce(b.bootstrap, orjson.dumps(document(0, n_lines=20, seed=28)), b"small")
-            done_small, idle = wait_outputs(b.bootstrap, proc, 1, timeout_s)
+            _, idle = wait_outputs(b.bootstrap, proc, 1, timeout_s)
             idle_rss = proc_kib(proc.pid, "VmRSS") if proc.poll() is None else 0
             t0 = time.monotonic()
             produce(b.bootstrap, big, b"big")
