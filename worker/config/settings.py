@@ -26,7 +26,7 @@ from worker.config.load import SettingsError, env_var_for, layered_values, regis
 
 __all__ = [
     "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
-    "TracingSettings",
+    "TracingSettings", "WindowingSettings",
     "cli_exit_on_error", "env_var_for", "load_settings",
 ]
 
@@ -124,6 +124,12 @@ class KafkaSettings(_Group):
         120.0, gt=0.0, le=3_600.0,
         description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
                     "cannot commit or abort within it stops the worker (exit 1) for a restart",
+    )
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
+        "zstd", description="the worker producer's compression.type for outputs and dead letters; zstd: about "
+                            "twice lz4's ratio on outputs for about 1.5 times its (small) CPU "
+                            "(bench/results/output_compression_cpu.json); brokers and consumers need zstd support "
+                            "(Kafka 2.1+)",
     )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
@@ -327,6 +333,45 @@ class PipelineSettings(_Group):
         return v
 
 
+class WindowingSettings(_Group):
+    """One-line records (syslog, log shippers) grouped into documents per partition and key (docs/windowing.md)."""
+
+    enabled: bool = Field(False, description="read input records as lines of a stream and summarize windows of "
+                                             "them; off: every record is a document")
+    topics: tuple[str, ...] = Field((), description="input topics read as lines when enabled; empty: all of them")
+    key_field: str | None = Field(None, description="dotted path of the key in a JSON record (e.g. host, "
+                                                    "resource.service.name); unset: key_regex, else the Kafka key")
+    key_regex: str | None = Field(None, description="regular expression over the line whose first group (or group "
+                                                    "'key') is the key, e.g. a syslog host")
+    gap_s: float = Field(10.0, gt=0.0, le=86_400.0, description="a key's window closes after this long without a "
+                                                               "record (session gap)")
+    max_length_s: float = Field(60.0, gt=0.0, le=86_400.0, description="a window closes this long after it opened")
+    max_lines: int = Field(2_000, ge=1, le=1_000_000, description="a window closes at this many records")
+    max_bytes: int = Field(262_144, ge=64, le=64 << 20, description="a window closes at this many bytes of text")
+    max_open_s: float = Field(60.0, gt=0.0, le=86_400.0, description="open windows hold their partition's "
+                              "committed offset back at most this long: then all of that partition's windows close")
+    max_windows: int = Field(10_000, ge=1, description="open windows at most: above, ingest pauses its partitions")
+    max_held_bytes: int = Field(268_435_456, ge=1_024, description="text held in open windows at most: above, "
+                                                                  "ingest pauses its partitions")
+    multiline: bool = Field(True, description="join continuation lines (stack frames, Caused by:, goroutine dumps) "
+                                              "to their first line")
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_topic(t) for t in v)
+
+    @field_validator("key_regex")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+
 class ServerSettings(_Group):
     host: str = Field("127.0.0.1", min_length=1,
                       description="metrics/health bind address; 0.0.0.0 to be scraped from outside (containers)")
@@ -367,6 +412,7 @@ class Settings(BaseSettings):
     model: ModelSettings = ModelSettings()
     digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
+    windowing: WindowingSettings = WindowingSettings()
     server: ServerSettings = ServerSettings()
     tracing: TracingSettings = TracingSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")

@@ -132,10 +132,31 @@ class TimingMs(_Out):
     model_done: float = Field(0.0, ge=0.0, description="poll to the end of its last bin (0 in digest mode)")
 
 
+class SourceOffsets(_Out):
+    topic: str = Field(min_length=1)
+    partition: int = Field(ge=0)
+    first: int = Field(ge=0, description="the window's first record")
+    last: int = Field(ge=0, description="its last record (records of other keys lie between)")
+
+
+class WindowInfo(_Out):
+    """Where a document made of a window of one-line records came from (null for a record-per-document input)."""
+
+    key: str = Field(description="the window's key (Kafka key, record field or line pattern; empty: none)")
+    start: str | None = Field(description="the earliest record timestamp, ISO 8601 UTC (null: none known)")
+    end: str | None = Field(description="the latest record timestamp, ISO 8601 UTC")
+    records: int = Field(ge=1, description="records in the window (its offsets within the ranges, of this key)")
+    events: int = Field(ge=1, description="events after multiline joins")
+    closed_by: Literal["gap", "max_length", "max_lines", "max_bytes", "max_open", "flush"]
+    offsets: list[SourceOffsets] = Field(min_length=1, description="source offset range per partition")
+
+
 class OutputMessage(_Out):
     """A summary. Kafka key: the input key, or `id` when the input had none."""
 
-    model_config = ConfigDict(title="Ribbon output message")
+    # `window` is written only for windows of line records: a document's output is as before it existed.
+    model_config = ConfigDict(title="Ribbon output message",
+                              json_schema_extra=lambda schema: schema["required"].remove("window"))
 
     id: str = Field(min_length=1, description="the input id, or topic:partition:offset")
     source: str | None = Field(None, description="as given")
@@ -150,6 +171,8 @@ class OutputMessage(_Out):
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
+    window: WindowInfo | None = Field(None, description="where a window of one-line records came from; absent "
+                                                        "for a document")
     schema_version: Literal[3] = 3
 
 
@@ -292,7 +315,7 @@ def _decode_object(text: str) -> InputMessage:
 
 
 def encode_output(msg: OutputMessage) -> bytes:
-    return orjson.dumps(msg.model_dump())
+    return orjson.dumps(msg.model_dump(exclude={"window"} if msg.window is None else None))
 
 
 def decode_output(value: bytes) -> OutputMessage:

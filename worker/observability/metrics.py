@@ -76,6 +76,10 @@ class Metrics:
                           "its partition's commits", ["topic", "partition"], registry=r)
         self.slow_documents = Counter("ribbon_slow_documents_total", "inputs that held their partition longer "
                                       "than kafka.hold_warning_s", registry=r)
+        self.open_windows = Gauge("ribbon_open_windows", "windows of line records open (windowing.enabled)",
+                                  registry=r)
+        self.window_bytes = Gauge("ribbon_window_held_bytes", "text held in open windows", registry=r)
+        self.windows_closed = Counter("ribbon_windows_closed_total", "windows closed, by rule", ["reason"], registry=r)
         self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
         self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "
                          "autoscaler sees): input not yet summarized and committed", ["topic", "partition"],

@@ -48,6 +48,7 @@ from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc, DocRegistry
 from worker.pipeline.planner import Planner, combine_text
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
+from worker.pipeline.lines import LineStream
 from worker.pipeline.tracker import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,9 @@ class Ingest:
         self.assigned = threading.Event()
         self.error: BaseException | None = None
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
+        # Line topics: records become windows, and closed windows documents (worker/pipeline/lines.py).
+        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
+            if settings.windowing.enabled else None
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -117,6 +121,8 @@ class Ingest:
                 self.delivery.group_metadata = self.consumer.consumer_group_metadata()
                 self._commit_delivered(asynchronous=True)
                 self._plan_combines()
+                if self.lines is not None:  # windows that time (or a drain) closed
+                    self._submit(self.lines.due(self.stop_polling.is_set()))
                 self._backpressure()
                 if time.monotonic() >= next_lag:
                     self._report_lag()
@@ -177,6 +183,12 @@ class Ingest:
             kind, ts_ms = m.timestamp()
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
+            if self.lines is not None and self.lines.takes(tp[0]):
+                try:
+                    good.extend(self.lines.add(m, tp, epoch))
+                except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                    self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
+                continue
             try:
                 doc = self._take_in(m, tp, epoch)
             except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard (worker/pipeline/guard.py)
@@ -184,10 +196,14 @@ class Ingest:
                 continue
             if doc is not None:
                 good.append(doc)
+        self._submit(good)
+        self._take_prepared(block=False)
+
+    def _submit(self, good: list[Doc]) -> None:
+        """Documents to the preprocessing pool (their passes come back in fetch order)."""
         if good:
             self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
                                 [d.meta.get("kind") for d in good])
-        self._take_prepared(block=False)
 
     def _take_in(self, m, tp, epoch: int) -> Doc | None:
         """One polled record as a Doc, or None when it was dead-lettered as bad input."""
@@ -351,14 +367,15 @@ class Ingest:
     def _backpressure(self) -> None:
         tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
         inflight = self.tracker.pending()
+        windowed = self.lines.held_records() if self.lines is not None else 0  # capped by windowing.* instead
         self.metrics.pending_tokens.set(tokens)
         self.metrics.inflight.set(inflight)
         self.metrics.reorder.set(self.tracker.waiting())
         self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
         want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
-            inflight > self.marks.high_messages
+            inflight - windowed > self.marks.high_messages or (self.lines is not None and self.lines.full())
         want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
-            inflight < self.marks.low_messages
+            inflight - windowed < self.marks.low_messages and not (self.lines is not None and self.lines.full())
         parts = self.consumer.assignment()
         if want_pause and not self.paused:
             self.consumer.pause(parts)
@@ -396,6 +413,8 @@ class Ingest:
             if self.packer is not None:
                 self.packer.cancel(e)
         self.registry.drop_epochs(epochs)
+        if self.lines is not None:
+            self.lines.drop(tps)
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:

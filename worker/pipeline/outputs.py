@@ -12,6 +12,7 @@ from __future__ import annotations
 from worker.digest.prepared import PrepareOptions, Prepared, prepare
 from worker.messages.models import OutputMessage
 from worker.pipeline.inflight import Doc
+from worker.pipeline.lines import window_info
 
 
 def prepared_of(doc: Doc, highlights: int) -> Prepared:
@@ -39,6 +40,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
                    "total": round((now - doc.received) * 1e3, 3),
                    "ingest": round(_since(doc.received, doc.packed), 3),
                    "model_done": round(_since(doc.received, doc.model_end), 3)},
+        window=window_info(doc),
     )
 
 
