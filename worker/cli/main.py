@@ -104,9 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "--log-level"])
 
     bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
-                                      "steady (latency under a steady load)")
-    bn.add_argument("which", choices=["engine", "e2e", "steady"], help="engine: packed engine vs HF baselines; "
-                    "e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a fixed rate")
+                                      "steady (latency under a steady load), quality (the digest vs Drain3)")
+    bn.add_argument("which", choices=["engine", "e2e", "steady", "quality"], help="engine: packed engine vs HF "
+                    "baselines; e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a "
+                    "fixed rate; quality: the digest's templates, levels, failures and spans on labelled logs")
     bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
 
     at = sub.add_parser("autotune", parents=[_common()],

@@ -25,8 +25,11 @@ log = logging.getLogger(__name__)
 _SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contains
 
 
-def child_main(spec, bins, results) -> None:
-    """Entry point of the engine process (spec: engine_process.EngineSpec)."""
+def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
+    """Entry point of the engine process (spec: engine_process.EngineSpec); it dies with `parent_pid`."""
+    from worker.remote.lifeline import die_with_parent
+
+    die_with_parent(parent_pid)  # even while loading the model, when it reads no pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from worker.observability.logs import setup_logging
