@@ -264,6 +264,25 @@ class ModelSettings(_Group):
         None, description="where the token budget's autotune cache and the built tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
     )
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="fp8: prefill GEMMs in FP8 (per-channel weight scales, per-token activation scales, "
+                            "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
+                            "(docs/engine.md: speed and accuracy)",
+    )
+    batching: Literal["continuous", "bin"] = Field(
+        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
+                           "the decode batch as they finish and the next documents' prefill takes their seats "
+                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+    )
+    prefill_step_tokens: int = Field(
+        16_384, ge=256, le=1_048_576,
+        description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
+                    "(bounds the pause a prefill puts between two decode steps)",
+    )
+    stop_lengths_file: str | None = Field(
+        None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "
+                          "one of them (chosen by its seed), as a real model stops at its EOS",
+    )
 
     @field_validator("device")
     @classmethod

@@ -31,6 +31,8 @@ from worker.pipeline.finishing import Finishing
 from worker.remote.process import EngineProcess
 from worker.observability.gcwatch import GcWatch, settle, unsettle
 from worker.pipeline.gpu import GpuLoop
+from worker.pipeline.gpu_continuous import ContinuousGpuLoop
+from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
 from worker.pipeline.ingest import Ingest, Watermarks
 from worker.observability.metrics import HealthServer, Metrics
@@ -189,6 +191,8 @@ class Worker:
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
+            if settings.model.batching == "continuous":  # documents handed back as they finish (docs/engine.md)
+                loop = ContinuousProcessGpuLoop if loop is ProcessGpuLoop else ContinuousGpuLoop
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)

@@ -48,8 +48,13 @@ def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
                      daemon=True).start()
     sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
     sender.start()
-    while (item := inbox.get()) is not None:
-        outbox.put(_run(engine, item))
+    if getattr(engine.options, "batching", "bin") == "continuous":
+        from worker.remote.child_continuous import serve_continuous
+
+        serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox)
+    else:
+        while (item := inbox.get()) is not None:
+            outbox.put(_run(engine, item))
     outbox.put(None)
     sender.join()  # every result is in the pipe before the process ends
 

@@ -18,6 +18,8 @@ Contract:
                      ("stop",)                         run what is queued, then exit
     engine → worker  ("ready", info) | ("failed", kind, ...)   once, at start
                      ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits)   per bin, in order
+                     ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
+                         model.batching = continuous: documents as they finish (worker/remote/child_continuous.py)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
   retried one document at a time there, as in the GPU thread (worker.engine.fallback.generate_or_alone).
