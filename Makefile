@@ -31,7 +31,7 @@ promtool:
 	@promtool --version | head -1
 
 # The gates first (seconds), then the whole suite.
-test: install lint promtool
+test: install lint promtool kafka
 	$(BIN)/python -m pytest
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
