@@ -244,6 +244,25 @@ class ModelSettings(_Group):
         None, description="where the token budget's autotune cache and the built tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
     )
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="fp8: prefill GEMMs in FP8 (per-channel weight scales, per-token activation scales, "
+                            "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
+                            "(docs/engine.md: speed and accuracy)",
+    )
+    batching: Literal["continuous", "bin"] = Field(
+        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
+                           "the decode batch as they finish and the next documents' prefill takes their seats "
+                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+    )
+    prefill_step_tokens: int = Field(
+        16_384, ge=256, le=1_048_576,
+        description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
+                    "(bounds the pause a prefill puts between two decode steps)",
+    )
+    stop_lengths_file: str | None = Field(
+        None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "
+                          "one of them (chosen by its seed), as a real model stops at its EOS",
+    )
 
     @field_validator("device")
     @classmethod
@@ -283,6 +302,18 @@ class PipelineSettings(_Group):
                                         "a bin, dead letters, revokes; a step between would commit part of a bin)")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    max_document_bytes: int = Field(
+        262_144, ge=4_096, le=1_000_000_000,
+        description="the most text (UTF-8 bytes) tokenized in one call: a longer document is counted and chunked "
+                    "in slices of whole lines of at most this size, never tokenized whole, and a poll batch is "
+                    "tokenized in groups of at most this size (bounds a document's tokenizer memory)",
+    )
+    stall_timeout_s: float = Field(
+        300.0, gt=0.0, le=86_400.0, description="a preprocessing batch, or a bin in the engine process, with no "
+                                                "result for this long: /readyz turns not ready at half of it, and "
+                                                "the worker exits 1 at all of it (nothing more is committed; a "
+                                                "restart redoes the rest)",
+    )
     gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "
                             "collector's walks (shorter pauses for every thread; worker/observability/gcwatch.py)")
     switch_interval_ms: float = Field(

@@ -97,6 +97,9 @@ class Metrics:
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)
+        self.internal_errors = Counter("ribbon_internal_errors_total", "inputs whose processing raised in ingest "
+                                       "(dead-lettered as internal_error; the stage went on)", ["stage", "exception"],
+                                       registry=r)
         self._ready = Gauge("ribbon_ready", "1 while /readyz says ready (model loaded, partitions assigned)",
                             registry=r)
         self._starting = Gauge("ribbon_starting", "1 while the worker starts (model load, autotune, warm-up, "
@@ -131,18 +134,21 @@ class Metrics:
 @dataclass(frozen=True)
 class Probes:
     """What /healthz asks the worker: is the GPU stage busy (stuck past `stuck_after_s` without a
-    heartbeat), and for how long has delivery's step been under way (stuck past `delivery_stuck_s`)."""
+    heartbeat), for how long has delivery's step been under way (stuck past `delivery_stuck_s`), and
+    why a stage has stopped making progress (None: it has not)."""
 
     busy: Callable[[], bool] = lambda: False
     stuck_after_s: float = 120.0
     delivery_busy_s: Callable[[], float] = lambda: 0.0
     delivery_stuck_s: float = 60.0
+    stalled: Callable[[], str | None] = lambda: None
 
 
 class HealthServer:
     """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
-    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
-    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
+    partitions assigned, neither the preprocessing pool nor the engine process stalled). Delivery counts as
+    stuck once one step has taken longer than `delivery_stuck_s` (half of kafka.delivery_stuck_s: the worker
+    stops itself when all of it is spent).
 
     The server itself is worker.observability.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
@@ -153,14 +159,21 @@ class HealthServer:
         p = probes or Probes()
         self.metrics, self.stuck_after_s, self.busy = metrics, p.stuck_after_s, p.busy
         self.delivery_busy_s, self.delivery_stuck_s = p.delivery_busy_s, p.delivery_stuck_s
-        probes = {"/healthz": self.health,
-                  "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
+        self.stalled = p.stalled  # why a stage has stopped making progress (Worker.stalled), or None
+        probes = {"/healthz": self.health, "/readyz": self.readiness}
         try:
             self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
         except OSError as exc:
             raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                "a free port, or 0 to disable the server") from None
         self.port = self.http.port
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready: partitions assigned (the model loaded) and no stage stalled."""
+        why = self.stalled()
+        if why is not None:
+            return False, f"not ready: {why}"
+        return self.metrics.ready, "ready" if self.metrics.ready else "not ready"
 
     def health(self) -> tuple[bool, str]:
         if self.metrics.starting:
