@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from worker.engine.attention import AttnContext
+from worker.engine.guards import GuardConfig, apply_guards
 from worker.engine.kvcache import KVPool
 from worker.engine.prefill import forward_hidden
 from worker.engine.sampling import choose_tokens
@@ -46,6 +47,7 @@ class StepConfig:
     top_p: float
     eos: torch.Tensor  # int64 [E] (may be empty)
     num_splits: int
+    guards: GuardConfig | None = None  # per-document logit guards (guards.py)
 
 
 class DecodeState:
@@ -97,6 +99,7 @@ def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, m
     )
     hidden = forward_hidden(base, st.tok, st.pos, ctx, marker)  # [B, hidden]
     logits = lm_head(hidden)  # [B, V]
+    logits = apply_guards(logits, cfg.guards, pool.out_tokens.index_select(0, st.doc), st.ngen, cfg.eos)  # [B, V]
     nxt = choose_tokens(logits, cfg.temperature, cfg.top_p, st.seed, st.ngen)  # [B]
     nxt = torch.where(live, nxt, st.tok)
     doc = torch.where(live, st.doc, torch.full_like(st.doc, pool.dummy_doc))  # [B]
@@ -132,7 +135,7 @@ class StepRunner:
         if self._gen != self.pool.generation:  # buffers reallocated: old graphs point at freed memory
             self.clear()
             self._gen = self.pool.generation
-        key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new)
+        key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new, cfg.guards)
         if key not in self._states:
             st = DecodeState(size, self.pool.out_tokens.device)
             st.park(self.pool)

@@ -13,6 +13,7 @@ from typing import Literal
 import torch
 
 from worker.engine.decode import StepRunner
+from worker.engine.guards import GuardConfig
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.prefill import no_mask_marker, prefill_logits
@@ -68,6 +69,7 @@ class EngineOptions:
     merge: str = "auto"  # "auto" | "on" | "off": q/k/v and gate/up as one GEMM each (merge.py)
     # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
     prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
+    guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
 
 
 class Engine:
@@ -212,7 +214,7 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel)
+                          step_limit, self.prefill_kernel, o.guards)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None
