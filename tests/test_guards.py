@@ -49,6 +49,26 @@ def test_min_new_tokens_holds_eos_only_for_short_rows():
     assert torch.isfinite(out[1]).all()
 
 
+def test_exempt_tokens_are_neither_penalized_nor_blocked():
+    h, n = _hist([[1, 2, 1, 2, 1]])
+    exempt = torch.zeros(V, dtype=torch.bool)
+    exempt[2] = True
+    assert torch.isfinite(block_ngrams(torch.zeros(1, V), h, n, 2, exempt)).all()  # 2 would repeat "1 2"
+    out = penalize_repeats(torch.ones(1, V), h, n, 2.0, exempt)
+    assert out[0, 1] == 0.5 and out[0, 2] == 1.0
+
+
+def test_exempt_tokens_are_the_ones_without_letters(tiny_model):
+    from transformers import AutoTokenizer
+
+    from worker.engine.guards import exempt_tokens
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    ex = exempt_tokens(tok, len(tok) + 3)
+    digit, word = tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("e")
+    assert ex[digit] and not ex[word] and not ex[-1]
+
+
 def test_guards_off_return_the_logits_unchanged():
     logits = torch.randn(2, V)
     h, n = _hist([[1, 1, 1], [2]])
@@ -95,15 +115,20 @@ def _favour(eng, tokens: list[int], by: float) -> None:
         eng.lm_head.bias[tokens] = by
 
 
+def _letters(eng, k: int) -> list[int]:
+    """k token ids whose text is letters only (digits and punctuation are exempt from repetition guards)."""
+    return [i for i in range(100, len(eng.tokenizer)) if eng.tokenizer.decode([i]).strip().isalpha()][:k]
+
+
 def test_no_repeat_ngram_in_the_packed_decode_acts_per_document(tiny_model):
     """A model that picks among three tokens loops; with the guard no document repeats a trigram of its
     own, and each document's tokens are the ones it gets alone in a bin (its guard read only its own
     history)."""
     plain = _engine(tiny_model, max_new_tokens=24)
-    _favour(plain, [20, 21, 22], 50.0)
+    _favour(plain, _letters(plain, 3), 50.0)
     assert any(len(set(_ngrams(g.token_ids, 3))) < len(_ngrams(g.token_ids, 3)) for g in _run(plain, DOCS))
     eng = _engine(tiny_model, max_new_tokens=24, guards=GuardConfig(no_repeat_ngram=3))
-    _favour(eng, [20, 21, 22], 50.0)
+    _favour(eng, _letters(eng, 3), 50.0)
     packed = _run(eng, DOCS)
     assert len({tuple(g.token_ids) for g in packed}) > 1  # the documents differ: a mix-up would show
     for g in packed:

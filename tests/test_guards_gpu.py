@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_guards import DOCS, _favour, _ngrams, _run
+from test_guards import DOCS, _favour, _letters, _ngrams, _run
 from worker.engine.guards import GuardConfig
 
 pytestmark = [
@@ -26,7 +26,7 @@ def test_guards_in_the_cuda_graph_decode_act_per_document(tiny_model):
     eng = engine_for_model(model, tok, attention="auto", max_new_tokens=24,
                            guards=GuardConfig(repetition_penalty=1.3, no_repeat_ngram=3, min_new_tokens=4))
     assert eng.runner.use_graphs
-    _favour(eng, [20, 21, 22], 50.0)
+    _favour(eng, _letters(eng, 3), 50.0)
     packed = _run(eng, DOCS)
     alone = [_run(eng, [d])[0] for d in DOCS]
     assert [g.token_ids for g in packed] == [g.token_ids for g in alone]

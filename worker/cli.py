@@ -22,7 +22,7 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--group-id": ("kafka.group_id", "consumer group id"),
     "--delivery": ("kafka.delivery", "exactly_once or at_least_once"),
     "--worker-slot": ("kafka.worker_slot", "stable index of this worker (transactional.id suffix)"),
-    "--model": ("model.path", "model: local path or hub id; 'tiny-random' builds a tiny random model"),
+    "--model": ("model.path", "model: a folder, a hub id, 'smollm2-135m' (the default; fetched and converted once) or 'tiny-random' (random weights: demo and benchmarks only)"),
     "--mode": ("model.mode", "generative (the model writes the summary) or digest (no model)"),
     "--compaction": ("digest.compaction", "true/false: give the model each line template once"),
     "--max-new-tokens": ("model.max_new_tokens", "tokens generated per summary at most"),
@@ -211,7 +211,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return run_supervisor(settings, args)
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only)
+        from worker.ops.preflight import refuse_random_model
+
+        refuse_random_model(settings.model.path)
+        if settings.kafka.bootstrap_servers:  # the cheap checks first: a bad client property needs no model
+            from worker.ops.preflight import check_client_config
+            from worker.settings import kafka_client_config
+
+            check_client_config(*kafka_client_config(settings.kafka))
+        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, settings.log_format)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
@@ -245,7 +253,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = load(args)
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only)
+        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty(),
                     show_model_text=args.show_model_text)
@@ -265,11 +273,11 @@ def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.service.logs import setup_logging
 
     settings = load(args)
-    check_model_path(settings.model.path, settings.model.local_files_only)
+    path = check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, "text")
     cache = cache_root(settings.model)
     try:
-        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)}))
+        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(path, cache)}))
     except EngineSettingError as exc:
         raise StartupError(exc.setting, exc.message, exc.allowed) from None
     override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None

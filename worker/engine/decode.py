@@ -48,6 +48,7 @@ class StepConfig:
     eos: torch.Tensor  # int64 [E] (may be empty)
     num_splits: int
     guards: GuardConfig | None = None  # per-document logit guards (guards.py)
+    exempt: torch.Tensor | None = None  # bool [V]: tokens the repetition guards leave alone
 
 
 class DecodeState:
@@ -99,7 +100,7 @@ def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, m
     )
     hidden = forward_hidden(base, st.tok, st.pos, ctx, marker)  # [B, hidden]
     logits = lm_head(hidden)  # [B, V]
-    logits = apply_guards(logits, cfg.guards, pool.out_tokens.index_select(0, st.doc), st.ngen, cfg.eos)  # [B, V]
+    logits = apply_guards(logits, cfg.guards, pool.out_tokens.index_select(0, st.doc), st.ngen, cfg.eos, cfg.exempt)  # [B, V]
     nxt = choose_tokens(logits, cfg.temperature, cfg.top_p, st.seed, st.ngen)  # [B]
     nxt = torch.where(live, nxt, st.tok)
     doc = torch.where(live, st.doc, torch.full_like(st.doc, pool.dummy_doc))  # [B]

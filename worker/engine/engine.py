@@ -214,7 +214,18 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel, o.guards)
+                          step_limit, self.prefill_kernel, o.guards, self._exempt())
+
+    def _exempt(self) -> torch.Tensor | None:
+        """bool [V] on the device (computed once, when a repetition guard is on): guards.exempt_tokens."""
+        g = self.options.guards
+        if self.tokenizer is None or not (g.repetition_penalty > 1.0 or g.no_repeat_ngram >= 2):
+            return None
+        if getattr(self, "_exempt_ids", None) is None:
+            from worker.engine.guards import exempt_tokens
+
+            self._exempt_ids = exempt_tokens(self.tokenizer, self.lm_head.out_features).to(self.device)
+        return self._exempt_ids
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None

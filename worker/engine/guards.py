@@ -5,11 +5,13 @@ tokens (its row of the KV pool's token table), so documents of one bin never aff
 Nothing here syncs with the host or changes shape with the data: the functions run inside a
 captured CUDA graph as they run eagerly on a CPU.
 
-    apply_guards(logits, guards, history, length, eos) -> logits
+    apply_guards(logits, guards, history, length, eos, exempt=None) -> logits
         logits:  float [B, V]  the step's scores
         history: int64 [B, L]  each row's generated tokens so far (only the first length[b] count)
         length:  int64 [B]     tokens generated so far per row
         eos:     int64 [E]     end-of-sequence ids
+        exempt:  bool [V]      tokens the repetition guards leave alone (exempt_tokens: digits and
+                               punctuation, so an identifier can be cited twice: 10.0.0.7, gnb-017)
 
 Guards (GuardConfig; all off by default):
 - repetition_penalty p > 1: a token the document has already generated gets its score divided
@@ -57,14 +59,26 @@ def _seen(history: torch.Tensor, length: torch.Tensor, vocab: int) -> torch.Tens
     return seen.scatter_(1, idx, True)[:, :vocab]
 
 
-def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float) -> torch.Tensor:
+def exempt_tokens(tokenizer, vocab: int) -> torch.Tensor:
+    """bool [V]: token ids whose text holds no letter (digits, punctuation, spaces)."""
+    n = min(vocab, len(tokenizer))
+    texts = tokenizer.batch_decode([[i] for i in range(n)])
+    flags = [not any(ch.isalpha() for ch in t) for t in texts] + [False] * (vocab - n)
+    return torch.tensor(flags, dtype=torch.bool)
+
+
+def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float,
+                     exempt: torch.Tensor | None = None) -> torch.Tensor:
     """logits [B, V] with the CTRL repetition penalty on each row's generated tokens."""
     seen = _seen(history, length, logits.shape[-1])  # [B, V]
+    if exempt is not None:
+        seen = seen & ~exempt[None, :]
     penalized = torch.where(logits > 0, logits / penalty, logits * penalty)  # [B, V]
     return torch.where(seen, penalized, logits)
 
 
-def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, n: int) -> torch.Tensor:
+def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, n: int,
+                 exempt: torch.Tensor | None = None) -> torch.Tensor:
     """logits [B, V] with -inf on every token that would repeat an n-gram of the row's own tokens."""
     b, width = history.shape
     vocab = logits.shape[-1]
@@ -78,6 +92,8 @@ def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tens
     match = (windows[..., : n - 1] == tail[:, None, :]).all(dim=-1) & complete  # [B, W]
     idx = torch.where(match, windows[..., n - 1], vocab)  # [B, W]
     banned = torch.zeros(b, vocab + 1, dtype=torch.bool, device=history.device).scatter_(1, idx, True)[:, :vocab]
+    if exempt is not None:
+        banned = banned & ~exempt[None, :]
     return logits.masked_fill(banned, float("-inf"))
 
 
@@ -91,14 +107,14 @@ def hold_eos(logits: torch.Tensor, length: torch.Tensor, min_new: int, eos: torc
 
 
 def apply_guards(logits: torch.Tensor, guards: GuardConfig | None, history: torch.Tensor, length: torch.Tensor,
-                 eos: torch.Tensor) -> torch.Tensor:
+                 eos: torch.Tensor, exempt: torch.Tensor | None = None) -> torch.Tensor:
     """Every active guard on one step's logits (see the module docstring for shapes)."""
     if guards is None or not guards.active:
         return logits
     if guards.repetition_penalty > 1.0:
-        logits = penalize_repeats(logits, history, length, guards.repetition_penalty)
+        logits = penalize_repeats(logits, history, length, guards.repetition_penalty, exempt)
     if guards.no_repeat_ngram >= 2:
-        logits = block_ngrams(logits, history, length, guards.no_repeat_ngram)
+        logits = block_ngrams(logits, history, length, guards.no_repeat_ngram, exempt)
     if guards.min_new_tokens > 0:
         logits = hold_eos(logits, length, guards.min_new_tokens, eos)
     return logits

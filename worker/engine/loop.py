@@ -38,6 +38,7 @@ class LoopConfig:
     step_limit: int | None = None  # autotune: stop decoding after this many steps
     prefill_kernel: str = "fa2"  # AttnContext.prefill_kernel (Engine resolves EngineOptions.prefill_kernel)
     guards: GuardConfig | None = None  # per-document logit guards (guards.py), first token and every step
+    exempt: torch.Tensor | None = None  # bool [V] on the device: tokens the repetition guards leave alone
 
 
 @dataclass
@@ -75,7 +76,7 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
                             cfg.prefill_kernel)  # [n, V]
     seed_t = torch.tensor(seeds, dtype=torch.int64).to(device)  # [n]
     zero = torch.zeros(n, dtype=torch.int64, device=device)
-    logits = apply_guards(logits, cfg.guards, pool.out_tokens[:n], zero, cfg.eos)  # [n, V]: nothing generated yet
+    logits = apply_guards(logits, cfg.guards, pool.out_tokens[:n], zero, cfg.eos, cfg.exempt)  # [n, V]: nothing generated yet
     first = choose_tokens(logits, cfg.temperature, cfg.top_p, seed_t, zero)  # [n]
     doc_ids = torch.arange(n, device=device)  # [n]
     pool.out_tokens[:n, 0] = first
@@ -131,7 +132,7 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
 
 
 def _step_config(size: int, cfg: LoopConfig) -> StepConfig:
-    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.guards)
+    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.guards, cfg.exempt)
 
 
 def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:

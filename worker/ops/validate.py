@@ -43,7 +43,7 @@ def _model(settings: Any) -> tuple[Check, str]:
 
     m = settings.model
     try:
-        path = check_model_path(m.path, m.local_files_only)
+        path = check_model_path(m.path, m.local_files_only, m)
     except StartupError as exc:
         return (False, "model", str(exc)), ""
     path = resolve_model_path(path)
