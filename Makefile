@@ -25,7 +25,7 @@ test: install
 	$(BIN)/python -m pytest
 
 demo: install
-	$(BIN)/ribbon demo
+	$(BIN)/ribbon demo --max-new-tokens 64
 
 clean:
 	rm -rf $(VENV) build

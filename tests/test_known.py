@@ -7,6 +7,9 @@ packed into a wheel of the pinned name; no test touches the network.
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -14,10 +17,16 @@ import pytest
 import torch
 
 from gguf_tiny import write_tiny_llama_gguf
-from helpers import ROOT, run_cli
+from helpers import ROOT
 from worker.engine import known
 from worker.engine.known import DONE, KnownModel, KnownModelError, ensure_known
 from worker.settings import ModelSettings
+
+
+def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("RIBBON_", "HF_", "PIP_"))}
+    return subprocess.run([sys.executable, "-m", "worker", *args], env={**base, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
