@@ -41,7 +41,7 @@ ENV PYTHONUNBUFFERED=1 \
 COPY --from=build /wheels /wheels
 RUN python -m pip install --no-cache-dir /wheels/*.whl \
  && rm -rf /wheels \
- && python -c "import torch, torch.nn.attention.varlen, worker._core, worker.cli; print('torch', torch.__version__)"
+ && python -c "import torch, torch.nn.attention.varlen, worker._core, worker.cli.main; print('torch', torch.__version__)"
 # Non-root, by number (Kubernetes' runAsNonRoot can check it); the autotune
 # cache (~/.cache/ribbon) is a volume in docker-compose.yml and deploy/k8s.
 RUN groupadd --gid 10001 ribbon \

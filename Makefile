@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test venv install clean demo
+.PHONY: test lint venv install clean demo
 
 venv: $(STAMP)
 
@@ -21,8 +21,18 @@ $(STAMP): pyproject.toml CMakeLists.txt
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
-test: install
+# The gates first (seconds), then the whole suite.
+test: install lint
 	$(BIN)/python -m pytest
+
+# Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
+# code), the package graph (layers one way, no cycles), every path the docs name exists and
+# bench/results/ is indexed and small.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/vulture
+	$(BIN)/lint-imports
+	$(BIN)/python .ci/check_paths.py
 
 demo: install
 	$(BIN)/ribbon demo --max-new-tokens 64

@@ -8,9 +8,9 @@ the embedded broker (Tansu, memory storage); a read_committed consumer polls the
 partition count sets how long each partition's log grows in the run.
 
 Why: `ribbon bench steady` on the H200 showed latency rising window by window over 60 s
-(bench/results/steady_h200_*.json). This run shows how much of that the test broker gives by itself.
+(bench/results/steady_h200.json). This run shows how much of that the test broker gives by itself.
 
-    .venv/bin/python bench/broker_drift.py --rate 600 --seconds 60 --partitions 8,32
+    .venv/bin/python -m bench.broker_drift --rate 600 --seconds 60 --partitions 8,32
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 import uuid
 
 import numpy as np
-from results_io import RESULTS, save
+from bench.results_io import RESULTS, save
 
 BODY = 2_000  # bytes per record: about a corpus document's JSON
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--partitions", default="8,32", help="partition counts, one run each")
     ap.add_argument("--no-transactions", action="store_true", help="only consume (no output, no transactions)")
-    ap.add_argument("--out", default=str(RESULTS / "broker_drift.json"))
+    ap.add_argument("--out", default=str(RESULTS / "broker_drift_cpu.json"))
     argv = list(sys.argv[1:] if argv is None else argv)
     a = ap.parse_args(argv)
     runs = [run(a.rate, a.seconds, int(p), not a.no_transactions) for p in a.partitions.split(",")]

@@ -1,6 +1,6 @@
 """The digest's cost, the compaction's saving and the fault recall, on the quality corpus (issue 8).
 
-Prints a table and writes bench/results/digest.json:
+Prints a table and writes bench/results/digest_cpu.json:
 - throughput, per kind, on one 20,000-line document of each kind (CPU seconds of this process, best
   of 3, so other load on the machine counts less): lines/s of the templater (C++ call and its facade) and of the
   whole per-document pass (worker/digest/prepared.py: digest, highlights, compaction); both also as
@@ -12,7 +12,7 @@ Prints a table and writes bench/results/digest.json:
 - compaction: document tokens raw vs as the model sees them (digest lines + compacted text), per kind,
   with the tiny offline tokenizer (byte-level BPE: more tokens per character than a real model's);
 - fault recall: injected fault lines present verbatim in the model's text, and among k=3 highlights.
-Usage: python bench/digest.py [--per-kind 4] [--drain-lines 5000] [--throughput-only]
+Usage: python -m bench.digest [--per-kind 4] [--drain-lines 5000] [--throughput-only]
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from worker.digest.digest import build_digest
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.prompt import document_text
 from worker.digest.templates import analyze, analyze_text
-from worker.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
-from worker.service.highlights import highlights
+from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
+from worker.digest.highlights import highlights
 
-OUT = Path(__file__).resolve().parent / "results" / "digest.json"
+OUT = Path(__file__).resolve().parent / "results" / "digest_cpu.json"
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=False)
 
 
@@ -88,7 +88,7 @@ def throughput(n_lines: int, drain_lines: int) -> dict:
 
 
 def _doc(i: int, d: dict, text: str):
-    from worker.service.docs import Doc
+    from worker.pipeline.inflight import Doc
 
     doc = Doc(("in", 0), 1, i, None, d["id"], text, {"id": d["id"], "source": d["source"], "kind": d["kind"],
                                                      "attributes": None}, 0.0)
@@ -98,8 +98,8 @@ def _doc(i: int, d: dict, text: str):
 
 def output_messages(docs: list, s) -> None:
     """What finishing does per document with its pass done: build_output (schema checked) and encode."""
-    from worker.messages import encode_output
-    from worker.service.outputs import build_output
+    from worker.messages.models import encode_output
+    from worker.pipeline.outputs import build_output
 
     for doc in docs:
         encode_output(build_output(doc, "summary", settings=s, model_name="bench", now=1.0))
@@ -113,7 +113,7 @@ def per_document(n_docs: int) -> dict:
     lines = sum(t.count("\n") + 1 for t in texts)
     t_all = best_of(lambda: [prepare(t, "bench", "mixed", OPTIONS) for t in texts])
     t_tm = best_of(lambda: [analyze_text(t) for t in texts])
-    from worker.settings import load_settings
+    from worker.config.settings import load_settings
 
     settings = load_settings(environ={})
     t_out = best_of(lambda: output_messages(docs, settings))

@@ -9,7 +9,7 @@ run: `pipeline.preprocess_processes` 0 (the ingest thread digests) and the sizes
 It is also the worker's ceiling without a model: ingest, finishing and delivery alone, which is what
 the end-to-end benchmark's engine must not outrun (issue 9).
 
-    python bench/digest_mode.py --documents 2000 --corpus mixed --processes 0,2
+    python -m bench.digest_mode --documents 2000 --corpus mixed --processes 0,2
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def one_variant(broker, settings, docs: list[dict], processes: int, timeout_s: f
 
     from worker.kafka import clients
     from worker.kafka.config import embedded_settings, plain_config
-    from worker.service.app import Worker
+    from worker.pipeline.app import Worker
 
     tag = uuid.uuid4().hex[:8]
     topics = {"in": f"dm-in-{tag}", "out": f"dm-out-{tag}", "dlq": f"dm-dlq-{tag}"}
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
 
     from worker.kafka.broker import EmbeddedBroker
-    from worker.settings import load_settings
+    from worker.config.settings import load_settings
 
     docs = CORPORA[a.corpus](a.documents)
     settings = load_settings(overrides={"model.mode": "digest", "server.port": 0, "log_level": "WARNING"})
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
               "documents": len(docs), "lines": _lines(docs), "machine": platform.machine(),
               "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
               "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "runs": runs,
-              "command": "python bench/digest_mode.py " + " ".join(argv if argv is not None else [])}
+              "command": "python -m bench.digest_mode " + " ".join(argv if argv is not None else [])}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=1))
     print(f"wrote {a.out}")

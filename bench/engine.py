@@ -1,4 +1,4 @@
-"""Engine benchmark (GPU): `python bench/engine.py --help`, same as `ribbon bench engine`."""
+"""Engine benchmark (GPU): `python -m bench.engine --help`, same as `ribbon bench engine`."""
 
 import sys
 

@@ -7,7 +7,7 @@ mask). Each figure is the best of --repeats timed runs after one warm-up run (it
 *_first_call_s, the table's "1st"). The table also
 shows how many documents got identical tokens from both systems (a sanity check, not a test).
 
-    .venv/bin/python bench/engine_cpu.py [--docs 40 200] [--max-new 4 32] [--repeats 3]
+    .venv/bin/python -m bench.engine_cpu [--docs 40 200] [--max-new 4 32] [--repeats 3]
         [--threads N] [--name engine_cpu.json]
 """
 
@@ -25,7 +25,7 @@ import torch
 
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

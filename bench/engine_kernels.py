@@ -1,4 +1,4 @@
-"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python bench/engine_kernels.py --help`.
+"""Prefill kernels on one GPU, side by side (issue 10, round 2): `python -m bench.engine_kernels --help`.
 
 In one process, the stress mix, bf16:
 - attention on packed bins of 32k/64k tokens: FlashAttention-2 (aten, GQA native, on the
@@ -79,7 +79,7 @@ def attention(docs, heads: int, kv_heads: int, dim: int, sizes=(32_768, 65_536))
                 fn = lambda: prefill_attention(q, k, v, blocks, scale, bm, bn, w, s)  # noqa: E731
                 err = ((fn().float() - ref).norm() / ref.norm()).item()
                 ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-            except Exception as exc:  # a launch shape the compiler refuses is reported, not fatal
+            except Exception as exc:  # noqa: BLE001 - a launch shape the compiler refuses is reported, not fatal
                 r[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 continue
             r[name] = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err_vs_fa2": err}
@@ -165,7 +165,7 @@ def model_runs(args, res: dict, save, out: Path) -> None:
                                             out / "engine_profile_prefill_triton.txt")
     save()
     gen = docs[: args.gen_docs]
-    for kernel in ("triton",):  # FA2's job: engine_h200_7b_merged.json (3.93 s, 1.35x its floor)
+    for kernel in ("triton",):
         eng.prefill_kernel = kernel
         eng.runner.clear()
         r = ribbon_generate(eng, gen, args.budget, fig, bw, rate)

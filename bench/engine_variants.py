@@ -1,4 +1,4 @@
-"""Engine variants on one GPU, chosen by measurement (issue 10): `python bench/engine_variants.py --help`.
+"""Engine variants on one GPU, chosen by measurement (issue 10): `python -m bench.engine_variants --help`.
 
 Random weights of a public architecture (config/models/*.json), bf16, the stress mix. In one run:
 - the prefill attention kernels alone on one bin: FlashAttention-2 (aten) vs cuDNN, GQA native and
@@ -59,7 +59,7 @@ def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
                     try:
                         err = ((fn().float() - ref.float()).norm() / ref.float().norm()).item()
                         ms = triton.testing.do_bench(fn, warmup=20, rep=60, return_mode="median")
-                    except Exception as exc:  # a shape the compiler refuses is reported, not fatal
+                    except Exception as exc:  # noqa: BLE001 - a shape the compiler refuses is reported, not fatal
                         out.append({"splits": splits, "block": block, "warps": warps, "stages": stages,
                                     "error": f"{type(exc).__name__}: {exc}"[:200]})
                         continue
@@ -106,7 +106,7 @@ def attention_kernels(docs: list[list[int]], heads: int, kv_heads: int, dim: int
         try:
             err = ((fn().float() - ref).norm() / ref.norm()).item()
             ms = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
-        except Exception as exc:  # a kernel this torch/cuDNN refuses is reported, not fatal
+        except Exception as exc:  # noqa: BLE001 - a kernel this torch/cuDNN refuses is reported, not fatal
             out[name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             continue
         out[name] = {"ms": ms, "tflops": flops / ms / 1e9, "rel_err_vs_fa2": err}
@@ -126,7 +126,7 @@ def _kernels_in_child(args) -> dict:
     """attention_kernels in a child process: a kernel that faults cannot poison this process's CUDA context."""
     import subprocess
 
-    proc = subprocess.run([sys.executable, __file__, "--kernels-only", "--model", args.model], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", __spec__.name, "--kernels-only", "--model", args.model], capture_output=True,
                           text=True, timeout=240)
     for line in proc.stdout.splitlines():
         if line.startswith("KERNELS "):

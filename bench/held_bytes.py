@@ -9,9 +9,9 @@ default: values wait in an unlinked temp file). Sizes near and above the limits 
 included: above kafka.max_message_bytes the input is an `oversize` dead letter, and
 above the producer's message.max.bytes its copy goes without the value.
 
-Prints a table, writes bench/results/held_bytes.json.
+Prints a table, writes bench/results/held_bytes_cpu.json.
 
-    .venv/bin/python bench/held_bytes.py [--count 200] [--sizes 1000000,3900000,4050000]
+    .venv/bin/python -m bench.held_bytes [--count 200] [--sizes 1000000,3900000,4050000]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import orjson
 
 from worker.kafka.broker import EmbeddedBroker
-from worker.samples import document
+from worker.demo.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--sizes", default="1000000,3900000,4050000")
     ap.add_argument("--timeout", type=float, default=600.0)
-    ap.add_argument("--out", default=str(RESULTS / "held_bytes.json"))
+    ap.add_argument("--out", default=str(RESULTS / "held_bytes_cpu.json"))
     args = ap.parse_args(argv)
     from worker.engine.tiny import make_tiny_checkpoint
 

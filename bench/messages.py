@@ -1,6 +1,6 @@
 """Cost of decode_input / encode_output per message on the ingest and delivery threads.
 
-    .venv/bin/python bench/messages.py [--n 20000] [--out bench/results/messages.json]
+    .venv/bin/python -m bench.messages [--n 20000] [--out bench/results/messages_cpu.json]
 
 Prints messages/s and MB/s for JSON-object, lines and plain-text inputs of a few
 sizes, and outputs/s for encode_output; writes the same figures as JSON.
@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import orjson
 
-from worker.messages import OutputMessage, decode_input, encode_output
+from worker.messages.models import OutputMessage, decode_input, encode_output
 
 
 def _log_lines(rng: random.Random, n_bytes: int) -> list[str]:
@@ -42,7 +42,7 @@ def _time(fn: Callable[[], Any], n: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--out", type=Path, default=Path("bench/results/messages.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench/results/messages_cpu.json"))
     args = parser.parse_args()
     rng = random.Random(0)
     rows = []

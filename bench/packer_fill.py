@@ -7,7 +7,7 @@ pending at once (all_at_once) and as the packer streams (4 bins of weight
 pending per bin formed). reserve_per_seq is 0, as in the issue's bound; the
 --reserve flag adds a per-sequence reserve to weights and bound alike.
 
-    .venv/bin/python bench/packer_fill.py [--reserve 0]
+    .venv/bin/python -m bench.packer_fill [--reserve 0]
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from packer_mixes import MIXES
+from bench.packer_mixes import MIXES
 
 from worker import _core
-from packer_ref import lower_bound_bins
+from bench.packer_ref import lower_bound_bins
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIZES = {"stress_60-175_2420-2660": 400, "uniform_65-2530": 4000, "short_lines_8-64": 100_000}
@@ -59,7 +59,7 @@ def main() -> None:
                 print(f"{name:<26}{len(lengths):>7}{budget:>8}{regime:>13}{r['bins']:>7}{r['lower_bound']:>7}"
                       f"{r['excess_over_bound']:>9.2%}{r['fill_ratio']:>8.4f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / ("packer_fill.json" if args.reserve == 0 else f"packer_fill_reserve{args.reserve}.json")
+    path = RESULTS / ("packer_fill_cpu.json" if args.reserve == 0 else f"packer_fill-reserve{args.reserve}_cpu.json")
     path.write_text(json.dumps(out, indent=1))
     print(f"wrote {path}")
 

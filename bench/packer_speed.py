@@ -10,7 +10,7 @@ Same 1,000,000 sequences, same rule, same bins (checked). Two regimes:
 Also the whole threaded packer through the Python facade (submit + next_bin +
 release on 1,000,000 short lines, tokens written into the slots).
 
-    .venv/bin/python bench/packer_speed.py [--n 1000000] [--budget 16384]
+    .venv/bin/python -m bench.packer_speed [--n 1000000] [--budget 16384]
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from packer_mixes import MIXES, short_lines
+from bench.packer_mixes import MIXES, short_lines
 
 from worker import _core
 from worker.packer import Packer
-from packer_ref import pack_reference, pack_stream_reference
+from bench.packer_ref import pack_reference, pack_stream_reference
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -121,8 +121,8 @@ def main() -> None:
           f"{pl['seqs_per_s']:.3g} seq/s, {pl['tokens_per_s']:.3g} tokens/s, {pl['bins']} bins "
           f"(submit loop {pl['submit_s']:.2f} s, total {pl['total_s']:.2f} s)")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "packer_speed.json").write_text(json.dumps(out, indent=1))
-    print(f"wrote {RESULTS / 'packer_speed.json'}")
+    (RESULTS / "packer_speed_cpu.json").write_text(json.dumps(out, indent=1))
+    print(f"wrote {RESULTS / 'packer_speed_cpu.json'}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ candidates written here: the arrival prefix then the SHORTEST that fit (shortest
 the same with the prefix bounded to a share of the bin's seats, and shortest-head-first across
 partitions (every bin still a prefix of each partition).
 
-    .venv/bin/python bench/publication_sim.py   # -> bench/results/publication_sim.json
+    .venv/bin/python -m bench.publication_sim   # -> bench/results/publication_sim_cpu.json
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def lengths(n: int = 3000) -> np.ndarray:
     from transformers import AutoTokenizer
 
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.samples import corpus
+    from worker.demo.samples import corpus
 
     tok = AutoTokenizer.from_pretrained(str(make_tiny_checkpoint(Path("/tmp/ribbon-pubsim-tok"))))
     texts = ["\n".join(d["lines"]) for d in corpus(n, seed=11)]
@@ -128,7 +128,7 @@ def main() -> None:
             print(f"max_seqs {max_seqs:4d}  {name:34s} bins {r['bins']:3d}  work {r['work_s']:6.2f} s  "
                   f"published at 80% of work {100 * r['published_at_80']:5.1f}%  "
                   f"(finished {100 * r['finished_at_80']:5.1f}%)")
-    path = Path(__file__).resolve().parent / "results" / "publication_sim.json"
+    path = Path(__file__).resolve().parent / "results" / "publication_sim_cpu.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"wrote {path}")
 

@@ -17,7 +17,7 @@ Per configuration (dtype x guards on/off) it prints and saves:
   more of the fault message's content words), its component (the host in the fault line) and
   its time (hh:mm); the same for the digest rendering;
 - speed: documents/s and generated tokens/s of the model on this CPU.
-Usage: python bench/summaries.py [--per-kind 2] [--lines 1000] [--devlog-lines 300] [--max-new-tokens 96]
+Usage: python -m bench.summaries [--per-kind 2] [--lines 1000] [--devlog-lines 300] [--max-new-tokens 96]
        [--wheel-dir DIR] [--out bench/results/summaries_cpu.json]
 """
 
@@ -27,22 +27,19 @@ import argparse
 import os
 import platform
 import re
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results_io import RESULTS, save  # noqa: E402
-
-from worker.digest.prepared import PrepareOptions, prepare  # noqa: E402
-from worker.digest.prompt import LOG_HEADER, _message  # noqa: E402
-from worker.digest.render import render  # noqa: E402
-from worker.digest.timeparse import parse_line  # noqa: E402
-from worker.samples import QUALITY_KINDS, labelled  # noqa: E402
-from worker.service.grounding import check  # noqa: E402
-from worker.settings import ModelSettings  # noqa: E402
+from bench.results_io import RESULTS, save
+from worker.digest.prepared import PrepareOptions, prepare
+from worker.digest.prompt import LOG_HEADER, _message
+from worker.digest.render import render
+from worker.digest.timeparse import parse_line
+from worker.demo.samples import QUALITY_KINDS, labelled
+from worker.pipeline.grounding import check
+from worker.config.settings import ModelSettings
 
 DEVLOGS = Path("/work/shared/devlogs/loghub")
 WORD = re.compile(r"[A-Za-z0-9_./:-]+")
@@ -171,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from worker.engine import load_engine
     from worker.engine.loader import apply_cpu_threads
-    from worker.service.app import resolve_model_path
+    from worker.pipeline.app import resolve_model_path
 
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
     path = resolve_model_path("smollm2-135m", cache, args.wheel_dir)

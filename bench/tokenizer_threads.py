@@ -7,7 +7,7 @@ unless TOKENIZERS_PARALLELISM=false or RAYON_NUM_THREADS says otherwise). Each t
 a process of its own (the pool is sized once per process): the tiny offline tokenizer, the raw
 texts of the benchmark's corpus, in poll batches of 256.
 
-    .venv/bin/python bench/tokenizer_threads.py --threads 1,2,4,8,16
+    .venv/bin/python -m bench.tokenizer_threads --threads 1,2,4,8,16
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_io import RESULTS, save
+from bench.results_io import RESULTS, save
 
 
 
@@ -31,7 +31,7 @@ def _measure(docs: int, batch: int, repeats: int) -> dict:
     from transformers import AutoTokenizer
 
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.samples import corpus
+    from worker.demo.samples import corpus
 
     tok = AutoTokenizer.from_pretrained(str(make_tiny_checkpoint(Path(tempfile.mkdtemp()) / "tok")))
     raws = ["\n".join(d["lines"]) for d in corpus(docs, seed=11)]
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child's side
-    ap.add_argument("--out", default=str(RESULTS / "tokenizer_threads.json"))
+    ap.add_argument("--out", default=str(RESULTS / "tokenizer_threads_cpu.json"))
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(_measure(a.docs, a.batch, a.repeats)))
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for n in [int(t) for t in a.threads.split(",")]:
         env = {**os.environ, "RAYON_NUM_THREADS": str(n), "TOKENIZERS_PARALLELISM": "true" if n > 1 else "false"}
-        out = subprocess.run([sys.executable, __file__, "--one", "--docs", str(a.docs), "--batch", str(a.batch),
+        out = subprocess.run([sys.executable, "-m", __spec__.name, "--one", "--docs", str(a.docs), "--batch", str(a.batch),
                               "--repeats", str(a.repeats)], env=env, capture_output=True, text=True, check=True)
         r = {"threads": n, **json.loads(out.stdout.strip().splitlines()[-1])}
         runs.append(r)

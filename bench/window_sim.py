@@ -2,9 +2,9 @@
 
 Drives the real C++ WindowPolicy and bin selection (bench/packer_sim.py) on
 one simulated GPU whose pass takes t = a + tokens / rate. Prints a table per
-service model and scenario, writes bench/results/window_sim.json and a plot.
+service model and scenario, writes bench/results/window_sim_cpu.json and a plot.
 
-    .venv/bin/python bench/window_sim.py [--quick]
+    .venv/bin/python -m bench.window_sim [--quick]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from packer_sim import ServiceModel, simulate, standard_policies
+from bench.packer_sim import ServiceModel, simulate, standard_policies
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUDGET, MAX_SEQS, EFFICIENT, MAX_WAIT_S, LATENCY_TARGET_S = 16384, 256, 8192, 0.05, 2.0
@@ -154,7 +154,7 @@ def main() -> None:
     results = run(models, horizons, args.seed)
     print_table(results)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = args.stem or ("window_sim_quick" if args.quick else "window_sim")
+    stem = args.stem or ("window_sim-quick_cpu" if args.quick else "window_sim_cpu")
     meta = {"argv": vars(args), "budget": BUDGET, "max_seqs": MAX_SEQS, "efficient_tokens": EFFICIENT, "max_wait_s": MAX_WAIT_S,
             "latency_target_s": LATENCY_TARGET_S, "lengths": [LEN_LO, LEN_HI], "seed": args.seed,
             "reserve_per_seq": 0, "python": platform.python_version(), "wall_s": time.perf_counter() - t0}

@@ -16,7 +16,7 @@ import orjson
 
 from worker.kafka import clients
 from worker.kafka.config import plain_config
-from worker.samples import document
+from worker.demo.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -156,7 +156,7 @@ def frozen(pid: int) -> Iterator[None]:
 # ---- workers forked from a preloaded server (many short-lived workers, e.g. kill -9 cycles) ----------
 
 FORK_PRELOAD = ["torch", "transformers", "transformers.models.qwen2.modeling_qwen2", "confluent_kafka",
-                "worker.cli", "worker.engine.loader", "worker.service.app"]
+                "worker.cli.main", "worker.engine.loader", "worker.pipeline.app"]
 
 
 def _run_worker(env: dict[str, str], log: str) -> None:
@@ -166,7 +166,7 @@ def _run_worker(env: dict[str, str], log: str) -> None:
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    from worker.cli import main
+    from worker.cli.main import main
 
     sys.exit(main(["run"]))
 

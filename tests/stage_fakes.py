@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from worker.service.docs import Doc, DocRegistry
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import Doc, DocRegistry
+from worker.pipeline.tracker import OffsetTracker
 
 
 @dataclass
@@ -59,6 +59,7 @@ class FakePacker:
     bins: list[Bin] = field(default_factory=list)
     released: list[int] = field(default_factory=list)
     reserve: int = 4  # tokens of weight per document beyond its prompt (PackerConfig.reserve_per_seq)
+    stats_calls: int = 0  # how often a stage looked at the pending work
 
     def next_bin(self, timeout_s: float):
         return self.bins.pop(0) if self.bins else None
@@ -67,6 +68,7 @@ class FakePacker:
         """What the bins not yet taken hold, as the packer counts it."""
         from worker.packer.stats import PackerStats
 
+        self.stats_calls += 1
         seqs = sum(len(b.seq_ids) for b in self.bins)
         tokens = sum(int(b.num_tokens) for b in self.bins)
         return PackerStats(pending_seqs=seqs, pending_tokens=tokens, pending_weight=tokens + self.reserve * seqs)

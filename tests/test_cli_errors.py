@@ -2,7 +2,7 @@
 
 The commands run as an operator runs them (a subprocess of `python -m worker`),
 all at once, so librdkafka's own output and Python's tracebacks would show.
-Exit codes: docs/operating.md, "Exit codes" (worker/ops/errors.py).
+Exit codes: docs/operating.md, "Exit codes" (worker/config/errors.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """docker-compose.yml and deploy/ agree with the code: settings, topics, GPUs, health, metric names.
 
-Docker is not needed: these read the files and check them against worker.settings
-and worker.service.metrics, the things that break silently when one side changes.
+Docker is not needed: these read the files and check them against worker.config.settings
+and worker.observability.metrics, the things that break silently when one side changes.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from worker.service.metrics import Metrics
-from worker.settings import Settings, kafka_client_config, load_settings
+from worker.observability.metrics import Metrics
+from worker.config.settings import Settings, load_settings
+from worker.kafka.config import kafka_client_config
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -212,7 +213,7 @@ def test_mounted_files_and_copied_sources_exist(compose):
 
 
 def test_the_image_runs_the_worker():
-    from worker.cli import COMMANDS
+    from worker.cli.main import COMMANDS
 
     lines = (ROOT / "Dockerfile").read_text().splitlines()
     entry = json.loads(next(x for x in lines if x.startswith("ENTRYPOINT ")).split(" ", 1)[1])

@@ -17,10 +17,10 @@ from helpers import consume_all, frozen, wait_for
 
 from worker.kafka import clients
 from worker.kafka.config import client_config
-from worker.service.delivery import Delivery, FatalDeliveryError
-from worker.service.metrics import HealthServer, Metrics
-from worker.service.tracker import OffsetTracker, Record
-from worker.settings import KafkaSettings, Settings
+from worker.pipeline.delivery import Delivery, FatalDeliveryError
+from worker.observability.metrics import HealthServer, Metrics
+from worker.pipeline.tracker import OffsetTracker, Record
+from worker.config.settings import KafkaSettings, Settings
 
 CALL_S, STUCK_S = 2.0, 12.0
 IN = ("rel-in", 0)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from worker.service.delivery import VALUE_DROPPED, Delivery
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker, Record
-from worker.settings import KafkaSettings, Settings
+from worker.pipeline.delivery import VALUE_DROPPED, Delivery
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker, Record
+from worker.config.settings import KafkaSettings, Settings
 
 LIMIT = 1000
 TP = ("in", 0)

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.settings import kafka_client_config, load_settings
+from worker.config.settings import load_settings
+from worker.kafka.config import kafka_client_config
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "deploy" / "k8s"

@@ -13,7 +13,7 @@ from worker.digest.prompt import document_text
 from worker.digest.render import render
 from worker.digest.templates import analyze
 from worker.digest.timeparse import parse_line, span
-from worker.samples import QUALITY_KINDS, labelled
+from worker.demo.samples import QUALITY_KINDS, labelled
 
 
 @pytest.mark.parametrize("line,text,form", [
@@ -121,7 +121,7 @@ def test_render_names_the_counts_failures_and_outliers():
 def test_span_equals_the_first_timestamp_from_each_end_line_by_line():
     """span() scans joined lines with one regex: it finds what parse_line finds line by line."""
     from worker.digest.timeparse import SCAN_LINES
-    from worker.samples import mixed_corpus
+    from worker.demo.samples import mixed_corpus
 
     def reference(lines):
         first = next((s for s in map(parse_line, lines[:SCAN_LINES]) if s is not None), None)
@@ -138,7 +138,7 @@ def test_span_equals_the_first_timestamp_from_each_end_line_by_line():
 
 def test_span_with_the_templaters_clock_flags_equals_span_over_every_line():
     from worker.digest.templates import analyze
-    from worker.samples import mixed_corpus
+    from worker.demo.samples import mixed_corpus
 
     docs = [d["lines"] for d in mixed_corpus(120, seed=4)] + [
         ["é" * 95 + " 10:00:00", "ü" * 98 + " 10:00:00", "x"], ["٢٠٢٦-١٢-٠١T10:00:00Z arabic digits", "ok"],

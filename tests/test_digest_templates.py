@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from worker import _core
 from worker.digest.templates import analyze
-from worker.samples import QUALITY_KINDS, labelled
+from worker.demo.samples import QUALITY_KINDS, labelled
 
 WORDS = ("alpha", "beta", "gamma", "link", "session", "ok", "ue", "pfcp")
 # (generated text, placeholder) of each variable class the masking must recognise

@@ -12,7 +12,7 @@ from helpers import ROOT, by_id, consume_all, produce, start_worker, topics, wor
 
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
-from worker.samples import labelled, mixed_corpus
+from worker.demo.samples import labelled, mixed_corpus
 
 BAD = [(b"\xff\xfe\xfa", "invalid_utf8"), (b'{"text": "unterminated', "invalid_json"), (b'{"lines": []}', "empty_text"), (b'{"text": 42}', "schema"),
        (b'{"text": "   "}', "empty_text"), (b"[1, 2, 3]", "not_an_object")]

@@ -13,7 +13,7 @@ import torch
 
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 
 def _hf(path):

@@ -29,7 +29,7 @@ import random, sys, torch, transformers, tokenizers
 from transformers import AutoModelForCausalLM
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 print("versions", transformers.__version__, tokenizers.__version__)
 path = make_tiny_checkpoint(sys.argv[1], "qwen2", seed=2)

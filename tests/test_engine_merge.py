@@ -14,7 +14,7 @@ from test_engine_start import _stage
 from worker.engine.loader import load_engine
 from worker.engine.merge import Merged, Part, merge_projections, unmerge_projections, want_merge
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 
 @pytest.fixture(scope="module", params=["qwen2", "llama"])  # q/k/v with bias (Qwen2) and without (Llama)

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 from helpers import by_id, committed_equals_end, mixed_docs, produce, read_until_ids, start_worker, topics, worker_env
 
-from worker.samples import document
+from worker.demo.samples import document
 
 PROCESS = {"RIBBON_MODEL__PROCESS": "on"}
 
@@ -92,8 +92,8 @@ def test_a_setting_the_engine_process_cannot_honour_is_one_settings_error(tiny_m
     """The start failure travels back from the engine process as the setting it names (one line, exit 2)."""
     import pytest
 
-    from worker.service.app import build_parts
-    from worker.settings import SettingsError, load_settings
+    from worker.pipeline.app import build_parts
+    from worker.config.settings import SettingsError, load_settings
 
     settings = load_settings(environ={}, overrides={
         "model.process": "on", "model.device": "cpu", "model.attention": "varlen", "model.path": tiny_model,
@@ -104,8 +104,8 @@ def test_a_setting_the_engine_process_cannot_honour_is_one_settings_error(tiny_m
 
 
 def test_cache_dir_setting_comes_before_the_environment(tmp_path, monkeypatch):
-    from worker.service.app import cache_root
-    from worker.settings import load_settings
+    from worker.pipeline.app import cache_root
+    from worker.config.settings import load_settings
 
     monkeypatch.setenv("RIBBON_CACHE_DIR", str(tmp_path / "env"))
     assert cache_root(load_settings(environ={}).model) == tmp_path / "env"
@@ -118,8 +118,8 @@ def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model)
 
     import pytest
 
-    from worker.service.engine_process import EngineProcess, EngineSpec, EngineStopped
-    from worker.settings import load_settings
+    from worker.remote.process import EngineProcess, EngineSpec, EngineStopped
+    from worker.config.settings import load_settings
 
     model = load_settings(environ={}, overrides={"model.path": tiny_model, "model.device": "cpu"}).model
     stop = threading.Event()
@@ -131,8 +131,8 @@ def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model)
 
 
 def test_model_process_auto_is_on_with_cuda_only():
-    from worker.service.engine_process import want_process
-    from worker.settings import load_settings
+    from worker.remote.process import want_process
+    from worker.config.settings import load_settings
 
     def model(**kv):
         return load_settings(environ={}, overrides={f"model.{k}": v for k, v in kv.items()}).model

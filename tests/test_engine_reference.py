@@ -138,7 +138,7 @@ def test_engine_generation_with_one_group_per_length_matches_hf(monkeypatch, tmp
 
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     for name, value in GROUPING["many_groups"].items():
         monkeypatch.setattr(attention, name, value)

@@ -18,7 +18,7 @@ from worker.engine.errors import EngineSettingError
 from worker.engine.fuse import want_compile
 from worker.engine.loader import load_engine, refuse_slow_cuda
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 CUDA = torch.device("cuda")  # a device object only: choose_backend never touches the GPU
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import torch
 
 from worker.engine.loader import apply_cpu_threads, load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.settings import ModelSettings, SettingsError, load_settings
+from worker.config.settings import ModelSettings, SettingsError, load_settings
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ import orjson
 import pytest
 
 from stage_fakes import Generated, Wake, make_doc, registered
-from worker.messages import parse_dead_letter_headers
-from worker.service.deadletter import DeadLetters
-from worker.service.docs import DocRegistry
-from worker.service.finishing import Finishing
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
-from worker.settings import load_settings
+from worker.messages.models import parse_dead_letter_headers
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.finishing import Finishing
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import load_settings
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_submit_blocks_while_full_and_returns_false_once_stopping(stage):
 
 
 def test_an_outputs_timing_says_where_its_time_went():
-    from worker.service.outputs import build_output
+    from worker.pipeline.outputs import build_output
 
     doc = make_doc(OffsetTracker())
     doc.received, doc.packed, doc.first_gpu, doc.model_end = 100.0, 100.01, 100.25, 100.5

@@ -1,12 +1,12 @@
-"""The garbage-collector watch (worker/service/gcwatch.py): pauses timed by generation, and start-up
+"""The garbage-collector watch (worker/observability/gcwatch.py): pauses timed by generation, and start-up
 objects frozen out of later collections, then given back."""
 
 from __future__ import annotations
 
 import gc
 
-from worker.service.gcwatch import GcWatch, settle, unsettle
-from worker.service.metrics import Metrics
+from worker.observability.gcwatch import GcWatch, settle, unsettle
+from worker.observability.metrics import Metrics
 
 
 def test_each_collection_is_timed_under_its_generation_until_stopped():
@@ -30,7 +30,9 @@ def test_settle_freezes_what_is_alive_and_unsettle_gives_it_back():
     keep = [[i] for i in range(1000)]  # alive now: frozen
     try:
         frozen = settle()
-        assert frozen >= len(keep) and gc.get_freeze_count() == frozen
+        # other threads of this process may free a few frozen objects meanwhile: the count only falls,
+        # and `keep` (alive) stays frozen
+        assert frozen >= len(keep) and len(keep) <= gc.get_freeze_count() <= frozen
     finally:
         unsettle()
     assert gc.get_freeze_count() == 0

@@ -96,7 +96,7 @@ def tiny_gpu(tmp_path_factory):
 
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     path = make_tiny_checkpoint(tmp_path_factory.mktemp("tq"), "qwen2", seed=3)
     guards_off = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens": 0, "stop_strings": ()}  # as HF
@@ -137,7 +137,7 @@ def test_bf16_engine_backend_and_prefill(tiny_gpu):
 
 def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     eng, hf, path = tiny_gpu
     docs = _docs(32, 1, 200, hf.config.vocab_size, seed=5)
@@ -164,7 +164,7 @@ def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
 
 def test_seeded_sampling_same_on_gpu_across_bins(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     _, hf, path = tiny_gpu
     eng = load_engine(ModelSettings(path=str(path), max_new_tokens=12, temperature=1.2, top_p=0.9), device="cuda")
@@ -191,7 +191,7 @@ def test_autotune_finds_caches_and_holds(tmp_path):
 
 def test_warm_up_captures_every_graph_before_the_first_bin(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.settings import ModelSettings
+    from worker.config.settings import ModelSettings
 
     ref_eng, hf, path = tiny_gpu
     eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0,

@@ -8,10 +8,10 @@ import pytest
 from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 
 from worker.packer import PackerConfig
-from worker.service.docs import DocRegistry
-from worker.service.gpu import GpuLoop
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.gpu import GpuLoop
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
 
 
 class Staged:
@@ -105,8 +105,8 @@ def test_the_thread_runs_bins_until_stopped(parts):
 
 def test_warm_up_runs_at_start_before_the_packer_exists(monkeypatch):
     """CUDA graphs and the KV pool are set up by Engine.warm_up in build_parts, before any bin can form."""
-    from worker.service import app
-    from worker.settings import load_settings
+    from worker.pipeline import app
+    from worker.config.settings import load_settings
 
     events: list[str] = []
 

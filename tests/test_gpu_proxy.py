@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 
 import pytest
+from helpers import wait_for
 from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 
 from worker.packer import PackerConfig
-from worker.service.docs import DocRegistry
-from worker.service.engine_process import EngineProcessError
-from worker.service.gpu_proxy import ProcessGpuLoop
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker
+from worker.pipeline.inflight import DocRegistry
+from worker.remote.process import EngineProcessError
+from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker
 
 
 class FakeRemote:
@@ -82,10 +82,7 @@ def test_bins_go_through_the_process_and_every_document_reaches_finishing(parts)
     remote = FakeRemote()
     loop, t = started(remote, packer, registry, sink, metrics)
     try:
-        for _ in range(100):
-            if len(sink.bins) == 2:
-                break
-            time.sleep(0.05)
+        wait_for(lambda: len(sink.bins) == 2, 5, "both bins at finishing")
     finally:
         stop(loop, t)
     assert loop.error is None and packer.released == [7, 8]
@@ -114,19 +111,15 @@ def test_in_a_backlog_one_bin_runs_and_one_waits_there_no_more(parts):
     # bins of one document at most: the packer holds full bins (a backlog), so one is queued ahead
     loop, t = started(remote, FakePacker(bins), registry, sink, metrics, max_seqs=1)
     try:
-        time.sleep(0.5)
-        assert len(remote.sent) == 2 and loop.busy_since is not None  # the running bin and one queued behind it
+        # the running bin and one queued behind it; no room for a third until a result is back
+        wait_for(lambda: len(remote.sent) == 2 and loop._room._value == 0, 5, "two bins sent and no room left")
+        assert len(remote.sent) == 2 and loop.busy_since is not None
         remote.gate.release()
-        for _ in range(100):
-            if len(remote.sent) == 3 and sink.bins:
-                break
-            time.sleep(0.02)
+        wait_for(lambda: len(sink.bins) == 1 and len(remote.sent) == 3 and loop._room._value == 0, 5,
+                 "one result back and the next bin queued in its place")
         assert len(remote.sent) == 3 and len(sink.bins) == 1
         remote.gate.release(4)
-        for _ in range(100):
-            if len(sink.bins) == 5:
-                break
-            time.sleep(0.02)
+        wait_for(lambda: len(sink.bins) == 5, 5, "every bin at finishing")
     finally:
         stop(loop, t)
     assert len(sink.bins) == 5 and loop.busy_since is None
@@ -144,19 +137,14 @@ def test_without_a_full_bin_pending_the_next_bin_is_cut_when_the_model_is_free(p
     remote = FakeRemote(gated=True)
     loop, t = started(remote, packer, registry, sink, metrics)  # 256 seats, budget 100: 2 documents are no bin
     try:
-        time.sleep(0.3)
+        # the loop has looked at the packer three times with a bin in flight and cut nothing behind it
+        wait_for(lambda: len(remote.sent) == 1 and packer.stats_calls >= 3, 5, "the proxy to decide three times")
         assert len(remote.sent) == 1 and len(packer.bins) == 2  # nothing queued behind the running bin
         remote.gate.release()
-        for _ in range(100):
-            if len(remote.sent) == 2:
-                break
-            time.sleep(0.01)
-        assert len(remote.sent) == 2 and len(sink.bins) == 1 and len(packer.bins) == 1
+        wait_for(lambda: len(remote.sent) == 2, 5, "the next bin, cut when the first is back")
+        assert len(sink.bins) == 1 and len(packer.bins) == 1
         remote.gate.release(2)
-        for _ in range(100):
-            if len(sink.bins) == 3:
-                break
-            time.sleep(0.02)
+        wait_for(lambda: len(sink.bins) == 3, 5, "every bin at finishing")
     finally:
         stop(loop, t)
     assert len(sink.bins) == 3 and packer.released == [0, 1, 2]
@@ -190,7 +178,7 @@ def test_a_result_of_another_stage_on_the_same_process_is_dropped(parts):
     remote = FakeRemote()
     remote.results.put(("done", 999, [Generated("stale", [1])], 1.0, 2.0, 0, 0))
     loop, t = started(remote, FakePacker(), registry, sink, metrics)
-    time.sleep(0.3)
-    stop(loop, t)
+    wait_for(remote.results.empty, 5, "the stale result to be read")
+    stop(loop, t)  # joins the receiver, which handled the stale result before taking it off the queue's end
     assert sink.bins == [] and loop.error is None
     assert metrics.registry.get_sample_value("ribbon_bins_total") == 0

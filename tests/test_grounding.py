@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.service.grounding import Support, check, identifiers
+from worker.pipeline.grounding import Support, check, identifiers
 
 DOC = """2026-03-01T21:06:40Z gnb-017 oam ERROR S1 link down: SCTP association lost to 10.20.0.7:36412
 2026-03-01T21:06:41Z gnb-017 oam WARN retry 3 of 5 path=/var/log/oam/s1.log id=3f2a9c1e-77aa-4b1c-9d2e-0a1b2c3d4e5f
@@ -74,11 +74,11 @@ def test_a_grounded_summary_is_published_unchanged():
 
 def test_the_output_message_carries_the_grounding_and_metrics_count_it():
     from worker.digest.prepared import PrepareOptions, prepare
-    from worker.service.docs import Doc
-    from worker.service.finishing import count_grounding
-    from worker.service.metrics import Metrics
-    from worker.service.outputs import build_output
-    from worker.settings import load_settings
+    from worker.pipeline.inflight import Doc
+    from worker.pipeline.finishing import count_grounding
+    from worker.observability.metrics import Metrics
+    from worker.pipeline.outputs import build_output
+    from worker.config.settings import load_settings
 
     s = load_settings(environ={}, overrides={"model.path": "tiny-random"})
     doc = Doc(tp=("t", 0), epoch=0, offset=1, key=None, doc_id="t:0:1", text=DOC, meta={"source": "gnb-017/oam"},

@@ -8,8 +8,8 @@ import uuid
 import orjson
 from helpers import consume_all, mixed_docs, start_worker, topics, worker_env
 
-from worker.messages import parse_dead_letter_headers
-from worker.ops.headers import carried, output_headers
+from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import carried, output_headers
 
 TRACEPARENT = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

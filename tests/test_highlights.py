@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.samples import document
-from worker.service.highlights import highlights
+from worker.demo.samples import document
+from worker.digest.highlights import highlights
 
 KINDS = ("trace", "syslog", "log", "crash", "pm")
 SETTINGS = settings(max_examples=200, deadline=None)

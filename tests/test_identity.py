@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from worker.ops.identity import GPU_INDEX_ENV, IdentityError, resolve_identity
-from worker.settings import SettingsError, kafka_client_config, load_settings
+from worker.kafka.identity import GPU_INDEX_ENV, IdentityError, resolve_identity
+from worker.config.settings import SettingsError, load_settings
+from worker.kafka.config import kafka_client_config
 
 
 def settings(tmp_path: Path, slot: str):
@@ -38,7 +39,7 @@ def test_ordinal_is_the_statefulset_index_and_fails_elsewhere():
 
 
 def test_random_is_unique_and_new_at_every_start():
-    from worker.ops import identity
+    from worker.kafka import identity
 
     one = resolve_identity("random", environ={}, hostname="h")
     assert one == resolve_identity("random", environ={}, hostname="other")  # fixed for the process

@@ -16,13 +16,13 @@ from helpers import frozen, produce, wait_for
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.packer import PackerStats
-from worker.service.deadletter import DeadLetters
-from worker.service.docs import DocRegistry
-from worker.service.ingest import Ingest, Watermarks
-from worker.service.metrics import Metrics
-from worker.service.planner import Planner
-from worker.service.tracker import OffsetTracker
-from worker.settings import KafkaSettings, Settings
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.ingest import Ingest, Watermarks
+from worker.observability.metrics import Metrics
+from worker.pipeline.planner import Planner
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import KafkaSettings, Settings
 
 SESSION_MS = 6000
 
@@ -79,7 +79,7 @@ def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, Fa
 
 
 def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog):
-    caplog.set_level(logging.INFO, logger="worker.service.ingest")
+    caplog.set_level(logging.INFO, logger="worker.pipeline.ingest")
     b = private_broker
     topic = "freeze-in"
     b.create_topics({topic: 2})
@@ -110,7 +110,7 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
 
 def test_an_input_holding_its_partition_is_reported_by_coordinates(private_broker, caplog):
     """kafka.hold_warning_s: a log line naming topic/partition/offset, and a per-partition gauge."""
-    caplog.set_level(logging.INFO, logger="worker.service.ingest")
+    caplog.set_level(logging.INFO, logger="worker.pipeline.ingest")
     b = private_broker
     b.create_topics({"held-in": 1})
     ingest, _ = make_ingest(b.bootstrap, "held-in", hold_warning_s=1.0)

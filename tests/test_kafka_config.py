@@ -7,7 +7,7 @@ import time
 import pytest
 
 from worker.kafka.config import client_config, embedded_settings, plain_config
-from worker.settings import SettingsError, load_settings
+from worker.config.settings import SettingsError, load_settings
 
 SECURE = {"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k1:9093", "RIBBON_KAFKA__SECURITY_PROTOCOL": "SASL_SSL",
           "RIBBON_KAFKA__SASL_MECHANISM": "SCRAM-SHA-512", "RIBBON_KAFKA__SASL_USERNAME": "ribbon",
@@ -73,8 +73,8 @@ def test_fetch_wait_reaches_the_consumer_and_is_cut_for_the_embedded_broker():
 
 def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypatch, tmp_path):
     """`ribbon produce` used to pass only producer_extra: SASL/SSL settings never reached its producer."""
-    from worker import cli, produce
-    from worker.ops import preflight
+    from worker.cli import main as cli, produce
+    from worker.cli import preflight
 
     seen: dict = {}
     monkeypatch.setattr(preflight, "probe_cluster", lambda conf, timeout: None)

@@ -20,7 +20,7 @@ from gguf_tiny import write_tiny_llama_gguf
 from helpers import ROOT
 from worker.engine import known
 from worker.engine.known import DONE, KnownModel, KnownModelError, ensure_known
-from worker.settings import ModelSettings
+from worker.config.settings import ModelSettings
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.service.metrics import Metrics
-from worker.service.tracker import OffsetTracker, Record
+from worker.observability.metrics import Metrics
+from worker.pipeline.tracker import OffsetTracker, Record
 
 
 @dataclass
@@ -32,7 +32,7 @@ class FakeConsumer:
 
 
 def report(tracker: OffsetTracker, consumer: FakeConsumer) -> Metrics:
-    from worker.service.ingest import Ingest
+    from worker.pipeline.ingest import Ingest
 
     ingest = Ingest.__new__(Ingest)  # only the lag report: no settings, no threads
     ingest.consumer, ingest.tracker, ingest.metrics = consumer, tracker, Metrics()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.messages import (
+from worker.messages.models import (
     ERROR_CLASSES,
     MAX_ATTRIBUTE_DEPTH,
     MAX_HEADER_MESSAGE_BYTES,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from worker.service.metrics import HealthServer, Metrics
-from worker.settings import load_settings
+from worker.observability.metrics import HealthServer, Metrics
+from worker.config.settings import load_settings
 
 
 @pytest.fixture
@@ -105,7 +105,7 @@ def test_default_bind_is_loopback_and_a_busy_port_is_one_line(tmp_path: Path):
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     assert load_settings(empty, environ={}).server.host == "127.0.0.1"
-    from worker.ops.errors import StartupError
+    from worker.config.errors import StartupError
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

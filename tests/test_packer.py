@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from worker.packer import Bin, Packer
-from worker.settings import PackerSettings
+from worker.config.settings import PackerSettings
 
 
 def make(**kw) -> Packer:

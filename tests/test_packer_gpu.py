@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from worker.packer import Packer
+from worker.packer import Packer  # noqa: E402 - after importorskip: no torch, no test module
 
 pytestmark = [
     pytest.mark.gpu,

@@ -7,7 +7,7 @@ import pytest
 
 from worker import _core
 from worker.packer import Packer
-from worker.settings import PackerSettings
+from worker.config.settings import PackerSettings
 
 
 def test_arrival_takes_a_prefix_then_fills_with_the_largest():

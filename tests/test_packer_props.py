@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from worker import _core
 from worker.packer import Packer
-from packer_ref import pack_reference, pack_stream_reference
+from bench.packer_ref import pack_reference, pack_stream_reference
 
 SETTINGS = settings(max_examples=150, deadline=None)
 

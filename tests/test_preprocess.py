@@ -1,4 +1,4 @@
-"""The preprocessing pool (worker/service/preprocess.py): same results as on the calling thread, in order;
+"""The preprocessing pool (worker/pipeline/preprocess.py): same results as on the calling thread, in order;
 a broken pool stops the worker with a clear error."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import signal
 import pytest
 
 from worker.digest.prepared import PrepareOptions, prepare_many
-from worker.samples import mixed_corpus
-from worker.service.preprocess import InOrder, PreprocessError, Preprocessor, _slices, auto_processes
+from worker.demo.samples import mixed_corpus
+from worker.pipeline.preprocess import InOrder, PreprocessError, Preprocessor, _slices, auto_processes
 
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)
 

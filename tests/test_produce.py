@@ -9,7 +9,7 @@ import orjson
 import pytest
 from helpers import consume_all
 
-from worker.produce import Split, SplitError, documents
+from worker.cli.produce import Split, SplitError, documents
 
 
 def _ribbon(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:

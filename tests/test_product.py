@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKSHOP = ("worker.demo", "worker.bench", "packer_ref", "packer_sim")
+WORKSHOP = ("worker.demo", "worker.bench", "bench")
 
 
 def _imports_of(func_name: str, path: Path) -> set[str]:
@@ -19,10 +19,10 @@ def _imports_of(func_name: str, path: Path) -> set[str]:
 
 
 def test_ribbon_run_imports_no_demo_or_benchmark_code():
-    mods = _imports_of("cmd_run", ROOT / "worker" / "cli.py")
+    mods = _imports_of("cmd_run", ROOT / "worker" / "cli" / "main.py")
     assert mods and not [m for m in mods if m.startswith(WORKSHOP)]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(mods)) +
-            "import worker.service.app, worker.ops.cli_ops\n"
+            "import worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
             f"print([m for m in sys.modules if m.startswith({WORKSHOP!r})])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"

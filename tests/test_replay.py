@@ -12,9 +12,9 @@ import pytest
 from helpers import ROOT, by_id, consume_all, mixed_docs, read_until_ids, topics, worker_env
 
 from worker import __version__
-from worker.cli import main
-from worker.messages import BadMessage, dead_letter_headers
-from worker.ops.replay import REPLAY_HEADER, parse_time
+from worker.cli.main import main
+from worker.messages.models import BadMessage, dead_letter_headers
+from worker.cli.replay import REPLAY_HEADER, parse_time
 
 T0 = 1_700_000_000_000  # epoch ms of the "old" records
 T1 = T0 + 3_600_000

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from worker._settings_load import env_var_for, iter_fields
-from worker.messages import BadMessage, OutputMessage, decode_input, dead_letter_headers, encode_output
-from worker.schemas import REGENERATE, build_schemas, generated_files, main
-from worker.settings import Settings, load_settings
+from worker.config.load import env_var_for, iter_fields
+from worker.messages.models import BadMessage, OutputMessage, decode_input, dead_letter_headers, encode_output
+from worker.cli.schemas import REGENERATE, build_schemas, generated_files, main
+from worker.config.settings import Settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,14 +8,14 @@ from typing import Any, Callable
 import pydantic
 import pytest
 
-from worker.settings import (
+from worker.config.settings import (
     Settings,
     SettingsError,
     cli_exit_on_error,
     env_var_for,
-    kafka_client_config,
     load_settings,
 )
+from worker.kafka.config import kafka_client_config
 
 
 def _toml(tmp_path: Path, text: str) -> Path:

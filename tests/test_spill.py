@@ -1,4 +1,4 @@
-"""Large dead-letter values wait on disk (worker/service/spill.py); a transaction takes a bounded share of bytes."""
+"""Large dead-letter values wait on disk (worker/pipeline/spill.py); a transaction takes a bounded share of bytes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import gc
 import os
 import threading
 
-from worker.service.spill import Spilled, Spool
-from worker.service.tracker import OffsetTracker, Record
+from worker.pipeline.spill import Spilled, Spool
+from worker.pipeline.tracker import OffsetTracker, Record
 
 TP = ("in", 0)
 

@@ -10,15 +10,15 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from stage_fakes import Wake
 
-from worker.messages import parse_dead_letter_headers
-from worker.service.deadletter import DeadLetters
-from worker.service.delivery import Delivery
-from worker.service.docs import DocRegistry
-from worker.service.ingest import Ingest, Watermarks
-from worker.service.metrics import Metrics
-from worker.service.planner import Planner
-from worker.service.tracker import OffsetTracker, Record
-from worker.settings import load_settings
+from worker.messages.models import parse_dead_letter_headers
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.delivery import Delivery
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.ingest import Ingest, Watermarks
+from worker.observability.metrics import Metrics
+from worker.pipeline.planner import Planner
+from worker.pipeline.tracker import OffsetTracker, Record
+from worker.config.settings import load_settings
 
 # ---- planner ---------------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ def test_ingest_notes_each_records_age_and_stamps_when_a_document_reached_the_pa
 def test_ingest_dead_letters_a_document_whose_digest_pass_failed_and_submits_the_rest():
     from worker.digest.prepared import Prepared
 
-    from worker.service.preprocess import Batch
+    from worker.pipeline.preprocess import Batch
 
     ing, tracker, registry = make_ingest()
     real = ing.preprocess.submit

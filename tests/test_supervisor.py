@@ -16,8 +16,8 @@ import pytest
 from helpers import ROOT, by_id, mixed_docs, produce, read_until_ids, topics, worker_env
 
 from worker.kafka.broker import free_port
-from worker.ops.errors import StartupError
-from worker.ops.supervisor import child_argv, parse_gpus
+from worker.config.errors import StartupError
+from worker.cli.supervisor import child_argv, parse_gpus
 
 
 def test_gpu_specs_and_child_flags():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.service.tracker import OffsetTracker, Record
+from worker.pipeline.tracker import OffsetTracker, Record
 
 TP = ("in", 0)
 

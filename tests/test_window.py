@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker import _core
-from packer_sim import AdaptivePolicy, FixedPolicy, ServiceModel, simulate
+from bench.packer_sim import AdaptivePolicy, FixedPolicy, ServiceModel, simulate
 
 
 def policy(**kw) -> _core.WindowPolicy:

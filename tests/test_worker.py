@@ -13,7 +13,7 @@ import jsonschema
 import orjson
 from helpers import ROOT, by_id, consume_all, mixed_docs, produce, start_worker, topics, worker_env
 
-from worker.samples import document
+from worker.demo.samples import document
 
 
 

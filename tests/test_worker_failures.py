@@ -18,7 +18,7 @@ import orjson
 from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produce, read_until_ids, same_but_timing,
                      fork_worker, start_worker, topics, wait_for, worker_env, worker_forker)
 
-from worker.samples import document
+from worker.demo.samples import document
 
 
 def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str]) -> None:

@@ -16,8 +16,6 @@ import argparse
 import json
 import logging
 import platform
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,7 +23,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from worker.samples import corpus, mixed_corpus, quality_corpus
+from worker.bench.parts import load_parts
+from worker.demo.samples import corpus, mixed_corpus, quality_corpus
 
 CORPORA = {
     "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
@@ -52,23 +51,6 @@ def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     return texts, time.perf_counter() - t0
 
 
-def random_checkpoint(arch_config: str, out: Path) -> str:
-    """Random weights of a public architecture (config JSON) with the tiny offline tokenizer."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from worker.engine.tiny import make_tiny_checkpoint
-
-    tok_dir = make_tiny_checkpoint(out / "tok")
-    cfg = AutoConfig.from_pretrained(arch_config)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
-    model.save_pretrained(out / "model")
-    for f in tok_dir.iterdir():
-        if f.name.startswith(("tokenizer", "special_tokens", "chat_template")):
-            shutil.copy(f, out / "model" / f.name)
-    return str(out / "model")
-
-
 def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
     prompts come from, when some are chunks)."""
@@ -89,15 +71,36 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
         n += len(b.seq_ids)
         p.release(b.slot)
     eng = parts.engine
-    if hasattr(eng, "time_bins"):  # the engine in its own process: timed there, as the worker runs it
-        wall, out_tokens = eng.time_bins([(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
-                                          for t, c, mx, ids, _ in bins])
+    if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
+        wall, out_tokens = _time_there(eng, bins, seeds)
     else:
         wall, out_tokens = _time_here(eng, bins, seeds)
     in_tokens = sum(b[4] for b in bins)
     return {"wall_s": wall, "docs_per_s": (n_docs or len(prompts)) / wall, "input_tokens_per_s": in_tokens / wall,
             "output_tokens_per_s": out_tokens / wall, "bins": len(bins), "output_tokens": out_tokens,
             "input_tokens": in_tokens}
+
+
+def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
+    """The engine process alone: one warm-up bin, then every bin queued back to back; the wall time
+    from the first bin's start to the last one's end, both timed there."""
+    def run(batch: list) -> list[tuple]:
+        ids = [eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
+               for t, c, mx, s, _ in batch]
+        done: dict[int, tuple] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(ids) and time.monotonic() < deadline:
+            msg = eng.receive(0.5)
+            if msg is not None and msg[0] == "done":
+                done[msg[1]] = msg
+        if len(done) < len(ids):
+            raise RuntimeError(f"the engine process finished {len(done)} of {len(ids)} bins in {timeout_s:.0f} s")
+        return [done[i] for i in ids]
+
+    run(bins[:1])  # warm-up (CUDA graphs, allocator)
+    msgs = run(bins)
+    out_tokens = sum(len(o.token_ids) for m in msgs for o in m[2] if o is not None and not isinstance(o, BaseException))
+    return msgs[-1][4] - msgs[0][3], out_tokens
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
@@ -122,7 +125,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
     from worker.kafka import clients
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings, plain_config
-    from worker.service.app import Parts, Worker, make_packer, packer_device
+    from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 
     k = settings.kafka
     with EmbeddedBroker() as broker:
@@ -250,28 +253,6 @@ def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
                              "after_s": round(out["t"] - cross["t"], 3)}}
 
 
-def load_parts(a: argparse.Namespace):
-    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files."""
-    from worker.service.app import build_parts
-    from worker.settings import load_settings
-
-    tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
-    model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
-    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
-                                        "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
-                                        "digest.compaction": getattr(a, "compaction", "on") == "on",
-                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
-    parts = build_parts(settings)
-
-    def cleanup() -> None:
-        if hasattr(parts.engine, "close"):  # an engine process
-            parts.engine.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    return settings, parts, cleanup
-
-
 def main(argv: list[str] | None = None) -> int:
     from worker.bench.steady import report, steady_load
 
@@ -302,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
-    from worker.service.planner import Planner
+    from worker.pipeline.planner import Planner
 
     tok = eng.tokenizer
     count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
@@ -332,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
         "digest_docs_per_s": len(docs) / digest_s,
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "time_bins"),
+        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
@@ -343,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
                         f"compaction_{a.compaction}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
     for name, r in (("engine only", only), *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"

@@ -273,7 +273,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         for name, fn in systems:
             try:
                 g[name] = fn()
-            except Exception as exc:  # a baseline that fails is reported, not fatal
+            except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
                 g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
             if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
                 g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
@@ -283,7 +283,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if args.profile:
             from worker.bench.engine_profile import profile_engine
 
-            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}")
+            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", _stage)
             save()
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)

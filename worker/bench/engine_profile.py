@@ -28,13 +28,11 @@ def profile(fn, path: Path, rows: int = 40) -> dict:
                      "share": getattr(e, attr) / max(total, 1)} for e in kern[:rows]]}
 
 
-def profile_engine(eng, docs: list[list[int]], gen_docs: list[list[int]], out: Path, tag: str) -> dict:
+def profile_engine(eng, docs: list[list[int]], gen_docs: list[list[int]], out: Path, tag: str, stage) -> dict:
     """One prefill bin of the first 24 documents (~32k tokens of the stress mix) and one generation of
     gen_docs, each profiled; tables in out/engine_profile_{prefill,generate}_<tag>.txt."""
-    from worker.bench.engine import _stage
-
     n = min(24, len(docs))
-    return {"prefill": profile(lambda: eng.prefill_last_logits(_stage(eng, docs, list(range(n)))),
+    return {"prefill": profile(lambda: eng.prefill_last_logits(stage(eng, docs, list(range(n)))),
                                out / f"engine_profile_prefill_{tag}.txt"),
-            "generate": profile(lambda: eng.generate(_stage(eng, gen_docs, list(range(len(gen_docs))))),
+            "generate": profile(lambda: eng.generate(stage(eng, gen_docs, list(range(len(gen_docs))))),
                                 out / f"engine_profile_generate_{tag}.txt")}

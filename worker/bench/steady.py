@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.samples import corpus
+from worker.bench.parts import load_parts
+from worker.demo.samples import corpus
 
 
 def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 5.0,
@@ -28,7 +29,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
     from worker.bench.loadgen import SteadyLoad
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
-    from worker.service.app import Parts, Worker, make_packer, packer_device
+    from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 
     k = settings.kafka
     n = max(1, int(rate * seconds))
@@ -167,8 +168,6 @@ def report(r: dict, label: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from worker.bench.e2e import load_parts
-
     ap = argparse.ArgumentParser(prog="ribbon bench steady", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
     ap.add_argument("--arch-config", help="random weights of this architecture config instead")
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     report(r, "steady")
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(json.dumps(r, indent=2))
+        Path(a.out).write_text(json.dumps(r, separators=(",", ":")))  # compact: the timelines are long
     return 0 if r["summaries"] == r["documents"] else 1
 
 

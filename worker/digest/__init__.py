@@ -6,6 +6,6 @@ One pass of the C++ templater (ext/core/templater.hpp) feeds everything here:
     compact.compact(...)          -> the document as the model sees it (each template once)
     prompt.digest_prompt(...)     -> a few digest lines, then the compacted text
     render.render(digest, meta)   -> the digest in plain English (digest mode's summary)
-The highlight scorer (worker/service/highlights.py) reads the same Templates.
+The highlight scorer (worker/digest/highlights.py) reads the same Templates.
 Nothing here imports torch or touches Kafka.
 """

@@ -28,14 +28,14 @@ _ENTITY_KEYS = {"host": "host", "hostname": "host", "node": "host", "server": "h
                 "status": "cause", "rc": "cause"}
 
 
-DigestDict = dict  # the output message's `digest` object as plain data (schema: worker/digest/model.py)
+DigestDict = dict  # the output message's `digest` object as plain data (schema: worker/messages/digest.py)
 
 
 @dataclass(frozen=True)
 class Analysis:
     """What one pass gives every consumer: the templates, the digest and per-line scores."""
     templates: Templates
-    digest: DigestDict          # JSON-ready; validated once, at the output message (worker/messages.py)
+    digest: DigestDict          # JSON-ready; validated once, at the output message (worker/messages/models.py)
     line_z: np.ndarray          # [L] float64 largest outlier z of each line
     template_severity: np.ndarray  # [K] float32 highest severity word over each template's lines
 

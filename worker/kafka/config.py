@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from worker.settings import KafkaSettings, SettingsError
+from worker.config.settings import KafkaSettings, SettingsError
+from worker.kafka.identity import IdentityError, resolve_identity
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,6 @@ def offset_reset(s: KafkaSettings) -> str:
 
 
 def _identity(s: KafkaSettings) -> str:
-    from worker.ops.identity import IdentityError, resolve_identity
-
     try:
         return str(resolve_identity(s.worker_slot))
     except IdentityError as exc:
@@ -114,3 +113,9 @@ def embedded_settings(settings, bootstrap: str):
         "bootstrap_servers": bootstrap, "session_timeout_ms": min(settings.kafka.session_timeout_ms, 6000),
         "fetch_wait_max_ms": min(settings.kafka.fetch_wait_max_ms, EMBEDDED_FETCH_WAIT_MS)})
     return settings.model_copy(update={"kafka": kafka})
+
+
+def kafka_client_config(s: KafkaSettings, bootstrap: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(consumer, producer) librdkafka properties, as a pair: client_config's two maps."""
+    c = client_config(s, bootstrap)
+    return c.consumer, c.producer

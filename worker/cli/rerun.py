@@ -1,0 +1,109 @@
+"""`ribbon replay rerun`: the worker over a past range of the input, in its own group, then stop.
+
+1. The range: for every partition of the input topics, the start is the first
+   offset at or after `--since` (or `--from-offset`, capped at the end), the
+   end is the partition's end offset now. Records produced later are not part
+   of the range (a few may still be processed before the stop).
+2. The start offsets are committed for `--rerun-group`, which must not be the
+   live `kafka.group_id`: the live group's offsets are never touched. The
+   re-run's transactional ids contain its group, so it fences no live worker.
+3. `ribbon run` in that group, until the group's committed offsets reach every
+   end (checked every second, with a progress bar), then a normal drain and stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any
+
+from worker.config.errors import EXIT_FAILED, StartupError
+
+log = logging.getLogger(__name__)
+
+Range = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (start, end)
+
+
+def plan_range(consumer: Any, topics: tuple[str, ...], since_ms: int | None, from_offset: int | None,
+               timeout_s: float) -> Range:
+    from worker.cli.replay import end_offsets, start_offsets
+
+    out: Range = {}
+    md = consumer.list_topics(timeout=timeout_s)
+    for topic in topics:
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise StartupError("kafka.input_topics", f"input topic {topic!r} does not exist", exit_code=EXIT_FAILED)
+        parts = sorted(t.partitions)
+        ends = end_offsets(consumer, topic, parts, timeout_s)
+        if from_offset is not None:
+            starts = {p: min(max(from_offset, 0), ends[p]) for p in parts}
+        else:
+            starts = start_offsets(consumer, topic, parts, since_ms, timeout_s)
+        out.update({(topic, p): (starts[p], ends[p]) for p in parts})
+    return out
+
+
+def committed(consumer: Any, rng: Range, timeout_s: float) -> dict[tuple[str, int], int]:
+    from confluent_kafka import TopicPartition
+
+    tps = consumer.committed([TopicPartition(t, p) for t, p in rng], timeout=timeout_s)
+    return {(tp.topic, tp.partition): tp.offset for tp in tps}
+
+
+def rerun(settings: Any, args: Any) -> int:
+    from confluent_kafka import TopicPartition
+    from tqdm import tqdm
+
+    from worker.kafka import clients
+    from worker.cli.preflight import check_model_path, probe_cluster, refuse_random_model
+    from worker.cli.replay import parse_time
+    from worker.cli.start import build_worker
+    from worker.pipeline.app import install_signal_handlers
+    from worker.observability.logs import setup_logging
+    from worker.kafka.config import kafka_client_config
+
+    k = settings.kafka
+    group = args.rerun_group
+    if group == k.group_id:
+        raise StartupError("kafka.group_id", f"--rerun-group {group!r} is the live group; a re-run needs its own")
+    since = parse_time(args.since) if args.since else None
+    refuse_random_model(settings.model.path)
+    check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+    setup_logging(settings.log_level, settings.log_format)
+    settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group})})
+    consumer_conf, producer_conf = kafka_client_config(settings.kafka)
+    probe_cluster(producer_conf, 10.0)
+    admin = clients.consumer(consumer_conf)
+    try:
+        rng = plan_range(admin, settings.kafka.input_topics, since, args.from_offset, 30.0)
+        admin.commit(offsets=[TopicPartition(t, p, s) for (t, p), (s, _) in rng.items()], asynchronous=False)
+        total = sum(e - s for s, e in rng.values())
+        log.info("re-run of %d records over %d partitions in group %s", total, len(rng), group)
+        stop = install_signal_handlers()
+        done = threading.Event()
+        worker = build_worker(settings, k.bootstrap_servers)
+
+        def watch() -> None:
+            with tqdm(total=total, desc=f"rerun {group}", unit="msg", disable=not sys.stderr.isatty()) as bar:
+                while not stop.wait(1.0):
+                    offs = committed(admin, rng, 10.0)
+                    bar.n = sum(min(max(offs[tp], s), e) - s for tp, (s, e) in rng.items())
+                    bar.refresh()
+                    if all(offs[tp] >= e for tp, (_, e) in rng.items()):
+                        done.set()
+                        stop.set()
+
+        watcher = threading.Thread(target=watch, name="ribbon-rerun-watch", daemon=True)
+        watcher.start()
+        code = worker.run_until_signalled(stop)
+        watcher.join(5.0)
+    finally:
+        admin.close()
+    if code == 0 and not done.is_set():
+        log.warning("re-run stopped by a signal before the end of its range")
+        return EXIT_FAILED
+    if code == 0:
+        print(f"re-ran {total} records in group {group}")
+    return code

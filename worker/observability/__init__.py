@@ -1,0 +1,1 @@
+"""What the worker tells its operators: Prometheus metrics, the /metrics /healthz /readyz server, logs, GC pauses."""

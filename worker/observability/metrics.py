@@ -1,0 +1,148 @@
+"""Prometheus metrics (base units, _total/_seconds) and the /metrics, /healthz, /readyz server."""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from importlib import metadata
+
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, Histogram, Info, PlatformCollector, ProcessCollector, generate_latest,
+)
+
+from worker import __version__
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        ProcessCollector(registry=r)  # process_cpu_seconds_total, process_resident_memory_bytes, ...
+        PlatformCollector(registry=r)  # python_info
+        Info("ribbon_build", "the running build: ribbon, Python, torch and librdkafka client versions",
+             registry=r).info({"version": __version__, "python": platform.python_version(),
+                               "torch": _dist_version("torch"), "confluent_kafka": _dist_version("confluent-kafka"),
+                               "transformers": _dist_version("transformers")})
+        self.consumed = Counter("ribbon_consumed_messages_total", "input messages polled", registry=r)
+        self.produced = Counter("ribbon_produced_summaries_total", "summaries committed to the output topic",
+                                registry=r)
+        self.dead_lettered = Counter("ribbon_dead_lettered_messages_total", "messages sent to the dead-letter topic",
+                                     ["reason"], registry=r)
+        self.input_tokens = Counter("ribbon_input_tokens_total", "prompt tokens run through the model", registry=r)
+        self.output_tokens = Counter("ribbon_output_tokens_total", "tokens generated", registry=r)
+        self.bins = Counter("ribbon_bins_total", "bins run on the model", registry=r)
+        self.model_documents = Counter("ribbon_model_documents_total", "sequences the model finished (documents, "
+                                       "or chunks of long ones)", registry=r)
+        self.bin_fill = Histogram("ribbon_bin_fill_ratio", "bin weight over the token budget", registry=r,
+                                  buckets=(0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0))
+        self.latency = Histogram("ribbon_end_to_end_latency_seconds", "poll to summary ready", registry=r,
+                                 buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
+        self.gpu_seconds = Counter("ribbon_gpu_busy_seconds_total", "time the model ran", registry=r)
+        self.bin_seconds = Histogram("ribbon_bin_seconds", "one bin on the model, staging to its last output",
+                                     registry=r, buckets=_SECONDS)
+        self.record_age = Histogram("ribbon_record_age_seconds", "an input record's age when polled (its "
+                                    "timestamp to now: the wait in Kafka, as far as the clocks agree)",
+                                    registry=r, buckets=_SECONDS)
+        self.delivery_step = Histogram("ribbon_delivery_step_seconds", "one delivery step: a transaction "
+                                     "(exactly_once) or a produce-and-flush, begin to committed", registry=r,
+                                     buckets=_SECONDS)
+        self.gc_pause = Histogram("ribbon_gc_pause_seconds", "Python garbage-collector pauses in the worker's "
+                                  "process (every thread waits through one)", ["generation"], registry=r,
+                                  buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+        self.digest_seconds = Counter("ribbon_digest_seconds_total", "CPU time of the documents' digest passes "
+                                      "(digest, highlights, compaction), wherever they ran", registry=r)
+        self.digest_wall_seconds = Counter("ribbon_digest_wall_seconds_total", "time the ingest thread spent "
+                                           "on (or waiting for) the digest passes", registry=r)
+        self.document_tokens = Counter("ribbon_document_tokens_total", "tokens of the raw documents, before "
+                                       "compaction (generative mode)", registry=r)
+        self.compacted = Counter("ribbon_compacted_documents_total", "documents the model saw compacted", registry=r)
+        self.pending_tokens = Gauge("ribbon_pending_tokens", "tokens waiting in the packer", registry=r)
+        self.reorder = Gauge("ribbon_reorder_buffer_messages", "finished messages waiting for an earlier offset",
+                             registry=r)
+        self.inflight = Gauge("ribbon_inflight_messages", "messages polled and not yet committed", registry=r)
+        self.spilled = Gauge("ribbon_spilled_dead_letter_bytes", "dead-letter values waiting on disk for their commit",
+                             registry=r)
+        self.held = Gauge("ribbon_held_partition_seconds", "age of the oldest unfinished input holding back "
+                          "its partition's commits", ["topic", "partition"], registry=r)
+        self.slow_documents = Counter("ribbon_slow_documents_total", "inputs that held their partition longer "
+                                      "than kafka.hold_warning_s", registry=r)
+        self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
+        self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "
+                         "autoscaler sees): input not yet summarized and committed", ["topic", "partition"],
+                         registry=r)
+        self.unfinished = Gauge("ribbon_fetched_unfinished_messages", "messages fetched and not yet committed "
+                                "(in the packer, on the model, in finishing or the reorder buffer)",
+                                ["topic", "partition"], registry=r)
+        self.committed = Counter("ribbon_committed_offsets_total", "input offsets committed (summaries and dead "
+                                 "letters alike)", registry=r)
+        self.txn_commits = Counter("ribbon_transaction_commits_total", "transactions committed", registry=r)
+        self.txn_aborts = Counter("ribbon_transaction_aborts_total", "transactions aborted", registry=r)
+        self.ungrounded_summaries = Counter("ribbon_ungrounded_summaries_total", "model summaries holding an "
+                                            "identifier found in neither the document nor its digest", registry=r)
+        self.ungrounded_identifiers = Counter("ribbon_ungrounded_identifiers_total", "such identifiers (each once "
+                                              "per summary)", registry=r)
+        self.ungrounded_sentences = Counter("ribbon_ungrounded_sentences_dropped_total", "model summary sentences "
+                                            "dropped for holding one", registry=r)
+        self.ungrounded_fallbacks = Counter("ribbon_ungrounded_fallbacks_total", "model summaries replaced by the "
+                                            "digest rendering: no sentence was left", registry=r)
+        self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
+        self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
+                                    registry=r)
+        self.ready = False
+        self.gpu_heartbeat = time.monotonic()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class HealthServer:
+    """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
+    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
+    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
+
+    The server itself is worker.observability.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
+    a port it cannot listen on is a start-up error naming server.port/server.host.
+    """
+
+    def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
+                 busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
+                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
+        from worker.config.errors import StartupError
+        from worker.observability.http import HttpServer
+
+        self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
+        self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
+        probes = {"/healthz": self.health,
+                  "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
+        try:
+            self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
+        except OSError as exc:
+            raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                               "a free port, or 0 to disable the server") from None
+        self.port = self.http.port
+
+    def health(self) -> tuple[bool, str]:
+        idle = time.monotonic() - self.metrics.gpu_heartbeat
+        if idle >= self.stuck_after_s and self.busy():
+            return False, "gpu loop stuck"
+        stuck = self.delivery_busy_s()
+        if stuck >= self.delivery_stuck_s:
+            return False, f"delivery stuck for {stuck:.0f} s (a transaction neither commits nor aborts)"
+        return True, "ok"
+
+    def start(self) -> HealthServer:
+        self.http.start()
+        return self
+
+    def stop(self) -> None:
+        self.http.stop()

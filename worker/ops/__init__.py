@@ -1,1 +1,0 @@
-"""Operations: start-up errors, worker identity, the HTTP server, replay, validate, the --gpus supervisor."""

@@ -1,0 +1,1 @@
+"""The running worker's stages: ingest → packer → GPU → finishing → delivery; app.py composes them."""

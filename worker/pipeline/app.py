@@ -1,0 +1,335 @@
+"""`ribbon run`: wires ingest → packer → GPU → finishing → delivery, and stops them in order.
+
+In digest mode (model.mode = "digest") there is no model, packer or GPU thread:
+ingest hands each document, with its digest rendered as the summary, straight to finishing.
+
+Shutdown on SIGTERM/SIGINT: stop polling, drain in-flight work up to
+`drain_timeout_s`, let delivery commit the last results, close. A second
+signal exits at once without committing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from worker.kafka.clients import Clients
+from worker.kafka.config import client_config
+from worker.packer.config import resolve_reserve
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.delivery import Delivery
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.finishing import Finishing
+from worker.remote.process import EngineProcess
+from worker.observability.gcwatch import GcWatch, settle, unsettle
+from worker.pipeline.gpu import GpuLoop
+from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.ingest import Ingest, Watermarks
+from worker.observability.metrics import HealthServer, Metrics
+from worker.pipeline.planner import Planner
+from worker.pipeline.spill import Spool
+from worker.pipeline.tracker import OffsetTracker
+
+log = logging.getLogger(__name__)
+
+DIGEST_MODEL_NAME = "digest"  # the output's `model` in digest mode
+
+@dataclass
+class Parts:
+    engine: object
+    packer: object
+    budget: int
+    reserve: int
+
+
+def cache_root(model) -> Path:
+    """model.cache_dir, else $RIBBON_CACHE_DIR, else ~/.cache/ribbon (autotune cache, the tiny model)."""
+    return Path(model.cache_dir or os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
+
+
+def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str | None = None) -> str:
+    """A name Ribbon knows -> its converted folder in the cache (fetched and converted on first use,
+    worker/engine/known.py); 'tiny-random' -> a tiny random model built offline (tests, benchmarks)."""
+    from worker.engine.known import ensure_known, is_known
+
+    if is_known(path):
+        root = cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
+        return str(ensure_known(path, root, wheel_dir))
+    if path != "tiny-random":
+        return path
+    from worker.engine.tiny import make_tiny_checkpoint
+
+    target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
+    if not (target / "config.json").exists():
+        make_tiny_checkpoint(target)
+    return str(target)
+
+
+def build_parts(settings, engine=None, stop: threading.Event | None = None) -> Parts:
+    """Load the engine (unless given; in its own process where model.process says so), settle the
+    token budget, and make a packer for it. `stop` ends the wait for an engine process at once."""
+    from worker.config.settings import SettingsError
+
+    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
+    if engine is None:
+        from transformers.utils import logging as hf_logging
+
+        from worker.engine.errors import EngineSettingError
+
+        hf_logging.disable_progress_bar()
+        cache = cache_root(settings.model)
+        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache,
+                                                                                   settings.model.wheel_dir)})
+        try:
+            engine = _remote_engine(settings, model, cache, stop) if _wants_process(model) else _local_engine(model)
+        except EngineSettingError as exc:
+            raise SettingsError(exc.setting, exc.message, exc.allowed) from None
+    budget = getattr(engine, "budget", None) or settings.packer.token_budget  # an engine process settled it
+    if budget == "auto":
+        from worker.engine import autotune_budget
+
+        budget = autotune_budget(engine, settings.model.max_new_tokens,  # cached on disk; CPU: a fixed default
+                                 cache_path=cache_root(settings.model) / "autotune.json")
+    log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
+    if hasattr(engine, "warm_up"):  # KV pool, compiled layers and decode graphs now, not in the first live bins
+        engine.warm_up(int(budget), settings.packer.max_seqs_per_bin)
+    return Parts(engine, make_packer(settings, int(budget), reserve, packer_device(engine)), int(budget), reserve)
+
+
+def _wants_process(model) -> bool:
+    from worker.remote.process import want_process
+
+    return want_process(model)
+
+
+def _local_engine(model):
+    from worker.engine import load_engine
+
+    return load_engine(model)
+
+
+def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
+    """The engine in its own process: loaded, autotuned and warmed up there (worker/remote/process.py)."""
+    from worker.remote.process import EngineProcess, EngineSpec
+
+    spec = EngineSpec(model=model, budget=settings.packer.token_budget, max_seqs=settings.packer.max_seqs_per_bin,
+                      cache_dir=str(cache), log_level=settings.log_level, log_format=settings.log_format)
+    return EngineProcess(spec, stop=stop)
+
+
+def packer_device(engine) -> str:
+    """Pinned slots when this process runs the model on CUDA; plain host memory otherwise (an engine
+    process copies the bin out of the slot at once, and CUDA must not start in this process)."""
+    from worker.remote.process import EngineProcess
+
+    return "cpu" if isinstance(engine, EngineProcess) else str(engine.device)
+
+
+def make_packer(settings, budget: int, reserve: int, device):
+    from worker.packer import Packer, PackerConfig
+
+    config = PackerConfig.from_settings(settings.packer, budget, reserve)
+    return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
+
+
+class Worker:
+    def __init__(self, settings, bootstrap: str, parts: Parts | None = None, stop: threading.Event | None = None):
+        """`parts` given: the caller owns its engine; else the worker builds it (seeing `stop` while an
+        engine process starts) and closes an engine process with itself."""
+        self.s = settings
+        self._own_engine = parts is None
+        self.metrics = Metrics()
+        self.gc = GcWatch(self.metrics.gc_pause)
+        self.tracker = OffsetTracker()
+        self.registry = DocRegistry()
+        self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
+        pl = settings.pipeline
+        self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
+                                 metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
+                                 max_records=pl.delivery_max_records)
+        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
+                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
+                                        wake=self.delivery.wake,
+                                        spool=Spool(settings.kafka.dead_letter_spill_bytes))
+        self.gpu: GpuLoop | None = None
+        if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
+            self.engine, self.packer, self.budget = None, None, 0
+            marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
+                               low_messages=pl.resume_below_messages)  # no tokens wait anywhere
+            self._stages(settings, None, marks, DIGEST_MODEL_NAME)
+        else:
+            parts = parts or build_parts(settings, stop=stop)
+            self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
+            b = self.budget
+            marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
+                               high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
+            self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
+            loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
+            self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
+                            finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
+                            seed=settings.model.seed)
+        self.server = None
+        if settings.server.port:
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _planner(self, settings, parts: Parts) -> Planner:
+        tok = self.engine.tokenizer
+        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
+        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
+        try:
+            return Planner(self.engine.prompt_ids,
+                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
+                                                              split_special_tokens=True)["input_ids"]],
+                           max_prompt_tokens=self.budget - parts.reserve,
+                           max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+        except ValueError as exc:
+            from worker.config.settings import SettingsError
+
+            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
+
+    def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
+        """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
+        self.finishing = Finishing(settings=settings, output_topic=settings.kafka.output_topic,
+                                   model_name=model_name, registry=self.registry, tracker=self.tracker,
+                                   dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
+                                   metrics=self.metrics, wake=self.delivery.wake,
+                                   capacity=settings.pipeline.finishing_queue_bins)
+        self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
+                             registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
+                             metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
+                             finished=self.finishing.submit_finished)
+
+    # ---- life cycle -------------------------------------------------------------------
+    def start(self, stop: threading.Event | None = None) -> Worker:
+        """Start the threads: delivery first (its producer must be ready before anything is consumed).
+
+        A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
+        delivery thread was started, and close() stops it."""
+        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
+        # Python: the switch interval bounds that wait (and how often every thread is preempted).
+        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
+        if self.s.pipeline.gc_freeze:  # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
+            log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
+        self.gc.start()
+        if self.server:
+            self.server.start()
+        t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
+        t.start()
+        self._threads = [t]
+        while not self.delivery.started.wait(0.1):
+            if stop is not None and stop.is_set():
+                log.info("stopped while waiting for the producer (is the broker reachable?)")
+                return self
+        gpu = (("ribbon-gpu", self.gpu.run),) if self.gpu is not None else ()
+        for name, target in (("ribbon-finishing", self.finishing.run), *gpu, ("ribbon-ingest", self.ingest.run)):
+            th = threading.Thread(target=target, name=name, daemon=True)
+            th.start()
+            self._threads.append(th)
+        self._wire_consumer()
+        return self
+
+    def _wire_consumer(self) -> None:
+        deadline = time.monotonic() + 30
+        while self.ingest.consumer is None and time.monotonic() < deadline and self.ingest.error is None:
+            time.sleep(0.01)
+        self.delivery.consumer = self.ingest.consumer
+
+    def failed(self) -> BaseException | None:
+        gpu_error = self.gpu.error if self.gpu is not None else None
+        return self.ingest.error or gpu_error or self.finishing.error or self.delivery.failure()
+
+    def drain(self, timeout_s: float) -> bool:
+        """Stop taking input and wait until everything taken is delivered; True if it all went out."""
+        self.draining.set()
+        self.metrics.ready = False
+        self.ingest.stop_polling.set()
+        if self.packer is not None:
+            self.packer.drain(True)  # the last partial bins go at once
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.failed() is None:
+            if self.idle():
+                return True
+            time.sleep(0.05)
+        return self.idle()
+
+    def idle(self) -> bool:
+        """Nothing in flight, nothing waiting to commit, no transaction under way."""
+        return self.tracker.pending() == 0 and not self.delivery.busy
+
+    def close(self, timeout_s: float = 60.0) -> bool:
+        """Leave the group (its revoke commits what is finished), then stop delivery, then the GPU.
+
+        Returns False if a thread did not stop within `timeout_s` in all."""
+        deadline = time.monotonic() + timeout_s
+        left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
+        threads = {t.name: t for t in self._threads}  # only delivery when stopped during start()
+        self.ingest.stop.set()
+        if "ribbon-ingest" in threads:
+            threads["ribbon-ingest"].join(left())
+        self.delivery.stop.set()
+        self.delivery.wake()
+        threads["ribbon-delivery"].join(left())
+        if self.gpu is not None:
+            self.gpu.stop.set()
+            self.packer.close()
+        self.finishing.stop()  # a GPU blocked on a full finishing queue sees it and returns
+        for name in ("ribbon-gpu", "ribbon-finishing"):
+            if name in threads:
+                threads[name].join(left())
+        if self.server:
+            self.server.stop()
+        self.gc.stop()
+        if self.s.pipeline.gc_freeze:
+            unsettle()
+        if self._own_engine and isinstance(self.engine, EngineProcess):
+            self.engine.close(timeout_s=left())
+        return not any(t.is_alive() for t in self._threads)
+
+    def run_until_signalled(self, stop: threading.Event | None = None) -> int:
+        """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
+        stop = stop or install_signal_handlers()
+        self.start(stop)
+        while not stop.is_set() and self.failed() is None:
+            stop.wait(0.2)
+        if self.failed() is not None:
+            log.error("stopping without committing more: %s", self.failed())
+            self.ingest.stop_polling.set()
+            self.close(timeout_s=30)
+            return 1
+        log.info("draining (up to %.0f s)", self.s.drain_timeout_s)
+        clean = self.drain(self.s.drain_timeout_s)
+        closed = self.close(timeout_s=max(10.0, self.s.drain_timeout_s / 2))
+        if self.failed() is not None:
+            log.error("failed while stopping: %s", self.failed())
+            return 1
+        log.info("stopped%s", "" if clean and closed else " with work left uncommitted (it will be redone)")
+        return 0
+
+
+def install_signal_handlers() -> threading.Event:
+    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once."""
+    stop = threading.Event()
+    signals: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        signals.append(signum)
+        if len(signals) > 1:
+            log.warning("second signal: exiting now without committing")
+            os._exit(128 + signum)
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    return stop

@@ -1,0 +1,345 @@
+"""The delivery thread: it alone owns the producer.
+
+exactly_once: each step takes, per partition, the complete prefix of seen
+offsets (tracker.take_ready) and produces those outputs and commits their
+offsets in ONE transaction. An abortable error aborts, puts the runs back and
+retries; a fatal one stops the worker without committing.
+
+Every transactional call is bounded (kafka.txn_call_timeout_s, then retried or
+aborted), and so is the whole step (kafka.delivery_stuck_s): a step under way
+for half of it turns /healthz red (`stuck_for`), and a transaction that can be
+neither committed nor aborted by then stops the worker (exit 1) so that a
+supervisor restarts it; the new producer's init_transactions fences and aborts
+the stuck transaction. Nothing is committed that was not produced.
+at_least_once: idempotent producer; produce, wait for every delivery report,
+then hand the offsets to the ingest thread, which commits them. A crash
+between the two repeats outputs, which carry deterministic ids.
+
+This thread never calls the consumer: confluent-kafka serializes calls into
+one consumer, so a call from here would wait for the ingest thread's poll (or
+its rebalance callback, which may be waiting for us). The ingest thread hands
+over the group metadata instead (refreshed every loop, and taken inside the
+revoke callback for the final transaction of revoked partitions).
+
+Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
+more step here, then forgets the partitions, and only then returns.
+
+Contract:
+- Owns: the producer (built on this thread by the injected `make_producer`)
+  and the tracker's `take_ready` / `put_back` / `mark_committed`.
+- Input: offsets completed in the tracker (by finishing and `DeadLetters`),
+  each followed by `wake()`; without a wake it still steps every
+  `pipeline.delivery_interval_ms`.
+- May block: in transactional calls and `flush`; never on another stage.
+- Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
+  the worker without committing more.
+- Shutdown: `stop` then `wake()`: one last step, then the producer flushes.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+
+from worker.kafka.clients import Factory
+from worker.pipeline.spill import Spilled
+from worker.pipeline.tracker import OffsetTracker, Ready
+
+log = logging.getLogger(__name__)
+
+
+VALUE_DROPPED = ("error.value_dropped", b"msg_size_too_large")  # header of a dead letter sent without its value
+
+
+class FatalDeliveryError(RuntimeError):
+    """The producer cannot go on (fenced, fatal error, a transaction stuck): stop without committing."""
+
+
+class _Deadline:
+    """The time left to one delivery step; `check` raises FatalDeliveryError once it is spent."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.end = seconds, time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, what: str) -> None:
+        if self.left() <= 0:
+            log.error("delivery stuck: %s did not finish within %.0f s (kafka.delivery_stuck_s); stopping the "
+                      "worker so that a restart fences the open transaction", what, self.seconds)
+            raise FatalDeliveryError(f"{what} did not finish within {self.seconds:.0f} s")
+
+
+class Delivery:
+    def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
+                 interval_s: float = 0.5, max_records: int = 2000, max_bytes: int = 64 << 20):
+        self.s = settings
+        self.exactly_once = settings.kafka.delivery == "exactly_once"
+        self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
+        self.tracker, self.metrics = tracker, metrics
+        self.interval_s, self.max_records, self.max_bytes = interval_s, max_records, max_bytes
+        self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
+        self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
+        self._wake = threading.Event()
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.stop = threading.Event()
+        self.group_metadata = None  # the consumer's group metadata, handed over by the ingest thread
+        self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
+        self.busy = False  # a step is under way (drain waits for it)
+        self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
+        self._refused: set[int] = set()  # id() of records the broker refused as too large (sent valueless next)
+        self.producer = None
+        self.error: BaseException | None = None
+        self.started = threading.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stuck_for(self) -> float:
+        """Seconds the step under way has taken (0 when idle); /healthz is red past half of delivery_stuck_s."""
+        since = self.busy_since
+        return 0.0 if since is None else time.monotonic() - since
+
+    def failure(self) -> BaseException | None:
+        """Why delivery cannot go on, or None. Read by the app's watchdog on its own thread: a librdkafka
+        call that ignores its timeout (send_offsets_to_transaction waits out a frozen broker whatever
+        it is given) cannot stop this thread, so a step past kafka.delivery_stuck_s fails from outside."""
+        if self.error is None and self.stuck_for() > self.stuck_s:
+            log.error("delivery stuck: one step has taken %.0f s, more than kafka.delivery_stuck_s (%.0f s); "
+                      "stopping the worker so that a restart fences the open transaction",
+                      self.stuck_for(), self.stuck_s)
+            self.error = FatalDeliveryError(f"a delivery step did not finish within {self.stuck_s:.0f} s")
+        return self.error
+
+    # ---- the thread ---------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            self.producer = self.make_producer()
+            if self.exactly_once:
+                self._init_transactions()
+            self.started.set()
+            while not self.stop.is_set():
+                self._wake.wait(self.interval_s)
+                self._wake.clear()
+                self._serve_requests()
+                self.step()
+            self._serve_requests()
+            self.step()  # the last finished results go out before we leave
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self.error = exc
+            log.exception("delivery thread failed")
+        finally:
+            self.started.set()
+            self._serve_requests(commit=False)
+            if self.producer is not None:
+                self.producer.flush(5.0)
+
+    def _init_transactions(self) -> None:
+        """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each
+        call waits one second at most (librdkafka resumes a timed-out init), so the stop is seen soon."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        delay, started, next_log = 0.5, time.monotonic(), 0.0
+        while not self.stop.is_set():
+            try:
+                self.producer.init_transactions(min(1.0, self.op_timeout_s))
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.fatal():
+                    raise FatalDeliveryError(f"init_transactions: {err}") from exc
+                if time.monotonic() >= next_log:
+                    log.warning("init_transactions not done after %.0f s (%s); retrying",
+                                time.monotonic() - started, err)
+                    next_log = time.monotonic() + 30.0
+                if err.code() != KafkaError._TIMED_OUT:
+                    self.stop.wait(delay)
+                    delay = min(delay * 2, 10.0)
+
+    # ---- revokes --------------------------------------------------------------------
+    def flush_and_forget(self, tps: list, group_metadata, timeout_s: float = 30.0) -> None:
+        """Called on the ingest thread: commit what is finished for `tps`, then forget them."""
+        if self.stop.is_set() or self.error is not None:  # no delivery thread to serve it
+            for tp in tps:
+                self.tracker.revoke(tp)
+            return
+        done = threading.Event()
+        self._requests.put((tps, group_metadata, done))
+        self.wake()
+        if not done.wait(timeout_s):
+            log.error("revoke of %s not served within %.0f s; dropping them uncommitted", tps, timeout_s)
+            for tp in tps:
+                self.tracker.revoke(tp)
+
+    def _serve_requests(self, commit: bool = True) -> None:
+        """Serve queued revokes: one more step (unless failing), then forget their partitions."""
+        while True:
+            try:
+                tps, metadata, done = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if commit:
+                    self.step(metadata)
+            finally:
+                for tp in tps:
+                    self.tracker.revoke(tp)
+                done.set()
+
+    # ---- one step -------------------------------------------------------------------
+    def step(self, group_metadata=None) -> int:
+        """Send every committable run; returns the number of input offsets committed."""
+        self.busy = True
+        try:
+            ready = self.tracker.take_ready(self.max_records, self.max_bytes)  # bounds the producer's buffer
+            if not ready:
+                return 0
+            self.busy_since = time.monotonic()
+            ok = self._transaction(ready, group_metadata or self.group_metadata, _Deadline(self.stuck_s)) \
+                if self.exactly_once else self._at_least_once(ready)
+            if not ok:
+                self.tracker.put_back(ready)
+                return 0
+            self.tracker.mark_committed(ready)
+            self.metrics.delivery_step.observe(time.monotonic() - self.busy_since)
+        finally:
+            self.busy, self.busy_since = False, None
+        n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
+        self.metrics.produced.inc(n_out)
+        n_in = sum(len(r.offsets) for r in ready)
+        self.metrics.committed.inc(n_in)
+        return n_in
+
+    def _produce_all(self, ready: list[Ready], deadline: _Deadline, failed: list) -> None:
+        """Produce every record; delivery reports that fail are appended to `failed` as (record, error)."""
+        for r in ready:
+            for rec in r.records:
+                self._produce(rec, deadline, failed)
+            self.producer.poll(0)
+
+    def _produce(self, rec, deadline: _Deadline, failed: list) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        if id(rec) in self._refused:  # the broker refused it as too large before: its value stays behind
+            rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, (*rec.headers, VALUE_DROPPED))
+        value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
+        headers = list(rec.headers)
+        report = lambda err, _msg, rec=rec: failed.append((rec, err)) if err is not None else None  # noqa: E731
+        while True:
+            try:
+                self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
+                                      on_delivery=report)
+                return
+            except BufferError:  # the producer's queue is full: wait for deliveries, not for ever
+                deadline.check("producing (the producer queue stayed full)")
+                self.producer.poll(0.05)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE or value is None:
+                    raise
+                # A record that can never be produced must not stall every partition: the dead-letter
+                # copy goes without the original bytes (its headers still say where they are).
+                log.warning("record for %s too large (%d bytes): dead-lettered without its value",
+                            rec.topic, len(value))
+                rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, rec.headers)
+                value, headers = None, [*rec.headers, VALUE_DROPPED]
+
+    def _note_refused(self, failed: list) -> None:
+        """Records the broker refused as too large go without their value next time (or they would fail
+        every retry, and hold their partition for good)."""
+        from confluent_kafka import KafkaError
+
+        for rec, err in failed:
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE and rec.value is not None and id(rec) not in self._refused:
+                log.warning("the broker refused a record for %s as too large (%d bytes): it goes to the "
+                            "dead-letter topic without its value", rec.topic, rec.size)
+                self._refused.add(id(rec))
+
+    def _delivered(self, ready: list[Ready]) -> None:
+        self._refused.difference_update(id(rec) for r in ready for rec in r.records)
+
+    @staticmethod
+    def _offsets(ready: list[Ready]) -> list:
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition(r.tp[0], r.tp[1], r.next_offset) for r in ready]
+
+    def _transaction(self, ready: list[Ready], group_metadata, deadline: _Deadline) -> bool:
+        """One transaction: the runs' records and their offsets, or nothing (abort, retry later).
+
+        Each call waits kafka.txn_call_timeout_s at most. A timed-out commit may still complete, so
+        it is resumed, never aborted; an abort that times out is called again. Past the step's
+        deadline (kafka.delivery_stuck_s) the worker stops: FatalDeliveryError.
+        """
+        from confluent_kafka import KafkaException
+
+        if group_metadata is None:
+            return False  # no assignment yet
+        p = self.producer
+        failed: list = []
+        try:
+            p.begin_transaction()
+            self._produce_all(ready, deadline, failed)
+            p.send_offsets_to_transaction(self._offsets(ready), group_metadata, self.op_timeout_s)
+            self._commit(deadline)
+            self.metrics.txn_commits.inc()
+            self._delivered(ready)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.fatal():
+                raise FatalDeliveryError(f"transaction failed fatally: {err}") from exc
+            log.warning("transaction aborted (%s); %d runs will be retried", err, len(ready))
+            self._abort(deadline)
+            p.poll(0)  # delivery reports of the aborted records
+            self._note_refused(failed)
+            time.sleep(0.2)
+            return False
+
+    def _commit(self, deadline: _Deadline) -> None:
+        from confluent_kafka import KafkaException
+
+        while True:
+            try:
+                self.producer.commit_transaction(self.op_timeout_s)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.retriable() and not err.txn_requires_abort() and not err.fatal():
+                    log.warning("commit_transaction: %s; resuming it", err)
+                    deadline.check("commit_transaction")
+                    continue  # resume the same commit
+                raise
+
+    def _abort(self, deadline: _Deadline) -> None:
+        from confluent_kafka import KafkaException
+
+        self.metrics.txn_aborts.inc()
+        while True:
+            try:
+                self.producer.abort_transaction(self.op_timeout_s)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.fatal():
+                    raise FatalDeliveryError(f"abort failed fatally: {err}") from exc
+                if not err.retriable():
+                    log.warning("abort_transaction: %s", err)
+                    return
+                log.warning("abort_transaction: %s; calling it again", err)
+                deadline.check("abort_transaction")
+
+    def _at_least_once(self, ready: list[Ready]) -> bool:
+        failed: list = []
+        self._produce_all(ready, _Deadline(self.stuck_s), failed)
+        left = self.producer.flush(self.op_timeout_s)
+        if left or failed:
+            log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(failed),
+                        failed[0][1] if failed else "flush timeout")
+            self._note_refused(failed)
+            return False
+        self._delivered(ready)
+        self.to_commit.put(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
+        return True

@@ -1,0 +1,140 @@
+"""The GPU stage when the model runs in its own process: a thin proxy that moves bins and results.
+
+    bin = packer.next_bin() → copy into the pipe → release the slot → (engine process runs it)
+    ("done", outputs, timings) ← pipe → finishing.submit_bin
+
+Contract: the GPU stage's (worker.pipeline.gpu), with the model behind `EngineProcess`:
+- Owns: the packer's consumer side and the bins in flight (`ahead + 1` at most: the one running
+  there and `ahead` queued behind it, so the model never waits for this process between bins).
+  A bin is queued behind a running one only when the packer already holds a full bin (a backlog:
+  waiting would not change it); otherwise the next bin is cut when the running one ends, so it
+  takes every document that arrived meanwhile instead of waiting a whole bin behind it (under a
+  steady load that is about one bin time less latency; the engine then waits a few milliseconds
+  for the bin, time a load below capacity has to spare).
+  Nothing per document happens here; finishing is unchanged.
+- Threads: `run` (the sender: packer → engine process) and a receiver it starts (engine process
+  → finishing), so a slow finishing stage never delays the next bin's sending.
+- May block: `packer.next_bin` and the wait for room (short timeouts, so `stop` is seen), the
+  pipe, and `finishing.submit_bin` while finishing's queue is full (backpressure, as before).
+- Metrics keep their meaning: busy seconds are the engine process's own time per bin (staging
+  to the last output), bins, model documents, input tokens, fill, model errors (failed bins) and
+  OOM splits as it counts them. `busy_since` is set while a bin is in flight; the heartbeat
+  moves while nothing is, or whenever a result arrives (a model stuck under a bin stops it).
+- Errors: a failed bin is retried one document at a time there; a lone failure comes back as its
+  exception (finishing dead-letters it). The engine process dying (EngineProcessError) stops the
+  stage with `error` set; the app stops the worker without committing more, and the bins in
+  flight are redone after a restart (their offsets never committed).
+- Shutdown: `stop` is set, then the packer is closed; both threads return at once. Results of
+  bins in flight then are dropped (uncommitted); the engine process itself is closed by its owner.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from worker.packer.config import PackerConfig
+from worker.pipeline.inflight import DocRegistry, mark_bin
+from worker.remote.process import EngineProcess
+from worker.pipeline.gpu import BinSink
+
+log = logging.getLogger(__name__)
+
+
+class ProcessGpuLoop:
+    def __init__(self, *, engine: EngineProcess, packer, registry: DocRegistry, finishing: BinSink, metrics,
+                 config: PackerConfig, seed: int = 0, ahead: int = 1) -> None:
+        self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
+        self.metrics, self.config, self.seed = metrics, config, seed
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.busy_since: float | None = None
+        self._room = threading.Semaphore(ahead + 1)
+        self._freed = threading.Event()  # a result arrived: the model may be free
+        self._lock = threading.Lock()
+        self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
+
+    def run(self) -> None:
+        rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
+        rx.start()
+        try:
+            while not self.stop.is_set() and self.error is None:
+                if not self._inflight:
+                    self.metrics.gpu_heartbeat = time.monotonic()
+                if not self._room.acquire(timeout=0.05):
+                    continue
+                self._freed.clear()
+                if self._inflight and not self._full_bin_pending():
+                    self._room.release()  # not a backlog: cut the next bin when the model is free
+                    self._freed.wait(0.01)
+                    continue
+                b = self.packer.next_bin(0.05)
+                if b is None:
+                    self._room.release()
+                    continue
+                self._send(b)
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self._fail(exc)
+        rx.join(1.0)
+
+    def _full_bin_pending(self) -> bool:
+        """Does the packer hold a full bin's documents or weight already?"""
+        st = self.packer.stats()
+        return st.pending_seqs >= self.config.max_seqs or st.pending_weight >= self.config.budget
+
+    def _send(self, b) -> None:
+        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
+        seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+        with self._lock:  # registered before the result can arrive
+            try:
+                bin_id = self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
+                                              [s is not None for s in seqs])
+            finally:
+                self.packer.release(b.slot)  # send_bin copied the slot
+            self._inflight[bin_id] = (seqs, int(b.num_tokens))
+            if self.busy_since is None:
+                self.busy_since = time.monotonic()
+
+    def _receive(self) -> None:
+        try:
+            while not self.stop.is_set() and self.error is None:
+                msg = self.engine.receive(0.05)
+                if msg is not None and msg[0] == "done":
+                    self._done(*msg[1:])
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self._fail(exc)
+
+    def _done(self, bin_id: int, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int) -> None:
+        with self._lock:
+            entry = self._inflight.pop(bin_id, None)
+            if entry is None:
+                return  # a bin of an earlier stage on the same engine process (benchmarks)
+            self.busy_since = t1 if self._inflight else None  # the next bin was queued there: it started at t1
+        self._room.release()
+        self._freed.set()
+        seqs, num_tokens = entry
+        self.metrics.gpu_heartbeat = time.monotonic()
+        mark_bin([s.doc for s in seqs if s is not None], t0, t1)
+        self._count(len(seqs), num_tokens, t1 - t0, bin_errors, oom_splits)
+        self.finishing.submit_bin(list(zip(seqs, outs)), (t1 - t0) / max(1, len(seqs)))
+
+    def _count(self, n: int, num_tokens: int, gpu_s: float, bin_errors: int, oom_splits: int) -> None:
+        m = self.metrics
+        m.bin_fill.observe(self.config.fill(num_tokens, n))
+        m.bins.inc()
+        m.model_documents.inc(n)
+        m.gpu_seconds.inc(gpu_s)
+        m.bin_seconds.observe(gpu_s)
+        m.input_tokens.inc(num_tokens)
+        if bin_errors:
+            m.model_errors.inc(bin_errors)
+        seen = self.engine.stats["oom_splits"]  # the engine process's count, over every stage it served
+        if oom_splits > seen:
+            m.oom_splits.inc(oom_splits - seen)
+            self.engine.stats["oom_splits"] = oom_splits
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = exc
+            log.error("gpu stage failed: %s", exc)

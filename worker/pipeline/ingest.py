@@ -1,0 +1,395 @@
+"""The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
+
+poll → decode → validate → preprocess (digest, highlights, compaction: worker/pipeline/preprocess.py, in worker
+processes when pipeline.preprocess_processes > 0) → plan (prompt, tokenize, chunk) → packer.submit;
+in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
+Bad input is completed at once with a dead-letter record. Rebalance callbacks
+run here, inside poll. Backpressure pauses every assigned partition above a
+high watermark and resumes below a low one; polling goes on while paused,
+so the group never sees this consumer as stuck.
+
+Contract:
+- Owns: the consumer (built on this thread by the injected `make_consumer`),
+  the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
+  once per document, taken back in fetch order), the token gate of compaction, the planner and
+  tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
+  round back through `combine_q`).
+- May block: in the poll (`take`: at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
+  waits for the pool's batches and for delivery's last transaction of those partitions; an assign
+  asks the group coordinator for the committed offsets, at most 10 s), in
+  planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
+  Never on the GPU: `packer.submit` does not wait.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
+  a failed thread sets `error` and the app stops the worker.
+- Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
+  `stop`: the consumer closes (its revoke commits what is finished).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from worker.digest.prepared import PrepareOptions
+from worker.digest.prompt import DocumentText, token_gate
+from worker.kafka.clients import Factory, start_positions, take
+from worker.kafka.config import offset_reset
+from worker.messages.models import BadMessage, decode_input, default_id
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.inflight import Doc, DocRegistry
+from worker.pipeline.planner import Planner, combine_text
+from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
+from worker.pipeline.tracker import OffsetTracker
+
+log = logging.getLogger(__name__)
+
+MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
+POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
+
+
+@dataclass(frozen=True)
+class Watermarks:
+    high_tokens: int
+    low_tokens: int
+    high_messages: int
+    low_messages: int
+
+
+FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
+
+
+class Ingest:
+    def __init__(self, *, settings, make_consumer: Factory, tracker: OffsetTracker, registry: DocRegistry,
+                 packer, planner: Planner | None, delivery, metrics, watermarks: Watermarks, dead_letters: DeadLetters,
+                 finished: FinishedFn | None = None):
+        """Digest mode: packer and planner None, and `finished` takes each document with its rendering."""
+        if planner is None and finished is None:
+            raise ValueError("digest mode (no planner) needs finished=")
+        self.finished = finished
+        self.s = settings
+        self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
+        self.tracker, self.registry, self.packer = tracker, registry, packer
+        self.planner, self.delivery, self.metrics = planner, delivery, metrics
+        self.marks = watermarks
+        self.dead_letters = dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
+        self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
+        self.stop_polling = threading.Event()  # drain: take no new messages
+        self.stop = threading.Event()          # leave: close the consumer
+        self.paused = False
+        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
+        self.consumer = None
+        self.prepare_options = PrepareOptions(
+            highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
+            min_saving=settings.digest.min_saving, render=planner is None)
+        self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
+        self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
+        self.assigned = threading.Event()
+        self.error: BaseException | None = None
+        self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
+
+    # ---- the thread ---------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            processes = auto_processes(self.s.pipeline.preprocess_processes)
+            if processes:
+                self.preprocess = Preprocessor(processes, self.prepare_options)
+                self.batches = InOrder(self.preprocess, POOL_DEPTH)
+                log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
+            self.consumer = self.make_consumer()
+            self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
+                                    on_revoke=self._on_revoke, on_lost=self._on_lost)
+            next_lag = 0.0
+            while not self.stop.is_set():
+                # Delivery never calls the consumer (calls into one consumer are serialized): hand it
+                # the group metadata for its transactions, and commit what it delivered (at_least_once).
+                self.delivery.group_metadata = self.consumer.consumer_group_metadata()
+                self._commit_delivered(asynchronous=True)
+                self._plan_combines()
+                self._backpressure()
+                if time.monotonic() >= next_lag:
+                    self._report_lag()
+                    self._report_held()
+                    next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
+                # short polls while batches are in the pool: their documents go on as soon as they are back
+                msgs = take(self.consumer, self.batch, 0.005 if len(self.batches) else 0.05)
+                # While draining, polled messages are not registered: their offsets never commit,
+                # so whoever owns the partition next gets them again.
+                if msgs and not self.stop_polling.is_set():
+                    self._ingest(msgs)
+                # polled batches come back from the pool in order; with nothing new polled, wait for them
+                self._take_prepared(block=not msgs or self.stop_polling.is_set())
+        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
+            self.error = exc
+            log.exception("ingest thread failed")
+        finally:
+            self._close()
+
+    def _commit_delivered(self, asynchronous: bool) -> None:
+        from confluent_kafka import KafkaException
+
+        offsets: dict = {}
+        while True:
+            try:
+                for tp in self.delivery.to_commit.get_nowait():
+                    offsets[(tp.topic, tp.partition)] = tp
+            except queue.Empty:
+                break
+        if offsets:
+            try:
+                self.consumer.commit(offsets=list(offsets.values()), asynchronous=asynchronous)
+            except KafkaException as exc:
+                log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
+
+    def _close(self) -> None:
+        self.preprocess.close()
+        if self.consumer is not None:
+            try:
+                self.consumer.close()
+            except Exception:  # noqa: BLE001 - closing after a failure; nothing left to save
+                log.warning("consumer close failed", exc_info=True)
+
+    # ---- messages -----------------------------------------------------------------
+    def _ingest(self, msgs: list) -> None:
+        good: list[Doc] = []
+        wall = time.time()
+        for m in msgs:
+            if m.error() is not None:
+                if not m.error().name() == "_PARTITION_EOF":
+                    log.warning("consume error: %s", m.error())
+                continue
+            tp = (m.topic(), m.partition())
+            epoch = self.tracker.epoch(tp)
+            if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
+                continue  # not ours any more
+            self.metrics.consumed.inc()
+            kind, ts_ms = m.timestamp()
+            if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
+                self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
+            try:
+                msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
+            except BadMessage as err:
+                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message,
+                                  m.headers())
+                continue
+            doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
+            meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
+            good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
+                            raw=m.value(), headers=tuple(m.headers() or ())))
+        if good:
+            self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
+                                [d.meta.get("kind") for d in good])
+        self._take_prepared(block=False)
+
+    def _take_prepared(self, block: bool) -> None:
+        """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
+        done = self.batches.take(block)
+        self.metrics.digest_wall_seconds.inc(self.batches.new_seconds())  # handing over and waiting
+        for docs, preps in done:
+            self._prepared(docs, preps)
+
+    def _prepared(self, docs: list[Doc], preps: list) -> None:
+        """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
+        good, texts = self._digest(docs, preps)
+        if not good:
+            return
+        if self.planner is None:  # digest mode: no model, the digest in English is the summary
+            for doc in good:
+                self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
+            return
+        batch: list[tuple[int, np.ndarray, int]] = []
+        for doc, plan in zip(good, self.planner.plan_many(texts)):
+            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+            doc.document_tokens = doc.document_tokens or plan.document_tokens
+            self.metrics.document_tokens.inc(doc.document_tokens)
+            batch.extend(self._sequences(doc, plan))
+        now = time.monotonic()  # stamped first: a bin may take them before submit_many returns
+        for doc in good:
+            doc.packed = now
+        self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
+
+    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
+        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
+        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
+        self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
+        ok: list[Doc] = []
+        for doc, prep in zip(docs, preps):
+            if prep.error is not None:
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error", prep.error,
+                                  doc.headers)
+                continue
+            doc.prepared = prep
+            ok.append(doc)
+        texts = [d.text for d in ok]
+        if self.planner is None or not self.s.digest.compaction:
+            return ok, texts
+        chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
+                  else DocumentText(d.text, False, 0, 0) for d in ok]
+        # Counting the raw documents' tokens is work the planner does anyway without compaction.
+        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
+        for doc, c in zip(ok, chosen):
+            doc.document_tokens = c.raw_tokens
+            self.metrics.compacted.inc(c.compacted)
+        return ok, [c.text for c in chosen]
+
+    def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
+        """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
+        limit = self.planner.max_prompt_tokens
+        if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
+            self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
+                              f"a planned prompt exceeds {limit} tokens", doc.headers)
+            return []
+        out = []
+        for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
+            seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
+            out.append((sid, seq.tokens, doc.epoch))
+        return out
+
+    def _plan_combines(self) -> None:
+        while True:
+            try:
+                doc = self.combine_q.get_nowait()
+            except queue.Empty:
+                return
+            if self.tracker.epoch(doc.tp) != doc.epoch:
+                continue  # revoked meanwhile
+            parts = [doc.parts[i] for i in sorted(doc.parts)]
+            plan = self.planner.plan(combine_text(parts))
+            doc.rounds += 1
+            if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
+                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
+                                  f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
+                                  doc.headers)
+                continue
+            self.packer.submit_many(self._sequences(doc, plan))
+
+    def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
+                     in_headers=()) -> None:
+        self.dead_letters.send(tp, epoch, offset, key, value, error_class, message, in_headers)
+
+    def _report_lag(self) -> None:
+        """Per partition: lag against the committed offset, and what is fetched but unfinished.
+
+        The high watermark is librdkafka's cached one (no round trip); the committed offset is the
+        tracker's (where this assignment resumed, then what delivery committed since), so a partition
+        whose documents sit in the packer or on the model still shows them as lag.
+        """
+        parts = self.consumer.assignment()
+        if not parts:
+            return
+        for tp in self.consumer.position(parts):
+            key = (tp.topic, tp.partition)
+            committed, unfinished = self.tracker.progress(key)
+            try:
+                _, high = self.consumer.get_watermark_offsets(tp, cached=True)
+            except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
+                continue
+            start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
+            if high >= 0 and start is not None and start >= 0:
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
+            self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
+
+    def _report_held(self) -> None:
+        """How long each partition's oldest unfinished input has held its commits; one warning per input
+        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
+        limit = self.s.kafka.hold_warning_s
+        holding = self.tracker.holding()
+        for (topic, part), offset, age in holding:
+            self.metrics.held.labels(topic, str(part)).set(age)
+            key = ((topic, part), self.tracker.epoch((topic, part)), offset)
+            if age >= limit and key not in self._warned:
+                self._warned.add(key)
+                self.metrics.slow_documents.inc()
+                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
+                            "%.0f s)", topic, part, offset, age, limit,
+                            extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
+        held = {tp for tp, _, _ in holding}
+        for tp in self.tracker.partitions():
+            if tp not in held:
+                self.metrics.held.labels(tp[0], str(tp[1])).set(0)
+        self._warned = {k for k in self._warned if (k[0], k[2]) in {(tp, off) for tp, off, _ in holding}}
+
+    # ---- backpressure -------------------------------------------------------------
+    def _backpressure(self) -> None:
+        tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
+        inflight = self.tracker.pending()
+        self.metrics.pending_tokens.set(tokens)
+        self.metrics.inflight.set(inflight)
+        self.metrics.reorder.set(self.tracker.waiting())
+        self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
+        want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
+            inflight > self.marks.high_messages
+        want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
+            inflight < self.marks.low_messages
+        parts = self.consumer.assignment()
+        if want_pause and not self.paused:
+            self.consumer.pause(parts)
+            self.paused = True
+            self.metrics.paused.set(len(parts))
+            log.info("paused %d partitions (pending tokens %d, in flight %d)", len(parts), tokens, inflight)
+        elif want_resume and self.paused:
+            self.consumer.resume(parts)
+            self.paused = False
+            self.metrics.paused.set(0)
+            log.info("resumed %d partitions", len(parts))
+
+    # ---- rebalances (called inside poll, on this thread) --------------------------
+    def _on_assign(self, consumer, partitions) -> None:
+        for p in partitions:
+            self.tracker.assign((p.topic, p.partition))
+        if partitions:
+            # librdkafka keeps a partition's pause flag across unassign and assign: a partition lost while
+            # paused comes back paused, and a resume after the loss (on the empty assignment) never reaches
+            # it. So every assignment sets the flag explicitly, to what backpressure wants now.
+            # Each partition starts where the group committed, or where auto.offset.reset says, named
+            # here so librdkafka does not wait its fixed 100 ms before looking that up (start_positions).
+            partitions = start_positions(consumer, partitions, offset_reset(self.s.kafka))
+            consumer.incremental_assign(partitions)
+            (consumer.pause if self.paused else consumer.resume)(partitions)
+            self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
+        self.assigned.set()
+        self.metrics.ready = bool(partitions) or bool(consumer.assignment())
+        log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
+
+    def _forget(self, partitions) -> tuple[list, set[int]]:
+        tps = [(p.topic, p.partition) for p in partitions]
+        epochs = {e for e in (self.tracker.epoch(tp) for tp in tps) if e is not None}
+        for e in epochs:
+            if self.packer is not None:
+                self.packer.cancel(e)
+        self.registry.drop_epochs(epochs)
+        return tps, epochs
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
+        tps, _ = self._forget(partitions)
+        self._not_ready_if_empty(consumer, partitions)
+        # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
+        # The metadata is taken here, inside the callback: the consumer admits this re-entrant call.
+        self.delivery.flush_and_forget(tps, group_metadata=consumer.consumer_group_metadata())
+        self._commit_delivered(asynchronous=False)
+        log.info("revoked %s", tps)
+
+    def _not_ready_if_empty(self, consumer, partitions) -> None:
+        gone = {(p.topic, p.partition) for p in partitions}
+        if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
+            self.metrics.ready = False
+        for topic, part in gone:
+            for gauge in (self.metrics.lag, self.metrics.unfinished, self.metrics.held):
+                try:
+                    gauge.remove(topic, str(part))
+                except KeyError:
+                    pass
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self._take_prepared(block=True)
+        tps, _ = self._forget(partitions)
+        self._not_ready_if_empty(consumer, partitions)
+        for tp in tps:
+            self.tracker.revoke(tp)
+        log.warning("lost %s: their uncommitted results are dropped", tps)

@@ -1,0 +1,59 @@
+"""Building a document's output message: the one place per-document output fields are made.
+
+Called by the finishing stage (worker/pipeline/finishing.py) for every document,
+generative or digest mode. Pure: no Kafka, no CUDA, no shared state.
+The digest and the highlights come from the document's one digest pass
+(doc.prepared, made by ingest, in the preprocessing pool or on its thread);
+a document without one gets it here.
+"""
+
+from __future__ import annotations
+
+from worker.digest.prepared import PrepareOptions, Prepared, prepare
+from worker.digest.render import render
+from worker.messages.models import OutputMessage
+from worker.pipeline.inflight import Doc
+
+
+def prepared_of(doc: Doc, highlights: int) -> Prepared:
+    """The document's pass (made by ingest); a document without one gets it here."""
+    if doc.prepared is None:
+        doc.prepared = prepare(doc.text, doc.meta.get("source"), doc.meta.get("kind"),
+                               PrepareOptions(highlights=highlights, compaction=False, min_saving=0.0, render=True))
+    return doc.prepared
+
+
+def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: float) -> OutputMessage:
+    """The output message of a finished document. `now` is time.monotonic() at finishing."""
+    p = prepared_of(doc, settings.model.highlights)
+    grounding = None
+    if settings.model.mode == "generative":
+        from worker.pipeline.grounding import check
+
+        def fallback() -> str:
+            return p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
+
+        checked = check(summary, doc.text, p.digest, fallback, settings.model.grounding,
+                        extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
+        summary, grounding = checked.text, checked.grounding.as_dict()
+    queued = (doc.first_gpu or now) - doc.received
+    return OutputMessage(
+        id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
+        attributes=doc.meta.get("attributes"),
+        input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
+        summary=summary.strip(),
+        highlights=p.highlights, digest=p.digest, mode=settings.model.mode, model=model_name,
+        tokens={"input": doc.input_tokens, "document": doc.document_tokens, "output": doc.output_tokens,
+                "chunks": doc.chunks},
+        truncated=doc.truncated,
+        timing_ms={"queued": round(queued * 1e3, 3), "gpu": round(doc.gpu_s * 1e3, 3),
+                   "total": round((now - doc.received) * 1e3, 3),
+                   "ingest": round(_since(doc.received, doc.packed), 3),
+                   "model_done": round(_since(doc.received, doc.model_end), 3)},
+        grounding=grounding,
+    )
+
+
+def _since(t0: float, t: float | None) -> float:
+    """Milliseconds from t0 to t (0 when t was never reached, e.g. in digest mode)."""
+    return max(0.0, (t - t0) * 1e3) if t is not None else 0.0

@@ -1,0 +1,188 @@
+"""Offsets that never lie: which input offsets are done, and which outputs may go out with them.
+
+Offsets ride with the data. The ingest thread registers every offset it sees
+(offsets are not contiguous: compaction and transaction markers leave gaps);
+the GPU and ingest threads complete them with the records to produce (a
+summary, or a dead-letter record). The delivery thread takes, per partition,
+the longest prefix of seen offsets that are all complete: those outputs and the
+offset after the last of them go out together (one transaction, or produce
+then store). Results that finish out of order wait here: the reorder buffer.
+
+Every partition assignment gets a fresh epoch; results of an older epoch of
+the same partition (revoked, then assigned back) are dropped, never produced.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from worker.pipeline.spill import Spilled
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One message to produce: to the output or the dead-letter topic."""
+
+    topic: str
+    key: bytes | None
+    value: bytes | Spilled | None  # Spilled: a large dead-letter value waiting on disk (spill.py)
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.value) if self.value is not None else 0
+
+
+@dataclass
+class _Partition:
+    epoch: int
+    seen: deque[int] = field(default_factory=deque)  # offsets in arrival (= offset) order
+    seen_at: deque[float] = field(default_factory=deque)  # time.monotonic() of each, same order
+    done: dict[int, tuple[Record, ...]] = field(default_factory=dict)
+    committed: int | None = None  # the next offset to consume after what is committed (None: not known yet)
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A committable run of one partition: its records, in offset order, and the offset to commit."""
+
+    tp: TopicPartition
+    epoch: int
+    records: tuple[Record, ...]
+    offsets: tuple[int, ...]
+
+    @property
+    def next_offset(self) -> int:
+        return self.offsets[-1] + 1
+
+
+class OffsetTracker:
+    """Thread-safe per-partition reorder buffer over the offsets actually seen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parts: dict[TopicPartition, _Partition] = {}
+        self._next_epoch = 1
+
+    def assign(self, tp: TopicPartition) -> int:
+        """Start tracking a newly assigned partition; returns its epoch (also its packer key)."""
+        with self._lock:
+            epoch = self._next_epoch
+            self._next_epoch += 1
+            self._parts[tp] = _Partition(epoch)
+            return epoch
+
+    def revoke(self, tp: TopicPartition) -> None:
+        """Forget a partition: pending and completed-but-uncommitted results are dropped."""
+        with self._lock:
+            self._parts.pop(tp, None)
+
+    def epoch(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            p = self._parts.get(tp)
+            return p.epoch if p else None
+
+    def see(self, tp: TopicPartition, epoch: int, offset: int) -> bool:
+        """Register an offset as consumed; False if the partition is not (or no longer) ours."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch:
+                return False
+            if p.seen and offset <= p.seen[-1]:
+                return False  # a rewind (e.g. offset reset): that offset is already tracked
+            if p.committed is None:
+                p.committed = offset  # a fresh assignment resumes at the group's committed offset
+            p.seen.append(offset)
+            p.seen_at.append(time.monotonic())
+            return True
+
+    def mark_committed(self, ready: list[Ready]) -> None:
+        """Delivery committed these runs (or, at least once, handed their offsets to the commit)."""
+        with self._lock:
+            for r in ready:
+                p = self._parts.get(r.tp)
+                if p is not None and p.epoch == r.epoch:
+                    p.committed = max(p.committed or 0, r.next_offset)
+
+    def progress(self, tp: TopicPartition) -> tuple[int | None, int]:
+        """(committed next offset or None if not known yet, offsets fetched but not yet committed)."""
+        with self._lock:
+            p = self._parts.get(tp)
+            return (None, 0) if p is None else (p.committed, len(p.seen))
+
+    def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
+        """Attach the records of a finished offset; False (dropped) if its epoch is gone."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch:
+                return False
+            p.done[offset] = records
+            return True
+
+    def take_ready(self, max_records: int | None = None, max_bytes: int | None = None) -> list[Ready]:
+        """Pop, per partition, the longest complete prefix of seen offsets (at most `max_records` records
+        and, past the first record, `max_bytes` of values in all: one transaction's share of memory)."""
+        out: list[Ready] = []
+        size = 0
+        with self._lock:
+            for tp, p in self._parts.items():
+                recs: list[Record] = []
+                offs: list[int] = []
+                while p.seen and p.seen[0] in p.done:
+                    if max_records is not None and recs and len(recs) >= max_records:
+                        break
+                    nxt = sum(r.size for r in p.done[p.seen[0]])
+                    if max_bytes is not None and size and size + nxt > max_bytes:
+                        break
+                    size += nxt
+                    off = p.seen.popleft()
+                    p.seen_at.popleft()
+                    recs.extend(p.done.pop(off))
+                    offs.append(off)
+                if offs:
+                    out.append(Ready(tp, p.epoch, tuple(recs), tuple(offs)))
+        return out
+
+    def put_back(self, ready: list[Ready]) -> None:
+        """Return taken runs (their transaction aborted) so they go out again, in order."""
+        with self._lock:
+            for r in ready:
+                p = self._parts.get(r.tp)
+                if p is None or p.epoch != r.epoch:
+                    continue  # revoked meanwhile: another consumer will redo them
+                # The run's records ride on its first offset; the others carry none.
+                now = time.monotonic()
+                for off in reversed(r.offsets):
+                    p.seen.appendleft(off)
+                    p.seen_at.appendleft(now)
+                    p.done[off] = ()
+                p.done[r.offsets[0]] = r.records
+
+    def holding(self) -> list[tuple[TopicPartition, int, float]]:
+        """Per partition whose oldest seen offset is unfinished: (partition, that offset, seconds since seen).
+        That offset holds every later result of its partition back from commit."""
+        now = time.monotonic()
+        with self._lock:
+            return [(tp, p.seen[0], now - p.seen_at[0]) for tp, p in self._parts.items()
+                    if p.seen and p.seen[0] not in p.done]
+
+    def pending(self) -> int:
+        """Offsets seen but not yet taken (in flight or waiting in the reorder buffer)."""
+        with self._lock:
+            return sum(len(p.seen) for p in self._parts.values())
+
+    def waiting(self) -> int:
+        """Completed offsets held back behind an unfinished one (the reorder buffer's size)."""
+        with self._lock:
+            return sum(len(p.done) for p in self._parts.values())
+
+    def partitions(self) -> list[TopicPartition]:
+        with self._lock:
+            return list(self._parts)

@@ -1,0 +1,156 @@
+"""The engine process's side: load the model, warm it up, then run the bins the worker sends.
+
+Started by `worker.remote.process.EngineProcess` (spawn context: a fresh interpreter
+that alone initialises CUDA). Its main thread does nothing but run bins through the Engine's
+public API (`load_engine`, `autotune_budget`, `warm_up`, `stage`, `generate`); a reader thread
+takes the next bin off the pipe (and pins it) while the current one runs, so the GPU never waits
+for the worker between bins. See engine_process.py for the protocol.
+
+It ignores SIGINT and SIGTERM: the worker stops it (a "stop" message, or the pipe closing when
+the worker exits or dies), after its drain, so a signal to the whole process group cannot kill
+the model under a bin the worker is about to commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contains
+
+
+def child_main(spec, bins, results) -> None:
+    """Entry point of the engine process (spec: engine_process.EngineSpec)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from worker.observability.logs import setup_logging
+
+    setup_logging(spec.log_level, spec.log_format)
+    try:
+        engine, ready = _start(spec)
+    except BaseException as exc:  # noqa: BLE001 - reported to the worker, which stops with one line
+        log.exception("the engine process could not start")
+        results.send(("failed", _failure(exc)))
+        return
+    results.send(("ready", ready))
+    inbox: queue.Queue = queue.Queue()
+    outbox: queue.Queue = queue.Queue()
+    threading.Thread(target=_read, args=(bins, inbox, engine.device.type == "cuda"), name="ribbon-engine-reader",
+                     daemon=True).start()
+    sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
+    sender.start()
+    while (item := inbox.get()) is not None:
+        outbox.put(_run(engine, item))
+    outbox.put(None)
+    sender.join()  # every result is in the pipe before the process ends
+
+
+def _send(results, outbox: queue.Queue, inbox: queue.Queue) -> None:
+    """Put results into the pipe, so the main thread goes on to the next bin at once: a bin's result
+    (a few hundred kB for 256 documents) outgrows the pipe's buffer, and the worker reads it only
+    when its receiver thread gets the worker's interpreter lock. The worker gone ends the process."""
+    try:
+        while (msg := outbox.get()) is not None:
+            results.send(msg)
+    except OSError:  # a broken or closed pipe
+        log.info("the worker is gone: the engine process ends")
+        inbox.put(None)
+
+
+def _start(spec):
+    from worker.engine import autotune_budget, load_engine
+
+    engine = load_engine(spec.model)
+    budget = spec.budget
+    if budget == "auto":
+        budget = autotune_budget(engine, spec.model.max_new_tokens, cache_path=Path(spec.cache_dir) / "autotune.json")
+    engine.warm_up(int(budget), spec.max_seqs)
+    ready = {"name": engine.name, "backend": engine.backend, "device": str(engine.device), "budget": int(budget),
+             "warmup_s": dict(getattr(engine, "warmup_s", {})), "frame": prompt_frame(engine),
+             "device_name": _device_name(engine.device), "compiled": bool(getattr(engine, "compiled", False))}
+    return engine, ready
+
+
+def prompt_frame(engine) -> tuple[list[int], list[int]]:
+    """The prompt's ids before and after the document, found through the public `prompt_ids`: the
+    worker tokenizes documents itself and frames them with these. Checked on sample documents, so a
+    prompt that is not `head + document + tail` stops the start instead of feeding the model wrong ids."""
+    tok = engine.tokenizer
+    empty = list(engine.prompt_ids(""))
+    full = list(engine.prompt_ids(_SENTINEL))
+    doc = list(tok(_SENTINEL, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+    for i in range(len(empty) + 1):
+        if full[:i] == empty[:i] and full[i:i + len(doc)] == doc and full[i + len(doc):] == empty[i:]:
+            head, tail = empty[:i], empty[i:]
+            break
+    else:
+        raise ValueError("the model's prompt is not instruction + document + suffix; set model.process = off")
+    for text in ("ERROR link down on eth0\nretrying", "<|im_end|> x"):
+        ids = tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        if list(engine.prompt_ids(text)) != head + list(ids) + tail:
+            raise ValueError("the model's prompt is not instruction + document + suffix; set model.process = off")
+    return head, tail
+
+
+def _read(bins, inbox: queue.Queue, pin: bool) -> None:
+    """Take messages off the pipe while the main thread runs a bin; None in the inbox ends the process."""
+    import torch
+
+    try:
+        while True:
+            msg = bins.recv()
+            if msg[0] == "stop":
+                break
+            if msg[0] == "bin":
+                _, bin_id, tokens, cu, max_seqlen, seeds, live = msg
+                t = torch.from_numpy(tokens)  # [T] int32
+                msg = ("bin", bin_id, t.pin_memory() if pin else t, tokens, cu, max_seqlen, seeds, live)
+            inbox.put(msg)
+    except (EOFError, OSError):
+        log.info("the worker closed the pipe: the engine process ends")
+    inbox.put(None)
+
+
+def _run(engine, item) -> tuple:
+    """One bin: ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits). Times are
+    time.monotonic() (one clock for every process of the host)."""
+    from worker.engine.fallback import generate_or_alone
+
+    _, bin_id, tokens, host_tokens, cu, max_seqlen, seeds, live = item
+    errors: list[int] = []
+    t0 = time.monotonic()
+    try:
+        staged = engine.stage(tokens, cu, int(max_seqlen))
+        staged.wait_copied()
+    except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+        log.exception("staging a bin failed; its documents go alone")
+        staged = None
+    pieces = [host_tokens[cu[i]:cu[i + 1]] if live[i] else None for i in range(len(cu) - 1)]
+    outs = generate_or_alone(engine, staged, pieces, list(seeds), lambda: errors.append(1))
+    t1 = time.monotonic()
+    outs = [RuntimeError(f"{type(o).__name__}: {o}") if isinstance(o, BaseException) else o for o in outs]
+    return ("done", bin_id, outs, t0, t1, len(errors), int(getattr(engine, "stats", {}).get("oom_splits", 0)))
+
+
+def _device_name(device) -> str:
+    if device.type != "cuda":
+        return "cpu"
+    import torch
+
+    return torch.cuda.get_device_name(device)
+
+
+def _failure(exc: BaseException) -> tuple[str, ...]:
+    """How the worker re-raises a start failure: a setting the engine cannot honour (one line, exit
+    2), a model that cannot be loaded (OSError/ValueError: one line naming model.path), else an error."""
+    from worker.engine.errors import EngineSettingError
+
+    if isinstance(exc, EngineSettingError):
+        return ("setting", exc.setting, exc.message, exc.allowed)
+    return ("load" if isinstance(exc, OSError | ValueError) else "error", f"{type(exc).__name__}: {exc}")

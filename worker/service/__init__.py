@@ -1,1 +1,0 @@
-"""The running worker: ingest → packer → GPU → delivery (DESIGN.md sections 1 and 6)."""
