@@ -4,7 +4,7 @@ Corpus: the labelled quality corpus (worker/samples.py: long logs of six kinds, 
 each) and, where the folder exists, the first --devlog-lines lines of each loghub system in
 /work/shared/devlogs (benchmark only). Each document goes the production way: one digest pass
 (worker/digest/prepared.py), the digest prompt when compaction pays, the engine's packed prefill
-and guarded batched decode, then the grounding check (worker/service/grounding.py).
+and guarded batched decode, then the grounding check (worker/pipeline/grounding.py).
 
 Per configuration (dtype x guards on/off) it prints and saves:
 - ungrounded_before: fraction of raw model summaries holding an identifier found in neither the
@@ -46,17 +46,20 @@ WORD = re.compile(r"[A-Za-z0-9_./:-]+")
 STOP = frozenset("a an the to of for in on at by from and or is was were be been after with".split())
 
 
-def corpus(per_kind: int, lines: int, devlog_lines: int) -> list[dict]:
+def corpus(per_kind: int, lines: int, devlog_lines: int, devlog_systems: int = 13) -> list[dict]:
     docs = []
     for kind in QUALITY_KINDS:
         for i in range(per_kind):
             s = labelled(kind, i, lines, seed=7)
             docs.append({"id": s.message["id"], "text": "\n".join(s.message["lines"]), "source": s.message["source"],
                          "kind": kind, "faults": list(s.faults), "set": "labelled"})
+    max_docs = len(docs) + devlog_systems
     if devlog_lines and DEVLOGS.is_dir():
         for system in sorted(p.name for p in DEVLOGS.iterdir() if p.is_dir()):
             path = DEVLOGS / system / f"{system}_2k.log"
             text = "\n".join(path.read_text(errors="replace").splitlines()[:devlog_lines])
+            if len(docs) >= max_docs:
+                break
             docs.append({"id": f"loghub-{system}", "text": text, "source": system, "kind": "log", "faults": [],
                          "set": "devlogs"})
     return docs
@@ -110,6 +113,7 @@ def run_config(eng, docs, prepared, guards_on: bool, max_new: int, bin_docs: int
             cu.append(cu[-1] + len(x))
         staged = eng.stage(torch.tensor([t for x in chunk for t in x], dtype=torch.int32), cu, max(map(len, chunk)))
         got = eng.generate(staged)
+        print(f"  bin of {len(chunk)}: {time.perf_counter() - t0:.0f} s so far", flush=True)
         gen_tokens += sum(len(g.token_ids) for g in got)
         outs += [g.text.strip() for g in got]
     wall = time.perf_counter() - t0
@@ -160,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", type=int, default=1000)
     ap.add_argument("--devlog-lines", type=int, default=300)
     ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--devlog-systems", type=int, default=13, help="loghub systems taken (alphabetical)")
     ap.add_argument("--bin-docs", type=int, default=8)
     ap.add_argument("--configs", default="float32:on,float32:off,bfloat16:on")
     ap.add_argument("--wheel-dir", default=None)
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
     path = resolve_model_path("smollm2-135m", cache, args.wheel_dir)
-    docs = corpus(args.per_kind, args.lines, args.devlog_lines)
+    docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems)
     opts = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=False)
     prepared = [prepare(d["text"], d["source"], d["kind"], opts) for d in docs]
     print(f"{len(docs)} documents ({sum(d['set'] == 'labelled' for d in docs)} labelled), "

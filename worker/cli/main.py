@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", parents=[_common()],
                         help="the whole pipeline on the embedded broker with synthetic telemetry")
     dm.add_argument("--documents", type=int, default=None,
-                    help="documents to produce (default 200; 12 with a real model on a CPU, every third a long log)")
+                    help="documents to produce (default 200; 8 with a real model on a CPU, every third a long log)")
     dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
     dm.add_argument("--show-model-text", action="store_true",
                     help="also print the model's text when the model is the tiny random one (noise, labelled so)")

@@ -7,7 +7,7 @@ back and prints what came out: each document's digest in plain English, its
 highlights, and the model's token counts and timings. The default model is
 SmolLM2-135M-Instruct (`smollm2-135m`, fetched and converted once): its
 summary, after the grounding check, is shown next to the digest rendering for
-a handful of documents. On a CPU a real model gets 12 documents (every third a
+a handful of documents. On a CPU a real model gets 8 documents (every third a
 long log) unless --documents says otherwise. --model tiny-random runs 200
 documents through random weights: their text is noise, so it is never shown as
 a summary (--show-model-text prints it, labelled as noise); --mode digest runs
@@ -25,7 +25,7 @@ from worker.demo.samples import mixed_corpus
 
 SHOWN = 3  # documents printed in full
 SHOWN_REAL = 5  # ... with a real model: its summary next to the digest
-CPU_REAL_DOCUMENTS = 12  # default documents for a real model on a CPU (every third a long one)
+CPU_REAL_DOCUMENTS = 8  # default documents for a real model on a CPU (every third a long one)
 
 BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
