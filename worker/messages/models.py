@@ -157,7 +157,7 @@ class OutputMessage(_Out):
     timing_ms: TimingMs
     grounding: GroundingReport | None = Field(None, description="the grounding check of the model's summary "
                                               "(null in digest mode)")
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
 
 
 class DeadLetterHeaders(BaseModel):
