@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint venv install clean demo
+.PHONY: test lint venv install clean demo promtool
 
 venv: $(STAMP)
 
@@ -21,8 +21,17 @@ $(STAMP): pyproject.toml CMakeLists.txt
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
+# promtool and amtool (tests/test_alerts.py) from Debian's packages, when missing; needs root or sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+promtool:
+	@command -v promtool >/dev/null && command -v amtool >/dev/null || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    prometheus prometheus-alertmanager >/dev/null; }
+	@promtool --version | head -1
+
 # The gates first (seconds), then the whole suite.
-test: install lint
+test: install lint promtool
 	$(BIN)/python -m pytest
 
 # Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead

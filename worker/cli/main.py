@@ -37,9 +37,16 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
 }
 
 
+# Commands that need a running cluster say so instead (only `run` starts the embedded broker).
+NEEDS_BROKER_HELP = {"--bootstrap-servers": "Kafka bootstrap servers of the cluster to use (required: this command "
+                                            "starts no broker; `ribbon broker` runs a local one)"}
+
+
 def _add_setting_flags(p: argparse.ArgumentParser, names: list[str]) -> None:
     for flag in names:
         path, text = SETTING_FLAGS[flag]
+        if p.prog.split()[1:2] != ["run"]:
+            text = NEEDS_BROKER_HELP.get(flag, text)
         p.add_argument(flag, dest="set_" + path.replace(".", "__"), metavar="VALUE", help=f"{text} [{path}]")
 
 

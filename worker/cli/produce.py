@@ -57,6 +57,24 @@ def documents(path: Path, split: Split, source: str | None = None) -> Iterator[b
             yield _as_json(block, source)
 
 
+def count_documents(path: Path, split: Split) -> int:
+    """How many documents `documents(path, split)` yields (a pass that builds no JSON)."""
+    with open(path, "rb") as fh:
+        if split.mode == "jsonl":
+            return sum(1 for line in fh if line.strip())
+        if split.mode == "lines":
+            n = sum(1 for _ in fh)
+            return -(-n // split.n)
+        blocks, inside = 0, False
+        for raw in fh:
+            if raw.strip():
+                blocks += not inside
+                inside = True
+            else:
+                inside = False
+        return blocks
+
+
 def _as_json(lines: list[str], source: str | None) -> bytes:
     doc: dict[str, object] = {"text": "\n".join(lines)}
     if source:
@@ -86,7 +104,8 @@ def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, s
             errors.append(str(err))
 
     sent = 0
-    with tqdm(desc=f"produce {topic}", unit="doc", disable=not progress) as bar:
+    total = count_documents(path, split) if progress else None  # one cheap pass first: the bar has a total
+    with tqdm(total=total, desc=f"produce {topic}", unit="doc", disable=not progress) as bar:
         for value in documents(path, split, source):
             while True:
                 try:

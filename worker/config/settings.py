@@ -26,6 +26,7 @@ from worker.config.load import SettingsError, env_var_for, layered_values, regis
 
 __all__ = [
     "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
+    "TracingSettings",
     "cli_exit_on_error", "env_var_for", "load_settings",
 ]
 
@@ -344,6 +345,28 @@ class ServerSettings(_Group):
     port: int = Field(9464, ge=0, le=65_535, description="metrics/health port; 0 disables")
 
 
+class TracingSettings(_Group):
+    """OpenTelemetry traces (worker/observability/tracing.py): off unless an endpoint is set here or in the
+    standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT."""
+
+    otlp_endpoint: str | None = Field(
+        None, description="OTLP/HTTP collector base URL (spans go to <url>/v1/traces); unset: "
+                          "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing",
+        json_schema_extra=_allowed("http(s)://host:port[/path]"),
+    )
+    service_name: str = Field("ribbon", min_length=1, description="the spans' service.name (OTEL_SERVICE_NAME "
+                                                                   "wins when set)")
+    sample_ratio: float = Field(1.0, ge=0.0, le=1.0, description="fraction of documents traced when the input "
+                                                                 "carries no sampling decision (parent-based)")
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"https?://[^\s/]+(/\S*)?", v):
+            raise ValueError(f"{v!r} is not an http(s) URL")
+        return v
+
+
 class Settings(BaseSettings):
     """The root; build it with load_settings(), which does all the layering."""
 
@@ -357,6 +380,7 @@ class Settings(BaseSettings):
     digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
     server: ServerSettings = ServerSettings()
+    tracing: TracingSettings = TracingSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
     log_format: Literal["json", "text"] = Field("json", description="log line format")
     drain_timeout_s: float = Field(30.0, ge=0.0, description="shutdown drains this long at most")

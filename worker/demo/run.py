@@ -131,13 +131,21 @@ def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) 
                    "not in the input)"
         print(f"  model:      {o['summary']}{note}")
     print(f"  digest:     {o['summary'] if not generative else render(o['digest'], o['source'], o['kind'])}")
-    print(f"  highlights: {o['highlights']}")
+    print(highlights_text(o["highlights"]))
     if generative:
         print(f"  tokens:     {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
               f"{t['chunks']} chunk(s), {t['output']} out; queued {ms['queued']:.0f} ms, model {ms['gpu']:.0f} ms, "
               f"total {ms['total']:.0f} ms")
         if random_model and show_model_text:
-            print(f"  model text (random weights, noise): {o['summary'][:120]!r}")
+            print(f"  model text (random weights, noise): {' '.join(o['summary'].split())[:120]}")
+
+
+def highlights_text(lines: list[str]) -> str:
+    """The highlights as a reader sees them: each verbatim line on its own indented line."""
+    if not lines:
+        return "  highlights: none (no line stands out)"
+    return "\n".join([f"  highlights: the {len(lines)} lines that matter most" if len(lines) > 1 else
+                      "  highlights: the line that matters most", *(f"    | {ln}" for ln in lines)])
 
 
 def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, generative: bool, worker,

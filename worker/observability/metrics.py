@@ -98,8 +98,32 @@ class Metrics:
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)
-        self.ready = False
+        self._ready = Gauge("ribbon_ready", "1 while /readyz says ready (model loaded, partitions assigned)",
+                            registry=r)
+        self._starting = Gauge("ribbon_starting", "1 while the worker starts (model load, autotune, warm-up, "
+                               "producer): /metrics answers, /healthz says starting", registry=r)
+        self._flags = {"ready": False, "starting": False}
         self.gpu_heartbeat = time.monotonic()
+
+    # `ready` and `starting` are plain booleans to the threads that set them, and gauges to Prometheus
+    # (the alert rules in deploy/prometheus-rules.yml tell a worker that starts from one that is down).
+    @property
+    def ready(self) -> bool:
+        return self._flags["ready"]
+
+    @ready.setter
+    def ready(self, value: bool) -> None:
+        self._flags["ready"] = bool(value)
+        self._ready.set(1 if value else 0)
+
+    @property
+    def starting(self) -> bool:
+        return self._flags["starting"]
+
+    @starting.setter
+    def starting(self, value: bool) -> None:
+        self._flags["starting"] = bool(value)
+        self._starting.set(1 if value else 0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -132,6 +156,8 @@ class HealthServer:
         self.port = self.http.port
 
     def health(self) -> tuple[bool, str]:
+        if self.metrics.starting:
+            return False, "starting (model load, autotune, warm-up)"
         idle = time.monotonic() - self.metrics.gpu_heartbeat
         if idle >= self.stuck_after_s and self.busy():
             return False, "gpu loop stuck"

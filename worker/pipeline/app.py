@@ -21,6 +21,8 @@ from pathlib import Path
 
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
+from worker.observability.joinwatch import JoinWatch
+from worker.observability.tracing import make_tracer
 from worker.packer.config import resolve_reserve
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.delivery import Delivery
@@ -150,14 +152,36 @@ class Worker:
         self.registry = DocRegistry()
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
+        self.tracer = make_tracer(settings)  # None unless an OTLP endpoint is configured
         self.delivery = Delivery(settings=settings, make_producer=self.clients.producer, tracker=self.tracker,
                                  metrics=self.metrics, interval_s=pl.delivery_interval_ms / 1e3,
-                                 max_records=pl.delivery_max_records)
+                                 max_records=pl.delivery_max_records, tracer=self.tracer)
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=self.delivery.wake,
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes))
         self.gpu: GpuLoop | None = None
+        # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
+        # an alert tells a worker that loads a model from one that is down.
+        self.metrics.starting = True
+        self.server = None
+        if settings.server.port:
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
+                                       delivery_busy_s=self.delivery.stuck_for,
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2).start()
+        try:
+            self._build(settings, parts, stop)
+        except BaseException:
+            if self.server:
+                self.server.stop()
+            raise
+        self.draining = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def _build(self, settings, parts: Parts | None, stop: threading.Event | None) -> None:
+        """The stages, and in generative mode the engine (loaded here unless given), packer and GPU loop."""
+        pl = settings.pipeline
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
             marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
@@ -174,14 +198,6 @@ class Worker:
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)
-        self.server = None
-        if settings.server.port:
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
-                                       busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
-                                       delivery_busy_s=self.delivery.stuck_for,
-                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2)
-        self.draining = threading.Event()
-        self._threads: list[threading.Thread] = []
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -205,7 +221,7 @@ class Worker:
                                    model_name=model_name, registry=self.registry, tracker=self.tracker,
                                    dead_letters=self.dead_letters, combine=lambda doc: self.ingest.combine_q.put(doc),
                                    metrics=self.metrics, wake=self.delivery.wake,
-                                   capacity=settings.pipeline.finishing_queue_bins)
+                                   capacity=settings.pipeline.finishing_queue_bins, tracer=self.tracer)
         self.ingest = Ingest(settings=settings, make_consumer=self.clients.consumer, tracker=self.tracker,
                              registry=self.registry, packer=self.packer, planner=planner, delivery=self.delivery,
                              metrics=self.metrics, watermarks=marks, dead_letters=self.dead_letters,
@@ -223,8 +239,6 @@ class Worker:
         if self.s.pipeline.gc_freeze:  # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
             log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
         self.gc.start()
-        if self.server:
-            self.server.start()
         t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
         t.start()
         self._threads = [t]
@@ -238,6 +252,7 @@ class Worker:
             th.start()
             self._threads.append(th)
         self._wire_consumer()
+        self.metrics.starting = False
         return self
 
     def _wire_consumer(self) -> None:
@@ -290,6 +305,8 @@ class Worker:
                 threads[name].join(left())
         if self.server:
             self.server.stop()
+        if self.tracer is not None:
+            self.tracer.close()  # exports the last spans
         self.gc.stop()
         if self.s.pipeline.gc_freeze:
             unsettle()
@@ -301,7 +318,9 @@ class Worker:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
         stop = stop or install_signal_handlers()
         self.start(stop)
+        join = JoinWatch(self.s.kafka.group_id, self.s.kafka.input_topics, lambda: self.metrics.ready)
         while not stop.is_set() and self.failed() is None:
+            join.tick()  # a log line while the group join takes its time
             stop.wait(0.2)
         if self.failed() is not None:
             log.error("stopping without committing more: %s", self.failed())

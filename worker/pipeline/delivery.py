@@ -75,8 +75,9 @@ class _Deadline:
 
 class Delivery:
     def __init__(self, *, settings, make_producer: Factory, tracker: OffsetTracker, metrics,
-                 interval_s: float = 0.5, max_records: int = 2000, max_bytes: int = 64 << 20):
+                 interval_s: float = 0.5, max_records: int = 2000, max_bytes: int = 64 << 20, tracer=None):
         self.s = settings
+        self.tracer = tracer  # worker/observability/tracing.DocTracer, or None: no traces
         self.exactly_once = settings.kafka.delivery == "exactly_once"
         self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
@@ -204,6 +205,8 @@ class Delivery:
                 self.tracker.put_back(ready)
                 return 0
             self.tracker.mark_committed(ready)
+            if self.tracer is not None:  # the documents' spans end at their commit
+                self.tracer.delivered(rec for r in ready for rec in r.records)
             self.metrics.delivery_step.observe(time.monotonic() - self.busy_since)
         finally:
             self.busy, self.busy_since = False, None

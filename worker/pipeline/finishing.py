@@ -81,12 +81,13 @@ class Finishing:
     def __init__(self, *, settings, output_topic: str, model_name: str, registry: DocRegistry,
                  tracker: OffsetTracker, dead_letters: DeadLetters, combine: Callable[[Doc], None],
                  metrics, wake: Callable[[], None], capacity: int = 8,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, tracer=None) -> None:
         if capacity < 1:
             raise ValueError(f"finishing capacity must be >= 1, got {capacity}")
         self.s, self.output_topic, self.model_name = settings, output_topic, model_name
         self.registry, self.tracker, self.dead_letters = registry, tracker, dead_letters
         self.combine, self.metrics, self.wake, self.clock = combine, metrics, wake, clock
+        self.tracer = tracer  # worker/observability/tracing.DocTracer, or None: no traces
         self._q: queue.Queue[FinishedBin | FinishedDoc] = queue.Queue(maxsize=capacity)
         self._stop = threading.Event()
         self.error: BaseException | None = None
@@ -164,7 +165,10 @@ class Finishing:
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)
             self.dead_letters.failure(doc, exc, "output_error")
             return False
-        rec = Record(self.output_topic, output_key(doc.key, msg), value, output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset))
+        headers = output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset)
+        if self.tracer is not None:  # the output's traceparent becomes the worker's document span
+            headers = self.tracer.headers(doc, headers, now)
+        rec = Record(self.output_topic, output_key(doc.key, msg), value, headers)
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)

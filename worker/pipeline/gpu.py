@@ -30,7 +30,7 @@ from typing import Protocol
 
 from worker.engine.fallback import as_tensor, generate_or_alone
 from worker.packer.config import PackerConfig
-from worker.pipeline.inflight import DocRegistry, Seq, mark_bin
+from worker.pipeline.inflight import DocRegistry, Seq, mark_bin, mark_phases
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +74,14 @@ class GpuLoop:
             staged = None
         finally:
             self.packer.release(b.slot)
+        phases = _phase_seconds(self.engine)
         outs = self._generate(staged, seqs)
         t1 = time.monotonic()
         gpu_s = t1 - t0
         mark_bin([s.doc for s in seqs if s is not None], t0, t1)
+        if phases is not None:  # the engine keeps prefill/decode seconds: each document's share, for traces
+            after = _phase_seconds(self.engine)
+            mark_phases([s.doc for s in seqs if s is not None], after[0] - phases[0], after[1] - phases[1])
         self.busy_since = None
         self._count(b, len(seqs), gpu_s)
         self.finishing.submit_bin(list(zip(seqs, outs)), gpu_s / max(1, len(seqs)))
@@ -105,3 +109,11 @@ class GpuLoop:
 
     def _seeds(self, seqs: list[Seq | None]) -> list[int]:
         return [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+
+
+def _phase_seconds(engine) -> tuple[float, float] | None:
+    """The engine's prefill and decode seconds so far (Engine.stats), or None if it does not keep them."""
+    stats = getattr(engine, "stats", None) or {}
+    if "prefill_s" not in stats or "decode_s" not in stats:
+        return None
+    return float(stats["prefill_s"]), float(stats["decode_s"])

@@ -43,6 +43,8 @@ class Doc:
     headers: tuple = ()             # the input record's headers: carried to the output (worker/kafka/headers.py)
     prepared: Prepared | None = None  # the digest pass (ingest, preprocess pool): digest, highlights, prompt
     document_tokens: int = 0        # tokens of the raw document (before compaction; 0 when not counted)
+    prefill_s: float | None = None  # its share of its bins' prefill and decode seconds (traces; None: unknown)
+    decode_s: float | None = None
 
     def seed(self, base: int, index: int) -> int:
         """A reproducible seed per document (and chunk): reruns sample the same tokens."""
@@ -110,3 +112,12 @@ def mark_bin(docs: list[Doc], start: float, end: float) -> None:
         if d.first_gpu is None:
             d.first_gpu = start
         d.model_end = end
+
+
+def mark_phases(docs: list[Doc], prefill_s: float, decode_s: float) -> None:
+    """Share one bin's prefill and decode seconds equally over its documents (for their traces)."""
+    if not docs:
+        return
+    for d in docs:
+        d.prefill_s = (d.prefill_s or 0.0) + prefill_s / len(docs)
+        d.decode_s = (d.decode_s or 0.0) + decode_s / len(docs)
