@@ -27,6 +27,7 @@ import argparse
 import os
 import platform
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -96,6 +97,24 @@ def fault_named(summary: str, fault: str) -> dict:
             "time": bool(clock) and clock in summary}
 
 
+def score(docs, prepared, outs: list[str], instruction: str) -> list[dict]:
+    """Per document: the grounding check before and after, repetition, leakage, fault naming."""
+    rows = []
+    for d, p, raw in zip(docs, prepared, outs):
+        rendering = render(p.digest, d["source"], d["kind"])
+        before = check(raw, d["text"], p.digest, rendering, "off", extra=d["source"])
+        after = check(raw, d["text"], p.digest, rendering, "drop", extra=d["source"])
+        again = check(after.text, d["text"], p.digest, rendering, "off", extra=d["source"])
+        rows.append({"id": d["id"], "set": d["set"], "raw": raw, "published": after.text,
+                     "unsupported": before.grounding.unsupported, "ungrounded_after": bool(again.grounding.unsupported),
+                     "fallback": after.grounding.fallback, "distinct_3gram": distinct3(after.text),
+                     "leak": leaks(raw, instruction),
+                     "faults": [fault_named(raw, f) for f in d["faults"]],
+                     "faults_published": [fault_named(after.text, f) for f in d["faults"]],
+                     "faults_digest": [fault_named(rendering, f) for f in d["faults"]]})
+    return rows
+
+
 def run_config(eng, docs, prepared, guards_on: bool, max_new: int, bin_docs: int) -> dict:
     from worker.engine.guards import GuardConfig
 
@@ -117,19 +136,7 @@ def run_config(eng, docs, prepared, guards_on: bool, max_new: int, bin_docs: int
         gen_tokens += sum(len(g.token_ids) for g in got)
         outs += [g.text.strip() for g in got]
     wall = time.perf_counter() - t0
-    rows = []
-    for d, p, raw in zip(docs, prepared, outs):
-        rendering = render(p.digest, d["source"], d["kind"])
-        before = check(raw, d["text"], p.digest, rendering, "off", extra=d["source"])
-        after = check(raw, d["text"], p.digest, rendering, "drop", extra=d["source"])
-        again = check(after.text, d["text"], p.digest, rendering, "off", extra=d["source"])
-        rows.append({"id": d["id"], "set": d["set"], "raw": raw, "published": after.text,
-                     "unsupported": before.grounding.unsupported, "ungrounded_after": bool(again.grounding.unsupported),
-                     "fallback": after.grounding.fallback, "distinct_3gram": distinct3(after.text),
-                     "leak": leaks(raw, eng.options.instruction),
-                     "faults": [fault_named(raw, f) for f in d["faults"]],
-                     "faults_published": [fault_named(after.text, f) for f in d["faults"]],
-                     "faults_digest": [fault_named(rendering, f) for f in d["faults"]]})
+    rows = score(docs, prepared, outs, eng.options.instruction)
     return {"wall_s": round(wall, 2), "docs_per_s": round(len(docs) / wall, 3),
             "generated_tokens_per_s": round(gen_tokens / wall, 1), "rows": rows, **summarize(rows)}
 
@@ -169,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default="float32:on,float32:off,bfloat16:on")
     ap.add_argument("--wheel-dir", default=None)
     ap.add_argument("--out", default=str(RESULTS / "summaries_cpu.json"))
+    ap.add_argument("--rescore", action="store_true", help="score the raw summaries saved in --out again (same "
+                    "corpus arguments; no model run): after a change to the grounding check or the measures")
     args = ap.parse_args(argv)
+    if args.rescore:
+        return rescore(args)
 
     from worker.engine import load_engine
     from worker.engine.loader import apply_cpu_threads
@@ -182,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     prepared = [prepare(d["text"], d["source"], d["kind"], opts) for d in docs]
     print(f"{len(docs)} documents ({sum(d['set'] == 'labelled' for d in docs)} labelled), "
           f"{sum(p.prompt is not None for p in prepared)} compacted; model {path}")
-    result = {"machine": platform.machine(), "cpus": os.cpu_count(), "torch": torch.__version__,
+    result = {"argv": sys.argv[1:] if argv is None else argv, "machine": platform.machine(), "cpus": os.cpu_count(), "torch": torch.__version__,
               "threads": apply_cpu_threads(None), "max_new_tokens": args.max_new_tokens, "docs": len(docs),
               "configs": {}}
     for config in args.configs.split(","):
@@ -190,14 +201,37 @@ def main(argv: list[str] | None = None) -> int:
         eng = load_engine(ModelSettings(path=path, device="cpu", dtype=dtype, max_new_tokens=args.max_new_tokens))
         res = run_config(eng, docs, prepared, guards == "on", args.max_new_tokens, args.bin_docs)
         result["configs"][config] = res
-        a = res["all"]
-        print(f"{config:>14}: {res['docs_per_s']:.2f} docs/s, {res['generated_tokens_per_s']:.0f} tok/s; "
-              f"ungrounded {a['ungrounded_before']:.2f} -> {a['ungrounded_after']:.2f} (fallback {a['fallback']:.2f}); "
-              f"distinct 3-grams {a['distinct_3gram']:.2f}; leakage {a['leakage']:.2f}; "
-              f"faults {res.get('labelled', {}).get('faults')} digest {res.get('labelled', {}).get('faults_digest')}")
+        print(f"{config:>14}: {res['docs_per_s']:.2f} docs/s, {res['generated_tokens_per_s']:.0f} tok/s; {_line(res)}")
         del eng
     save(args.out, result)
     return 0
+
+
+def rescore(args) -> int:
+    import json
+
+    result = json.loads(Path(args.out).read_text())
+    docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems)
+    opts = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=False)
+    prepared = [prepare(d["text"], d["source"], d["kind"], opts) for d in docs]
+    instruction = ModelSettings().instruction
+    for name, res in result["configs"].items():
+        rows = score(docs, prepared, [r["raw"] for r in res["rows"]], instruction)
+        for key in ("all", "labelled", "devlogs"):
+            res.pop(key, None)
+        res.update({"rows": rows, **summarize(rows)})
+        print(f"{name:>14}: {_line(res)}")
+    result["rescored"] = True
+    save(args.out, result)
+    return 0
+
+
+def _line(res: dict) -> str:
+    a = res["all"]
+    return (f"ungrounded {a['ungrounded_before']:.2f} -> {a['ungrounded_after']:.2f} (fallback {a['fallback']:.2f}); "
+            f"distinct 3-grams {a['distinct_3gram']:.2f}; leakage {a['leakage']:.2f}; "
+            f"faults {res.get('labelled', {}).get('faults')} published {res.get('labelled', {}).get('faults_published')} "
+            f"digest {res.get('labelled', {}).get('faults_digest')}")
 
 
 if __name__ == "__main__":

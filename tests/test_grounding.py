@@ -90,3 +90,9 @@ def test_the_output_message_carries_the_grounding_and_metrics_count_it():
     count_grounding(m, msg.grounding)
     assert m.registry.get_sample_value("ribbon_ungrounded_summaries_total") == 1
     assert m.registry.get_sample_value("ribbon_ungrounded_fallbacks_total") == 1
+
+
+def test_a_quote_cut_short_is_checked_by_its_prefix():
+    """The digest rendering cuts long patterns with "…": its quote is supported when its prefix is."""
+    assert identifiers('Failures: "peer reset by mme…" ×3.') == ["peer reset by mme"]
+    assert check('Failures: "peer reset by mme…" ×3.', DOC, DIGEST, "d").grounding.unsupported == []

@@ -63,8 +63,8 @@ def identifiers(text: str) -> list[str]:
     out = []
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
-        if kind == "quoted":
-            value = next(g for g in m.groups()[m.re.groupindex["quoted"]:] if g)
+        if kind == "quoted":  # its content; a quote cut short with "…" (the digest rendering's) as its prefix
+            value = next(g for g in m.groups()[m.re.groupindex["quoted"]:] if g).rstrip("…").rstrip()
         else:
             value = m.group(kind)
         if kind == "caps" and value in _PLAIN_CAPS:
