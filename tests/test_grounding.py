@@ -96,3 +96,8 @@ def test_a_quote_cut_short_is_checked_by_its_prefix():
     """The digest rendering cuts long patterns with "…": its quote is supported when its prefix is."""
     assert identifiers('Failures: "peer reset by mme…" ×3.') == ["peer reset by mme"]
     assert check('Failures: "peer reset by mme…" ×3.', DOC, DIGEST, "d").grounding.unsupported == []
+
+
+def test_numbers_match_as_written_too():
+    """'55,349' in a CSV row is two fields, not fifty-five thousand: as written it occurs."""
+    assert Support("2026-12-01T06:41:59Z,nrf-1,55,349,1000", None).has("55,349")

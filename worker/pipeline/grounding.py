@@ -102,8 +102,11 @@ class Support:
     def has(self, ident: str) -> bool:
         low = ident.lower()
         plain = low.replace(",", "")
-        if re.fullmatch(r"[\d.]+", plain):  # a number: whole, not a piece of a longer one
-            return re.search(rf"(?<![\d.]){re.escape(plain)}(?!\d)", self.numbers) is not None
+        if re.fullmatch(r"[\d.]+", plain):  # a number: whole, not a piece of a longer one; as written, or
+            for needle, hay in ((low, self.text), (plain, self.numbers)):  # without thousands separators
+                if re.search(rf"(?<![\d.]){re.escape(needle)}(?!\d)", hay):
+                    return True
+            return False
         return low in self.text
 
 
