@@ -153,3 +153,14 @@ def test_min_new_tokens_in_the_packed_decode_holds_eos(tiny_model):
     _favour(eng, [eng.eos_ids[0]], 1e4)  # EOS the argmax everywhere: every document would end at once
     outs = _run(eng, DOCS)
     assert all(len(g.token_ids) == 6 and g.finish_reason == "eos" for g in outs)
+
+
+def test_a_stop_string_in_the_last_steps_still_cuts_the_text(tiny_model):
+    """A document that reaches max_new_tokens with a stop string inside: cut at the stop, reason 'stop'."""
+    eng = _engine(tiny_model, max_new_tokens=12)
+    full = _run(eng, DOCS)[0]
+    assert full.finish_reason == "length" and len(full.text) > 4
+    stop = full.text[-3:]  # a string seen only at the very end: the loop's looks never saw it
+    eng.options.stop_strings = (stop,)
+    cut = _run(eng, DOCS)[0]
+    assert cut.finish_reason == "stop" and cut.text == full.text[: full.text.index(stop)]

@@ -296,6 +296,8 @@ class Engine:
             ids = ids[:-1]
             return Generated(ids, self._text(ids), "eos", prompt_tokens)
         text = self._text(ids)
+        if not stopped and self.options.stop_strings:  # a stop in the last steps of a document that hit the length
+            stopped = any(s in text for s in self.options.stop_strings)
         if stopped:
             cut = min(text.index(s) for s in self.options.stop_strings if s in text)
             keep = next(k for k in range(1, len(ids) + 1) if len(self._text(ids[:k])) >= cut)
