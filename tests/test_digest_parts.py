@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from worker.digest.compact import compact, compact_text, expand
 from worker.digest.digest import build_digest
-from worker.digest.levels import count_levels, level_of_pattern
+from worker.digest.levels import level_of_pattern
 from worker.digest.prompt import document_text
 from worker.digest.render import render
 from worker.digest.templates import analyze
@@ -56,7 +56,7 @@ def test_level_forms(pattern, level):
 
 def test_level_counts_by_template_and_level_key():
     tm = analyze(["t=1 ERROR boom", "t=2 ERROR boom", "t=3 INFO fine"] + [f"level=warn k={i}" for i in range(3)])
-    assert count_levels(tm.templates) == {"ERROR": 2, "WARN": 3, "INFO": 1}
+    assert build_digest(tm).digest["severity"] == {"ERROR": 2, "WARN": 3, "INFO": 1}
 
 
 DOC = st.lists(st.sampled_from([f"hb ok seq={i} ms={i % 7}" for i in range(30)]

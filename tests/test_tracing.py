@@ -58,8 +58,8 @@ def _model_doc(tracker, offset: int, headers=(("traceparent", INPUT_TP), ("trace
 def test_one_span_per_document_poll_to_commit_with_its_stages(traced):
     fin, tracker, tracer, exporter = traced
     (rec,) = _finish(fin, [_model_doc(tracker, 5)])
-    assert exporter.get_finished_spans() and tracer.open_count() == 1  # children done; document and delivery open
-    assert tracer.delivered([rec]) == 1 and tracer.open_count() == 0
+    assert exporter.get_finished_spans() and len(tracer) == 1  # children done; document and delivery open
+    assert tracer.delivered([rec]) == 1 and len(tracer) == 0
     spans = {s.name: s for s in exporter.get_finished_spans()}
     assert set(spans) == {"ribbon.document", "ribbon.digest", "ribbon.queue", "ribbon.model", "ribbon.delivery"}
     doc = spans["ribbon.document"]
@@ -101,7 +101,7 @@ def test_a_document_without_a_traceparent_starts_a_trace_and_digest_mode_has_one
 def test_undelivered_documents_end_as_errors_and_spans_stay_bounded(traced):
     fin, tracker, tracer, exporter = traced
     recs = _finish(fin, [_model_doc(tracker, o) for o in range(5)])
-    assert tracer.open_count() == 3  # max_open: the two oldest were ended as not delivered
+    assert len(tracer) == 3  # max_open: the two oldest were ended as not delivered
     ended = [s for s in exporter.get_finished_spans() if s.name == "ribbon.document"]
     assert len(ended) == 2 and all(s.status.status_code == StatusCode.ERROR for s in ended)
     assert tracer.delivered(recs) == 3  # the rest commit normally
@@ -158,7 +158,7 @@ def test_a_worker_traces_each_document_from_poll_to_commit(broker, new_topic, mo
                       key=f"k{i}".encode(), headers=[("traceparent", tp)])
         assert p.flush(30) == 0
         got = read_until_ids(broker.bootstrap, t["output_topic"], ids, timeout_s=60)
-        wait_for(lambda: tracer.open_count() == 0 and len(_docs(exporter)) >= 6, 30, "the document spans to end")
+        wait_for(lambda: len(tracer) == 0 and len(_docs(exporter)) >= 6, 30, "the document spans to end")
     finally:
         worker.drain(10)
         worker.close()

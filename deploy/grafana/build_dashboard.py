@@ -73,6 +73,11 @@ ROWS: list[tuple[str, list[tuple]]] = [
             (f"sum by (instance) (ribbon_inflight_messages{{{I}}})", "in flight {{instance}}"),
             (f"sum by (instance) (ribbon_reorder_buffer_messages{{{I}}})", "reorder buffer {{instance}}"),
             (f"sum by (instance) (ribbon_paused_partitions{{{I}}})", "paused partitions {{instance}}")]),
+        ("Line windows", "Windows of one-line records open and the text they hold (windowing.*), and windows "
+         "closed per second by the rule that closed them.", "short", [
+            (f"sum by (instance) (ribbon_open_windows{{{I}}})", "open {{instance}}"),
+            (f"sum by (instance) (ribbon_window_held_bytes{{{I}}})", "bytes held {{instance}}"),
+            (f"sum by (reason) (rate(ribbon_windows_closed_total{{{I}}}[{R}]))", "closed: {{reason}}")]),
     ]),
     ("GPU and engine", [
         ("GPU busy", "Fraction of time the model ran.", "percentunit", [

@@ -3,7 +3,9 @@
 // compacted prompt and the highlight scorer all read this one result.
 //
 // A line is cut into tokens at whitespace and at = ; , [ ] ( ) { } | < >  (a quoted
-// "..." is one token). A token is a variable when it carries a number, a hex id,
+// "..." is one token; name(args) with no whitespace inside is one token, e.g. LOCAL(0) or init();
+// an empty () [] {} holds one empty variable token, so "(host)" and "()" share a template).
+// A token is a variable when it carries a number, a hex id,
 // an IP (and port), a UUID, a timestamp or is quoted, or when it is the value of a
 // key=value; short names such as S1, T300 or eth0 stay constant. Equal masked
 // lines form a raw template. Raw templates of equal length that differ in one
@@ -12,9 +14,9 @@
 // merged positions. Every template keeps its count, first and last line, and per
 // variable a value summary. Pure C++17, single-threaded, no Python.
 //
-// Why not Drain3: it is a maintained library, but in Python it parsed 6.4x fewer
-// lines/s than this (with its Python facade) in bench/digest.py; the goal is >= 200k
-// lines/s per core. Tokens and their kinds: templater_tokens.{hpp,cpp}.
+// Why not Drain3: it is a maintained library, but it groups fewer lines right on every
+// development system of `ribbon bench quality` and parses in Python per line; the goal is
+// >= 200k lines/s per core (docs/digest.md). Tokens and their kinds: templater_tokens.{hpp,cpp}.
 #include <cstdint>
 #include <string>
 #include <string_view>

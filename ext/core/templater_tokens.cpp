@@ -28,6 +28,19 @@ bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4:
   return i == t.size();
 }
 
+bool closes(char open, char c) { return (open == '(' && c == ')') || (open == '[' && c == ']') || (open == '{' && c == '}'); }
+
+// The end (one past ')') of "(...)" opening at `at` right after a name, when no whitespace or bracket
+// comes before its ')'; else 0.
+size_t call_end(std::string_view line, size_t at) {
+  for (size_t k = at + 1; k < line.size() && k < at + 64; ++k) {
+    const char c = line[k];
+    if (c == ')') return k + 1;
+    if (is_space(c) || c == '(' || c == '[' || c == ']' || c == '"' || c == '=' || c == ',' || c == ';') return 0;
+  }
+  return 0;
+}
+
 bool uuid_like(std::string_view t) {
   if (t.size() != 36) return false;
   for (size_t i = 0; i < 36; ++i) {
@@ -84,6 +97,10 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
         sep.push_back(c);
       }
       ++i;
+      if (i < n && closes(c, line[i])) {  // an empty "()" "[]" "{}": an empty field, like a filled one
+        flush_sep();
+        toks.push_back({static_cast<uint32_t>(base + i), 0, true, VarKind::kOther});
+      }
       continue;
     }
     size_t j = i;
@@ -92,7 +109,12 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       while (j < n && line[j] != '"') ++j;
       j = j < n ? j + 1 : n;
     } else {
-      while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+      for (;;) {
+        while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+        const size_t close = j < n && line[j] == '(' ? call_end(line, j) : 0;
+        if (close == 0) break;
+        j = close;  // name(args) without spaces is one token: LOCAL(0), init(), f(x).g
+      }
     }
     flush_sep();
     const std::string_view t = line.substr(i, j - i);

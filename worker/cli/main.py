@@ -32,6 +32,10 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--device": ("model.device", "auto, cpu, cuda or cuda:N"),
     "--token-budget": ("packer.token_budget", "tokens per bin (prompt + reserve), or auto"),
     "--max-wait-ms": ("packer.max_wait_ms", "longest a bin waits to fill, in ms"),
+    "--windowed": ("windowing.enabled", "true/false: input records are lines of a stream, summarized in windows per "
+                                        "key (docs/windowing.md)"),
+    "--window-key-field": ("windowing.key_field", "the windows' key: this field of a JSON record (unset: the Kafka "
+                                                  "key)"),
     "--port": ("server.port", "metrics and health port (0 disables)"),
     "--log-level": ("log_level", "DEBUG, INFO, WARNING or ERROR"),
 }
@@ -72,12 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
                     help="jsonl: one JSON object per line (sent as is); blank: blank-line-separated blocks; "
                          "lines:N: N lines per document (default jsonl)")
     pr.add_argument("--source", help="`source` field of the documents built by blank/lines splits")
+    pr.add_argument("--lines", action="store_true",
+                    help="one record per line, sent as it is (a log shipper's stream, for windowing.enabled)")
+    pr.add_argument("--key", help="with --lines: the key of every record")
+    pr.add_argument("--key-field", help="with --lines: the key is this field of a JSON line (dotted path)")
+    pr.add_argument("--key-regex", help="with --lines: the key is the first group (or group 'key') of this "
+                                        "regular expression's match on the line")
+    pr.add_argument("--rate", type=float, help="records per second at most (default: as fast as possible)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_setting_flags(pr, ["--bootstrap-servers"])
 
     run_flags = ["--bootstrap-servers", "--input-topic", "--output-topic", "--dlq-topic", "--group-id",
                  "--delivery", "--worker-slot", "--model", "--mode", "--max-new-tokens", "--device",
-                 "--token-budget", "--max-wait-ms", "--port", "--log-level"]
+                 "--token-budget", "--max-wait-ms", "--windowed", "--window-key-field", "--port", "--log-level"]
     rn = sub.add_parser("run", parents=[_common()], help="run the worker: consume, summarize, produce (until SIGTERM)")
     rn.add_argument("--partitions", type=int, default=4,
                     help="partitions of the input topic when the embedded broker is used (default 4)")
@@ -94,9 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "--log-level"])
 
     bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
-                                      "steady (latency under a steady load)")
-    bn.add_argument("which", choices=["engine", "e2e", "steady"], help="engine: packed engine vs HF baselines; "
-                    "e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a fixed rate")
+                                      "steady (latency under a steady load), quality (the digest vs Drain3)")
+    bn.add_argument("which", choices=["engine", "e2e", "steady", "quality"], help="engine: packed engine vs HF "
+                    "baselines; e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a "
+                    "fixed rate; quality: the digest's templates, levels, failures and spans on labelled logs")
     bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
 
     at = sub.add_parser("autotune", parents=[_common()],
@@ -144,6 +156,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
         split = Split.parse(args.split)
     except SplitError as exc:
         fail(str(exc))
+    line_key = _line_key(args)
     if not args.file.is_file():
         fail(f"no such file: {args.file}")
     settings = load(args)
@@ -155,11 +168,32 @@ def cmd_produce(args: argparse.Namespace) -> int:
     conf = clients.tool_producer(**{k: v for k, v in settings.kafka.producer_extra.items() if k != "transactional.id"})
     try:
         n = produce_file(args.file, topic=args.topic, producer_conf=conf, split=split, source=args.source,
-                         progress=not args.no_progress)
+                         progress=not args.no_progress, line_key=line_key, rate=args.rate)
     except RuntimeError as exc:
         fail(str(exc), EXIT_FAILED)
     print(f"produced {n} documents to {args.topic}")
     return 0
+
+
+def _line_key(args: argparse.Namespace):
+    """The LineKey of --lines (None without it); a bad combination exits 2 with one line."""
+    import re
+
+    from worker.cli.produce import LineKey
+
+    keyed = [f for f in ("key", "key_field", "key_regex") if getattr(args, f) is not None]
+    if not args.lines:
+        if keyed:
+            fail(f"--{keyed[0].replace('_', '-')} needs --lines")
+        return None
+    if args.rate is not None and args.rate <= 0:
+        fail(f"--rate must be > 0, got {args.rate}")
+    if args.key_regex is not None:
+        try:
+            re.compile(args.key_regex)
+        except re.error as exc:
+            fail(f"--key-regex is not a regular expression: {exc}")
+    return LineKey(args.key, args.key_field, args.key_regex)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:

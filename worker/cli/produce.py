@@ -82,9 +82,50 @@ def _as_json(lines: list[str], source: str | None) -> bytes:
     return orjson.dumps(doc)
 
 
+@dataclass(frozen=True)
+class LineKey:
+    """The key of each line's record (`ribbon produce --lines`): a constant, a JSON field or a regex group."""
+
+    constant: str | None = None
+    field: str | None = None     # dotted path into a JSON line
+    regex: str | None = None     # first group (or group 'key') of a match on the line
+
+    def of(self, line: bytes) -> bytes | None:
+        if self.field is not None and line.lstrip().startswith(b"{"):
+            try:
+                v = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                v = None
+            for part in self.field.split("."):
+                v = v.get(part) if isinstance(v, dict) else None
+            if v is not None:
+                return (v if isinstance(v, str) else orjson.dumps(v).decode()).encode()
+        if self.regex is not None:
+            m = re.search(self.regex, line.decode("utf-8", "replace"))
+            if m is not None:
+                k = m.groupdict().get("key") or (m.group(1) if m.re.groups else m.group(0))
+                return k.encode()
+        return self.constant.encode() if self.constant is not None else None
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for raw in fh if raw.strip())
+
+
+def lines(path: Path, key: LineKey) -> Iterator[tuple[bytes | None, bytes]]:
+    """(key, value) per non-empty line of `path`, the line sent as it is (one record per line)."""
+    with open(path, "rb") as fh:
+        for raw in fh:
+            line = raw.rstrip(b"\r\n")
+            if line.strip():
+                yield key.of(line), line
+
+
 def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, source: str | None = None,
-                 progress: bool = True) -> int:
-    """Produce every document of `path`; returns how many were acknowledged. Raises on any failure.
+                 progress: bool = True, line_key: LineKey | None = None, rate: float | None = None) -> int:
+    """Produce every document of `path` (with `line_key`: every line, as one record keyed by it, at `rate`
+    records per second when given); returns how many were acknowledged. Raises on any failure.
 
     `producer_conf` comes from worker.kafka.config (ClientConfig.tool_producer): address, security
     settings and kafka.producer_extra included."""
@@ -104,12 +145,18 @@ def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, s
             errors.append(str(err))
 
     sent = 0
-    total = count_documents(path, split) if progress else None  # one cheap pass first: the bar has a total
+    records = lines(path, line_key) if line_key is not None else ((None, v) for v in documents(path, split, source))
+    total = None
+    if progress:  # one cheap pass first: the bar has a total
+        total = _count_lines(path) if line_key is not None else count_documents(path, split)
+    start = time.monotonic()
     with tqdm(total=total, desc=f"produce {topic}", unit="doc", disable=not progress) as bar:
-        for value in documents(path, split, source):
+        for key, value in records:
+            if rate:
+                time.sleep(max(0.0, start + sent / rate - time.monotonic()))
             while True:
                 try:
-                    producer.produce(topic, value=value, on_delivery=on_delivery)
+                    producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
                     break
                 except BufferError:  # local queue full: let deliveries drain
                     producer.poll(0.1)

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,17 +91,19 @@ class Child:
     backoff_s: float = BACKOFF_START_S
     due: float = 0.0
     codes: list[int] = field(default_factory=list)
+    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "worker"])  # tests: a fake child
 
-    def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "worker", *self.argv], env=self.env,
+    def start(self, now: float) -> None:
+        self.proc = subprocess.Popen([*self.command, *self.argv], env=self.env,
                                      start_new_session=True, preexec_fn=_pdeathsig_term)
-        self.started = time.monotonic()
+        self.started = now
         log.info("child gpu%d started pid %d", self.gpu, self.proc.pid)
 
 
 class Supervisor:
-    def __init__(self, children: list[Child], stop_timeout_s: float) -> None:
-        self.children, self.stop_timeout_s = children, stop_timeout_s
+    def __init__(self, children: list[Child], stop_timeout_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.children, self.stop_timeout_s, self.clock = children, stop_timeout_s, clock
         self.signals: list[int] = []
         self.wake = threading.Event()
 
@@ -113,9 +116,9 @@ class Supervisor:
 
     def run(self) -> int:
         for c in self.children:
-            c.start()
+            c.start(self.clock())
         while not self.signals:
-            now = time.monotonic()
+            now = self.clock()
             for c in self.children:
                 self._tend(c, now)
             self.wake.wait(0.2)
@@ -126,7 +129,7 @@ class Supervisor:
             if now >= c.due:
                 c.restarts += 1
                 log.warning("child gpu%d restarting (restart %d)", c.gpu, c.restarts)
-                c.start()
+                c.start(now)
             return
         code = c.proc.poll()
         if code is None:
@@ -140,7 +143,7 @@ class Supervisor:
 
     def _stop(self) -> int:
         log.info("stopping: waiting for %d children to drain (up to %.0f s)", len(self.children), self.stop_timeout_s)
-        deadline = time.monotonic() + self.stop_timeout_s
+        deadline = time.monotonic() + self.stop_timeout_s  # real time: children drain in real time
         ok = True
         for c in self.children:
             if c.proc is None:
@@ -156,6 +159,19 @@ class Supervisor:
         return 0 if ok else EXIT_FAILED
 
 
+def make_children(gpus: list[int], argv: list[str], base_port: int, device: str,
+                  environ: Mapping[str, str]) -> list[Child]:
+    """One child per GPU: its own GPU index (identity `-gpuN`), port base + i (0: off), pinned GPU on CUDA."""
+    children = []
+    for i, gpu in enumerate(gpus):
+        env = {**environ, GPU_INDEX_ENV: str(gpu)}
+        if device != "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        port = base_port + i if base_port else 0
+        children.append(Child(gpu, child_argv(argv, port, device), env))
+    return children
+
+
 def run_supervisor(settings: Any, args: Any) -> int:
     from worker.observability.logs import setup_logging
 
@@ -166,13 +182,7 @@ def run_supervisor(settings: Any, args: Any) -> int:
     setup_logging(settings.log_level, settings.log_format)
     base_port = settings.server.port
     device = "cpu" if settings.model.device == "cpu" else "cuda:0"
-    children = []
-    for i, gpu in enumerate(gpus):
-        env = {**os.environ, GPU_INDEX_ENV: str(gpu)}
-        if device != "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = str(gpu)
-        port = base_port + i if base_port else 0
-        children.append(Child(gpu, child_argv(list(args.argv), port, device), env))
+    children = make_children(gpus, list(args.argv), base_port, device, os.environ)
     sup = Supervisor(children, stop_timeout_s=settings.drain_timeout_s + 30.0)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, sup.on_signal)

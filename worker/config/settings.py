@@ -26,7 +26,7 @@ from worker.config.load import SettingsError, env_var_for, layered_values, regis
 
 __all__ = [
     "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "ServerSettings", "Settings", "SettingsError",
-    "TracingSettings",
+    "TracingSettings", "WindowingSettings",
     "cli_exit_on_error", "env_var_for", "load_settings",
 ]
 
@@ -124,6 +124,12 @@ class KafkaSettings(_Group):
         120.0, gt=0.0, le=3_600.0,
         description="a delivery step unfinished after half of this turns /healthz red; a transaction that "
                     "cannot commit or abort within it stops the worker (exit 1) for a restart",
+    )
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
+        "zstd", description="the worker producer's compression.type for outputs and dead letters; zstd: about "
+                            "twice lz4's ratio on outputs for about 1.5 times its (small) CPU "
+                            "(bench/results/output_compression_cpu.json); brokers and consumers need zstd support "
+                            "(Kafka 2.1+)",
     )
     consumer_extra: dict[str, ClientValue] = Field(
         default_factory=dict, description="librdkafka consumer properties; override the derived ones"
@@ -275,6 +281,25 @@ class ModelSettings(_Group):
         None, description="where the token budget's autotune cache, converted known models and the tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
     )
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="fp8: prefill GEMMs in FP8 (per-channel weight scales, per-token activation scales, "
+                            "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
+                            "(docs/engine.md: speed and accuracy)",
+    )
+    batching: Literal["continuous", "bin"] = Field(
+        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
+                           "the decode batch as they finish and the next documents' prefill takes their seats "
+                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+    )
+    prefill_step_tokens: int = Field(
+        16_384, ge=256, le=1_048_576,
+        description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
+                    "(bounds the pause a prefill puts between two decode steps)",
+    )
+    stop_lengths_file: str | None = Field(
+        None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "
+                          "one of them (chosen by its seed), as a real model stops at its EOS",
+    )
 
     @field_validator("device")
     @classmethod
@@ -321,6 +346,18 @@ class PipelineSettings(_Group):
                                         "a bin, dead letters, revokes; a step between would commit part of a bin)")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    max_document_bytes: int = Field(
+        262_144, ge=4_096, le=1_000_000_000,
+        description="the most text (UTF-8 bytes) tokenized in one call: a longer document is counted and chunked "
+                    "in slices of whole lines of at most this size, never tokenized whole, and a poll batch is "
+                    "tokenized in groups of at most this size (bounds a document's tokenizer memory)",
+    )
+    stall_timeout_s: float = Field(
+        300.0, gt=0.0, le=86_400.0, description="a preprocessing batch, or a bin in the engine process, with no "
+                                                "result for this long: /readyz turns not ready at half of it, and "
+                                                "the worker exits 1 at all of it (nothing more is committed; a "
+                                                "restart redoes the rest)",
+    )
     gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "
                             "collector's walks (shorter pauses for every thread; worker/observability/gcwatch.py)")
     switch_interval_ms: float = Field(
@@ -336,6 +373,45 @@ class PipelineSettings(_Group):
         high = info.data.get("pause_above_bins" if info.field_name == "resume_below_bins" else "pause_above_messages")
         if high is not None and v >= high:
             raise ValueError(f"must be below {info.field_name.replace('resume_below', 'pause_above')} ({high})")
+        return v
+
+
+class WindowingSettings(_Group):
+    """One-line records (syslog, log shippers) grouped into documents per partition and key (docs/windowing.md)."""
+
+    enabled: bool = Field(False, description="read input records as lines of a stream and summarize windows of "
+                                             "them; off: every record is a document")
+    topics: tuple[str, ...] = Field((), description="input topics read as lines when enabled; empty: all of them")
+    key_field: str | None = Field(None, description="dotted path of the key in a JSON record (e.g. host, "
+                                                    "resource.service.name); unset: key_regex, else the Kafka key")
+    key_regex: str | None = Field(None, description="regular expression over the line whose first group (or group "
+                                                    "'key') is the key, e.g. a syslog host")
+    gap_s: float = Field(10.0, gt=0.0, le=86_400.0, description="a key's window closes after this long without a "
+                                                               "record (session gap)")
+    max_length_s: float = Field(60.0, gt=0.0, le=86_400.0, description="a window closes this long after it opened")
+    max_lines: int = Field(2_000, ge=1, le=1_000_000, description="a window closes at this many records")
+    max_bytes: int = Field(262_144, ge=64, le=64 << 20, description="a window closes at this many bytes of text")
+    max_open_s: float = Field(60.0, gt=0.0, le=86_400.0, description="open windows hold their partition's "
+                              "committed offset back at most this long: then all of that partition's windows close")
+    max_windows: int = Field(10_000, ge=1, description="open windows at most: above, ingest pauses its partitions")
+    max_held_bytes: int = Field(268_435_456, ge=1_024, description="text held in open windows at most: above, "
+                                                                  "ingest pauses its partitions")
+    multiline: bool = Field(True, description="join continuation lines (stack frames, Caused by:, goroutine dumps) "
+                                              "to their first line")
+
+    @field_validator("topics")
+    @classmethod
+    def _topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_topic(t) for t in v)
+
+    @field_validator("key_regex")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression: {exc}") from None
         return v
 
 
@@ -379,6 +455,7 @@ class Settings(BaseSettings):
     model: ModelSettings = ModelSettings()
     digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
+    windowing: WindowingSettings = WindowingSettings()
     server: ServerSettings = ServerSettings()
     tracing: TracingSettings = TracingSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")

@@ -83,9 +83,12 @@ def run_demo(settings, documents: int | None, timeout_s: float, progress: bool =
     from worker.kafka.config import embedded_settings
     from worker.pipeline.app import Worker
 
+    from worker.demo.lines import LINES_TOPIC, run_lines, windowed_settings
+
+    settings = windowed_settings(settings)  # a windowed syslog stream next to the documents
     k = settings.kafka
     with EmbeddedBroker() as broker:
-        broker.create_topics({k.input_topics[0]: 4, k.output_topic: 1, k.dlq_topic: 1})
+        broker.create_topics({k.input_topics[0]: 4, LINES_TOPIC: 2, k.output_topic: 1, k.dlq_topic: 1})
         s = embedded_settings(settings, broker.bootstrap)
         what = "no model (digest mode)" if s.model.mode == "digest" else f"model {s.model.path!r}"
         print(f"embedded broker on {broker.bootstrap}; loading {what} ...", flush=True)
@@ -98,6 +101,7 @@ def run_demo(settings, documents: int | None, timeout_s: float, progress: bool =
         got = read(broker.bootstrap, [k.output_topic, k.dlq_topic], len(docs) + len(BAD), timeout_s, progress)
         wall = time.monotonic() - t0
         digest_s = worker.metrics.registry.get_sample_value("ribbon_digest_seconds_total") or 0.0
+        lines_ok, lines_report = run_lines(broker.bootstrap, k.output_topic, timeout_s)
         worker.drain(30)
         worker.close()
     outs = [orjson.loads(m.value()) for m in got if m.topic() == k.output_topic]
@@ -114,7 +118,8 @@ def run_demo(settings, documents: int | None, timeout_s: float, progress: bool =
         h = dict(m.headers() or [])
         print(f"dead letter: {h.get('error.class', b'?').decode()}: {h.get('error.message', b'').decode()[:90]}")
     _stats(outs, docs, dlq, wall, digest_s, generative, worker, random_model)
-    return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) else 1
+    print(lines_report)
+    return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) and lines_ok else 1
 
 
 def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) -> None:

@@ -226,3 +226,148 @@ def mixed_corpus(n: int, seed: int = 0, every: int = 10, lengths: tuple[int, ...
         s = labelled(QUALITY_KINDS[j % len(QUALITY_KINDS)], i, lengths[j % len(lengths)], seed)
         docs[i] = {**s.message, "id": f"demo-{seed}-{i}", "attributes": {"site": f"site-{i % 20}"}}
     return docs
+
+
+# ---- the format corpus: one document per log format, every line labelled ------------------------
+# Each line is a header in the format's own spelling around one of MESSAGES; the truth kept outside the
+# message: each line's level (normalized), its message template, its time, and the document's span.
+
+from datetime import datetime, timedelta, timezone  # noqa: E402 - this section's own imports
+
+MESSAGES = (   # (level, message template); traps: INFO lines that name failure words as parameters
+    ("INFO", "session {sid} established for ue imsi-00101{imsi:010d} in {ms} ms"),
+    ("INFO", "heartbeat ok seq={seq} timeout={to}ms fail_on_disconnect=true"),
+    ("DEBUG", "cache lookup key=k{key} hit={hit}"),
+    ("INFO", "critical section entered by worker {w}"),
+    ("WARN", "retrying request to {peer} attempt={n}"),
+    ("ERROR", "diameter request failed result_code={code} peer={peer}"),
+    ("ERROR", "attach reject cause={cause} for imsi-00101{imsi:010d}"),
+    ("FATAL", "database connection lost: {peer} unreachable"),
+)
+_WEIGHTS = (30, 25, 15, 8, 8, 6, 6, 2)
+_LETTER = {"FATAL": "F", "CRITICAL": "F", "ERROR": "E", "WARN": "W", "NOTICE": "I", "INFO": "I", "DEBUG": "D",
+           "TRACE": "V"}
+_SEV = {"FATAL": 0, "CRITICAL": 2, "ERROR": 3, "WARN": 4, "NOTICE": 5, "INFO": 6, "DEBUG": 7}
+_ESC = {"FATAL": "\x1b[35m", "ERROR": "\x1b[31m", "WARN": "\x1b[33m", "INFO": "\x1b[36m", "DEBUG": "\x1b[37m"}
+
+
+def _iso_z(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _ms(t: datetime) -> str:
+    return f"{t.microsecond // 1000:03d}"
+
+
+# format -> (header(t, level, host, msg) -> line, level spellings the format has, span form)
+FORMAT_HEADERS = {
+    "rfc5424": (lambda t, lv, h, m: f"<{8 * 16 + _SEV[lv]}>1 {_iso_z(t)} {h} amfd 4242 NGAP - {m}", "iso"),
+    "rfc3164": (lambda t, lv, h, m: f"<{8 * 4 + _SEV[lv]}>{t:%b} {t.day:2d} {t:%H:%M:%S} {h} smfd[311]: {m}",
+                "yearless"),
+    "klog": (lambda t, lv, h, m: f"{_LETTER[lv] if lv != 'DEBUG' else 'I'}{t:%m%d %H:%M:%S}.{t.microsecond:06d}"
+                                 f"    7 controller.go:{len(m)}] {m}", "yearless"),
+    "logcat": (lambda t, lv, h, m: f"{t:%m-%d %H:%M:%S}.{_ms(t)}  1702  2395 {_LETTER[lv]} NgapService: {m}",
+               "yearless"),
+    "apache": (lambda t, lv, h, m: f"[{t:%a %b %d %H:%M:%S %Y}] [{ {'FATAL': 'emerg', 'WARN': 'warn'}.get(lv, lv.lower())}] {m}",
+               "local"),
+    "log4j": (lambda t, lv, h, m: f"{t:%Y-%m-%d %H:%M:%S},{_ms(t)} {lv:5} [main-{len(m) % 3}] com.ribbon.nf.Amf: {m}",
+              "local"),
+    "python": (lambda t, lv, h, m: f"{t:%Y-%m-%d %H:%M:%S},{_ms(t)} - ribbon.amf - "
+                                   f"{ {'FATAL': 'CRITICAL', 'WARN': 'WARNING'}.get(lv, lv)} - {m}", "local"),
+    "python_default": (lambda t, lv, h, m: f"{ {'FATAL': 'CRITICAL', 'WARN': 'WARNING'}.get(lv, lv)}:ribbon.amf:{m}",
+                       None),
+    "free5gc": (lambda t, lv, h, m: f"{_iso_z(t)} {_ESC[lv]}[{ {'FATAL': 'FATA', 'ERROR': 'ERRO', 'DEBUG': 'DEBU'}.get(lv, lv)}]"
+                                    f"\x1b[0m[AMF][NGAP] {m}", "iso"),
+    "logrus": (lambda t, lv, h, m: f"{_ESC[lv]}{ {'FATAL': 'FATA', 'ERROR': 'ERRO', 'DEBUG': 'DEBU'}.get(lv, lv)}\x1b[0m"
+                                   f"[{int(t.timestamp()) % 10000:04d}] {m}", None),
+    "zap": (lambda t, lv, h, m: f"{_iso_z(t)}\t{lv.lower() if lv != 'FATAL' else 'fatal'}\tamf/ngap.go:{len(m)}\t{m}", "iso"),
+    "logfmt": (lambda t, lv, h, m: f'ts={_iso_z(t)} level={lv.lower()} caller=ngap.go:{len(m)} msg="{m}"', "iso"),
+    "json": (lambda t, lv, h, m: '{"time":"' + _iso_z(t) + '","level":"' + lv.lower() + '","host":"' + h
+                                 + '","msg":"' + m + '"}', "iso"),
+    "windows": (lambda t, lv, h, m: f"{t:%Y-%m-%d %H:%M:%S}, "
+                                    f"{ {'FATAL': 'Error', 'ERROR': 'Error', 'WARN': 'Warning', 'DEBUG': 'Info'}.get(lv, 'Info'):<22}"
+                                    f"CBS    {m}", "local"),
+    "hdfs": (lambda t, lv, h, m: f"{t:%y%m%d %H%M%S} 148 {lv} dfs.DataNode$PacketResponder: {m}", "local"),
+    "spark": (lambda t, lv, h, m: f"{t:%y/%m/%d %H:%M:%S} {lv} storage.BlockManager: {m}", "local"),
+    "epoch": (lambda t, lv, h, m: f"{int(t.timestamp())} {h} {lv} {m}", "iso"),
+    "epoch_ms": (lambda t, lv, h, m: f"{int(t.timestamp() * 1000)} {h} {lv} {m}", "iso"),
+    "month_slash": (lambda t, lv, h, m: f"{t:%m/%d %H:%M:%S} {lv} {m}", "yearless"),
+}
+# the levels each format can write (others are written as the nearest it has, and labelled so)
+_FORMAT_LEVELS = {"klog": {"DEBUG": "INFO"}, "windows": {"FATAL": "ERROR", "DEBUG": "INFO"},
+                  "python": {"FATAL": "CRITICAL"}, "python_default": {"FATAL": "CRITICAL"}}
+
+
+@dataclass(frozen=True)
+class FormatSample:
+    message: dict                        # the input message
+    levels: tuple[str | None, ...]       # per line, the true level
+    templates: tuple[int, ...]           # per line, the index of its MESSAGES template
+    span: tuple[str, str] | None         # the true earliest and latest time, as the digest writes them
+    out_of_order: int                    # lines earlier than the line before them
+    values: dict                         # variable -> {value: count} of the failure templates
+
+
+def _fill(rng: random.Random, k: int, i: int) -> tuple[str, dict]:
+    v = {"sid": rng.randrange(16**6), "imsi": rng.randrange(10**10), "ms": rng.randrange(5, 80), "seq": i,
+         "to": 30, "key": rng.randrange(500), "hit": rng.choice(("true", "false")), "w": rng.randrange(8),
+         "peer": rng.choice(("hss-1", "pcrf-2", "amf-3")), "n": rng.randrange(1, 4),
+         "code": rng.choice((5001, 5001, 5001, 3002)), "cause": rng.choice((11, 11, 11, 15))}
+    return MESSAGES[k][1].format(**v), v
+
+
+def _stamp_text(t: datetime, form: str | None) -> str | None:
+    """A time as the digest writes it: ISO 8601, milliseconds when whole, `Z` when the log gives a zone."""
+    if form is None:
+        return None
+    frac = "" if not t.microsecond else (f".{t.microsecond // 1000:03d}" if t.microsecond % 1000 == 0
+                                         else f".{t.microsecond:06d}")
+    if form == "yearless":
+        return t.strftime("--%m-%dT%H:%M:%S") + frac
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + frac + ("Z" if form == "iso" else "")
+
+
+def format_sample(fmt: str, n_lines: int = 300, seed: int = 0, cross_day: bool = True,
+                  swaps: int = 2) -> FormatSample:
+    """One document of `fmt` (FORMAT_HEADERS) with every line labelled."""
+    if fmt not in FORMAT_HEADERS:
+        raise ValueError(f"format must be one of {sorted(FORMAT_HEADERS)}, got {fmt!r}")
+    header, form = FORMAT_HEADERS[fmt]
+    rng = random.Random(f"{seed}:{fmt}:{n_lines}")
+    start = datetime(2026, 12, 1, 22 if cross_day else 8, 30, 0, tzinfo=timezone.utc)
+    step = (4 * 3600 if cross_day else 1800) / n_lines
+    times = [start + timedelta(seconds=i * step + rng.random() * step * 0.5) for i in range(n_lines)]
+    times = [t.replace(microsecond=t.microsecond // 1000 * 1000) for t in times]    # logs write milliseconds
+    if fmt in ("rfc3164", "klog", "month_slash", "spark", "hdfs", "windows", "epoch", "python", "apache"):
+        times = [t.replace(microsecond=0) for t in times]
+    for _ in range(swaps):           # a line written late: out of order
+        j = rng.randrange(1, n_lines - 1)
+        times[j], times[j + 1] = times[j + 1], times[j]
+    out_of_order = sum(b < a for a, b in zip(times, times[1:]))
+    remap = _FORMAT_LEVELS.get(fmt, {})
+    lines, levels, templates = [], [], []
+    values: dict[str, dict] = {"result_code": {}, "cause": {}}
+    for i, t in enumerate(times):
+        k = rng.choices(range(len(MESSAGES)), _WEIGHTS)[0]
+        msg, v = _fill(rng, k, i)
+        level = remap.get(MESSAGES[k][0], MESSAGES[k][0])
+        lines.append(header(t, MESSAGES[k][0], "amf-3", msg))
+        levels.append(level)
+        templates.append(k)
+        if k == 5:
+            values["result_code"][str(v["code"])] = values["result_code"].get(str(v["code"]), 0) + 1
+        if k == 6:
+            values["cause"][str(v["cause"])] = values["cause"].get(str(v["cause"]), 0) + 1
+    span = None
+    if form is not None:
+        span = (_stamp_text(min(times), form), _stamp_text(max(times), form))
+    message = {"id": f"fmt-{seed}-{fmt}", "source": f"amf-3/{fmt}", "kind": "log", "lines": lines}
+    return FormatSample(message, tuple(levels), tuple(templates), span, out_of_order, values)
+
+
+FORMATS = tuple(FORMAT_HEADERS)
+
+
+def format_corpus(n_lines: int = 300, seed: int = 0) -> list[FormatSample]:
+    """format_sample() of every format."""
+    return [format_sample(f, n_lines, seed) for f in FORMATS]

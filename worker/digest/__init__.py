@@ -1,8 +1,12 @@
-"""Per-document digest (issue 8): line templates, time span, severities, entities, outliers.
+"""Per-document digest: format layer, line templates, levels and failures, time span, values, outliers.
 
-One pass of the C++ templater (ext/core/templater.hpp) feeds everything here:
+    document.analyze_document(text) -> Analysis: structured forms (structured.py: OTLP logs as lines, the
+                                     PM counter digest), the format layer (formats.py: escape sequences
+                                     removed, headers read: level, time, host), then one pass of the C++
+                                     templater (ext/core/templater.hpp) over the messages, then the digest
     templates.analyze(lines)      -> Templates (per-line template ids, numbers, template summaries)
-    digest.build_digest(...)      -> Digest (the output message's `digest` object)
+    digest.build_digest(tm, read) -> Analysis: the output message's `digest` object, levels per line
+                                     (failures.py), ranked failures, the true span (clock.py), outliers
     compact.compact(...)          -> the document as the model sees it (each template once)
     prompt.digest_prompt(...)     -> a few digest lines, then the compacted text
     render.render(digest, meta)   -> the digest in plain English (digest mode's summary)

@@ -9,7 +9,9 @@ it has more lines) one annotation of the rest:
 Lines of a template that occur once stay verbatim (they are their template's
 first line). Severe lines (a severity word scoring SEVERE or more) and
 numeric outliers of a repeated template stay verbatim too, marked `  ! `,
-up to MAX_EXTRA per template (the annotation's count covers every line). No
+up to MAX_EXTRA per template; failure lines (level WARN or worse) up to
+FAILURE_EXTRA per template, so their values (codes, ids, addresses, paths,
+sizes) reach the model (the annotation's count covers every line). No
 template is ever dropped. The result is not used when it saves less than
 `min_saving` of the characters (the caller checks tokens as well).
 """
@@ -27,6 +29,7 @@ from worker.digest.templates import Template, VarSummary
 from worker.digest.words import SEVERE
 
 MAX_EXTRA = 3          # verbatim severe/outlier lines per template beyond its first
+FAILURE_EXTRA = 10     # verbatim lines of a failure template beyond its first (docs/digest.md: the trade-off)
 MAX_ANNOTATED_VARS = 4
 ANNOTATION = re.compile(r"^  \[×(\d+) lines (\d+)–(\d+)")
 EXTRA_PREFIX = "  ! "
@@ -50,7 +53,7 @@ def _describe(v: VarSummary, i: int) -> str | None:
         return None
     if v.numeric and v.numeric == v.occurrences:
         return f"{name} {_num(v.min)}–{_num(v.max)}"
-    if v.distinct <= 3 and not v.distinct_capped and v.top:
+    if v.distinct <= 5 and not v.distinct_capped and v.top:
         return f"{name}: " + ", ".join(f"{val[:40]} ×{n}" for val, n in v.top)
     return f"{name}: {v.distinct}{'+' if v.distinct_capped else ''} values"
 
@@ -62,23 +65,29 @@ def annotation(t: Template) -> str:
     return "  [" + "; ".join(parts) + "]"
 
 
-def _extras(a: Analysis) -> dict[int, list[int]]:
-    """Template -> its severe or outlier lines beyond its first (MAX_EXTRA at most)."""
+def _extras(a: Analysis, failure_extra: int) -> dict[int, list[int]]:
+    """Template -> its severe, outlier or failure lines beyond its first (MAX_EXTRA at most, failure_extra
+    for a template with failure lines: those lines keep their values: codes, ids, addresses, paths, sizes)."""
     tm = a.templates
     notable = (tm.line_severity >= SEVERE) | (a.line_z >= Z_OUTLIER)        # [L] bool
+    failing: set[int] = set()
+    for f in a.failures:
+        notable[f["lines"]] = True
+        failing.add(f["template"])
     firsts = np.array([t.first_line for t in tm.templates], dtype=np.int64)
     notable[firsts] = False
     out: dict[int, list[int]] = {}
     for line in np.flatnonzero(notable & (tm.line_template >= 0)).tolist():
-        lst = out.setdefault(int(tm.line_template[line]), [])
-        if len(lst) < MAX_EXTRA:
+        k = int(tm.line_template[line])
+        lst = out.setdefault(k, [])
+        if len(lst) < (failure_extra if k in failing else MAX_EXTRA):
             lst.append(line)
     return out
 
 
-def compact_text(a: Analysis) -> str:
+def compact_text(a: Analysis, failure_extra: int = FAILURE_EXTRA) -> str:
     tm = a.templates
-    extras = _extras(a)
+    extras = _extras(a, failure_extra)
     out: list[str] = []
     for t in tm.templates:
         out.append(tm.lines[t.first_line].rstrip())

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
-from worker.digest.levels import count_levels, level_of_pattern
-from worker.digest.outliers import Z_OUTLIER
+from worker.digest.clock import sort_keys, stamp_of, true_span
+from worker.digest.failures import line_ranks, ranked_failures, severity_counts
+from worker.digest.formats import Read
+from worker.digest.levels import level_of_pattern
+from worker.digest.levels_table import ORDER
+from worker.digest.outliers import MIN_SAMPLE, Z_OUTLIER, far_outside, is_quantity
 from worker.digest.templates import Template, Templates
 from worker.digest.timeparse import span
-from worker.digest.words import SEVERE
 
 MAX_TEMPLATES = 8
-MAX_FAILURES = 5
+MAX_FAILURES = 8
 MAX_ENTITIES = 10
 MAX_OUTLIERS = 5
 MAX_EXAMPLE_CHARS = 300
@@ -38,6 +42,9 @@ class Analysis:
     digest: DigestDict          # JSON-ready; validated once, at the output message (worker/messages/models.py)
     line_z: np.ndarray          # [L] float64 largest outlier z of each line
     template_severity: np.ndarray  # [K] float32 highest severity word over each template's lines
+    line_rank: np.ndarray | None = None   # [L] int8 level rank of each line (levels_table.ORDER), -1 none
+    failures: tuple = ()        # ranked failure entries (failures.ranked_failures), all of them
+    read: Read | None = None    # the format layer's result
 
 
 def _variables(t: Template) -> list[dict]:
@@ -47,14 +54,15 @@ def _variables(t: Template) -> list[dict]:
         out.append({"name": v.key or f"v{i + 1}", "kind": v.kind, "distinct": v.distinct,
                     "distinct_capped": v.distinct_capped, "min": v.min if num else None,
                     "median": v.median if num else None, "max": v.max if num else None,
-                    "top": [{"value": val[:120], "count": c} for val, c in v.top if c > 1 and v.kind != "time"]})
+                    "top": [{"value": val[:120], "count": c} for val, c in v.top
+                            if v.kind != "time" and (c > 1 or (v.distinct <= 5 and not v.distinct_capped))]})
     return out
 
 
 def _summary(tm: Templates, t: Template) -> dict:
     return {"pattern": t.pattern[:MAX_EXAMPLE_CHARS], "count": t.count, "first_line": t.first_line + 1,
             "last_line": t.last_line + 1, "example": tm.lines[t.first_line].strip()[:MAX_EXAMPLE_CHARS],
-            "level": level_of_pattern(t.pattern), "variables": _variables(t)}
+            "level": level_of_pattern(t.pattern), "variables": _variables(t), "first_time": None, "last_time": None}
 
 
 def _entities(tm: Templates) -> list[dict]:
@@ -74,22 +82,34 @@ def _entities(tm: Templates) -> list[dict]:
 
 
 def _outliers(tm: Templates) -> list[dict]:
+    """Numeric outliers of quantities (outliers.is_quantity), outside their variable's inlier range."""
     z = tm.num_z
     hits = np.flatnonzero(z >= Z_OUTLIER)
     if not len(hits):
         return []
-    order = hits[np.lexsort((hits, -z[hits]))]     # farthest first, then earlier
+    variables = {t.var_base + i: v for t in tm.templates for i, v in enumerate(t.vars)}
     names = {t.var_base + i: (v.key or f"v{i + 1}") for t in tm.templates for i, v in enumerate(t.vars)}
-    out, lines_seen = [], set()
+    order = hits[np.lexsort((hits, -z[hits]))]     # farthest first, then earlier
+    out, lines_seen, ranges = [], set(), {}
     for j in order.tolist():
+        var = int(tm.num_vars[j])
+        v = variables.get(var)
+        if v is None or v.occurrences < MIN_SAMPLE or not is_quantity(names[var], v):
+            continue
+        if var not in ranges:
+            inl = tm.num_values[(tm.num_vars == var) & (z < Z_OUTLIER)]
+            ranges[var] = (float(inl.min()), float(inl.max())) if len(inl) else None
+        if ranges[var] is None:
+            continue
+        lo, hi = ranges[var]
+        x = float(tm.num_values[j])
+        if not far_outside(x, lo, hi):
+            continue
         line = int(tm.num_lines[j])
         if line in lines_seen:
             continue
         lines_seen.add(line)
-        var = int(tm.num_vars[j])
-        others = tm.num_values[(tm.num_vars == var) & (np.arange(len(z)) != j)]
-        out.append({"line": line + 1, "name": names.get(var, "value"), "value": float(tm.num_values[j]),
-                    "others_min": float(others.min()), "others_max": float(others.max()),
+        out.append({"line": line + 1, "name": names[var], "value": x, "others_min": lo, "others_max": hi,
                     "z": round(float(z[j]), 2), "text": tm.lines[line].strip()[:MAX_EXAMPLE_CHARS]})
     return out
 
@@ -99,24 +119,74 @@ def template_severity(tm: Templates) -> np.ndarray:
     return tm.template_severity
 
 
-def build_digest(tm: Templates) -> Analysis:
-    sev = tm.template_severity.tolist()
-    ranked = sorted(tm.templates, key=lambda t: (-t.count, t.first_line))
-    failing = [t for t in tm.templates if sev[t.index] >= SEVERE or
-               level_of_pattern(t.pattern) in ("FATAL", "CRITICAL", "ERROR")]
-    entities = _entities(tm)
-    outliers = _outliers(tm)
+def _stamp_text(stamps: list[str], j: int | None) -> str | None:
+    if j is None:
+        return None
+    st = stamp_of(stamps[j])
+    return st.text if st is not None else None
+
+
+def _failure_summary(tm: Templates, f: dict, stamps: list[str]) -> dict:
+    t = tm.templates[f["template"]]
+    out = _summary(tm, t)
+    out.update(count=f["count"], first_line=f["first_line"] + 1, last_line=f["last_line"] + 1, level=f["level"],
+               example=tm.lines[f["first_line"]].strip()[:MAX_EXAMPLE_CHARS],
+               first_time=_stamp_text(stamps, f["first_timed"]), last_time=_stamp_text(stamps, f["last_timed"]))
+    return out
+
+
+def _time_span(tm: Templates, r: Read | None, keys: list[str]) -> dict | None:
+    if r is not None and any(keys):
+        ts = true_span(r.stamps, keys)
+        if ts is not None:
+            return {"first": ts.first.text, "last": ts.last.text, "form": ts.first.form,
+                    "seconds": round(max(0.0, ts.last.seconds - ts.first.seconds), 3),
+                    "zone": ts.zone, "out_of_order": ts.out_of_order,
+                    "first_line": ts.first_line + 1, "last_line": ts.last_line + 1}
     first, last = span(tm.lines, tm.line_clock)
-    time_span = None if first is None or last is None else {
-        "first": first.text, "last": last.text, "form": first.form,
-        "seconds": round(max(0.0, last.seconds - first.seconds), 3)}
+    if first is None or last is None:
+        return None
+    if last.seconds < first.seconds:
+        first, last = last, first
+    return {"first": first.text, "last": last.text, "form": first.form,
+            "seconds": round(max(0.0, last.seconds - first.seconds), 3),
+            "zone": "UTC" if first.text.endswith("Z") else None, "out_of_order": 0, "first_line": None,
+            "last_line": None}
+
+
+def _host_entities(r: Read | None) -> list[dict]:
+    if r is None or not r.hosts:
+        return []
+    counts = Counter(h for h in r.hosts if h and h != "-")
+    if len(counts) > 0.5 * max(1, len(r.hosts)):   # one per line: not hosts but something else
+        return []
+    return [{"kind": "host", "value": h, "count": n} for h, n in counts.most_common(MAX_ENTITIES)]
+
+
+def build_digest(tm: Templates, r: Read | None = None) -> Analysis:
+    """The digest of a templater pass; r: the format layer's result the pass was made from (or None)."""
+    levels = r.levels if r is not None else [None] * len(tm.lines)
+    matched = r.matched if r is not None else [False] * len(tm.lines)
+    ranks, inherited = line_ranks(tm, levels, matched)
+    stamps = r.stamps if r is not None else []
+    keys = sort_keys(stamps) if stamps and any(stamps) else []
+    ranked = sorted(tm.templates, key=lambda t: (-t.count, t.first_line))
+    fails = ranked_failures(tm, ranks, keys, inherited)
+    entities = _host_entities(r) + _entities(tm)
+    outliers = _outliers(tm)
+    by_level: dict[str, int] = {}
+    for f in fails[MAX_FAILURES:]:
+        by_level[f["level"]] = by_level.get(f["level"], 0) + 1
     digest = {
-        "lines": tm.nonblank, "templates_total": len(tm.templates), "span": time_span,
-        "severity": count_levels(tm.templates),
+        "lines": tm.nonblank, "templates_total": len(tm.templates), "span": _time_span(tm, r, keys),
+        "severity": severity_counts(ranks),
         "templates": [_summary(tm, t) for t in ranked[:MAX_TEMPLATES]],
-        "failures": [_summary(tm, t) for t in failing[:MAX_FAILURES]],
+        "failures": [_failure_summary(tm, f, stamps) for f in fails[:MAX_FAILURES]],
         "entities": entities[:MAX_ENTITIES], "outliers": outliers[:MAX_OUTLIERS],
-        "omitted": {"templates": max(0, len(ranked) - MAX_TEMPLATES), "failures": max(0, len(failing) - MAX_FAILURES),
+        "omitted": {"templates": max(0, len(ranked) - MAX_TEMPLATES), "failures": max(0, len(fails) - MAX_FAILURES),
                     "entities": max(0, len(entities) - MAX_ENTITIES),
-                    "outliers": max(0, len(outliers) - MAX_OUTLIERS)}}
-    return Analysis(tm, digest, tm.line_z, tm.template_severity)
+                    "outliers": max(0, len(outliers) - MAX_OUTLIERS),
+                    "failures_by_level": {lv: by_level[lv] for lv in ORDER if lv in by_level}},
+        "format": r.form if r is not None else None, "cleaned_lines": r.cleaned if r is not None else 0,
+        "pm": None}
+    return Analysis(tm, digest, tm.line_z, tm.template_severity, ranks, tuple(fails), r)

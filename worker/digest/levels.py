@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 
+from worker.digest.levels_table import SPELLINGS
+
 LEVEL_WORDS = {
     "fatal": "FATAL", "panic": "FATAL", "emerg": "FATAL", "emergency": "FATAL",
     "alert": "CRITICAL", "crit": "CRITICAL", "critical": "CRITICAL", "severe": "CRITICAL",
@@ -21,6 +23,7 @@ LEVEL_WORDS = {
     "debug": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "dbg": "DEBUG",
     "trace": "TRACE", "finest": "TRACE", "verbose": "TRACE",
 }
+LEVEL_WORDS.update({w: SPELLINGS[w] for w in ("erro", "wrn", "debu", "fata", "pani", "dpanic")})  # Go's tags
 ORDER = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")
 LEVEL_KEYS = frozenset({"level", "lvl", "severity", "loglevel", "log_level", "priority"})
 _ANDROID = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL", "A": "FATAL"}
@@ -57,24 +60,6 @@ def level_of_value(value: str) -> str | None:
     if len(v) == 1:
         return _ANDROID.get(v.upper())
     return LEVEL_WORDS.get(v)
-
-
-def count_levels(templates) -> dict[str, int]:
-    """Lines per level over a Templates' templates, in ORDER; lines of no level are left out."""
-    counts: dict[str, int] = {}
-    for t in templates:
-        level = level_of_pattern(t.pattern)
-        if level is not None:
-            counts[level] = counts.get(level, 0) + t.count
-            continue
-        for v in t.vars:
-            if v.key.lower() in LEVEL_KEYS:
-                for value, n in v.top:
-                    lv = level_of_value(value)
-                    if lv is not None:
-                        counts[lv] = counts.get(lv, 0) + n
-                break
-    return {k: counts[k] for k in ORDER if k in counts}
 
 
 _PLACEHOLDERS = frozenset({"n", "hex", "ip", "uuid", "ts", "q", "*"})

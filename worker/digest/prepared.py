@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.digest.compact import compact
-from worker.digest.digest import build_digest
+from worker.digest.document import analyze_document
 from worker.digest.prompt import digest_prompt
 from worker.digest.render import render
-from worker.digest.templates import analyze_text
 from worker.digest.highlights import select
 
 
@@ -42,12 +41,25 @@ class Prepared:
     error: str | None = None      # the pass failed: why (the document goes to the dead-letter topic)
 
 
+def highlights(a, k: int) -> list[str]:
+    """The failures' first lines in the failure ranking (one per template), then the highlight scorer's best
+    lines of the other templates (worker/digest/highlights.py), k in all, none repeating a template."""
+    tm = a.templates
+    out = [tm.lines[f["first_line"]].strip() for f in a.failures[:k]]
+    if len(out) < k:
+        shape = tm.line_template.copy()
+        for f in a.failures[:k]:
+            shape[shape == f["template"]] = -1                      # [L] those templates are taken
+        rest = select(tm.lines, shape, tm.line_severity, a.line_z, k - len(out))
+        out += [ln for ln in rest if ln not in out]
+    return out
+
+
 def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) -> Prepared:
     t0 = time.thread_time()
     lines = text.split("\n")
-    a = build_digest(analyze_text(text, lines))
-    tm = a.templates
-    hl = select(lines, tm.line_template, tm.line_severity, a.line_z, o.highlights) if o.highlights else []
+    a = analyze_document(text, lines)
+    hl = highlights(a, o.highlights) if o.highlights else []
     prompt = None
     if o.compaction:
         c = compact(a, text, o.min_saving)

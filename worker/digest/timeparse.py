@@ -58,7 +58,7 @@ def _zone(z: str | None) -> timezone | None:
 def _iso(dt: datetime) -> str:
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc)
-    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     if dt.microsecond:
         text += f".{dt.microsecond // 1000:03d}" if dt.microsecond % 1000 == 0 else f".{dt.microsecond:06d}"
     return text + ("Z" if dt.tzinfo is not None else "")

@@ -75,7 +75,8 @@ def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfi
     }
     if s.group_instance_id is not None:
         consumer["group.instance.id"] = s.group_instance_id
-    producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max}
+    producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max,
+                "compression.type": s.compression_type}
     if s.delivery == "exactly_once":
         consumer["isolation.level"] = "read_committed"
         producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{_identity(s)}"

@@ -33,13 +33,20 @@ class TemplateSummary(_Out):
     example: str = Field(description="its first line, verbatim")
     level: str | None = Field(None, description="FATAL | CRITICAL | ERROR | WARN | NOTICE | INFO | DEBUG | TRACE")
     variables: list[VariableSummary] = Field(default_factory=list)
+    first_time: str | None = Field(None, description="failures: the earliest time of its failure lines (ISO 8601)")
+    last_time: str | None = Field(None, description="failures: the latest time of its failure lines")
 
 
 class TimeSpan(_Out):
-    first: str = Field(description="ISO 8601 (yearless --MM-DDThh:mm:ss for RFC 3164 syslog)")
-    last: str
-    form: str = Field(description="iso8601 | rfc3164 | apache | epoch_s | epoch_ms | compact")
-    seconds: float = Field(ge=0.0, description="last minus first (0 when they are out of order)")
+    first: str = Field(description="the earliest time, ISO 8601 (yearless --MM-DDThh:mm:ss when the log gives no year)")
+    last: str = Field(description="the latest time (never before first)")
+    form: str = Field(description="iso8601 | rfc3164 | yearless | ctime | yy/MM/dd | yyMMdd | yyyyMMdd | apache | "
+                                  "epoch_s | epoch_ms | compact")
+    seconds: float = Field(ge=0.0, description="last minus first")
+    zone: str | None = Field(None, description="UTC when the log's times carry a zone (converted), else None")
+    out_of_order: int = Field(0, ge=0, description="timestamped lines earlier than the timestamped line before them")
+    first_line: int | None = Field(None, ge=1, description="the line of the earliest time (1-based)")
+    last_line: int | None = Field(None, ge=1, description="the line of the latest time")
 
 
 class Entity(_Out):
@@ -63,6 +70,33 @@ class Omitted(_Out):
     failures: int = Field(0, ge=0)
     entities: int = Field(0, ge=0)
     outliers: int = Field(0, ge=0)
+    failures_by_level: dict[str, int] = Field(default_factory=dict, description="the failures left out, by level")
+
+
+class CounterStat(_Out):
+    name: str
+    total: float
+    objects: int = Field(ge=0, description="objects where it is non-zero")
+    max: float
+    max_object: str = Field(description="the object of its largest value")
+    median: float
+
+
+class PmDigest(_Out):
+    standard: str = Field(description="32.435 (measCollecFile) | 28.532 (measDataFile)")
+    managed_element: str | None = None
+    sender: str | None = None
+    begin: str | None = None
+    end: str | None = None
+    granularity_s: int | None = None
+    objects: int = Field(ge=0, description="distinct measured objects")
+    cells: int = Field(ge=0, description="objects that name a cell")
+    counters: int = Field(ge=0, description="distinct counters")
+    nonzero: list[CounterStat] = Field(default_factory=list, description="non-zero counters, largest total first")
+    failure_counters: list[CounterStat] = Field(default_factory=list, description="*Fail*, *Drop*, *Rej* counters")
+    extremes: list[dict[str, str | float]] = Field(default_factory=list,
+                                                  description="objects far from the others on a counter")
+    suspect: int = Field(0, ge=0, description="values marked suspect")
 
 
 class Digest(_Out):
@@ -72,7 +106,11 @@ class Digest(_Out):
     severity: dict[str, int] = Field(default_factory=dict, description="lines by level")
     templates: list[TemplateSummary] = Field(default_factory=list, description="commonest templates")
     failures: list[TemplateSummary] = Field(default_factory=list,
-                                            description="templates of severe lines, in order of first appearance")
+                                            description="templates of WARN-or-worse lines, ranked by level, then "
+                                                        "rarity, then time")
     entities: list[Entity] = Field(default_factory=list)
     outliers: list[Outlier] = Field(default_factory=list)
     omitted: Omitted = Field(default_factory=Omitted, description="how many were left out of each capped list")
+    format: str | None = Field(None, description="the header format recognised (worker/digest/formats.py), or None")
+    cleaned_lines: int = Field(0, ge=0, description="lines whose escape sequences or control bytes were removed")
+    pm: PmDigest | None = Field(None, description="a 3GPP PM file's counter digest")

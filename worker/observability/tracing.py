@@ -160,7 +160,7 @@ class DocTracer:
             _end(spans, None)
         return len(done)
 
-    def open_count(self) -> int:
+    def __len__(self) -> int:  # spans still open (documents not yet delivered)
         with self._lock:
             return len(self._open)
 

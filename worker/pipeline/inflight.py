@@ -45,6 +45,7 @@ class Doc:
     document_tokens: int = 0        # tokens of the raw document (before compaction; 0 when not counted)
     prefill_s: float | None = None  # its share of its bins' prefill and decode seconds (traces; None: unknown)
     decode_s: float | None = None
+    window: object = None           # a closed window (worker/windowing/windows.py) when the document is one
 
     def seed(self, base: int, index: int) -> int:
         """A reproducible seed per document (and chunk): reruns sample the same tokens."""

@@ -13,6 +13,7 @@ from worker.digest.prepared import PrepareOptions, Prepared, prepare
 from worker.digest.render import render
 from worker.messages.models import OutputMessage
 from worker.pipeline.inflight import Doc
+from worker.pipeline.lines import window_info
 
 
 def prepared_of(doc: Doc, highlights: int) -> Prepared:
@@ -51,6 +52,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
                    "ingest": round(_since(doc.received, doc.packed), 3),
                    "model_done": round(_since(doc.received, doc.model_end), 3)},
         grounding=grounding,
+        window=window_info(doc),
     )
 
 

@@ -8,6 +8,14 @@ the longest prefix of seen offsets that are all complete: those outputs and the
 offset after the last of them go out together (one transaction, or produce
 then store). Results that finish out of order wait here: the reorder buffer.
 
+Windows (worker/windowing/): the records of one window are registered as a group
+(`group`) when it closes; completing its first offset completes them all, its
+output riding on the first. A run taken for commit never ends inside a group:
+it ends only where no group straddles (`reach`), so an output commits with all
+its records' offsets and no record's offset commits before its window's output.
+The records of open windows are seen but not done, so they hold their
+partition's committed offset back, as any unfinished document does.
+
 Every partition assignment gets a fresh epoch; results of an older epoch of
 the same partition (revoked, then assigned back) are dropped, never produced.
 """
@@ -47,6 +55,8 @@ class _Partition:
     seen_at: deque[float] = field(default_factory=deque)  # time.monotonic() of each, same order
     done: dict[int, tuple[Record, ...]] = field(default_factory=dict)
     committed: int | None = None  # the next offset to consume after what is committed (None: not known yet)
+    groups: dict[int, tuple[int, ...]] = field(default_factory=dict)  # a window's first offset -> all its offsets
+    reach: dict[int, int] = field(default_factory=dict)  # offset in a group -> the group's last offset
 
 
 @dataclass(frozen=True)
@@ -117,12 +127,27 @@ class OffsetTracker:
             p = self._parts.get(tp)
             return (None, 0) if p is None else (p.committed, len(p.seen))
 
+    def group(self, tp: TopicPartition, epoch: int, offsets: list[int]) -> bool:
+        """Register a closed window's offsets (seen, in increasing order): completing the first completes
+        them all, and no run is taken that ends inside them. False if the epoch is gone."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch or not offsets:
+                return False
+            p.groups[offsets[0]] = tuple(offsets)
+            for off in offsets[:-1]:
+                p.reach[off] = offsets[-1]
+            return True
+
     def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
-        """Attach the records of a finished offset; False (dropped) if its epoch is gone."""
+        """Attach the records of a finished offset (a window: of all its offsets, riding on the first);
+        False (dropped) if its epoch is gone."""
         with self._lock:
             p = self._parts.get(tp)
             if p is None or p.epoch != epoch:
                 return False
+            for off in p.groups.pop(offset, ())[1:]:
+                p.done[off] = ()
             p.done[offset] = records
             return True
 
@@ -133,19 +158,16 @@ class OffsetTracker:
         size = 0
         with self._lock:
             for tp, p in self._parts.items():
+                n = _committable(p, max_records, max_bytes, size)
                 recs: list[Record] = []
                 offs: list[int] = []
-                while p.seen and p.seen[0] in p.done:
-                    if max_records is not None and recs and len(recs) >= max_records:
-                        break
-                    nxt = sum(r.size for r in p.done[p.seen[0]])
-                    if max_bytes is not None and size and size + nxt > max_bytes:
-                        break
-                    size += nxt
+                for _ in range(n):
                     off = p.seen.popleft()
                     p.seen_at.popleft()
+                    p.reach.pop(off, None)
                     recs.extend(p.done.pop(off))
                     offs.append(off)
+                size += sum(r.size for r in recs)
                 if offs:
                     out.append(Ready(tp, p.epoch, tuple(recs), tuple(offs)))
         return out
@@ -158,11 +180,14 @@ class OffsetTracker:
                 if p is None or p.epoch != r.epoch:
                     continue  # revoked meanwhile: another consumer will redo them
                 # The run's records ride on its first offset; the others carry none.
+                # The run goes out whole again: its offsets reach its last (no retake ends inside it).
                 now = time.monotonic()
                 for off in reversed(r.offsets):
                     p.seen.appendleft(off)
                     p.seen_at.appendleft(now)
                     p.done[off] = ()
+                    if off != r.offsets[-1]:
+                        p.reach[off] = r.offsets[-1]
                 p.done[r.offsets[0]] = r.records
 
     def holding(self) -> list[tuple[TopicPartition, int, float]]:
@@ -171,7 +196,7 @@ class OffsetTracker:
         now = time.monotonic()
         with self._lock:
             return [(tp, p.seen[0], now - p.seen_at[0]) for tp, p in self._parts.items()
-                    if p.seen and p.seen[0] not in p.done]
+                    if p.seen and (p.seen[0] not in p.done or p.seen[0] in p.reach)]
 
     def pending(self) -> int:
         """Offsets seen but not yet taken (in flight or waiting in the reorder buffer)."""
@@ -186,3 +211,24 @@ class OffsetTracker:
     def partitions(self) -> list[TopicPartition]:
         with self._lock:
             return list(self._parts)
+
+
+def _committable(p: _Partition, max_records: int | None, max_bytes: int | None, size: int) -> int:
+    """How many of `p.seen` to take: the longest complete prefix that ends where no group straddles
+    (within `max_records` records and, past the first, `max_bytes` in all, counting `size` taken so far)."""
+    best = n = records = 0
+    reach = -1
+    for off in p.seen:
+        recs = p.done.get(off)
+        if recs is None:
+            break
+        if max_records is not None and records and records + len(recs) > max_records and best:
+            break
+        nxt = sum(r.size for r in recs)
+        if max_bytes is not None and size and size + nxt > max_bytes and best:
+            break
+        n, records, size = n + 1, records + len(recs), size + nxt
+        reach = max(reach, p.reach.get(off, off))
+        if reach <= off:
+            best = n  # no group straddles the end of this prefix
+    return best

@@ -1,0 +1,213 @@
+"""The window assembly rules with a fake clock, the multiline joins, and the tracker's window groups."""
+
+import pytest
+
+from worker.pipeline.tracker import OffsetTracker, Record
+from worker.windowing.multiline import Joiner, continues
+from worker.windowing.windows import Rules, Windower
+
+TP, TP2 = ("lines", 0), ("lines", 1)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def windower(**kw):
+    clock = Clock()
+    rules = {"gap_s": 10.0, "max_length_s": 60.0, "max_lines": 100, "max_bytes": 10_000, "max_open_s": 300.0}
+    rules.update(kw)
+    return Windower(Rules(**rules), clock), clock
+
+
+def test_gap_closes_a_key_window_and_the_next_record_opens_another():
+    w, clock = windower()
+    assert w.add(TP, 1, "a", 0, "one") == []
+    clock.t += 9.9
+    assert w.add(TP, 1, "a", 1, "two") == [] and w.due() == []
+    clock.t += 10.0
+    (closed,) = w.due()
+    assert (closed.key, closed.offsets, closed.reason, closed.text()) == ("a", [0, 1], "gap", "one\ntwo")
+    assert w.open_windows == 0 and w.held_bytes == 0
+    clock.t += 1
+    w.add(TP, 1, "a", 2, "three")
+    clock.t += 10
+    assert [x.offsets for x in w.due()] == [[2]]
+
+
+def test_a_record_after_the_gap_closes_the_old_window_itself():
+    w, clock = windower()
+    w.add(TP, 1, "a", 0, "one")
+    clock.t += 11
+    (closed,) = w.add(TP, 1, "a", 1, "two")
+    assert closed.offsets == [0] and closed.reason == "gap" and w.open_windows == 1
+
+
+def test_max_length_closes_a_window_that_never_pauses():
+    w, clock = windower(max_length_s=30.0)
+    for i in range(30):
+        assert w.due() == []
+        w.add(TP, 1, "a", i, f"line {i}")
+        clock.t += 1.0
+    (closed,) = w.due()  # 30 s after it opened
+    assert closed.reason == "max_length" and closed.offsets == list(range(30))
+
+
+def test_max_lines_closes_at_the_next_start_of_an_event():
+    w, _ = windower(max_lines=3)
+    assert [w.add(TP, 1, "a", i, f"line {i}") for i in range(3)] == [[], [], []]
+    (closed,) = w.add(TP, 1, "a", 3, "line 3")
+    assert closed.reason == "max_lines" and closed.offsets == [0, 1, 2]
+    assert w.open_windows == 1
+
+
+def test_max_bytes_closes_and_a_continuation_is_not_cut_from_its_first_line():
+    w, _ = windower(max_bytes=20)
+    w.add(TP, 1, "a", 0, "Exception in thread main")  # 25 bytes: full
+    assert w.add(TP, 1, "a", 1, "\tat a.B.c(B.java:1)") == []  # still joins its event
+    (closed,) = w.add(TP, 1, "a", 2, "next event")
+    assert closed.reason == "max_bytes" and closed.offsets == [0, 1]
+    assert closed.text() == "Exception in thread main\n\tat a.B.c(B.java:1)"
+
+
+def test_keys_and_partitions_are_isolated():
+    w, clock = windower(max_lines=2)
+    w.add(TP, 1, "a", 0, "a0")
+    w.add(TP, 1, "b", 1, "b0")
+    w.add(TP2, 2, "a", 0, "other partition a0")
+    w.add(TP, 1, "a", 2, "a1")
+    (closed,) = w.add(TP, 1, "a", 3, "a2")  # only a's window in partition 0 is full
+    assert (closed.tp, closed.key, closed.offsets) == (TP, "a", [0, 2])
+    clock.t += 10
+    by = {(x.tp, x.key): x.offsets for x in w.due()}
+    assert by == {(TP, "a"): [3], (TP, "b"): [1], (TP2, "a"): [0]}
+
+
+def test_one_key_flood_closes_its_own_windows_and_leaves_the_others_alone():
+    w, _ = windower(max_lines=10)
+    w.add(TP, 1, "quiet", 0, "hello")
+    closed = []
+    for i in range(1, 1001):
+        closed += w.add(TP, 1, "flood", i, f"spam {i}")
+    assert {c.key for c in closed} == {"flood"} and len(closed) == 99
+    assert w.open_windows == 2 and w.held_bytes < 200
+
+
+def test_max_open_closes_every_window_of_the_partition_for_a_commit_point():
+    w, clock = windower(gap_s=10.0, max_length_s=20.0, max_open_s=30.0)
+    w.add(TP2, 2, "other", 0, "y")
+    # three keys in turn, each closed by max_length at a different time: without max_open some window
+    # of the partition would always be open, so its committed offset could never move
+    closed = []
+    for i in range(40):
+        closed += w.add(TP, 1, f"k{i % 3}", i, "x") + w.due()
+        if any(c.reason == "max_open" for c in closed):
+            break
+        clock.t += 1.0
+    assert [c.reason for c in closed if c.tp == TP][:2] == ["max_length", "max_length"]
+    assert clock.t - 1000.0 == 30.0  # max_open_s after the partition's first record
+    assert {c.key for c in closed if c.reason == "max_open"} == {"k0", "k1", "k2"}
+    assert [c.reason for c in closed if c.tp == TP2] == ["gap"]
+    assert max(o for c in closed for o in c.offsets if c.tp == TP) == 29
+    assert w.open_windows == 1  # the record that found the partition past max_open starts afresh
+
+
+def test_full_caps_open_windows_and_bytes():
+    w, _ = windower()
+    w2 = Windower(Rules(max_windows=2, max_held_bytes=1 << 20), Clock())
+    w2.add(TP, 1, "a", 0, "x")
+    assert not w2.full()
+    w2.add(TP, 1, "b", 1, "x")
+    assert w2.full()
+    w3 = Windower(Rules(max_held_bytes=10), Clock())
+    w3.add(TP, 1, "a", 0, "0123456789")
+    assert w3.full()
+    assert w3.drop([TP]) == 1 and not w3.full()
+
+
+def test_flush_and_a_new_epoch_drop_the_old_windows():
+    w, _ = windower()
+    w.add(TP, 1, "a", 5, "old")
+    w.add(TP, 2, "a", 5, "again, after a rebalance")  # the partition came back: rebuilt from the commit
+    (closed,) = w.flush()
+    assert closed.epoch == 2 and closed.offsets == [5] and closed.reason == "flush"
+
+
+def test_bad_rules_name_the_value():
+    with pytest.raises(ValueError, match="gap_s must be > 0, got 0"):
+        Rules(gap_s=0)
+
+
+@pytest.mark.parametrize("line", [
+    "\tat org.example.Main.run(Main.java:12)", "    at x", "at org.example.Main.main(Main.java:5)",
+    "Caused by: java.io.IOException: boom", "\t... 12 more", "goroutine 1 [running]:", "main.main()",
+    "net/http.(*conn).serve(0xc000138000, {0x6e2f28, 0xc0000a8000})", "created by net/http.(*Server).Serve", "",
+    "[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x45a1b2]",
+])
+def test_continuations(line):
+    assert continues(line)
+
+
+@pytest.mark.parametrize("line", [
+    "<34>Oct 11 22:14:15 host1 su: 'su root' failed", "panic: runtime error: index out of range",
+    "Exception in thread \"main\" java.lang.NullPointerException", "2024-05-01 INFO started",
+])
+def test_starts(line):
+    assert not continues(line)
+
+
+def test_java_and_go_traces_join_to_their_first_line():
+    j = Joiner()
+    for line in ["INFO start", "java.lang.IllegalStateException: bad", "\tat a.B.c(B.java:1)",
+                 "Caused by: java.io.IOException: io", "\t... 3 more", "panic: boom", "",
+                 "goroutine 1 [running]:", "main.main()", "\t/src/main.go:8 +0x1d", "INFO after"]:
+        j.add(line)
+    assert j.lines == 11 and len(j.events) == 4
+    assert j.events[1].count("\n") == 3 and j.events[2].startswith("panic: boom\n\ngoroutine 1")
+    off = Joiner(enabled=False)
+    for line in ["a", "\tb"]:
+        off.add(line)
+    assert off.events == ["a", "\tb"]
+
+
+# ---- the tracker's window groups -------------------------------------------------------------
+def rec(name: str) -> Record:
+    return Record("out", None, name.encode())
+
+
+def test_interleaved_windows_commit_only_where_none_straddles():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    for off in range(6):
+        t.see(TP, e, off)
+    # key a: 0, 2, 4; key b: 1, 3, 5
+    assert t.group(TP, e, [0, 2, 4])
+    t.complete(TP, e, 0, (rec("a"),))
+    assert t.take_ready() == []  # b is open: committing 0 (or 0..4) would lose or repeat records
+    assert t.holding() and t.holding()[0][1] == 0
+    t.group(TP, e, [1, 3, 5])
+    t.complete(TP, e, 1, (rec("b"),))
+    (ready,) = t.take_ready()
+    assert ready.offsets == tuple(range(6)) and ready.next_offset == 6
+    assert [r.value for r in ready.records] == [b"a", b"b"]
+
+
+def test_a_window_commits_alone_when_it_straddles_nothing_and_a_put_back_run_stays_whole():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    for off in (10, 11, 12, 13):
+        t.see(TP, e, off)
+    t.group(TP, e, [10, 11])
+    t.complete(TP, e, 10, (rec("w1"),))
+    t.complete(TP, e, 12, (rec("dead letter"),))
+    (ready,) = t.take_ready(max_records=1)
+    assert ready.offsets == (10, 11)  # the limit never cuts a window
+    t.put_back([ready])
+    (again,) = t.take_ready(max_records=1)
+    assert again.offsets == (10, 11) and again.records == ready.records
+    (rest,) = t.take_ready()
+    assert rest.offsets == (12,)  # 13 is unfinished

@@ -1,0 +1,134 @@
+"""Levels per line and the failures of a document, ranked.
+
+A line's level, first found wins:
+1. its header's level (formats.py: syslog PRI, klog letter, `[ERRO]`, `level=warn`, JSON `severity`...);
+2. its template's level word (levels.level_of_pattern: `ERROR` among the first tokens, `[warn]`,
+   `level=error` values, `error:` opening the message);
+3. a failure keyword that is the subject of the message (`failed`, `error`, `exception`, `timeout`...
+   as a word of the template's constant text), never a parameter name (`fail_on_disconnect=true`,
+   `timeout=30`), a value, or a negated word (`no errors`, `0 failures`): ERROR, or WARN for the
+   softer words;
+4. a line the header did not match (a stack frame, a continuation) with no level of its own takes
+   the level of the line before it: it counts in that level, but is no failure entry of its own.
+A failure is a line of level WARN or worse. Failures are grouped by template and ranked by severity
+(worst first), then rarity of their template (fewer lines first), then time (earliest first, the line
+number where there is none).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from worker.digest.levels import LEVEL_KEYS, level_of_pattern, level_of_value
+from worker.digest.levels_table import ORDER, RANK, WARN_RANK
+
+HARD = frozenset({"error", "errors", "failed", "failure", "failures", "fail", "fails", "exception", "refused",
+                  "denied", "unreachable", "aborted", "abort", "rejected", "reject", "fatal", "panic", "segfault",
+                  "crashed", "crash", "corrupted", "corrupt", "overflow", "unable", "cannot", "couldn't",
+                  "can't", "invalid", "illegal", "killed", "oom"})
+SOFT = frozenset({"timeout", "timed", "warning", "lost", "retrying", "retry", "dropped", "degraded", "expired",
+                  "mismatch", "unexpected", "broken", "down"})
+_NEGATION = frozenset({"no", "not", "0", "without", "zero", "none", "never", "non"})
+_WORD = re.compile(r"(?<![\w=./\-])([A-Za-z][A-Za-z']*)(?![\w=\-]|\.\w)")
+_RANK_OR_NONE = {**RANK, None: -1}
+_PREFIX = re.compile(r"^\s*[\[<(]?([A-Za-z]{3,11})[\]>)]?:")
+
+
+def keyword_level(pattern: str) -> str | None:
+    """ERROR or WARN when a failure word is the subject of a template's constant text, else None."""
+    words = _WORD.findall(pattern)
+    worst = None
+    for i, w in enumerate(words):
+        lw = w.lower()
+        if lw in HARD or lw in SOFT:
+            if i > 0 and words[i - 1].lower() in _NEGATION:
+                continue
+            if _followed_by_value(pattern, w):
+                continue
+            if lw in HARD:
+                return "ERROR"
+            worst = "WARN"
+    return worst
+
+
+def _followed_by_value(pattern: str, word: str) -> bool:
+    """`timeout=30`, `timeout: 30`, `error_count`: the word names a parameter."""
+    at = pattern.find(word)
+    rest = pattern[at + len(word):at + len(word) + 6]
+    return rest.startswith(("=", ":<n>", ": <n>", "_"))
+
+
+def template_level(pattern: str, t) -> str | None:
+    """The level a template's own text gives (rule 3), or None."""
+    level = level_of_pattern(pattern)
+    if level is not None:
+        return level
+    m = _PREFIX.match(pattern)
+    if m:
+        from worker.digest.levels_table import level_word
+
+        level = level_word(m.group(1)) if len(m.group(1)) > 2 else None
+        if level is not None:
+            return level
+    for v in t.vars:
+        if v.key.lower() in LEVEL_KEYS and v.top:
+            return level_of_value(v.top[0][0])
+    return None
+
+
+def line_ranks(tm, levels: list[str | None], matched: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+    """([L] int8 level rank of each line, -1 none; [L] bool the line's rank is inherited from the line
+    before it (a continuation: counted in its record's level, never a failure entry of its own))."""
+    n = len(tm.lines)
+    ranks = np.fromiter(map(_RANK_OR_NONE.__getitem__, levels), dtype=np.int8, count=n)          # [L]
+    inherited = np.zeros(n, dtype=bool)                                                          # [L]
+    todo = np.unique(tm.line_template[(ranks < 0) & (tm.line_template >= 0)])
+    if len(todo):
+        t_rank = np.full(len(tm.templates), -1, dtype=np.int8)                                    # [K]
+        for k in todo.tolist():
+            t = tm.templates[k]
+            level = template_level(t.pattern, t)
+            if level is None:
+                level = keyword_level(t.pattern)
+            if level is not None:
+                t_rank[k] = RANK[level]
+        fill = (ranks < 0) & (tm.line_template >= 0)
+        ranks[fill] = t_rank[tm.line_template[fill]]
+    if (ranks >= 0).any():
+        # continuations (lines the header did not match, of no level of their own) take the level before them
+        cont = ~np.fromiter(matched, dtype=bool, count=n) & (ranks < 0) & (tm.line_template >= 0)
+        if cont.any():
+            idx = np.where(ranks >= 0, np.arange(n), -1)
+            np.maximum.accumulate(idx, out=idx)
+            inherited = cont & (idx >= 0)
+            ranks[inherited] = ranks[idx[inherited]]
+    return ranks, inherited
+
+
+def severity_counts(ranks: np.ndarray) -> dict[str, int]:
+    counts = np.bincount(ranks[ranks >= 0].astype(np.int64), minlength=len(ORDER))
+    return {ORDER[i]: int(c) for i, c in enumerate(counts) if c}
+
+
+def ranked_failures(tm, ranks: np.ndarray, keys: list[str], inherited: np.ndarray | None = None) -> list[dict]:
+    """One entry per template with failure lines, best first: level, template, lines, first/last (0-based)."""
+    own = (ranks >= 0) & (ranks <= WARN_RANK) & (tm.line_template >= 0)
+    bad = np.flatnonzero(own if inherited is None else own & ~inherited)
+    if not len(bad):
+        return []
+    tmpl = tm.line_template[bad]
+    out = []
+    for k in np.unique(tmpl).tolist():
+        rows = bad[tmpl == k]
+        worst = int(ranks[rows].min())
+        timed = [(keys[j], j) for j in rows.tolist() if keys and keys[j]] if keys else []
+        first_t = min(timed)[1] if timed else None
+        last_t = max(timed)[1] if timed else None
+        out.append({"template": k, "level": ORDER[worst], "rank": worst, "lines": rows, "count": len(rows),
+                    "first_line": int(rows[0]), "last_line": int(rows[-1]),
+                    "first_timed": first_t, "last_timed": last_t,
+                    "sort_time": keys[first_t] if first_t is not None else ""})
+    out.sort(key=lambda f: (f["rank"], tm.templates[f["template"]].count, f["sort_time"], f["first_line"]))
+    return out

@@ -1,0 +1,165 @@
+"""The ingest stage's windowing hook: one-line records in, window documents out.
+
+Called only by the ingest thread (which owns it), between the tracker's `see`
+and the preprocessing pool:
+- `add(msg, tp, epoch)`: one record of a line topic. Its line and key are read
+  (plain text; or a JSON object's `text`/`message`/`log`/`msg` with the key at
+  `windowing.key_field`); a record without a usable line is dead-lettered at
+  once (it commits like any output). Returns the documents of the windows it
+  closed.
+- `due(draining)`: the documents of the windows that time closed (all of them
+  when draining: a drain publishes what it holds).
+- `drop(tps)`: a revoke or a loss forgets the partitions' open windows; their
+  records were never committed, so whoever owns the partition next reads them
+  again and forms the windows anew.
+- `full()`: the memory caps (ingest pauses its partitions).
+
+A closed window becomes one `Doc` (first offset, key, text of its events) and
+its offsets are registered as one group in the offset tracker: its output
+commits with all of them, and no commit ends inside it (worker/pipeline/tracker.py).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+import orjson
+
+from worker.pipeline.inflight import Doc
+from worker.pipeline.tracker import OffsetTracker
+from worker.windowing.windows import Rules, Window, Windower
+
+LINE_FIELDS = ("text", "message", "log", "msg", "MESSAGE")  # Ribbon, Vector, Fluent Bit, logfmt-ish, journald
+
+
+class NoLine(ValueError):
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(message)
+        self.error_class, self.message = error_class, message
+
+
+def rules_of(w) -> Rules:
+    """Rules from the `windowing` settings group."""
+    return Rules(gap_s=w.gap_s, max_length_s=w.max_length_s, max_lines=w.max_lines, max_bytes=w.max_bytes,
+                 max_open_s=w.max_open_s, max_windows=w.max_windows, max_held_bytes=w.max_held_bytes,
+                 multiline=w.multiline)
+
+
+class LineStream:
+    def __init__(self, settings, *, tracker: OffsetTracker, dead_letter: Callable[..., object], metrics=None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        w = settings.windowing
+        self.topics = frozenset(w.topics or settings.kafka.input_topics)
+        self.key_path = tuple(w.key_field.split(".")) if w.key_field else None
+        self.key_regex = re.compile(w.key_regex) if w.key_regex else None
+        self.max_bytes = settings.kafka.max_message_bytes
+        self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/observability/metrics.py
+        self.windows = Windower(rules_of(w), clock)
+
+    def takes(self, topic: str) -> bool:
+        return topic in self.topics
+
+    def full(self) -> bool:
+        """At a memory cap (ingest pauses); also exports the open windows and the bytes they hold."""
+        if self.metrics is not None:
+            self.metrics.open_windows.set(self.windows.open_windows)
+            self.metrics.window_bytes.set(self.windows.held_bytes)
+        return self.windows.full()
+
+    def held_records(self) -> int:
+        return self.windows.held_records
+
+    def add(self, m, tp, epoch: int) -> list[Doc]:
+        value = m.value()
+        try:
+            line, key, kind = self.read(value, m.key())
+        except NoLine as err:
+            self.dead_letter(tp, epoch, m.offset(), m.key(), value, err.error_class, err.message, m.headers())
+            return self.due(False)
+        ts_kind, ts_ms = m.timestamp()
+        closed = self.windows.add(tp, epoch, key, m.offset(), line, ts_ms if ts_kind != 0 else None, kind)
+        return self._docs(closed)
+
+    def due(self, draining: bool) -> list[Doc]:
+        return self._docs(self.windows.flush() if draining else self.windows.due())
+
+    def drop(self, tps) -> int:
+        return self.windows.drop(list(tps))
+
+    # ---- one record -------------------------------------------------------------------
+    def read(self, value: bytes | None, kafka_key: bytes | None) -> tuple[str, str, str | None]:
+        """(line, key, kind) of one record; NoLine when it has no line to window."""
+        if value is None:
+            raise NoLine("null_value", "a record without a value (a tombstone)")
+        if len(value) > self.max_bytes:
+            raise NoLine("oversize", f"{len(value)} bytes, more than kafka.max_message_bytes ({self.max_bytes})")
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NoLine("invalid_utf8", f"not UTF-8 at byte {exc.start}") from None
+        obj, kind = None, None
+        if text.lstrip().startswith("{"):
+            try:
+                obj = orjson.loads(value)
+            except orjson.JSONDecodeError as exc:
+                raise NoLine("invalid_json", f"starts with '{{' but is not JSON: {exc}") from None
+            line = next((obj[f] for f in LINE_FIELDS if isinstance(obj.get(f), str)), None)
+            if line is None:
+                raise NoLine("missing_text", f"a JSON record with none of {', '.join(LINE_FIELDS)} as a string")
+            kind = obj.get("kind") if isinstance(obj.get("kind"), str) else None
+        else:
+            line = text
+        line = line.rstrip("\r\n")
+        return line, self._key(obj, line, kafka_key), kind
+
+    def _key(self, obj, line: str, kafka_key: bytes | None) -> str:
+        if self.key_path is not None and isinstance(obj, dict):
+            v = obj
+            for part in self.key_path:
+                v = v.get(part) if isinstance(v, dict) else None
+            if v is not None:
+                return v if isinstance(v, str) else orjson.dumps(v).decode()
+        if self.key_regex is not None:
+            m = self.key_regex.search(line)
+            if m is not None:
+                return m.groupdict().get("key") or (m.group(1) if m.re.groups else m.group(0))
+        if kafka_key is not None:
+            return kafka_key.decode("utf-8", "replace")
+        return ""
+
+    # ---- closed windows ------------------------------------------------------------------
+    def _docs(self, closed: list[Window]) -> list[Doc]:
+        docs = []
+        for w in closed:
+            if self.metrics is not None:
+                self.metrics.windows_closed.labels(w.reason).inc()
+            if not self.tracker.group(w.tp, w.epoch, w.offsets):
+                continue  # its partition was revoked meanwhile
+            first = w.offsets[0]
+            doc_id = f"{w.tp[0]}:{w.tp[1]}:{first}-{w.offsets[-1]}"
+            text = w.text()
+            meta = {"id": doc_id, "source": w.key or None, "kind": w.first, "attributes": None}
+            doc = Doc(w.tp, w.epoch, first, w.key.encode() if w.key else None, doc_id, text, meta,
+                      w.closed if w.closed is not None else time.monotonic(), raw=text.encode())
+            doc.window = w
+            docs.append(doc)
+        return docs
+
+
+def window_info(doc: Doc) -> dict | None:
+    """The output's `window` object (worker/messages.py WindowInfo) of a window document, else None."""
+    w = doc.window
+    if w is None:
+        return None
+    return {"key": w.key, "start": _iso(w.first_ts_ms), "end": _iso(w.last_ts_ms), "records": w.records,
+            "events": len(w.joiner.events), "closed_by": w.reason,
+            "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1e3, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,198 @@
+"""Per-partition, per-key windows over a stream of one-line records: the pure assembly policy.
+
+A record joins the open window of its (partition, key), or opens one. A window
+closes on whichever comes first (the `reason` it carries):
+- `gap`: no record for its key for `gap_s` (a session window, as Kafka Streams'
+  and Vector's `reduce` expire_after);
+- `max_length`: `max_length_s` since it opened;
+- `max_lines` / `max_bytes`: it holds that many records (or bytes of text). A
+  continuation line (worker/windowing/multiline.py) still joins its event first:
+  a stack trace is never cut from its first line by a count;
+- `max_open`: its partition's committed offset has been held for `max_open_s`
+  (see below); every open window of that partition closes at once;
+- `revoked` never produces a window: a revoke drops the partition's windows.
+
+Exactly-once without a state store: a window is committed with its output in
+one transaction, and the committed offset of a partition may only move to a
+point no window straddles (the offset tracker's windows, worker/pipeline/tracker.py).
+With many keys interleaved such a point exists only when the partition has no
+open window, so the windower makes one: once the partition's first record since
+its last such point is `max_open_s` old, all its windows close. After a crash or
+a rebalance, consumption resumes at the committed offset, which is such a
+point: the windows simply form again from the records after it.
+
+Memory: `held_bytes` and `open_windows` are what the ingest stage compares with
+its caps (`full()`): above either, it pauses its partitions until windows
+close. A key never holds more than one window of `max_bytes`, so one key's
+flood closes its own windows quickly and cannot take the others' room.
+
+Pure: no Kafka, no threads; time comes from the injected `clock`
+(time.monotonic in the worker, a fake in tests). Not thread-safe: the ingest
+thread owns it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from worker.windowing.multiline import Joiner, continues
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Rules:
+    gap_s: float = 10.0
+    max_length_s: float = 60.0
+    max_lines: int = 2_000
+    max_bytes: int = 262_144
+    max_open_s: float = 60.0
+    max_windows: int = 10_000          # open windows (all partitions) above which ingest pauses
+    max_held_bytes: int = 268_435_456  # text held in open windows above which ingest pauses
+    multiline: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("gap_s", "max_length_s", "max_open_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("max_lines", "max_bytes", "max_windows", "max_held_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+@dataclass
+class Window:
+    """An open (then closed) window of one key in one partition."""
+
+    tp: TopicPartition
+    epoch: int
+    key: Hashable
+    opened: float                    # clock() at its first record
+    last: float                      # clock() at its latest record
+    offsets: list[int] = field(default_factory=list)
+    first_ts_ms: int | None = None   # the records' own timestamps (Kafka), earliest and latest
+    last_ts_ms: int | None = None
+    size: int = 0                    # bytes of text held
+    joiner: Joiner = field(default_factory=Joiner)
+    first: object = None             # the first record's extras (e.g. its kind), for the output
+    reason: str = ""                 # why it closed
+    closed: float | None = None      # clock() when it closed
+
+    @property
+    def records(self) -> int:
+        return len(self.offsets)
+
+    def text(self) -> str:
+        return self.joiner.text()
+
+
+class Windower:
+    """Assembles windows; `add` and `due` return the windows that closed (see the module docstring)."""
+
+    def __init__(self, rules: Rules, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rules, self.clock = rules, clock
+        self._open: dict[TopicPartition, dict[Hashable, Window]] = {}
+        self._since: dict[TopicPartition, float] = {}  # the partition's first record since no window was open
+        self.held_bytes = 0
+
+    @property
+    def open_windows(self) -> int:
+        return sum(len(w) for w in self._open.values())
+
+    @property
+    def held_records(self) -> int:
+        """Records in open windows (bounded by the caps here, not by the in-flight message watermarks)."""
+        return sum(w.records for ws in self._open.values() for w in ws.values())
+
+    def full(self) -> bool:
+        """At either memory cap: the ingest stage pauses until windows close."""
+        return self.open_windows >= self.rules.max_windows or self.held_bytes >= self.rules.max_held_bytes
+
+    def add(self, tp: TopicPartition, epoch: int, key: Hashable, offset: int, line: str,
+            ts_ms: int | None = None, first: object = None) -> list[Window]:
+        """Take one record; returns the windows it closed (its key's window that time or a count closed, or
+        every window of its partition at max_open)."""
+        now = self.clock()
+        r = self.rules
+        closed: list[Window] = []
+        windows = self._open.get(tp)
+        if windows and next(iter(windows.values())).epoch != epoch:  # the partition came back: old windows go
+            self.drop([tp])
+            windows = None
+        if windows and now - self._since.get(tp, now) >= r.max_open_s:
+            closed = [self._close(tp, k, "max_open", now) for k in sorted(windows, key=lambda k: windows[k].opened)]
+        windows = self._open.setdefault(tp, {})
+        w = windows.get(key)
+        if w is not None and (now - w.last >= r.gap_s or now - w.opened >= r.max_length_s):
+            closed.append(self._close(tp, key, "gap" if now - w.last >= r.gap_s else "max_length", now))
+            w = None
+        elif w is not None and self._full(w) and not (r.multiline and continues(line)):
+            closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
+            w = None
+        if w is None:
+            windows = self._open.setdefault(tp, {})
+            if not windows:
+                self._since[tp] = now
+            w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first)
+        size = len(line.encode("utf-8", "surrogatepass")) + 1
+        w.joiner.add(line)
+        w.offsets.append(offset)
+        w.last, w.size = now, w.size + size
+        self.held_bytes += size
+        if ts_ms is not None:
+            w.first_ts_ms = ts_ms if w.first_ts_ms is None else min(w.first_ts_ms, ts_ms)
+            w.last_ts_ms = ts_ms if w.last_ts_ms is None else max(w.last_ts_ms, ts_ms)
+        return closed
+
+    def due(self, now: float | None = None) -> list[Window]:
+        """The windows that time has closed (gap, max_length, max_open), oldest first."""
+        now = self.clock() if now is None else now
+        r = self.rules
+        out: list[Window] = []
+        for tp in list(self._open):
+            windows = self._open[tp]
+            if windows and now - self._since.get(tp, now) >= r.max_open_s:
+                for key in sorted(windows, key=lambda k: windows[k].opened):
+                    out.append(self._close(tp, key, "max_open", now))
+                continue
+            for key in [k for k, w in windows.items() if now - w.last >= r.gap_s or now - w.opened >= r.max_length_s]:
+                w = windows[key]
+                out.append(self._close(tp, key, "gap" if now - w.last >= r.gap_s else "max_length", now))
+        out.sort(key=lambda w: w.opened)
+        return out
+
+    def flush(self, tps: list[TopicPartition] | None = None) -> list[Window]:
+        """Close every open window (of `tps`, default all): a drain at shutdown."""
+        now = self.clock()
+        out = []
+        for tp in list(self._open) if tps is None else tps:
+            for key in list(self._open.get(tp, {})):
+                out.append(self._close(tp, key, "flush", now))
+        return out
+
+    def drop(self, tps: list[TopicPartition]) -> int:
+        """Forget the open windows of revoked or lost partitions (their records are read again by whoever
+        owns the partition next); returns how many."""
+        n = 0
+        for tp in tps:
+            windows = self._open.pop(tp, {})
+            self._since.pop(tp, None)
+            n += len(windows)
+            self.held_bytes -= sum(w.size for w in windows.values())
+        return n
+
+    def _full(self, w: Window) -> bool:
+        return w.records >= self.rules.max_lines or w.size >= self.rules.max_bytes
+
+    def _close(self, tp: TopicPartition, key: Hashable, reason: str, now: float) -> Window:
+        windows = self._open[tp]
+        w = windows.pop(key)
+        w.reason, w.closed = reason, now
+        self.held_bytes -= w.size
+        if not windows:
+            del self._open[tp]
+            self._since.pop(tp, None)  # no window open: the partition's offset may commit through here
+        return w
+
