@@ -49,7 +49,7 @@ lint: $(STAMP)
 	$(BIN)/python .ci/check_paths.py
 
 demo: install
-	$(BIN)/ribbon demo
+	$(BIN)/ribbon demo --max-new-tokens 64
 
 clean:
 	rm -rf $(VENV) build

@@ -109,7 +109,7 @@ def rerun(settings: Any, args: Any) -> int:
     from tqdm import tqdm
 
     from worker.kafka import clients
-    from worker.cli.preflight import check_model_path, probe_cluster
+    from worker.cli.preflight import check_model_path, probe_cluster, refuse_random_model
     from worker.cli.replay import parse_time
     from worker.cli.start import build_worker
     from worker.pipeline.app import install_signal_handlers
@@ -123,7 +123,8 @@ def rerun(settings: Any, args: Any) -> int:
         raise StartupError("kafka.group_id", f"--rerun-group {group!r} is the live group; a re-run needs its own")
     since = parse_time(args.since) if args.since else None
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only)
+        refuse_random_model(settings.model.path)
+        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, settings.log_format)
     settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group})})
     consumer_conf, producer_conf = kafka_client_config(settings.kafka)

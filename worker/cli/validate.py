@@ -70,12 +70,13 @@ def _identity(settings: Any) -> Check:
 
 
 def _model(settings: Any) -> tuple[Check, str]:
-    from worker.cli.preflight import check_model_path
+    from worker.cli.preflight import check_model_path, refuse_random_model
     from worker.pipeline.app import resolve_model_path
 
     m = settings.model
     try:
-        path = check_model_path(m.path, m.local_files_only)
+        refuse_random_model(m.path)  # as run does
+        path = check_model_path(m.path, m.local_files_only, m)
     except StartupError as exc:
         return (False, "model", str(exc)), ""
     path = resolve_model_path(path)

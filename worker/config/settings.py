@@ -23,9 +23,10 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from worker.config.groups import (
-    DigestSettings, KafkaSettings, ModelSettings, PackerSettings, PipelineSettings, ServerSettings, TracingSettings,
-    WindowingSettings, _topic,
+    DigestSettings, KafkaSettings, PackerSettings, PipelineSettings, ServerSettings, TracingSettings, WindowingSettings,
+    _topic,
 )
+from worker.config.model import ModelSettings
 from worker.config.load import SettingsError, env_var_for, layered_values, register_root, validation_error
 
 __all__ = [

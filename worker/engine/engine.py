@@ -13,6 +13,7 @@ from typing import Literal
 import torch
 
 from worker.engine.decode import StepRunner
+from worker.engine.guards import GuardConfig
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.prefill import no_mask_marker, prefill_logits
@@ -76,6 +77,7 @@ class EngineOptions:
     quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
     fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
+    guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
 
 
 class Engine:
@@ -226,7 +228,38 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel, o.logits_hook)
+                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook())
+
+    def _guard_hook(self):
+        """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value,
+        so a captured graph keyed by the hook stays valid."""
+        g = self.options.guards
+        if not g.active:
+            return None
+        cached = getattr(self, "_hook", None)
+        if cached is None or cached[0] != g:
+            from worker.engine.guards import apply_guards
+
+            pool, exempt = self.pool, self._exempt()
+            eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)  # [E]
+
+            def hook(logits: torch.Tensor, doc: torch.Tensor, ngen: torch.Tensor) -> torch.Tensor:
+                history = pool.out_tokens.index_select(0, doc)  # [B, max_new]: each row's generated ids
+                return apply_guards(logits, g, history, ngen, eos, exempt)  # [B, V]
+
+            self._hook = (g, hook)
+        return self._hook[1]
+
+    def _exempt(self) -> torch.Tensor | None:
+        """bool [V] on the device (computed once, when a repetition guard is on): guards.exempt_tokens."""
+        g = self.options.guards
+        if self.tokenizer is None or not (g.repetition_penalty > 1.0 or g.no_repeat_ngram >= 2):
+            return None
+        if getattr(self, "_exempt_ids", None) is None:
+            from worker.engine.guards import exempt_tokens
+
+            self._exempt_ids = exempt_tokens(self.tokenizer, self.lm_head.out_features).to(self.device)
+        return self._exempt_ids
 
     def limits(self, seeds: list[int]) -> list[int] | None:
         """Per-document token limits: the benchmark's stop lengths (EngineOptions.stop_lengths), else None."""
@@ -312,6 +345,8 @@ class Engine:
             ids = ids[:-1]
             return Generated(ids, self._text(ids), "eos", prompt_tokens)
         text = self._text(ids)
+        if not stopped and self.options.stop_strings:  # a stop in the last steps of a document that hit the length
+            stopped = any(s in text for s in self.options.stop_strings)
         if stopped:
             cut = min(text.index(s) for s in self.options.stop_strings if s in text)
             keep = next(k for k in range(1, len(ids) + 1) if len(self._text(ids[:k])) >= cut)

@@ -10,6 +10,7 @@ import torch
 from worker.engine.attention import choose_backend, flash_attn_available, triton_available, varlen_available
 from worker.engine.engine import Engine, EngineOptions
 from worker.engine.errors import EngineSettingError
+from worker.engine.guards import GuardConfig
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,9 @@ def options_from(settings) -> EngineOptions:
         quantization=getattr(settings, "quantization", "none"),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 16_384),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
+        guards=GuardConfig(repetition_penalty=getattr(settings, "repetition_penalty", 1.0),
+                           no_repeat_ngram=getattr(settings, "no_repeat_ngram", 0),
+                           min_new_tokens=min(getattr(settings, "min_new_tokens", 0), settings.max_new_tokens)),
     )
 
 

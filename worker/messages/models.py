@@ -132,6 +132,14 @@ class TimingMs(_Out):
     model_done: float = Field(0.0, ge=0.0, description="poll to the end of its last bin (0 in digest mode)")
 
 
+class GroundingReport(_Out):
+    checked: int = Field(ge=0, description="identifiers in the model's summary that were looked up")
+    unsupported: list[str] = Field(default_factory=list, description="identifiers found in neither the document "
+                                   "nor its digest (their sentences were dropped or marked, per model.grounding)")
+    dropped_sentences: int = Field(0, ge=0, description="sentences dropped for holding one")
+    fallback: bool = Field(False, description="no sentence was left: the summary is the digest in plain English")
+
+
 class SourceOffsets(_Out):
     topic: str = Field(min_length=1)
     partition: int = Field(ge=0)
@@ -171,9 +179,11 @@ class OutputMessage(_Out):
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
+    grounding: GroundingReport | None = Field(None, description="the grounding check of the model's summary "
+                                              "(null in digest mode)")
     window: WindowInfo | None = Field(None, description="where a window of one-line records came from; absent "
                                                         "for a document")
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
 
 
 class DeadLetterHeaders(BaseModel):

@@ -94,6 +94,14 @@ class Metrics:
                                  "letters alike)", registry=r)
         self.txn_commits = Counter("ribbon_transaction_commits_total", "transactions committed", registry=r)
         self.txn_aborts = Counter("ribbon_transaction_aborts_total", "transactions aborted", registry=r)
+        self.ungrounded_summaries = Counter("ribbon_ungrounded_summaries_total", "model summaries holding an "
+                                            "identifier found in neither the document nor its digest", registry=r)
+        self.ungrounded_identifiers = Counter("ribbon_ungrounded_identifiers_total", "such identifiers (each once "
+                                              "per summary)", registry=r)
+        self.ungrounded_sentences = Counter("ribbon_ungrounded_sentences_dropped_total", "model summary sentences "
+                                            "dropped for holding one", registry=r)
+        self.ungrounded_fallbacks = Counter("ribbon_ungrounded_fallbacks_total", "model summaries replaced by the "
+                                            "digest rendering: no sentence was left", registry=r)
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)

