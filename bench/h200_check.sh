@@ -13,7 +13,7 @@ timeout ${TESTS_S:-150} python3 -m pytest -p no:cacheprovider -m gpu -q tests/te
   tests/test_packer_gpu.py tests/test_fp8.py tests/test_gpu_continuous.py tests/test_guards_gpu.py 2>&1 \
   | tail -25 | tee $OUT/gpu_tests_h200.txt
 timeout 60 python3 -m bench.digest --throughput-only --out $OUT/digest_h200host.json 2>&1 | tail -12
-SKIP_BUILD=1 WHL=.whl NAME=e2e_h200 RUNS=${RUNS:-2} STEADY=${STEADY-0.9} STEADY_S=${STEADY_S:-30} \
-  E2E_TIMEOUT=${E2E_S:-240} bash bench/gpu_run.sh > /dev/null 2>&1; tail -30 $OUT/e2e_h200.txt
+SKIP_BUILD=1 WHL=.whl NAME=e2e-check_h200 RUNS=${RUNS:-2} STEADY=${STEADY-0.9} STEADY_S=${STEADY_S:-30} \
+  E2E_TIMEOUT=${E2E_S:-240} bash bench/gpu_run.sh > /dev/null 2>&1; tail -30 $OUT/e2e-check_h200.txt
 SKIP_BUILD=1 SKIP_KILL=1 RECORDS=${RECORDS:-100000} WINDOWS_TIMEOUT=${WINDOWS_S:-120} bash bench/windows_gpu_run.sh 2>&1 | tail -25
 ls -la $OUT
