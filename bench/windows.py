@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.arch_config:
         import tempfile
 
-        from worker.bench.e2e import random_checkpoint
+        from worker.bench.parts import random_checkpoint
 
         args.model = random_checkpoint(args.arch_config, Path(tempfile.mkdtemp(prefix="ribbon-windows-")))
     if args.bootstrap:
