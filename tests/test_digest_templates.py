@@ -51,10 +51,34 @@ def test_every_line_has_one_template_and_the_counts_add_up(lines):
 
 
 def test_one_position_merges_but_severity_words_never_do():
-    tm = analyze(["user alice logged in", "user bob logged in", "link up on port 3", "link down on port 3"])
+    users = ["alice", "bob", "carol", "dave"]
+    tm = analyze([f"user {u} logged in" for u in users] + ["link up on port 3", "link down on port 3"])
     assert [(t.pattern, t.count) for t in tm.templates] == [
-        ("user <*> logged in", 2), ("link up on port <n>", 1), ("link down on port <n>", 1)]
-    assert tm.raw_templates == 4
+        ("user <*> logged in", 4), ("link up on port <n>", 1), ("link down on port <n>", 1)]
+    assert tm.raw_templates == 6
+
+
+def test_a_few_words_in_one_position_are_different_messages():
+    """Up to three raw templates equal but for one constant word stay apart; a fourth value makes it a variable."""
+    lines = ["worker pool Starting main loop", "worker pool Ending main loop", "worker pool Starting main loop"]
+    assert [t.pattern for t in analyze(lines).templates] == ["worker pool Starting main loop",
+                                                             "worker pool Ending main loop"]
+    lines += ["worker pool Pausing main loop", "worker pool Resuming main loop"]
+    assert [t.pattern for t in analyze(lines).templates] == ["worker pool <*> main loop"]
+
+
+def test_a_list_of_addresses_is_one_variable():
+    tm = analyze(["peer 10.0.0.1 joined cluster", "peer 10.0.0.1,10.0.0.2 joined cluster",
+                  "peer 10.0.0.3,10.0.0.4,10.0.0.5 joined cluster"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("peer <ip> joined cluster", 3)]
+    assert tm.templates[0].vars[0].distinct == 3
+
+
+def test_a_quoted_phrase_is_cut_into_words_a_quoted_word_is_one_value():
+    tm = analyze(['client "PUT /api/items HTTP/2" done', 'client "PUT /api/users HTTP/2" done',
+                  'client "HEAD /api/items HTTP/2" done', 'cache "blob.v1" evicted', 'cache "blob.v2" evicted'])
+    assert [(t.pattern, t.count) for t in tm.templates] == [
+        ('client "PUT <*> <*>" done', 2), ('client "HEAD <*> <*>" done', 1), ("cache <q> evicted", 2)]
 
 
 def test_value_summaries_and_numbers_come_from_the_same_pass():
@@ -72,6 +96,8 @@ def test_value_summaries_and_numbers_come_from_the_same_pass():
     ("35ms", "number"), ("98%", "number"), ("0x7f3a", "hex"), ("deadbeef01", "hex"), ("10.1.2.3:8080", "ip"),
     ("123e4567-e89b-12d3-a456-426614174000", "uuid"), ("2026-12-01T10:00:00Z", "time"), ("10:00:01", "time"),
     ('"a b"', "quoted"), ("gnb-017", "other"), ("S1", None), ("T300", None), ("eth0", None), ("down", None),
+    ("/var/log/app", "other"), ("https://example.org/a", "other"), ("Jul", "time"), ("Sunday", "time"),
+    ("July4", None), ("Mayday", None),
 ])
 def test_token_kinds(token, kind):
     assert _core.classify_token(token) == kind

@@ -50,6 +50,26 @@ bool uuid_like(std::string_view t) {
   return true;
 }
 
+// A month or weekday name, as dates write them (Jul, Sun, July, Sunday): part of a time.
+bool calendar_word(std::string_view t) {
+  static const char* const kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                       "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static const char* const kLong[] = {"january", "february", "march", "april", "june", "july", "august",
+                                      "september", "october", "november", "december", "monday", "tuesday",
+                                      "wednesday", "thursday", "friday", "saturday", "sunday"};
+  if (t.size() < 3 || t.size() > 9 || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
+  std::string low(t);
+  for (char& c : low) c = lower(c);
+  if (t.size() == 3) {
+    for (const char* n : kNames)
+      if (low == n) return true;
+    return false;
+  }
+  for (const char* n : kLong)
+    if (low == n) return true;
+  return false;
+}
+
 }  // namespace
 
 // The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
@@ -88,8 +108,20 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     seps.push_back(sep);
     sep.clear();
   };
+  bool in_quote = false;  // inside a quoted phrase whose words are tokens of their own
   while (i < n) {
     const char c = line[i];
+    if (c == '"') {
+      size_t close = i + 1;
+      while (close < n && line[close] != '"') ++close;
+      const bool phrase = close < n && line.substr(i + 1, close - i - 1).find(' ') != std::string_view::npos;
+      if (in_quote || phrase) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
+        in_quote = !in_quote;
+        sep.push_back(c);
+        ++i;
+        continue;
+      }
+    }
     if (is_delim(c)) {
       if (is_space(c)) {
         if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
@@ -104,7 +136,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       continue;
     }
     size_t j = i;
-    if (c == '"') {  // a quoted value: to the closing quote (or the end of the line)
+    if (c == '"' && !in_quote) {  // a quoted value without spaces: to the closing quote (or the end of the line)
       j = i + 1;
       while (j < n && line[j] != '"') ++j;
       j = j < n ? j + 1 : n;
@@ -124,7 +156,14 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       var = true;
       kind = VarKind::kOther;
     }
-    toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    if (var && !toks.empty() && toks.back().var && toks.back().kind == kind && seps.back() == "," &&
+        (kind == VarKind::kIp || kind == VarKind::kHex || kind == VarKind::kUuid)) {
+      // a list of addresses or ids (10.0.0.1,10.0.0.2) is one variable, whatever its length
+      seps.pop_back();
+      toks.back().len = static_cast<uint32_t>(base + j - toks.back().start);
+    } else {
+      toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    }
     i = j;
   }
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
@@ -207,7 +246,16 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kQuoted;
     return true;
   }
-  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  if (t.size() >= 3 && (t[0] == '/' || t.find("://") != std::string_view::npos) &&
+      std::count(t.begin(), t.end(), '/') >= 2) {  // a path or URL: /var/log/x, http://h/p
+    kind = VarKind::kOther;
+    return true;
+  }
+  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (!calendar_word(t)) return false;
+    kind = VarKind::kTime;
+    return true;
+  }
   size_t digits = 0, dots = 0, colons = 0, dashes = 0, slashes = 0, hexletters = 0;
   bool all_hex = true;
   for (char c : t) {
