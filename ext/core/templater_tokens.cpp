@@ -70,6 +70,59 @@ bool calendar_word(std::string_view t) {
   return false;
 }
 
+// A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
+bool unit_word(std::string_view t) {
+  static const char* const kUnits[] = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "byte", "bytes",
+                                       "ns", "us", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins",
+                                       "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "kbps", "mbps",
+                                       "gbps", "hz", "khz", "mhz", "ghz"};
+  if (t.empty() || t.size() > 7) return false;
+  std::string low(t);
+  for (char& c : low) c = lower(c);
+  for (const char* u : kUnits)
+    if (low == u) return true;
+  return false;
+}
+
+// Quantities as one variable, so lines that write them in more or fewer words share a template:
+// a number and its unit word ("12 KB"), then a variable and a bracketed variable right after it
+// ("1234 bytes (1.2 KB)", "10.0.0.1 (host-a)").
+void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
+  if (toks.size() < 2) return;
+  bool any = false;
+  for (size_t k = 1; k < toks.size() && !any; ++k)
+    any = (toks[k - 1].var && seps[k] == " ") || seps[k] == " (";
+  if (!any) return;
+  std::vector<Token> kt;  // kept tokens; ks[i] is the separator before kt[i], ks.back() the one after the last
+  std::vector<std::string> ks{seps[0]};
+  for (int pass = 0; pass < 2; ++pass) {
+    kt.clear();
+    ks.assign(1, seps[0]);
+    for (size_t k = 0; k < toks.size(); ++k) {
+      const Token& t = toks[k];
+      if (!kt.empty()) {
+        Token& prev = kt.back();
+        const std::string_view text = line.substr(t.start - base, t.len);
+        if (pass == 0 && prev.var && prev.kind == VarKind::kNumber && !t.var && seps[k] == " " && unit_word(text)) {
+          prev.len = t.start + t.len - prev.start;
+          ks.back() = seps[k + 1];
+          continue;
+        }
+        if (pass == 1 && prev.var && t.var && seps[k] == " (" && !seps[k + 1].empty() && seps[k + 1][0] == ')') {
+          prev.len = t.start + t.len + 1 - prev.start;  // through the ')'
+          ks.back() = seps[k + 1].substr(1);
+          if (k + 1 == toks.size()) ks.back().erase(std::remove(ks.back().begin(), ks.back().end(), ' '), ks.back().end());
+          continue;
+        }
+      }
+      kt.push_back(t);
+      ks.push_back(seps[k + 1]);
+    }
+    toks.swap(kt);
+    seps.swap(ks);
+  }
+}
+
 }  // namespace
 
 // The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
@@ -122,7 +175,8 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
         continue;
       }
     }
-    if (is_delim(c)) {
+    const bool bound = (c == '<' || c == '>') && i + 1 < n && is_digit(line[i + 1]) && (i == 0 || is_space(line[i - 1]));
+    if (is_delim(c) && !bound) {  // "<1 sec", ">5ms": a bound, part of its number
       if (is_space(c)) {
         if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
       } else {
@@ -141,6 +195,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       while (j < n && line[j] != '"') ++j;
       j = j < n ? j + 1 : n;
     } else {
+      if (bound) ++j;
       for (;;) {
         while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
         const size_t close = j < n && line[j] == '(' ? call_end(line, j) : 0;
@@ -169,6 +224,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
   if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
   seps.push_back(sep);
+  fuse_quantities(line, base, toks, seps);
 }
 
 bool clock_candidate(std::string_view line) {
@@ -226,7 +282,7 @@ const char* var_kind_name(VarKind k) {
 
 bool parse_number(std::string_view t, double& out) {
   size_t i = 0;
-  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+');
+  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+' || t[0] == '<' || t[0] == '>');
   if (neg) ++i;
   if (i >= t.size() || !is_digit(t[i])) return false;
   double v = 0.0;
@@ -285,7 +341,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kHex;
   } else {
     double v = 0.0;
-    size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+    size_t i = (t[0] == '-' || t[0] == '+' || t[0] == '<' || t[0] == '>') ? 1 : 0;
     while (i < t.size() && (is_digit(t[i]) || t[i] == '.')) ++i;
     size_t unit = 0;
     while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;
