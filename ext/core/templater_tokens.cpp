@@ -196,8 +196,15 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       j = j < n ? j + 1 : n;
     } else {
       if (bound) ++j;
+      // a path or URL runs to whitespace or a quote, its query (?a=1&b=2;c) included
+      const bool path = (c == '/' && i + 1 < n && !is_delim(line[i + 1])) ||
+                        line.substr(i, std::min<size_t>(n - i, 12)).find("://") != std::string_view::npos;
       for (;;) {
         while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+        while (path && j < n && (line[j] == '=' || line[j] == ';' || line[j] == ',')) {
+          ++j;
+          while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+        }
         const size_t close = j < n && line[j] == '(' ? call_end(line, j) : 0;
         if (close == 0) break;
         j = close;  // name(args) without spaces is one token: LOCAL(0), init(), f(x).g
