@@ -92,6 +92,21 @@ def test_value_summaries_and_numbers_come_from_the_same_pass():
     assert tm.line_severity[-1] >= 4.0 and tm.line_severity[0] == 0.0
 
 
+def test_quantities_in_more_or_fewer_words_are_one_variable():
+    """A number and its unit word, a variable with a bracketed variable after it, a bound (<1) are one value."""
+    tm = analyze(["copy done: 512 bytes (0.5 KB) written in 12 ms", "copy done: 20 bytes written in <1 ms",
+                  "copy done: 2048 bytes (2.0 KB) written in 3 sec"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("copy done: <n> written in <n>", 3)]
+    assert [v.top[0][0] for v in tm.templates[0].vars] == ["20 bytes", "12 ms"]
+    assert tm.templates[0].vars[0].min == 20.0 and tm.templates[0].vars[1].max == 12.0
+
+
+def test_a_path_or_url_is_one_variable_with_its_query():
+    tm = analyze(["fetch /api/v1/items?id=7&sort=asc;x=1 ok", "fetch /static/app.js ok",
+                  "fetch https://cdn.example.org/lib.js?v=3 ok", "mode=fast here"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("fetch <*> ok", 3), ("mode=<*> here", 1)]
+
+
 @pytest.mark.parametrize("token,kind", [
     ("35ms", "number"), ("98%", "number"), ("0x7f3a", "hex"), ("deadbeef01", "hex"), ("10.1.2.3:8080", "ip"),
     ("123e4567-e89b-12d3-a456-426614174000", "uuid"), ("2026-12-01T10:00:00Z", "time"), ("10:00:01", "time"),

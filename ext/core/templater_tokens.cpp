@@ -85,8 +85,8 @@ bool unit_word(std::string_view t) {
 }
 
 // Quantities as one variable, so lines that write them in more or fewer words share a template:
-// a number and its unit word ("12 KB"), then a variable and a bracketed variable right after it
-// ("1234 bytes (1.2 KB)", "10.0.0.1 (host-a)").
+// a number and its unit word ("12 KB"), then a number and a bracketed number right after it, its
+// conversion ("1234 bytes (1.2 KB)").
 void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
   if (toks.size() < 2) return;
   bool any = false;
@@ -108,10 +108,12 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
           ks.back() = seps[k + 1];
           continue;
         }
-        if (pass == 1 && prev.var && t.var && seps[k] == " (" && !seps[k + 1].empty() && seps[k + 1][0] == ')') {
+        if (pass == 1 && prev.var && t.var && prev.kind == VarKind::kNumber && t.kind == VarKind::kNumber &&
+            seps[k] == " (" && !seps[k + 1].empty() && seps[k + 1][0] == ')') {
           prev.len = t.start + t.len + 1 - prev.start;  // through the ')'
           ks.back() = seps[k + 1].substr(1);
-          if (k + 1 == toks.size()) ks.back().erase(std::remove(ks.back().begin(), ks.back().end(), ' '), ks.back().end());
+          std::string& after = ks.back();
+          if (k + 1 == toks.size()) after.erase(std::remove(after.begin(), after.end(), ' '), after.end());
           continue;
         }
       }
@@ -175,7 +177,8 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
         continue;
       }
     }
-    const bool bound = (c == '<' || c == '>') && i + 1 < n && is_digit(line[i + 1]) && (i == 0 || is_space(line[i - 1]));
+    const bool bound =
+        (c == '<' || c == '>') && i + 1 < n && is_digit(line[i + 1]) && (i == 0 || is_space(line[i - 1]));
     if (is_delim(c) && !bound) {  // "<1 sec", ">5ms": a bound, part of its number
       if (is_space(c)) {
         if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
