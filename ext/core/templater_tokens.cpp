@@ -3,6 +3,7 @@
 #include "templater_tokens.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ribbon {
 namespace {
@@ -50,6 +51,13 @@ bool uuid_like(std::string_view t) {
   return true;
 }
 
+bool iequals(std::string_view t, std::string_view lower_word) {  // t equals the lowercase word, ignoring case
+  if (t.size() != lower_word.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (lower(t[i]) != lower_word[i]) return false;
+  return true;
+}
+
 // A month or weekday name, as dates write them (Jul, Sun, July, Sunday): part of a time.
 bool calendar_word(std::string_view t) {
   static const char* const kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
@@ -58,16 +66,9 @@ bool calendar_word(std::string_view t) {
                                       "september", "october", "november", "december", "monday", "tuesday",
                                       "wednesday", "thursday", "friday", "saturday", "sunday"};
   if (t.size() < 3 || t.size() > 9 || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
-  std::string low(t);
-  for (char& c : low) c = lower(c);
-  if (t.size() == 3) {
-    for (const char* n : kNames)
-      if (low == n) return true;
-    return false;
-  }
-  for (const char* n : kLong)
-    if (low == n) return true;
-  return false;
+  auto is = [&](const char* w) { return iequals(t, w); };
+  if (t.size() == 3) return std::any_of(std::begin(kNames), std::end(kNames), is);
+  return std::any_of(std::begin(kLong), std::end(kLong), is);
 }
 
 // A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
@@ -77,21 +78,20 @@ bool unit_word(std::string_view t) {
                                        "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "kbps", "mbps",
                                        "gbps", "hz", "khz", "mhz", "ghz"};
   if (t.empty() || t.size() > 7) return false;
-  std::string low(t);
-  for (char& c : low) c = lower(c);
-  for (const char* u : kUnits)
-    if (low == u) return true;
-  return false;
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](const char* u) { return iequals(t, u); });
 }
 
 // Quantities as one variable, so lines that write them in more or fewer words share a template:
 // a number and its unit word ("12 KB"), then a number and a bracketed number right after it, its
 // conversion ("1234 bytes (1.2 KB)").
 void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
-  if (toks.size() < 2) return;
-  bool any = false;
-  for (size_t k = 1; k < toks.size() && !any; ++k)
-    any = (toks[k - 1].var && seps[k] == " ") || seps[k] == " (";
+  bool any = false;  // most lines hold no quantity in words: leave them untouched
+  for (size_t k = 1; k < toks.size() && !any; ++k) {
+    const Token& prev = toks[k - 1];
+    if (!prev.var || prev.kind != VarKind::kNumber) continue;
+    any = (!toks[k].var && seps[k] == " " && unit_word(line.substr(toks[k].start - base, toks[k].len))) ||
+          (toks[k].var && seps[k] == " (");
+  }
   if (!any) return;
   std::vector<Token> kt;  // kept tokens; ks[i] is the separator before kt[i], ks.back() the one after the last
   std::vector<std::string> ks{seps[0]};
@@ -199,12 +199,15 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       j = j < n ? j + 1 : n;
     } else {
       if (bound) ++j;
-      // a path or URL runs to whitespace or a quote, its query (?a=1&b=2;c) included
-      const bool path = (c == '/' && i + 1 < n && !is_delim(line[i + 1])) ||
-                        line.substr(i, std::min<size_t>(n - i, 12)).find("://") != std::string_view::npos;
+      int path = -1;  // a path or URL runs to whitespace or a quote, its query (?a=1&b=2;c) included
+      auto is_path = [&] {
+        if (path < 0)
+          path = (c == '/' && j > i + 1) || line.substr(i, j - i).find("://") != std::string_view::npos ? 1 : 0;
+        return path == 1;
+      };
       for (;;) {
         while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
-        while (path && j < n && (line[j] == '=' || line[j] == ';' || line[j] == ',')) {
+        while (j < n && (line[j] == '=' || line[j] == ';' || line[j] == ',') && is_path()) {
           ++j;
           while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
         }
