@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint venv install clean demo promtool
+.PHONY: test lint venv install clean demo promtool kafka
 
 venv: $(STAMP)
 
@@ -31,8 +31,13 @@ promtool:
 	@promtool --version | head -1
 
 # The gates first (seconds), then the whole suite.
-test: install lint promtool
+test: install lint promtool kafka
 	$(BIN)/python -m pytest
+
+# The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
+# ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.
+kafka: install
+	$(BIN)/python -c "from tests.apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
 
 # Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
 # code), the package graph (layers one way, no cycles), every path the docs name exists and
@@ -44,7 +49,7 @@ lint: $(STAMP)
 	$(BIN)/python .ci/check_paths.py
 
 demo: install
-	$(BIN)/ribbon demo
+	$(BIN)/ribbon demo --max-new-tokens 64
 
 clean:
 	rm -rf $(VENV) build

@@ -1,4 +1,12 @@
-"""Shared fixtures: one embedded Kafka-protocol broker (Tansu) per test session."""
+"""Shared fixtures: one embedded Kafka-protocol broker (Tansu) per test session, and Apache Kafka.
+
+`broker` / `new_topic` are Tansu (every integration test). `kafka` is one
+Apache Kafka node from Maven Central jars (tests/apache_kafka.py) for the
+session; `cluster` is either, chosen by a test's parameter (`on_both_brokers`
+in helpers.py runs a test on each), and `cluster_topic` makes topics on it. Without java or
+mvn the Apache Kafka tests are skipped with the reason; under CI (CI=true) a
+broker that cannot be fetched or started fails them.
+"""
 
 from __future__ import annotations
 
@@ -29,16 +37,73 @@ def private_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
         yield b
 
 
-@pytest.fixture
-def new_topic(broker: EmbeddedBroker) -> Callable[..., str]:
-    """Create a fresh topic with a unique name: new_topic("in", partitions=3)."""
-
+def topic_maker(b) -> Callable[..., str]:
     def make(prefix: str = "t", partitions: int = 1) -> str:
         name = f"{prefix}-{os.getpid()}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
-        broker.create_topics({name: partitions})
+        b.create_topics({name: partitions})
         return name
 
     return make
+
+
+@pytest.fixture
+def new_topic(broker: EmbeddedBroker) -> Callable[..., str]:
+    """Create a fresh topic with a unique name: new_topic("in", partitions=3)."""
+    return topic_maker(broker)
+
+
+# ---- Apache Kafka (KRaft, from Maven Central jars) ------------------------------------------
+
+def apache_kafka_or_skip(log_path: Path, overrides: dict[str, str] | None = None):
+    """A started ApacheKafka; without java/mvn a visible skip, but a failure under CI=true."""
+    from apache_kafka import ApacheKafka
+
+    from worker.kafka.broker import BrokerError
+
+    try:
+        return ApacheKafka(log_path=log_path, overrides=overrides).start()
+    except BrokerError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"Apache Kafka is required in CI: {exc}")
+        pytest.skip(f"Apache Kafka unavailable: {exc}"[:400])
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka node for the session."""
+    b = apache_kafka_or_skip(tmp_path_factory.mktemp("kafka") / "kafka.log")
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def private_kafka(tmp_path: Path):
+    """An Apache Kafka node of this test alone (to freeze or stop), with broker settings of its own:
+    private_kafka(**{"transaction.max.timeout.ms": "10000"})."""
+    started = []
+
+    def make(**overrides: str):
+        started.append(apache_kafka_or_skip(tmp_path / f"kafka{len(started)}.log", overrides))
+        return started[-1]
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest):
+    """The broker a test runs on: "tansu" (default) or "apache", by indirect parametrization."""
+    which = getattr(request, "param", "tansu")
+    return request.getfixturevalue("kafka" if which == "apache" else "broker")
+
+
+@pytest.fixture
+def cluster_topic(cluster) -> Callable[..., str]:
+    """new_topic on the test's `cluster`."""
+    return topic_maker(cluster)
 
 
 # ---- the worker under test -------------------------------------------------------------

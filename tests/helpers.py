@@ -13,12 +13,20 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
+import pytest
 
 from worker.kafka import clients
 from worker.kafka.config import plain_config
 from worker.demo.samples import document
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Run a test on Tansu and on Apache Kafka (conftest's `cluster` fixture); the test takes `cluster` and
+# `cluster_topic`. Tansu shows aborted records to read_committed readers; Apache Kafka does not.
+on_both_brokers = pytest.mark.parametrize(
+    "cluster", ["tansu", pytest.param("apache", marks=pytest.mark.kafka_apache)], indirect=True)
+on_apache_kafka = pytest.mark.parametrize(
+    "cluster", [pytest.param("apache", marks=pytest.mark.kafka_apache)], indirect=True)
 
 
 def reader(bootstrap: str, group: str, isolation: str = "read_uncommitted"):
@@ -125,7 +133,7 @@ def committed_equals_end(bootstrap: str, group: str, topic: str, partitions: int
     ends = [0] * partitions
     for m in consume_all(bootstrap, topic, expected=10**9, timeout_s=8):
         ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
-    c = clients.consumer(plain_config(bootstrap).tool_consumer(group))
+    c = clients.consumer(plain_config(bootstrap).tool_consumer(group, **{"isolation.level": "read_uncommitted"}))
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         committed = [max(tp.offset, 0) for tp in c.committed(tps, timeout=10)]

@@ -50,7 +50,7 @@ def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_d
     for (o,) in outs.values():
         validator.validate(o)
         d = src[o["id"]]
-        assert (o["mode"], o["model"], o["schema_version"]) == ("digest", "digest", 3)
+        assert (o["mode"], o["model"], o["schema_version"]) == ("digest", "digest", 4)
         assert o["summary"] == render(o["digest"], d["source"], d["kind"])
         mine = prepare("\n".join(d["lines"]), d["source"], d["kind"], IN_THREAD)
         assert (o["summary"], o["highlights"]) == (mine.summary, mine.highlights)

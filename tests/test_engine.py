@@ -28,8 +28,12 @@ def ckpt(request, tmp_path_factory):
     return path, _hf(path)
 
 
+GUARDS_OFF = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens": 0, "stop_strings": ()}
+
+
 def _engine(path, **kw):
     max_new = kw.pop("max_new_tokens", 6)
+    kw = {**GUARDS_OFF, **kw}  # compared with HF greedy generate, which has no guards
     opts = {k: kw.pop(k) for k in list(kw) if k in ("chunk_tokens", "check_every")}
     return load_engine(ModelSettings(path=str(path), max_new_tokens=max_new, **kw), **opts)
 

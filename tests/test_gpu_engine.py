@@ -99,7 +99,8 @@ def tiny_gpu(tmp_path_factory):
     from worker.config.settings import ModelSettings
 
     path = make_tiny_checkpoint(tmp_path_factory.mktemp("tq"), "qwen2", seed=3)
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24), device="cuda")
+    guards_off = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens": 0, "stop_strings": ()}  # as HF
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24, **guards_off), device="cuda")
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16, attn_implementation="sdpa").cuda().eval()
     return eng, hf, path
 
@@ -156,7 +157,8 @@ def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
     rate = agree / total
     print(f"bf16 greedy agreement with HF generate: {rate:.3f} of tokens (common prefix), {full}/{len(docs)} documents identical")
     assert rate > 0.8 and eng.runner.captures >= 1
-    eager = load_engine(ModelSettings(path=str(path), max_new_tokens=24, cuda_graphs=False), device="cuda")
+    eager = load_engine(ModelSettings(path=str(path), max_new_tokens=24, cuda_graphs=False, repetition_penalty=1.0,
+                                      no_repeat_ngram=0, min_new_tokens=0, stop_strings=()), device="cuda")
     assert eager.generate(_stage(eager, docs)) == outs  # the graph replays the same kernels
 
 
@@ -192,7 +194,8 @@ def test_warm_up_captures_every_graph_before_the_first_bin(tiny_gpu):
     from worker.config.settings import ModelSettings
 
     ref_eng, hf, path = tiny_gpu
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24), device="cuda")
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0,
+                                    min_new_tokens=0, stop_strings=()), device="cuda")
     report = eng.warm_up(budget=16_384, max_docs=40)
     assert report["buckets"] == 11 and eng.runner.captures >= 11  # 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48
     captures, generation = eng.runner.captures, eng.pool.generation

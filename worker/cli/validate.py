@@ -3,6 +3,17 @@
 Each check returns (ok, name, detail); a failed check never stops the others
 (except that topics are not looked up on a cluster that did not answer).
 Settings are checked before any of this, by loading them (exit 2 if bad).
+
+The checks are `run`'s own, called the same way: the client properties go
+through `preflight.check_client_config` (librdkafka builds both clients, so an
+unknown or bad `kafka.*_extra` property fails here as it stops `run`), the model
+through `preflight.check_model_path` only where `run` loads one (not in digest
+mode). Under exactly_once a producer with a probe transactional.id (the
+worker's id + `.validate-<random>`, so a live worker is never fenced, and a
+prefixed ACL that covers the worker covers the probe) calls
+`init_transactions`: the first call that fails on a broker without
+transactions, with too few brokers for the transaction log, or without the
+ACL.
 """
 
 from __future__ import annotations
@@ -18,12 +29,32 @@ def run_checks(settings: Any, timeout_s: float) -> list[Check]:
     k = settings.kafka
     out: list[Check] = [(True, "settings", f"loaded; group {k.group_id!r}, delivery {k.delivery}")]
     out.append(_identity(settings))
-    model_ok, model = _model(settings)
-    out.append(model_ok)
-    out.append(_tokenizer(model) if model_ok[0] else (False, "tokenizer", "skipped: no model"))
-    out.append(_attention(settings))
+    out.append(_clients(settings))
+    if settings.model.mode == "digest":
+        out.append((True, "model", "digest mode: no model, tokenizer or attention backend is loaded"))
+    else:
+        model_ok, model = _model(settings)
+        out.append(model_ok)
+        out.append(_tokenizer(model) if model_ok[0] else (False, "tokenizer", "skipped: no model"))
+        out.append(_attention(settings))
     out.extend(_cluster(settings, timeout_s))
     return out
+
+
+def _clients(settings: Any) -> Check:
+    """The consumer and producer properties, built by librdkafka as `run` builds them at start."""
+    from worker.cli.preflight import check_client_config
+    from worker.config.settings import SettingsError
+    from worker.kafka.config import kafka_client_config
+
+    try:
+        consumer, producer = kafka_client_config(settings.kafka,
+                                                 bootstrap=settings.kafka.bootstrap_servers or "embedded:0")
+        check_client_config(consumer, producer)
+    except (SettingsError, StartupError) as exc:
+        return False, "kafka clients", str(exc)
+    extra = len(settings.kafka.consumer_extra) + len(settings.kafka.producer_extra)
+    return True, "kafka clients", f"librdkafka accepts both clients' properties ({extra} from kafka.*_extra)"
 
 
 def _identity(settings: Any) -> Check:
@@ -39,12 +70,13 @@ def _identity(settings: Any) -> Check:
 
 
 def _model(settings: Any) -> tuple[Check, str]:
-    from worker.cli.preflight import check_model_path
+    from worker.cli.preflight import check_model_path, refuse_random_model
     from worker.pipeline.app import resolve_model_path
 
     m = settings.model
     try:
-        path = check_model_path(m.path, m.local_files_only)
+        refuse_random_model(m.path)  # as run does
+        path = check_model_path(m.path, m.local_files_only, m)
     except StartupError as exc:
         return (False, "model", str(exc)), ""
     path = resolve_model_path(path)
@@ -96,4 +128,39 @@ def _cluster(settings: Any, timeout_s: float) -> list[Check]:
             out.append((True, role, f"{name}: {info.topics[name]} partition(s)"))
         else:
             out.append((False, role, f"{name}: does not exist"))
+    if k.delivery == "exactly_once":
+        out.append(_transactions(settings, timeout_s))
     return out
+
+
+def _transactions(settings: Any, timeout_s: float) -> Check:
+    """init_transactions with a probe transactional.id (never the worker's own: that would fence it)."""
+    import uuid
+
+    from confluent_kafka import KafkaException, Producer
+
+    from worker.cli.preflight import PROBE_LOGGER
+    from worker.config.settings import SettingsError
+    from worker.kafka.config import kafka_client_config
+
+    try:
+        producer_conf = kafka_client_config(settings.kafka)[1]
+    except SettingsError as exc:
+        return False, "transactions", str(exc)
+    probe_id = f"{producer_conf['transactional.id']}.validate-{uuid.uuid4().hex[:8]}"
+    conf = {**producer_conf, "transactional.id": probe_id, "logger": PROBE_LOGGER,
+            "error_cb": lambda err: PROBE_LOGGER.debug("%s", err)}
+    try:
+        producer = Producer(conf)
+    except KafkaException as exc:
+        return False, "transactions", f"librdkafka refused the producer: {exc.args[0].str()}"
+    try:
+        producer.init_transactions(timeout_s)
+    except KafkaException as exc:
+        err = exc.args[0]
+        return False, "transactions", (f"init_transactions failed within {timeout_s:g} s: {err.name()}: {err.str()} "
+                                       "(exactly_once needs transactions on the broker, a transaction state log "
+                                       "it can write, and the TransactionalId ACL)")
+    finally:
+        producer.flush(1.0)
+    return True, "transactions", f"init_transactions answered (probe transactional.id {probe_id!r})"

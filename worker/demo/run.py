@@ -4,11 +4,14 @@ Starts the embedded broker, produces synthetic telemetry (short documents and,
 every tenth, a long repetitive log with injected faults; plus a few bad
 messages, to show the dead-letter topic), runs the worker, reads every output
 back and prints what came out: each document's digest in plain English, its
-highlights, and the model's token counts and timings. The default model is a
-tiny random one built offline: its text is noise, so it is never shown as a
-summary (--show-model-text prints it, labelled as noise). With --model PATH of
-a real checkpoint the model's summary is shown with the digest; --mode digest
-runs with no model at all.
+highlights, and the model's token counts and timings. The default model is
+SmolLM2-135M-Instruct (`smollm2-135m`, fetched and converted once): its
+summary, after the grounding check, is shown next to the digest rendering for
+a handful of documents. On a CPU a real model gets 8 documents (every third a
+long log) unless --documents says otherwise. --model tiny-random runs 200
+documents through random weights: their text is noise, so it is never shown as
+a summary (--show-model-text prints it, labelled as noise); --mode digest runs
+with no model at all.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from worker.digest.render import render
 from worker.demo.samples import mixed_corpus
 
 SHOWN = 3  # documents printed in full
+SHOWN_REAL = 5  # ... with a real model: its summary next to the digest
+CPU_REAL_DOCUMENTS = 8  # default documents for a real model on a CPU (every third a long one)
 
 BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
@@ -59,7 +64,21 @@ def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, pro
     return out
 
 
-def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, show_model_text: bool = False) -> int:
+def default_documents(settings) -> tuple[int, int]:
+    """(documents, every how many a long one): a real model on a CPU gets a handful, mostly long ones."""
+    real = settings.model.mode != "digest" and settings.model.path != "tiny-random"
+    on_cpu = settings.model.device == "cpu" or (settings.model.device == "auto" and not _cuda())
+    return (CPU_REAL_DOCUMENTS, 3) if real and on_cpu else (200, 10)
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def run_demo(settings, documents: int | None, timeout_s: float, progress: bool = True,
+             show_model_text: bool = False) -> int:
     from worker.kafka.broker import EmbeddedBroker
     from worker.kafka.config import embedded_settings
     from worker.pipeline.app import Worker
@@ -74,7 +93,8 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, 
         what = "no model (digest mode)" if s.model.mode == "digest" else f"model {s.model.path!r}"
         print(f"embedded broker on {broker.bootstrap}; loading {what} ...", flush=True)
         worker = Worker(s, broker.bootstrap)
-        docs = [orjson.dumps(d) for d in mixed_corpus(documents)]
+        default_n, every = default_documents(s)
+        docs = [orjson.dumps(d) for d in mixed_corpus(documents or default_n, every=every)]
         t0 = time.monotonic()
         worker.start()
         produce(broker.bootstrap, k.input_topics[0], docs + list(BAD))
@@ -88,13 +108,16 @@ def run_demo(settings, documents: int, timeout_s: float, progress: bool = True, 
     dlq = [m for m in got if m.topic() == k.dlq_topic]
     generative = settings.model.mode != "digest"
     random_model = settings.model.path == "tiny-random"
-    shown = sorted(outs, key=lambda o: -o["digest"]["lines"])[:1] + [o for o in outs[:SHOWN]]
+    if generative and not random_model:
+        shown = sorted(outs, key=lambda o: -o["digest"]["lines"])[:SHOWN_REAL]
+    else:
+        shown = sorted(outs, key=lambda o: -o["digest"]["lines"])[:1] + [o for o in outs[:SHOWN]]
     for o in {o["id"]: o for o in shown}.values():
         _show(o, generative, random_model, show_model_text)
     for m in dlq:
         h = dict(m.headers() or [])
         print(f"dead letter: {h.get('error.class', b'?').decode()}: {h.get('error.message', b'').decode()[:90]}")
-    _stats(outs, docs, dlq, wall, digest_s, generative, worker)
+    _stats(outs, docs, dlq, wall, digest_s, generative, worker, random_model)
     print(lines_report)
     return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) and lines_ok else 1
 
@@ -103,11 +126,19 @@ def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) 
     t, ms = o["tokens"], o["timing_ms"]
     print(f"\n{o['id']} ({o['source']}, {o['digest']['lines']:,} lines)")
     if generative and not random_model:
-        print(f"  summary:    {o['summary']}")
+        g = o.get("grounding") or {}
+        note = ""
+        if g.get("fallback"):
+            note = f"  (the model's text cited {', '.join(g['unsupported'][:4])}, found nowhere in the input: " \
+                   "replaced by the digest)"
+        elif g.get("dropped_sentences"):
+            note = f"  ({g['dropped_sentences']} sentence(s) citing {', '.join(g['unsupported'][:4])} dropped: " \
+                   "not in the input)"
+        print(f"  model:      {o['summary']}{note}")
     print(f"  digest:     {o['summary'] if not generative else render(o['digest'], o['source'], o['kind'])}")
     print(highlights_text(o["highlights"]))
     if generative:
-        print(f"  model:      {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
+        print(f"  tokens:     {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
               f"{t['chunks']} chunk(s), {t['output']} out; queued {ms['queued']:.0f} ms, model {ms['gpu']:.0f} ms, "
               f"total {ms['total']:.0f} ms")
         if random_model and show_model_text:
@@ -122,7 +153,8 @@ def highlights_text(lines: list[str]) -> str:
                       "  highlights: the line that matters most", *(f"    | {ln}" for ln in lines)])
 
 
-def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, generative: bool, worker) -> None:
+def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, generative: bool, worker,
+           random_model: bool = True) -> None:
     print(f"\n{len(outs)}/{len(docs)} outputs and {len(dlq)}/{len(BAD)} dead letters in {wall:.1f} s "
           f"({len(outs) / wall:.1f} docs/s); digests took {digest_s:.2f} s in all")
     if generative:
@@ -131,3 +163,9 @@ def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, gene
         print(f"prompt tokens: {before:,} in the documents, {after:,} given to the model after compaction "
               f"({before / max(1, after):.1f}x fewer; the instruction not counted); {after / wall:.0f} input tokens/s, "
               f"backend {worker.engine.backend}")
+        checked = [o["grounding"] for o in outs if o.get("grounding")]
+        if checked and not random_model:
+            cited = sum(bool(g["unsupported"]) for g in checked)
+            print(f"grounding: {cited} of {len(checked)} model summaries cited something found in neither the input "
+                  f"nor its digest; {sum(g['dropped_sentences'] for g in checked)} sentence(s) dropped, "
+                  f"{sum(g['fallback'] for g in checked)} summaries replaced by the digest rendering")

@@ -1,35 +1,109 @@
-"""The document text given to the model: a few digest lines, then the compacted text.
+"""The document text given to the model: the digest's facts, then the compacted text (docs/prompt.md).
 
-The instruction is added by the engine (model.instruction, chat template); the
-whole prompt is tokenized by the same safe path as a raw document.
+The facts are the span, the counts by level, the failures with their values and
+times, the entities and the first outlier, as short labelled lines; the log
+follows with each line template once. The instruction is added by the engine
+(model.instruction, chat template); the whole prompt is tokenized by the same
+safe path as a raw document.
 """
 
 from __future__ import annotations
+
+import re
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from worker.digest.compact import compact
 from worker.digest.digest import Analysis
-from worker.digest.render import outlier_sentence
+from worker.digest.render import outlier_sentence, short_pattern
+from worker.digest.timeparse import parse_line
 
 CountFn = Callable[[Sequence[str]], list[int]]  # texts -> token counts (one batch)
 
 
+MAX_FAILURES = 5  # failures listed in the facts
+MAX_ENTITIES = 6  # entities of each kind listed
+LOG_HEADER = "Log (each line pattern once; [×N lines a–b] says how many lines share it and where):"
+
+
+MAX_LINE_CHARS = 160  # a failure's line is cut here
+_SYSLOG_STAMP = re.compile(r"^(?:<\d+>)?[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d +")
+_LEVEL = re.compile(r"^\s*(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
+
+
 def _time(stamp: str) -> str:
-    return stamp[11:19] if len(stamp) >= 19 and stamp[10] == "T" else stamp
+    """hh:mm:ss of an ISO stamp (yearless ones too), else the stamp."""
+    _, sep, clock = stamp.partition("T")
+    return clock[:8] if sep and len(clock) >= 8 and clock[2] == ":" else stamp
+
+
+def _message(example: str, stamp) -> str:
+    """A failure's line without its leading timestamp and level word (the host stays: it says where)."""
+    text = _SYSLOG_STAMP.sub("", example, count=1)
+    if stamp is not None and stamp.text in text:
+        text = text[text.index(stamp.text) + len(stamp.text):]
+    text = text.lstrip(" ,;|]")
+    host, _, rest = text.partition(" ")
+    if _LEVEL.match(rest):
+        text = f"{host} {_LEVEL.sub('', rest, count=1)}"
+    else:
+        text = _LEVEL.sub("", text, count=1)
+    text = text.strip()
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+def _span(span: dict) -> str:
+    first, last = span["first"], span["last"]
+    day = first[:10] if len(first) >= 19 and first[10] == "T" and first[:4].isdigit() else ""
+    zone = " UTC" if first.endswith("Z") else ""
+    return f"{day + ' ' if day else ''}{_time(first)} to {_time(last)}{zone} ({_duration(span['seconds'])})"
+
+
+def _failure(t: dict) -> str:
+    stamp = parse_line(t["example"])
+    when = _time(stamp.text) if stamp is not None else f"line {t['first_line']}"
+    text = _message(t["example"], stamp) if t["example"] else short_pattern(t["pattern"])
+    line = f'{when} {t.get("level") or "ERROR"} "{text}"'
+    line += f" ({t['count']} lines, {t['first_line']}–{t['last_line']})" if t["count"] > 1 else f" (line {t['first_line']})"
+    values = [f"{v['name']}: " + ", ".join(f"{c['value']} ×{c['count']}" for c in v["top"][:3])
+              for v in t.get("variables", ()) if v.get("top") and v["kind"] != "time" and v["distinct"] > 1]
+    return line + (f"; {'; '.join(values[:2])}" if values else "")
+
+
+def _entities(entities: list[dict]) -> list[str]:
+    by_kind: dict[str, list[str]] = {}
+    for e in entities:
+        by_kind.setdefault(e["kind"], []).append(f"{e['value']} ({e['count']})")
+    return [f"- {kind}s: {', '.join(vals[:MAX_ENTITIES])}" for kind, vals in by_kind.items()]
 
 
 def digest_lines(d: dict) -> list[str]:
-    head = f"{d['lines']} lines, {d['templates_total']} line templates"
+    """The digest's facts as short labelled lines, then the log header (docs/prompt.md)."""
+    lines = ["Facts:"]
     if d["span"] is not None:
-        head += f", {_time(d['span']['first'])} to {_time(d['span']['last'])}"
-    if d["severity"]:
-        head += "; " + ", ".join(f"{n} {lv}" for lv, n in d["severity"].items())
-    lines = ["Digest: " + head + "."]
+        lines.append(f"- time: {_span(d['span'])}")
+    levels = ", ".join(f"{n} {lv}" for lv, n in d["severity"].items())
+    lines.append(f"- lines: {d['lines']}" + (f" ({levels})" if levels else "") + f", {d['templates_total']} patterns")
+    failures = d["failures"][:MAX_FAILURES]
+    if failures:
+        lines.append("- failures:")
+        lines += [f"  {k}. {_failure(t)}" for k, t in enumerate(failures, 1)]
+    else:
+        lines.append("- failures: none")
+    lines += _entities(d["entities"])
     if d["outliers"]:
-        lines.append(outlier_sentence(d["outliers"][0]))
-    lines.append("Log, each line template once (×N lines a–b: how many lines share it and where):")
+        lines.append("- " + outlier_sentence(d["outliers"][0]))
+    lines.append(LOG_HEADER)
     return lines
 
 

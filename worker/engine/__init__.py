@@ -7,6 +7,7 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.backend            # "flash_attn" | "varlen" | "reference" (logged at load)
     eng.compiled           # decoder layers through torch.compile (model.compile; CUDA only)
     eng.merged             # q/k/v and gate/up as one GEMM each (EngineOptions.merge; auto: CUDA only)
+    eng.quantization       # "none" | "fp8": prefill GEMMs in FP8 (fp8.py; model.quantization)
     eng.warm_up(budget, max_docs)  # at start, after autotune: KV pool, compiled layers, every decode graph
     eng.name, eng.tokenizer, eng.device
     eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)
@@ -18,6 +19,12 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
         # Generated(token_ids, text, finish_reason "eos"|"stop"|"length", prompt_tokens)
         # CUDA OOM: the bin is split and retried (eng.stats["oom_splits"]); nothing is dropped.
     eng.prefill_last_logits(staged) -> Tensor [n, vocab]
+    b = eng.batcher(seats, kv_rows)   # continuous batching (continuous.py; policy in scheduler.py)
+    b.add(staged, seeds, tags)        # a bin's documents queue (tag None: skipped)
+    b.wants_work() -> bool            # free seats and KV rows exceed what waits: take the next bin
+    r = b.step()                      # admit + packed prefill (budgeted) + k decode steps + one look
+    r.done -> [(tag, Generated, gpu_s)]   # documents that finished in this step, handed back at once
+    b.busy, b.running, b.abort() -> [(tag, seed, limit)]   # abort: after a failure, run them alone
     autotune_budget(eng, max_new_tokens, ...) -> int  # Phase 0, cached on disk
 
 Settings this machine cannot honour raise worker.engine.errors.EngineSettingError (a ValueError

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -21,7 +22,7 @@ from worker.engine.sampling import choose_tokens
 
 log = logging.getLogger(__name__)
 
-FIELDS = ("tok", "pos", "start", "doc", "ngen", "seed")
+FIELDS = ("tok", "pos", "start", "doc", "ngen", "seed", "limit")
 
 
 def bucket_for(n: int) -> int:
@@ -46,10 +47,14 @@ class StepConfig:
     top_p: float
     eos: torch.Tensor  # int64 [E] (may be empty)
     num_splits: int
+    # Per-step logits hook (generation guards): hook(logits [B, V], doc [B], ngen [B]) -> logits [B, V], where
+    # pool.out_tokens[doc, :ngen] are each row's generated ids so far. Pure tensor work (captured in the graph).
+    logits_hook: Callable | None = None
 
 
 class DecodeState:
-    """Fixed-size per-row state: int64 [B] each, plus done: bool [B]."""
+    """Fixed-size per-row state: int64 [B] each, plus done: bool [B]. `limit` is the row's own
+    token limit (<= max_new: a document's max_new_tokens, or a benchmark's stop length)."""
 
     def __init__(self, size: int, device: torch.device):
         self.size = size
@@ -66,6 +71,7 @@ class DecodeState:
         self.ngen.zero_()
         self.tok.zero_()
         self.seed.zero_()
+        self.limit.fill_(1)
 
     def load(self, rows: dict[str, torch.Tensor], pool: KVPool) -> None:
         """rows: field -> [m] tensors (m <= size), copied into the first m rows; the rest parked."""
@@ -97,6 +103,8 @@ def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, m
     )
     hidden = forward_hidden(base, st.tok, st.pos, ctx, marker)  # [B, hidden]
     logits = lm_head(hidden)  # [B, V]
+    if cfg.logits_hook is not None:
+        logits = cfg.logits_hook(logits, st.doc, st.ngen)  # [B, V]
     nxt = choose_tokens(logits, cfg.temperature, cfg.top_p, st.seed, st.ngen)  # [B]
     nxt = torch.where(live, nxt, st.tok)
     doc = torch.where(live, st.doc, torch.full_like(st.doc, pool.dummy_doc))  # [B]
@@ -104,7 +112,7 @@ def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, m
     pool.out_tokens.index_put_((doc, col), nxt)
     st.ngen.add_(live.long())
     pool.out_len.index_put_((doc,), st.ngen)
-    fin = st.ngen >= cfg.max_new
+    fin = st.ngen >= st.limit  # [B]
     if cfg.eos.numel():
         fin = fin | torch.isin(nxt, cfg.eos)
     st.pos.add_(live.long())
@@ -132,7 +140,8 @@ class StepRunner:
         if self._gen != self.pool.generation:  # buffers reallocated: old graphs point at freed memory
             self.clear()
             self._gen = self.pool.generation
-        key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new)
+        key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new,
+               id(cfg.logits_hook))
         if key not in self._states:
             st = DecodeState(size, self.pool.out_tokens.device)
             st.park(self.pool)

@@ -13,6 +13,7 @@ from typing import Literal
 import torch
 
 from worker.engine.decode import StepRunner
+from worker.engine.guards import GuardConfig
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.prefill import no_mask_marker, prefill_logits
@@ -68,6 +69,15 @@ class EngineOptions:
     merge: str = "auto"  # "auto" | "on" | "off": q/k/v and gate/up as one GEMM each (merge.py)
     # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
     prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
+    batching: str = "bin"  # "bin" (generate, a bin at a time) | "continuous" (Engine.batcher): the worker's choice
+    prefill_step_tokens: int = 16_384  # continuous batching: prompt tokens prefilled per scheduling step
+    # Benchmarks only (random weights never stop by themselves): document stops after
+    # stop_lengths[seed % len] tokens (capped at max_new_tokens). Empty: off.
+    stop_lengths: tuple[int, ...] = ()
+    quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
+    fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
+    logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
+    guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
 
 
 class Engine:
@@ -100,6 +110,11 @@ class Engine:
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
             merge_projections(self.base)
+        self.quantization = options.quantization
+        if options.quantization == "fp8":  # before compile: the compiled layers fuse the activation quantization
+            from worker.engine.fp8 import quantize_layers
+
+            quantize_layers(self.base, self.device, options.fp8_min_rows)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)
@@ -112,6 +127,7 @@ class Engine:
         log.info("engine ready", extra={"model": name, "backend": backend, "device": str(self.device),
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
                                         "compiled_layers": self.compiled, "merged_projections": self.merged,
+                                        "quantization": self.quantization,
                                         "prefill_kernel": self.prefill_kernel})
 
     # ---------------------------------------------------------------- prompts
@@ -212,12 +228,58 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel)
+                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook())
+
+    def _guard_hook(self):
+        """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value,
+        so a captured graph keyed by the hook stays valid."""
+        g = self.options.guards
+        if not g.active:
+            return None
+        cached = getattr(self, "_hook", None)
+        if cached is None or cached[0] != g:
+            from worker.engine.guards import apply_guards
+
+            pool, exempt = self.pool, self._exempt()
+            eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)  # [E]
+
+            def hook(logits: torch.Tensor, doc: torch.Tensor, ngen: torch.Tensor) -> torch.Tensor:
+                history = pool.out_tokens.index_select(0, doc)  # [B, max_new]: each row's generated ids
+                return apply_guards(logits, g, history, ngen, eos, exempt)  # [B, V]
+
+            self._hook = (g, hook)
+        return self._hook[1]
+
+    def _exempt(self) -> torch.Tensor | None:
+        """bool [V] on the device (computed once, when a repetition guard is on): guards.exempt_tokens."""
+        g = self.options.guards
+        if self.tokenizer is None or not (g.repetition_penalty > 1.0 or g.no_repeat_ngram >= 2):
+            return None
+        if getattr(self, "_exempt_ids", None) is None:
+            from worker.engine.guards import exempt_tokens
+
+            self._exempt_ids = exempt_tokens(self.tokenizer, self.lm_head.out_features).to(self.device)
+        return self._exempt_ids
+
+    def limits(self, seeds: list[int]) -> list[int] | None:
+        """Per-document token limits: the benchmark's stop lengths (EngineOptions.stop_lengths), else None."""
+        lengths = self.options.stop_lengths
+        if not lengths:
+            return None
+        return [max(1, min(int(lengths[s % len(lengths)]), self.options.max_new_tokens)) for s in seeds]
+
+    def batcher(self, seats: int, kv_rows: int, prefill_tokens: int | None = None):
+        """A ContinuousBatcher over this engine's KV pool and decode graphs (continuous.py): `seats`
+        documents decoding at once at most, `kv_rows` KV rows in use at most (the token budget)."""
+        from worker.engine.continuous import ContinuousBatcher
+
+        return ContinuousBatcher(self, max(1, seats), max(1, kv_rows),
+                                 prefill_tokens or self.options.prefill_step_tokens)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None
         res = run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu_host, seeds,
-                      self._loop_config(), self.marker, stop_check)
+                      self._loop_config(), self.marker, stop_check, self.limits(seeds))
         self._account(res, len(seeds))
         lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
         return [self._finish(ids, i in res.stopped, n) for i, (ids, n) in enumerate(zip(res.tokens, lengths))]
@@ -283,6 +345,8 @@ class Engine:
             ids = ids[:-1]
             return Generated(ids, self._text(ids), "eos", prompt_tokens)
         text = self._text(ids)
+        if not stopped and self.options.stop_strings:  # a stop in the last steps of a document that hit the length
+            stopped = any(s in text for s in self.options.stop_strings)
         if stopped:
             cut = min(text.index(s) for s in self.options.stop_strings if s in text)
             keep = next(k for k in range(1, len(ids) + 1) if len(self._text(ids[:k])) >= cut)

@@ -35,10 +35,11 @@ def generate_or_alone(engine, staged, pieces: list, seeds: list[int], on_bin_err
         except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
             on_bin_error()
             log.exception("model failed on a bin of %d documents; retrying each alone", len(pieces))
-    return [None if p is None else _alone(engine, p, seed) for p, seed in zip(pieces, seeds)]
+    return [None if p is None else run_alone(engine, p, seed) for p, seed in zip(pieces, seeds)]
 
 
-def _alone(engine, tokens, seed: int):
+def run_alone(engine, tokens, seed: int):
+    """One document as a bin of its own: its output, or the exception it failed with."""
     cu = np.array([0, len(tokens)], dtype=np.int32)  # [2] int32
     try:
         staged = engine.stage(as_tensor(np.asarray(tokens, dtype=np.int32)), as_tensor(cu), len(tokens))

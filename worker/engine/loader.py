@@ -10,6 +10,7 @@ import torch
 from worker.engine.attention import choose_backend, flash_attn_available, triton_available, varlen_available
 from worker.engine.engine import Engine, EngineOptions
 from worker.engine.errors import EngineSettingError
+from worker.engine.guards import GuardConfig
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,32 @@ def options_from(settings) -> EngineOptions:
         use_chat_template=settings.use_chat_template,
         cuda_graphs=settings.cuda_graphs,
         compile=getattr(settings, "compile", "auto"),
+        batching=getattr(settings, "batching", "bin"),
+        quantization=getattr(settings, "quantization", "none"),
+        prefill_step_tokens=getattr(settings, "prefill_step_tokens", 16_384),
+        stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
+        guards=GuardConfig(repetition_penalty=getattr(settings, "repetition_penalty", 1.0),
+                           no_repeat_ngram=getattr(settings, "no_repeat_ngram", 0),
+                           min_new_tokens=min(getattr(settings, "min_new_tokens", 0), settings.max_new_tokens)),
     )
+
+
+def read_stop_lengths(path: str | None) -> tuple[int, ...]:
+    """model.stop_lengths_file: a JSON list of positive ints, or an object with one under "lengths"."""
+    if not path:
+        return ()
+    import json
+
+    try:
+        data = json.loads(open(path, encoding="utf-8").read())
+        lengths = data["lengths"] if isinstance(data, dict) else data
+        out = tuple(int(x) for x in lengths)
+        if not out or min(out) < 1:
+            raise ValueError("an empty list or a length < 1")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EngineSettingError("model.stop_lengths_file", f"{path!r} is not a list of output lengths ({exc})",
+                                 "a JSON list of ints >= 1, or {\"lengths\": [...]}") from None
+    return out
 
 
 def load_engine(settings, device: str | None = None, **option_overrides) -> Engine:

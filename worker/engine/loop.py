@@ -36,6 +36,7 @@ class LoopConfig:
     kv_heads: int
     step_limit: int | None = None  # autotune: stop decoding after this many steps
     prefill_kernel: str = "fa2"  # AttnContext.prefill_kernel (Engine resolves EngineOptions.prefill_kernel)
+    logits_hook: object = None  # StepConfig.logits_hook (generation guards), also applied to the first token
 
 
 @dataclass
@@ -61,8 +62,10 @@ def _sync(device: torch.device) -> None:
 
 
 def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tensor, cu_host: list[int],
-            seeds: list[int], cfg: LoopConfig, marker: torch.Tensor, stop_check=None) -> BinResult:
-    """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings)."""
+            seeds: list[int], cfg: LoopConfig, marker: torch.Tensor, stop_check=None,
+            limits: list[int] | None = None) -> BinResult:
+    """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings);
+    limits[i] (<= cfg.max_new; default cfg.max_new) ends document i after that many tokens."""
     device = tokens.device
     n = len(cu_host) - 1
     lengths = [b - a for a, b in itertools.pairwise(cu_host)]
@@ -73,13 +76,15 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
                             cfg.prefill_kernel)  # [n, V]
     seed_t = torch.tensor(seeds, dtype=torch.int64).to(device)  # [n]
     zero = torch.zeros(n, dtype=torch.int64, device=device)
-    first = choose_tokens(logits, cfg.temperature, cfg.top_p, seed_t, zero)  # [n]
     doc_ids = torch.arange(n, device=device)  # [n]
+    first = first_tokens(logits, cfg, seed_t, doc_ids)  # [n]
     pool.out_tokens[:n, 0] = first
     pool.out_len[:n] = 1
-    done = first >= 0 if cfg.max_new == 1 else torch.isin(first, cfg.eos)  # [n]
+    limit_t = torch.tensor(limits if limits is not None else [cfg.max_new] * n, dtype=torch.int64).to(device)  # [n]
+    done = (limit_t <= 1) | torch.isin(first, cfg.eos)  # [n]
     rows = {"tok": first, "pos": torch.tensor(lengths, dtype=torch.int64).to(device), "doc": doc_ids,
-            "start": torch.tensor(starts, dtype=torch.int64).to(device), "ngen": zero + 1, "seed": seed_t, "done": done}
+            "start": torch.tensor(starts, dtype=torch.int64).to(device), "ngen": zero + 1, "seed": seed_t,
+            "limit": limit_t, "done": done}
     _sync(device)
     t1 = time.perf_counter()
     steps, live_steps, stopped = _decode(runner, pool, rows, n, cfg, stop_check)
@@ -91,6 +96,14 @@ def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tenso
     return BinResult(toks, stopped, t1 - t0, t2 - t1, steps, live_steps)
 
 
+def first_tokens(logits: torch.Tensor, cfg: LoopConfig, seeds: torch.Tensor, docs: torch.Tensor) -> torch.Tensor:
+    """The token after the prompt. logits: float32 [n, V]; seeds, docs: int64 [n] -> int64 [n]."""
+    zero = torch.zeros_like(seeds)  # [n]
+    if cfg.logits_hook is not None:
+        logits = cfg.logits_hook(logits, docs, zero)  # [n, V]
+    return choose_tokens(logits, cfg.temperature, cfg.top_p, seeds, zero)
+
+
 def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfig, stop_check):
     live_idx = [i for i, d in enumerate(rows["done"].tolist()) if not d]
     if not live_idx:
@@ -100,7 +113,7 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
     steps = live_steps = 0
     stopped: set[int] = set()
     size = bucket_for(len(live_idx))
-    step_cfg = _step_config(size, cfg)
+    step_cfg = step_config(size, cfg)
     st, graph = runner.state(size, step_cfg)
     st.load(rows, pool)
     m = len(live_idx)
@@ -113,7 +126,7 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
         live_steps += m * k
         done = st.done[:m].tolist()
         if stop_check is not None:
-            _apply_stops(st, pool, done, stop_check, stopped)
+            apply_stops(st, pool, done, stop_check, stopped)
         live = [i for i, d in enumerate(done) if not d]
         if not live or (cfg.step_limit is not None and steps >= cfg.step_limit):
             return steps, live_steps, stopped
@@ -121,14 +134,14 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
         if new_size < size:
             rows = st.take(torch.tensor(live, dtype=torch.int64, device=st.tok.device))
             size = new_size
-            step_cfg = _step_config(size, cfg)
+            step_cfg = step_config(size, cfg)
             st, graph = runner.state(size, step_cfg)
             st.load(rows, pool)
             m = len(live)
 
 
-def _step_config(size: int, cfg: LoopConfig) -> StepConfig:
-    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg))
+def step_config(size: int, cfg: LoopConfig) -> StepConfig:
+    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.logits_hook)
 
 
 def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:
@@ -142,7 +155,7 @@ def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:
             break
         size = bucket_for(size + 1)
     for size in sizes:
-        runner.state(size, _step_config(size, cfg))
+        runner.state(size, step_config(size, cfg))
     return len(sizes)
 
 
@@ -155,7 +168,7 @@ def _steps_to_run(cfg: LoopConfig, steps: int, on_cpu: bool) -> int:
     return max(1, min(cfg.check_every, cfg.max_new - 1 - steps))
 
 
-def _apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, stopped: set[int]) -> None:
+def apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, stopped: set[int]) -> None:
     docs = st.doc[: len(done)].tolist()
     live_rows = [r for r, d in enumerate(done) if not d]
     if not live_rows:

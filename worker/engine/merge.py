@@ -45,6 +45,7 @@ class Merged(nn.Module):
         self.sizes = [lin.out_features for lin in linears]
         self.handed: list[torch.Tensor | None] = [None] * len(linears)
         self.originals = tuple(linears)  # a tuple: not registered, so parameters() lists each weight once
+        self.gemm: nn.Module | None = None  # another GEMM of the same weights (fp8.py), else F.linear
         row = 0
         for lin, n, hb in zip(linears, self.sizes, has_bias):  # originals become views: no copy kept
             lin.weight = nn.Parameter(self.weight[row : row + n], requires_grad=False)
@@ -53,7 +54,10 @@ class Merged(nn.Module):
             row += n
 
     def first(self, x: torch.Tensor) -> torch.Tensor:
-        out = nn.functional.linear(x, self.weight, self.bias)  # [..., sum out]
+        if self.gemm is not None:
+            out = self.gemm(x)  # [..., sum out]
+        else:
+            out = nn.functional.linear(x, self.weight, self.bias)  # [..., sum out]
         parts = out.split(self.sizes, dim=-1)
         for i in range(1, len(parts)):
             self.handed[i] = parts[i]

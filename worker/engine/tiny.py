@@ -56,7 +56,7 @@ def _tokenizer(vocab_size: int):
 
 
 def _config(arch: str, vocab_size: int, eos_id: int, pad_id: int, **overrides):
-    from transformers import LlamaConfig, Qwen2Config
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config
 
     common = dict(
         vocab_size=vocab_size,
@@ -77,7 +77,9 @@ def _config(arch: str, vocab_size: int, eos_id: int, pad_id: int, **overrides):
         return Qwen2Config(rope_theta=10000.0, use_sliding_window=False, **common)
     if arch == "llama":
         return LlamaConfig(rope_theta=10000.0, attention_bias=False, mlp_bias=False, **common)
-    raise ValueError(f"arch must be 'qwen2' or 'llama', got {arch!r}")
+    if arch == "mistral":
+        return MistralConfig(rope_theta=10000.0, sliding_window=None, **common)
+    raise ValueError(f"arch must be 'qwen2', 'llama' or 'mistral', got {arch!r}")
 
 
 def make_tiny_checkpoint(path: str | Path, arch: str = "qwen2", seed: int = 0, vocab_size: int = 512, **config_overrides) -> Path:

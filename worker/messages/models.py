@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from worker.messages.digest import Digest
+from worker.messages.jsonwalk import too_deep
 
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
@@ -31,9 +32,11 @@ ERROR_CLASSES = (
 )
 KNOWN_KINDS = ("log", "trace", "pm", "crash", "syslog")
 MAX_REASON_CHARS = 500
-MAX_ATTRIBUTE_DEPTH = 64  # levels of nested objects/arrays in `attributes` (the output encoder stops at 254)
+MAX_JSON_DEPTH = 64  # levels of nested objects/arrays in `attributes` and unknown fields (the output encoder stops at 254)
+MAX_ATTRIBUTE_DEPTH = MAX_JSON_DEPTH
 INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson makes larger ones floats
 MAX_HEADER_MESSAGE_BYTES = 1024
+MAX_INT_DIGITS = 400  # longer integers are refused unread (a double ends near 309 digits)
 _JSON_START = frozenset('["-0123456789tfn')  # what a JSON value other than an object starts with
 _BIG_FLOAT = float(2**63)  # orjson parses an integer outside INT_RANGE as a float at least this large
 
@@ -129,6 +132,14 @@ class TimingMs(_Out):
     model_done: float = Field(0.0, ge=0.0, description="poll to the end of its last bin (0 in digest mode)")
 
 
+class GroundingReport(_Out):
+    checked: int = Field(ge=0, description="identifiers in the model's summary that were looked up")
+    unsupported: list[str] = Field(default_factory=list, description="identifiers found in neither the document "
+                                   "nor its digest (their sentences were dropped or marked, per model.grounding)")
+    dropped_sentences: int = Field(0, ge=0, description="sentences dropped for holding one")
+    fallback: bool = Field(False, description="no sentence was left: the summary is the digest in plain English")
+
+
 class SourceOffsets(_Out):
     topic: str = Field(min_length=1)
     partition: int = Field(ge=0)
@@ -168,9 +179,11 @@ class OutputMessage(_Out):
     tokens: TokenCounts
     truncated: bool = Field(False, description="true only if truncation was configured and applied")
     timing_ms: TimingMs
+    grounding: GroundingReport | None = Field(None, description="the grounding check of the model's summary "
+                                              "(null in digest mode)")
     window: WindowInfo | None = Field(None, description="where a window of one-line records came from; absent "
                                                         "for a document")
-    schema_version: Literal[3] = 3
+    schema_version: Literal[4] = 4
 
 
 class DeadLetterHeaders(BaseModel):
@@ -219,8 +232,24 @@ def _check_attributes(msg: InputMessage, text: str) -> InputMessage:
     a float that large are parsed again with exact integers (rare), instead of searching every
     message's whole text for long digit runs (a fifth of the ingest thread's time in a profile)."""
     if msg.attributes and _walk(msg.attributes):
-        _walk(json.loads(text).get("attributes") or {})
+        _walk(json.loads(text, parse_int=_exact_int).get("attributes") or {})
     return msg
+
+
+def _exact_int(digits: str) -> int:
+    """The exact re-parse's integers, refused before Python's own digit limit could raise (orjson already
+    refuses any number beyond a double's range, so this is a second fence)."""
+    if len(digits) > MAX_INT_DIGITS:
+        raise BadMessage("schema", f"an integer of {len(digits)} digits does not fit 64 bits; send it as a string")
+    return int(digits)
+
+
+def _check_depth(obj: dict[str, Any]) -> None:
+    """Every field pydantic does not type itself (attributes, unknown fields) at most MAX_JSON_DEPTH deep:
+    the walks after this one (the exact re-parse, validation, the output) then never go deep."""
+    where = too_deep(obj, MAX_JSON_DEPTH, skip=("text", "lines"))
+    if where is not None:
+        raise BadMessage("schema", f"{where}: nests deeper than {MAX_JSON_DEPTH} levels of objects/arrays")
 
 
 def _walk(attributes: Any) -> bool:
@@ -255,6 +284,15 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
     if len(value) > max_bytes:
         raise BadMessage("oversize", f"{len(value)} bytes, more than the limit of {max_bytes}")
     try:
+        return _decode(value)
+    except BadMessage:
+        raise
+    except Exception as exc:  # noqa: BLE001 - routed: any decoding failure is this message's dead letter
+        raise BadMessage("schema", f"value: decoding failed ({type(exc).__name__}: {exc})") from None
+
+
+def _decode(value: bytes) -> InputMessage:
+    try:
         text = str(value, "utf-8")
     except UnicodeDecodeError as exc:
         raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
@@ -263,11 +301,7 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
     if not head:
         raise BadMessage("empty_text", "the value is empty or only whitespace")
     if head[0] == "{":
-        try:
-            obj = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
-            raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
-        return _check_attributes(_validate(obj), text)
+        return _decode_object(text)
     if head[0] in _JSON_START:
         try:
             obj = orjson.loads(text)
@@ -278,6 +312,16 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
                 return _validate({"text": obj})
             raise BadMessage("not_an_object", f"a JSON {_json_type(obj)}, not an object or text")
     return InputMessage(text=text)
+
+
+def _decode_object(text: str) -> InputMessage:
+    try:
+        obj = orjson.loads(text)  # at most 1024 levels (orjson's own limit: invalid_json beyond)
+    except orjson.JSONDecodeError as exc:
+        raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
+    if isinstance(obj, dict):
+        _check_depth(obj)
+    return _check_attributes(_validate(obj), text)
 
 
 def encode_output(msg: OutputMessage) -> bytes:

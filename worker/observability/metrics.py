@@ -91,9 +91,20 @@ class Metrics:
                                  "letters alike)", registry=r)
         self.txn_commits = Counter("ribbon_transaction_commits_total", "transactions committed", registry=r)
         self.txn_aborts = Counter("ribbon_transaction_aborts_total", "transactions aborted", registry=r)
+        self.ungrounded_summaries = Counter("ribbon_ungrounded_summaries_total", "model summaries holding an "
+                                            "identifier found in neither the document nor its digest", registry=r)
+        self.ungrounded_identifiers = Counter("ribbon_ungrounded_identifiers_total", "such identifiers (each once "
+                                              "per summary)", registry=r)
+        self.ungrounded_sentences = Counter("ribbon_ungrounded_sentences_dropped_total", "model summary sentences "
+                                            "dropped for holding one", registry=r)
+        self.ungrounded_fallbacks = Counter("ribbon_ungrounded_fallbacks_total", "model summaries replaced by the "
+                                            "digest rendering: no sentence was left", registry=r)
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)
+        self.internal_errors = Counter("ribbon_internal_errors_total", "inputs whose processing raised in ingest "
+                                       "(dead-lettered as internal_error; the stage went on)", ["stage", "exception"],
+                                       registry=r)
         self._ready = Gauge("ribbon_ready", "1 while /readyz says ready (model loaded, partitions assigned)",
                             registry=r)
         self._starting = Gauge("ribbon_starting", "1 while the worker starts (model load, autotune, warm-up, "
@@ -127,8 +138,9 @@ class Metrics:
 
 class HealthServer:
     """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
-    partitions assigned). Delivery counts as stuck once one step has taken longer than `delivery_stuck_s`
-    (half of kafka.delivery_stuck_s: the worker stops itself when all of it is spent).
+    partitions assigned, neither the preprocessing pool nor the engine process stalled). Delivery counts as
+    stuck once one step has taken longer than `delivery_stuck_s` (half of kafka.delivery_stuck_s: the worker
+    stops itself when all of it is spent).
 
     The server itself is worker.observability.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
@@ -136,20 +148,28 @@ class HealthServer:
 
     def __init__(self, metrics: Metrics, host: str, port: int, stuck_after_s: float = 120.0,
                  busy: Callable[[], bool] = lambda: False, idle_timeout_s: float = 5.0,
-                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0) -> None:
+                 delivery_busy_s: Callable[[], float] = lambda: 0.0, delivery_stuck_s: float = 60.0,
+                 stalled: Callable[[], str | None] = lambda: None) -> None:
         from worker.config.errors import StartupError
         from worker.observability.http import HttpServer
 
         self.metrics, self.stuck_after_s, self.busy = metrics, stuck_after_s, busy
         self.delivery_busy_s, self.delivery_stuck_s = delivery_busy_s, delivery_stuck_s
-        probes = {"/healthz": self.health,
-                  "/readyz": lambda: (self.metrics.ready, "ready" if self.metrics.ready else "not ready")}
+        self.stalled = stalled  # why a stage has stopped making progress (Worker.stalled), or None
+        probes = {"/healthz": self.health, "/readyz": self.readiness}
         try:
             self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
         except OSError as exc:
             raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                "a free port, or 0 to disable the server") from None
         self.port = self.http.port
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready: partitions assigned (the model loaded) and no stage stalled."""
+        why = self.stalled()
+        if why is not None:
+            return False, f"not ready: {why}"
+        return self.metrics.ready, "ready" if self.metrics.ready else "not ready"
 
     def health(self) -> tuple[bool, str]:
         if self.metrics.starting:

@@ -31,6 +31,8 @@ from worker.pipeline.finishing import Finishing
 from worker.remote.process import EngineProcess
 from worker.observability.gcwatch import GcWatch, settle, unsettle
 from worker.pipeline.gpu import GpuLoop
+from worker.pipeline.gpu_continuous import ContinuousGpuLoop
+from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
 from worker.pipeline.ingest import Ingest, Watermarks
 from worker.observability.metrics import HealthServer, Metrics
@@ -55,8 +57,14 @@ def cache_root(model) -> Path:
     return Path(model.cache_dir or os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
 
 
-def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
-    """'tiny-random' is the embedded default: a tiny random model built offline (demo, tests)."""
+def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str | None = None) -> str:
+    """A name Ribbon knows -> its converted folder in the cache (fetched and converted on first use,
+    worker/engine/known.py); 'tiny-random' -> a tiny random model built offline (tests, benchmarks)."""
+    from worker.engine.known import ensure_known, is_known
+
+    if is_known(path):
+        root = cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
+        return str(ensure_known(path, root, wheel_dir))
     if path != "tiny-random":
         return path
     from worker.engine.tiny import make_tiny_checkpoint
@@ -80,7 +88,8 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
 
         hf_logging.disable_progress_bar()
         cache = cache_root(settings.model)
-        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache)})
+        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache,
+                                                                                   settings.model.wheel_dir)})
         try:
             engine = _remote_engine(settings, model, cache, stop) if _wants_process(model) else _local_engine(model)
         except EngineSettingError as exc:
@@ -162,7 +171,8 @@ class Worker:
             self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
                                        busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
                                        delivery_busy_s=self.delivery.stuck_for,
-                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2).start()
+                                       delivery_stuck_s=settings.kafka.delivery_stuck_s / 2,
+                                       stalled=self.stalled).start()
         try:
             self._build(settings, parts, stop)
         except BaseException:
@@ -188,9 +198,28 @@ class Worker:
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
             loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
+            if settings.model.batching == "continuous":  # documents handed back as they finish (docs/engine.md)
+                loop = ContinuousProcessGpuLoop if loop is ProcessGpuLoop else ContinuousGpuLoop
             self.gpu = loop(engine=self.engine, packer=self.packer, registry=self.registry,
                             finishing=self.finishing, metrics=self.metrics, config=self.packer.config,
                             seed=settings.model.seed)
+            if isinstance(self.gpu, ProcessGpuLoop):
+                self.gpu.stall_s = pl.stall_timeout_s  # a bin with no result this long kills the engine process
+
+    def stalled(self) -> str | None:
+        """Why /readyz says not ready although partitions are assigned: the preprocessing pool or the engine
+        process without a result for half of pipeline.stall_timeout_s (at all of it the worker exits 1)."""
+        ingest = getattr(self, "ingest", None)  # the server answers while the stages are still being built
+        if ingest is None:
+            return None
+        limit = self.s.pipeline.stall_timeout_s
+        pool = ingest.batches.waiting_s()
+        if pool >= limit / 2:
+            return f"the preprocessing pool has returned no batch for {pool:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
+        engine = self.gpu.stalled_s() if isinstance(self.gpu, ProcessGpuLoop) else 0.0
+        if engine >= limit / 2:
+            return f"the engine process has returned no bin for {engine:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
+        return None
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -202,7 +231,8 @@ class Worker:
                                                               split_special_tokens=True)["input_ids"]],
                            max_prompt_tokens=self.budget - parts.reserve,
                            max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
-                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch)
+                           max_new_tokens=parts.reserve, prompt_batch=self.engine.prompt_ids_batch,
+                           max_text_bytes=settings.pipeline.max_document_bytes)
         except ValueError as exc:
             from worker.config.settings import SettingsError
 
@@ -316,6 +346,7 @@ class Worker:
             join.tick()  # a log line while the group join takes its time
             stop.wait(0.2)
         if self.failed() is not None:
+            self.metrics.ready = False
             log.error("stopping without committing more: %s", self.failed())
             self.ingest.stop_polling.set()
             self.close(timeout_s=30)

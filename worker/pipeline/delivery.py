@@ -136,7 +136,19 @@ class Delivery:
             self.started.set()
             self._serve_requests(commit=False)
             if self.producer is not None:
-                self.producer.flush(5.0)
+                self._flush_at_exit()
+
+    def _flush_at_exit(self) -> None:
+        """The producer's last flush; a fenced or failed producer raises here too, and the error that
+        stopped delivery is already reported (`self.error`)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.flush(5.0)
+        except KafkaException as exc:
+            if self.error is None:
+                self.error = FatalDeliveryError(f"flush at exit: {exc.args[0]}")
+            log.warning("producer flush at exit: %s", exc.args[0])
 
     def _init_transactions(self) -> None:
         """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each

@@ -172,4 +172,15 @@ class Finishing:
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)
+        if msg.grounding is not None:
+            count_grounding(self.metrics, msg.grounding)
         return True
+
+
+def count_grounding(metrics, g) -> None:
+    """ribbon_ungrounded_* from one output's grounding report."""
+    if g.unsupported:
+        metrics.ungrounded_summaries.inc()
+        metrics.ungrounded_identifiers.inc(len(g.unsupported))
+    metrics.ungrounded_sentences.inc(g.dropped_sentences)
+    metrics.ungrounded_fallbacks.inc(int(g.fallback))

@@ -36,7 +36,7 @@ import time
 
 from worker.packer.config import PackerConfig
 from worker.pipeline.inflight import DocRegistry, mark_bin
-from worker.remote.process import EngineProcess
+from worker.remote.process import EngineProcess, EngineProcessError
 from worker.pipeline.gpu import BinSink
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 class ProcessGpuLoop:
     def __init__(self, *, engine: EngineProcess, packer, registry: DocRegistry, finishing: BinSink, metrics,
-                 config: PackerConfig, seed: int = 0, ahead: int = 1) -> None:
+                 config: PackerConfig, seed: int = 0, ahead: int = 1, stall_s: float | None = None) -> None:
         self.engine, self.packer, self.registry, self.finishing = engine, packer, registry, finishing
         self.metrics, self.config, self.seed = metrics, config, seed
         self.stop = threading.Event()
@@ -54,6 +54,9 @@ class ProcessGpuLoop:
         self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
+        self.stall_s = stall_s  # no result for this long with bins in flight: the engine process is killed
+        self._progress = time.monotonic()  # the last result, or the send that found nothing in flight
+        self._sending_since: float | None = None  # a send under way (it blocks while the engine's pipe is full)
 
     def run(self) -> None:
         rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
@@ -87,11 +90,15 @@ class ProcessGpuLoop:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
         seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
         with self._lock:  # registered before the result can arrive
+            self._sending_since = time.monotonic()
             try:
                 bin_id = self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
                                               [s is not None for s in seqs])
             finally:
+                self._sending_since = None
                 self.packer.release(b.slot)  # send_bin copied the slot
+            if not self._inflight:
+                self._progress = time.monotonic()
             self._inflight[bin_id] = (seqs, int(b.num_tokens))
             if self.busy_since is None:
                 self.busy_since = time.monotonic()
@@ -102,11 +109,28 @@ class ProcessGpuLoop:
                 msg = self.engine.receive(0.05)
                 if msg is not None and msg[0] == "done":
                     self._done(*msg[1:])
+                elif self.stall_s is not None and self.stalled_s() >= self.stall_s:
+                    self._stalled()
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self._fail(exc)
 
+    def stalled_s(self) -> float:
+        """Seconds without a result while bins are in flight or one is being sent (0 when neither). No lock:
+        the sender holds it while a send blocks on a full pipe, and that is a stall to see."""
+        waits = [t for t in (self._sending_since, self._progress if self._inflight else None) if t is not None]
+        return time.monotonic() - min(waits) if waits else 0.0
+
+    def _stalled(self) -> None:
+        """The engine process stopped making progress: kill it (a send blocked on its full pipe then fails,
+        and nothing waits on it at exit) and stop the stage."""
+        pid = getattr(getattr(self.engine, "proc", None), "pid", None)
+        self._fail(EngineProcessError(f"the engine process (pid {pid}) returned no bin for {self.stall_s:.0f} s "
+                                      "(pipeline.stall_timeout_s): it was killed"))  # first: the reason that stays
+        self.engine.kill()
+
     def _done(self, bin_id: int, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int) -> None:
         with self._lock:
+            self._progress = time.monotonic()
             entry = self._inflight.pop(bin_id, None)
             if entry is None:
                 return  # a bin of an earlier stage on the same engine process (benchmarks)

@@ -19,8 +19,10 @@ Contract:
   asks the group coordinator for the committed offsets, at most 10 s), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
-- Errors: bad input goes to `DeadLetters.send` (then commits like any output);
-  a failed thread sets `error` and the app stops the worker.
+- Errors: bad input goes to `DeadLetters.send` (then commits like any output); any other exception
+  that one message raises goes there too, as `internal_error` (worker/pipeline/guard.py), and the
+  thread goes on; a failure that is not one message's (the pool broke or stalled past
+  pipeline.stall_timeout_s, the packer closed) sets `error` and the app stops the worker.
 - Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
   `stop`: the consumer closes (its revoke commits what is finished).
 """
@@ -42,9 +44,10 @@ from worker.kafka.clients import Factory, start_positions, take
 from worker.kafka.config import offset_reset
 from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc, DocRegistry
 from worker.pipeline.planner import Planner, combine_text
-from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes
+from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
 from worker.pipeline.lines import LineStream
 from worker.pipeline.tracker import OffsetTracker
 
@@ -79,6 +82,7 @@ class Ingest:
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
         self.marks = watermarks
         self.dead_letters = dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
+        self.guard = Guard(dead_letters, metrics)  # one message's exception never ends this thread
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
@@ -89,6 +93,8 @@ class Ingest:
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
             min_saving=settings.digest.min_saving, render=planner is None)
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
+        if auto_processes(settings.pipeline.preprocess_processes):
+            start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
@@ -102,8 +108,8 @@ class Ingest:
         try:
             processes = auto_processes(self.s.pipeline.preprocess_processes)
             if processes:
-                self.preprocess = Preprocessor(processes, self.prepare_options)
-                self.batches = InOrder(self.preprocess, POOL_DEPTH)
+                self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s)
+                self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
                 log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
             self.consumer = self.make_consumer()
             self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
@@ -153,7 +159,7 @@ class Ingest:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
     def _close(self) -> None:
-        self.preprocess.close()
+        self.preprocess.close(kill=self.error is not None)
         if self.consumer is not None:
             try:
                 self.consumer.close()
@@ -178,18 +184,18 @@ class Ingest:
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
             if self.lines is not None and self.lines.takes(tp[0]):
-                good.extend(self.lines.add(m, tp, epoch))
+                try:
+                    good.extend(self.lines.add(m, tp, epoch))
+                except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                    self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
                 continue
             try:
-                msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
-            except BadMessage as err:
-                self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message,
-                                  m.headers())
+                doc = self._take_in(m, tp, epoch)
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard (worker/pipeline/guard.py)
+                self.guard.failed("decode", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
                 continue
-            doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
-            meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
-            good.append(Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
-                            raw=m.value(), headers=tuple(m.headers() or ())))
+            if doc is not None:
+                good.append(doc)
         self._submit(good)
         self._take_prepared(block=False)
 
@@ -198,6 +204,18 @@ class Ingest:
         if good:
             self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
                                 [d.meta.get("kind") for d in good])
+
+    def _take_in(self, m, tp, epoch: int) -> Doc | None:
+        """One polled record as a Doc, or None when it was dead-lettered as bad input."""
+        try:
+            msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
+        except BadMessage as err:
+            self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message, m.headers())
+            return None
+        doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
+        meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
+        return Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
+                   raw=m.value(), headers=tuple(m.headers() or ()))
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
@@ -208,7 +226,7 @@ class Ingest:
 
     def _prepared(self, docs: list[Doc], preps: list) -> None:
         """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
-        good, texts = self._digest(docs, preps)
+        good = self._passed(docs, preps)
         if not good:
             return
         if self.planner is None:  # digest mode: no model, the digest in English is the summary
@@ -216,19 +234,25 @@ class Ingest:
                 self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
             return
         batch: list[tuple[int, np.ndarray, int]] = []
-        for doc, plan in zip(good, self.planner.plan_many(texts)):
-            doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-            doc.document_tokens = doc.document_tokens or plan.document_tokens
-            self.metrics.document_tokens.inc(doc.document_tokens)
-            batch.extend(self._sequences(doc, plan))
+        for doc, plan in self.guard.each(good, self._plan, "plan"):
+            try:
+                batch.extend(self._register(doc, plan))
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                self.guard.doc("register", doc, exc)
         now = time.monotonic()  # stamped first: a bin may take them before submit_many returns
         for doc in good:
             doc.packed = now
         self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
 
-    def _digest(self, docs: list[Doc], preps: list) -> tuple[list[Doc], list[str]]:
-        """The text each document's prompt is made from (digest prompt or raw), from its pass. Returns
-        the documents whose pass worked, and their texts; the others are dead-lettered (`digest_error`)."""
+    def _register(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
+        doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
+        doc.document_tokens = doc.document_tokens or plan.document_tokens
+        self.metrics.document_tokens.inc(doc.document_tokens)
+        return self._sequences(doc, plan)
+
+    def _passed(self, docs: list[Doc], preps: list) -> list[Doc]:
+        """The documents whose pass worked (each with its `prepared`); the others are dead-lettered
+        (`digest_error`)."""
         self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
         ok: list[Doc] = []
         for doc, prep in zip(docs, preps):
@@ -238,9 +262,17 @@ class Ingest:
                 continue
             doc.prepared = prep
             ok.append(doc)
+        return ok
+
+    def _plan(self, docs: list[Doc]) -> list:
+        """Each document's plan (prompts, chunks), from the text its prompt is made from."""
+        return self.planner.plan_many(self._digest(docs))
+
+    def _digest(self, ok: list[Doc]) -> list[str]:
+        """The text each document's prompt is made from: its digest prompt or its raw text."""
         texts = [d.text for d in ok]
-        if self.planner is None or not self.s.digest.compaction:
-            return ok, texts
+        if not self.s.digest.compaction:
+            return texts
         chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
                   else DocumentText(d.text, False, 0, 0) for d in ok]
         # Counting the raw documents' tokens is work the planner does anyway without compaction.
@@ -248,7 +280,7 @@ class Ingest:
         for doc, c in zip(ok, chosen):
             doc.document_tokens = c.raw_tokens
             self.metrics.compacted.inc(c.compacted)
-        return ok, [c.text for c in chosen]
+        return [c.text for c in chosen]
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
@@ -272,7 +304,11 @@ class Ingest:
             if self.tracker.epoch(doc.tp) != doc.epoch:
                 continue  # revoked meanwhile
             parts = [doc.parts[i] for i in sorted(doc.parts)]
-            plan = self.planner.plan(combine_text(parts))
+            try:
+                plan = self.planner.plan(combine_text(parts))
+            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
+                self.guard.doc("combine", doc, exc)
+                continue
             doc.rounds += 1
             if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
                 self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
@@ -382,7 +418,8 @@ class Ingest:
         return tps, epochs
 
     def _on_revoke(self, consumer, partitions) -> None:
-        self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
+        if self.error is None:  # after a failure (a stalled pool) nothing more is taken: the worker stops
+            self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
@@ -403,7 +440,8 @@ class Ingest:
                     pass
 
     def _on_lost(self, consumer, partitions) -> None:
-        self._take_prepared(block=True)
+        if self.error is None:
+            self._take_prepared(block=True)
         tps, _ = self._forget(partitions)
         self._not_ready_if_empty(consumer, partitions)
         for tp in tps:

@@ -10,6 +10,7 @@ a document without one gets it here.
 from __future__ import annotations
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare
+from worker.digest.render import render
 from worker.messages.models import OutputMessage
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import window_info
@@ -26,6 +27,16 @@ def prepared_of(doc: Doc, highlights: int) -> Prepared:
 def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: float) -> OutputMessage:
     """The output message of a finished document. `now` is time.monotonic() at finishing."""
     p = prepared_of(doc, settings.model.highlights)
+    grounding = None
+    if settings.model.mode == "generative":
+        from worker.pipeline.grounding import check
+
+        def fallback() -> str:
+            return p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
+
+        checked = check(summary, doc.text, p.digest, fallback, settings.model.grounding,
+                        extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
+        summary, grounding = checked.text, checked.grounding.as_dict()
     queued = (doc.first_gpu or now) - doc.received
     return OutputMessage(
         id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
@@ -40,6 +51,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
                    "total": round((now - doc.received) * 1e3, 3),
                    "ingest": round(_since(doc.received, doc.packed), 3),
                    "model_done": round(_since(doc.received, doc.model_end), 3)},
+        grounding=grounding,
         window=window_info(doc),
     )
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from worker.pipeline.slices import bounded_count, groups, nbytes, slices
+
 PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
 BatchPromptFn = Callable[[list[str]], list[list[int]]]   # documents -> prompt token ids (one call)
 CountFn = Callable[[Sequence[str]], list[int]]           # texts -> token counts (batched)
@@ -27,7 +29,12 @@ class Plan:
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, max_prompt_tokens: int,
                  max_input_tokens: int | None = None, truncate: bool = False, max_new_tokens: int = 0,
-                 prompt_batch: BatchPromptFn | None = None):
+                 prompt_batch: BatchPromptFn | None = None, max_text_bytes: int | None = None):
+        """`max_text_bytes` (pipeline.max_document_bytes): no tokenizer call takes more text than this; a longer
+        document is counted by slices and chunked without being tokenized whole (worker/pipeline/slices.py)."""
+        self.max_text_bytes = max_text_bytes
+        if max_text_bytes is not None:
+            count = bounded_count(count, max_text_bytes)
         overhead = len(prompt(""))
         if max_prompt_tokens <= overhead + 8:
             raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "
@@ -48,11 +55,32 @@ class Planner:
                              f"to at least {2 * part}, or lower model.max_new_tokens")
 
     def plan_many(self, texts: list[str]) -> list[Plan]:
-        """Plans for many documents, tokenized in one batch (chunking, rarely needed, goes one by one)."""
-        return [self._plan(t, ids) for t, ids in zip(texts, self.prompt_batch(texts))]
+        """Plans for many documents, tokenized in one batch, or in groups of at most max_text_bytes (chunking,
+        rarely needed, goes one by one; a document longer than max_text_bytes is never tokenized whole)."""
+        if self.max_text_bytes is None:
+            return [self._plan(t, ids) for t, ids in zip(texts, self.prompt_batch(texts))]
+        plans: list[Plan | None] = [None] * len(texts)
+        short = [i for i, t in enumerate(texts) if not self._long(t)]
+        for g in groups([texts[i] for i in short], self.max_text_bytes):
+            idx = [short[k] for k in g]
+            for i, ids in zip(idx, self.prompt_batch([texts[i] for i in idx])):
+                plans[i] = self._plan(texts[i], ids)
+        return [p if p is not None else self._plan_long(t) for p, t in zip(plans, texts)]
 
     def plan(self, text: str) -> Plan:
-        return self._plan(text, self.prompt(text))
+        return self._plan_long(text) if self._long(text) else self._plan(text, self.prompt(text))
+
+    def _long(self, text: str) -> bool:
+        return self.max_text_bytes is not None and nbytes(text) > self.max_text_bytes
+
+    def _plan_long(self, text: str) -> Plan:
+        """A document longer than max_text_bytes: counted by slices, then chunked (or truncated within its
+        first max_text_bytes)."""
+        n_doc = self.count([text])[0]
+        if self.truncate:
+            head = slices(text, self.max_text_bytes)[0]
+            return Plan((tuple(self._truncated(head)),), n_doc, truncated=True)
+        return Plan(tuple(tuple(p) for p in self._chunks(text)), n_doc)
 
     def _plan(self, text: str, ids: list[int]) -> Plan:
         n_doc = max(0, len(ids) - self.overhead)

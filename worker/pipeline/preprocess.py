@@ -9,8 +9,10 @@ interpreter lock of the worker's own process (ingest, GPU thread, finishing) is 
 
 Processes start by forkserver (a clean server process forks them): never by fork of this process,
 which holds librdkafka's threads. A document whose pass raises comes back with `error` set (ingest
-dead-letters it); a pool that breaks (a process killed) raises PreprocessError: ingest fails, and
-the worker stops without committing what it had not finished.
+dead-letters it); a pool that breaks (a process killed) raises PreprocessError, and a batch not back
+within pipeline.stall_timeout_s raises PreprocessStalled: ingest fails, its pool is killed, and
+the worker stops without committing what it had not finished. The forkserver and the pool
+processes die with the worker (worker/remote/lifeline.py).
 """
 
 from __future__ import annotations
@@ -21,18 +23,25 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Generic, TypeVar
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
+from worker.remote.lifeline import die_with_parent
 
 T = TypeVar("T")
 
 MANY_CORES = 8  # auto: a pool only from this many cores
+CLOSE_S = 10.0  # a pool process not ended this long after close() is killed
 
 
 class PreprocessError(RuntimeError):
     """The pool itself failed (not one document): the worker stops."""
+
+
+class PreprocessStalled(PreprocessError):
+    """A batch did not come back in time (a pool process stopped or hung): the worker stops."""
 
 
 def auto_processes(setting: int | None, cores: int | None = None) -> int:
@@ -41,6 +50,19 @@ def auto_processes(setting: int | None, cores: int | None = None) -> int:
         return setting
     cores = cores or os.cpu_count() or 1
     return 0 if cores < MANY_CORES else min(8, cores // 4)
+
+
+def start_forkserver() -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server started now unless it runs. The forkserver and each pool process
+    die with the worker (worker/remote/lifeline.py); on Linux the forkserver's death signal comes when the
+    *thread* that started it ends, so call this first on a thread that lasts (Ingest's constructor does,
+    on the thread that builds the worker)."""
+    from multiprocessing import forkserver
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["worker.remote.forkserver_lifeline", "worker.digest.prepared"])
+    forkserver.ensure_running()
+    return ctx
 
 
 def _slices(sizes: Sequence[int], n: int) -> list[tuple[int, int]]:
@@ -62,18 +84,29 @@ class Batch:
 
     def __init__(self, *, done: list[Prepared] | None = None, futures: list[Future] | None = None) -> None:
         self._done, self._futures = done, futures or []
+        self.started = time.monotonic()
 
     def ready(self) -> bool:
         return self._done is not None or all(f.done() for f in self._futures)
 
-    def result(self) -> list[Prepared]:
-        """One Prepared per text, in order (waits for the pool)."""
+    def result(self, timeout_s: float | None = None) -> list[Prepared]:
+        """One Prepared per text, in order (waits for the pool: at most `timeout_s` since the batch was
+        given, then PreprocessStalled)."""
         if self._done is None:
+            deadline = None if timeout_s is None else self.started + timeout_s
             try:
-                self._done = [p for f in self._futures for p in f.result()]
+                self._done = [p for f in self._futures
+                              for p in f.result(None if deadline is None else max(0.0, deadline - time.monotonic()))]
+            except FutureTimeout:
+                raise PreprocessStalled(f"the preprocessing pool returned no batch for {timeout_s:.0f} s "
+                                        "(pipeline.stall_timeout_s): a pool process is stopped or hung") from None
             except BrokenProcessPool as exc:
                 raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
         return self._done
+
+    def waiting_s(self) -> float:
+        """Seconds this batch has been in the pool (0 once done)."""
+        return 0.0 if self.ready() else time.monotonic() - self.started
 
 
 class InOrder(Generic[T]):
@@ -84,10 +117,10 @@ class InOrder(Generic[T]):
     spent here (handing batches over and waiting for them): the digest's share of its critical path.
     """
 
-    def __init__(self, pre: Preprocessor, depth: int) -> None:
+    def __init__(self, pre: Preprocessor, depth: int, timeout_s: float | None = None) -> None:
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
-        self.pre, self.depth = pre, depth
+        self.pre, self.depth, self.timeout_s = pre, depth, timeout_s
         self._q: deque[tuple[list[T], Batch]] = deque()
         self.seconds = 0.0
         self._reported = 0.0
@@ -112,25 +145,37 @@ class InOrder(Generic[T]):
         out = []
         t0 = time.perf_counter()
         while self._q and (block or len(self._q) > self.depth or self._q[0][1].ready()):
-            items, batch = self._q.popleft()
-            out.append((items, batch.result()))
+            items, batch = self._q[0]
+            out.append((items, batch.result(self.timeout_s)))
+            self._q.popleft()
         self.seconds += time.perf_counter() - t0
         return out
 
+    def waiting_s(self) -> float:
+        """How long the oldest batch has been in the pool (0: none is out)."""
+        try:  # read by the health server's thread while ingest pops
+            return self._q[0][1].waiting_s()
+        except IndexError:
+            return 0.0
+
 
 class Preprocessor:
-    def __init__(self, processes: int, options: PrepareOptions) -> None:
+    def __init__(self, processes: int, options: PrepareOptions, timeout_s: float | None = None) -> None:
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
         if processes:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["worker.digest.prepared"])
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx)
+            ctx = start_forkserver()
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=die_with_parent)
             # start every process now (imports, the templater's tables), not on the first batch
-            list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
-                                [options] * processes))
+            try:
+                list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
+                                    [options] * processes, timeout=timeout_s))
+            except FutureTimeout:
+                self.close(kill=True)
+                raise PreprocessStalled(f"the preprocessing pool did not start within {timeout_s:.0f} s "
+                                        "(pipeline.stall_timeout_s)") from None
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
@@ -146,7 +191,20 @@ class Preprocessor:
         """One Prepared per text, in order."""
         return self.submit(texts, sources, kinds).result()
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+    def close(self, kill: bool = False) -> None:
+        """Shut the pool down; with `kill` (after a failure or stall), its processes are killed first, so
+        a stopped or hung one cannot hold the worker's exit."""
+        if self._pool is None:
+            return
+        procs = list(getattr(self._pool, "_processes", {}).values())  # no public kill before Python 3.14
+        if kill:
+            for proc in procs:
+                proc.kill()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + (5.0 if kill else CLOSE_S)
+        for proc in procs:  # a process stopped after its last batch must not hold the exit either
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5.0)
+        self._pool = None

@@ -25,8 +25,11 @@ log = logging.getLogger(__name__)
 _SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contains
 
 
-def child_main(spec, bins, results) -> None:
-    """Entry point of the engine process (spec: engine_process.EngineSpec)."""
+def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
+    """Entry point of the engine process (spec: engine_process.EngineSpec); it dies with `parent_pid`."""
+    from worker.remote.lifeline import die_with_parent
+
+    die_with_parent(parent_pid)  # even while loading the model, when it reads no pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     from worker.observability.logs import setup_logging
@@ -45,8 +48,13 @@ def child_main(spec, bins, results) -> None:
                      daemon=True).start()
     sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
     sender.start()
-    while (item := inbox.get()) is not None:
-        outbox.put(_run(engine, item))
+    if getattr(engine.options, "batching", "bin") == "continuous":
+        from worker.remote.child_continuous import serve_continuous
+
+        serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox)
+    else:
+        while (item := inbox.get()) is not None:
+            outbox.put(_run(engine, item))
     outbox.put(None)
     sender.join()  # every result is in the pipe before the process ends
 

@@ -18,6 +18,8 @@ Contract:
                      ("stop",)                         run what is queued, then exit
     engine → worker  ("ready", info) | ("failed", kind, ...)   once, at start
                      ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits)   per bin, in order
+                     ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
+                         model.batching = continuous: documents as they finish (worker/remote/child_continuous.py)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
   retried one document at a time there, as in the GPU thread (worker.engine.fallback.generate_or_alone).
@@ -29,7 +31,9 @@ Contract:
   as when the GPU thread fails; nothing unfinished is committed, a restart redoes it.
 - Shutdown: `close()` sends "stop" and waits, then kills the process if it has not ended. The
   process ignores SIGINT/SIGTERM (the worker drains first, then stops it) and ends by itself when
-  the worker's end of the pipe closes (the worker exited or died).
+  the worker's end of the pipe closes (the worker exited), or at once by SIGKILL when the worker
+  dies (worker/remote/lifeline.py). A bin with no result for pipeline.stall_timeout_s gets the
+  process killed by the GPU stage (`kill`).
 """
 
 from __future__ import annotations
@@ -92,7 +96,8 @@ class EngineProcess:
         ctx = mp.get_context("spawn")
         bins_r, self._bins = ctx.Pipe(duplex=False)
         self._results, results_w = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=child_main, args=(spec, bins_r, results_w), name="ribbon-engine", daemon=True)
+        self.proc = ctx.Process(target=child_main, args=(spec, bins_r, results_w, os.getpid()),
+                                name="ribbon-engine", daemon=True)
         self.proc.start()
         bins_r.close()  # the child holds these ends: its death closes our pipes
         results_w.close()
@@ -167,6 +172,12 @@ class EngineProcess:
                 self._bins.send(msg)
         except (OSError, ValueError) as exc:
             raise EngineProcessError(f"the engine process is gone (exit code {self.proc.exitcode}): {exc}") from None
+
+    def kill(self) -> None:
+        """End the process at once (it stopped making progress); close() still tidies up after."""
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Stop the process (it runs what is queued first); kill it if it has not ended in time."""

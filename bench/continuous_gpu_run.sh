@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Device calls for continuous batching and FP8 prefill, from a copy of the tree with main's wheel folder
+# carried too (WHL, default ../../.whl). Builds the C++ packer, then runs the stages given, in order:
+#   tests | e2e | fp8        e.g.  bash bench/continuous_gpu_run.sh tests e2e
+# e2e: the 0.5B architecture (random weights) on 3,000 `short` documents with max_new_tokens 128, each
+# document stopping after a length drawn from bench/results/stop_lengths_cpu.json (SmolLM2's measured
+# output lengths), once bin at a time and once with continuous batching (which also times the engine
+# alone both ways over the same bins, and runs a steady 90% load). fp8: bench/fp8_prefill.py on the 7B
+# stress mix. Results (JSON, logs) in $OUT.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-../../.whl}/*.whl || exit 1
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cache
+if [ ! -f /tmp/ribbon-built ]; then
+  python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+  touch /tmp/ribbon-built
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee $OUT/gpu.txt
+LENGTHS=bench/results/stop_lengths_cpu.json
+for stage in "$@"; do
+  case $stage in
+    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_continuous.py \
+             tests/test_fp8.py > $OUT/continuous_gpu_tests_h200.txt 2>&1; grep -E "agree|passed|failed|Error" $OUT/continuous_gpu_tests_h200.txt ;;
+    e2e) for mode in ${MODES:-bin continuous}; do
+           extra=""; [ $mode = continuous ] && extra="--steady ${STEADY-0.9} --steady-seconds ${STEADY_S:-30}"
+           timeout ${E2E_TIMEOUT:-200} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
+             --documents ${DOCS:-3000} --max-new-tokens 128 --runs 1 --token-budget ${TOKEN_BUDGET:-524288} \
+             --batching $mode --stop-lengths $LENGTHS --prefill-step-tokens ${PREFILL:-16384} $extra \
+             --out $OUT/e2e-${mode}${SUFFIX:-}_h200.json 2>&1 \
+             | grep -v '^%' | grep -v 'Writing model' | tee $OUT/e2e-${mode}${SUFFIX:-}_h200.txt | tail -12
+         done ;;
+    fp8) timeout ${FP8_TIMEOUT:-300} python3 bench/fp8_prefill.py --out $OUT 2>&1 | grep -v '^%' | tail -8 ;;
+  esac
+done

@@ -1,0 +1,194 @@
+"""Continuous batching over packed prefill: documents leave the decode batch as they finish, and the
+next documents' packed prefill takes their seats.
+
+One scheduling step reads aloud:
+
+    admit (scheduler.py: seats, KV rows, prefill budget) → packed prefill of the admitted documents
+    into their KV slots → rebuild the decode rows (live rows kept, new rows appended, bucketed)
+    → k decode steps (the bucket's CUDA graph) → look at the done flags once → hand finished
+    documents back, free their seats and slots
+
+Rows of the decode state address their own KV slot and their own row of the token table (the
+seat), so rows join and leave without moving any KV. A slot is freed only at the host look, and the
+finished row is dropped from the decode state before the next decode step, so a freed slot is never
+written by its old row once a new document's prefill has filled it. The KV pool is sized once (the
+token budget's rows, `max_docs` seats) and never reallocated while documents run; decode graphs are
+the ones `Engine.warm_up` captured (bucketed batch sizes).
+
+Not thread-safe: the thread that owns CUDA calls add/step/abort.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import torch
+
+from worker.engine.decode import FIELDS, bucket_for
+from worker.engine.loop import apply_stops, first_tokens, step_config
+from worker.engine.prefill import prefill_logits
+from worker.engine.scheduler import Entry, Scheduler
+
+
+@dataclass
+class _Doc:
+    tag: object  # the caller's handle, returned with the result
+    tokens: torch.Tensor  # int64 [L] on the device (a view into its staged bin)
+    seed: int
+    limit: int  # tokens at most (<= max_new_tokens)
+    steps: int = 0  # decode steps run since admission (host count)
+    gpu_s: float = 0.0  # its share of the steps it ran in
+
+
+@dataclass
+class StepResult:
+    done: list[tuple[object, object, float]]  # (tag, Generated, gpu seconds share) of documents that finished
+    seconds: float  # wall time of the step
+    prefill_tokens: int  # prompt tokens prefilled in it
+    decode_rows: int  # rows decoding in it
+
+
+class ContinuousBatcher:
+    def __init__(self, engine, seats: int, kv_rows: int, prefill_tokens: int) -> None:
+        self.e = engine
+        self.cfg = engine._loop_config()
+        engine.pool.ensure(kv_rows, seats)  # sized once: never reallocated under running documents
+        self.sched = Scheduler(seats, kv_rows, prefill_tokens)  # the token budget bounds KV in use
+        self.entries: list[Entry] = []  # the decode state's rows, in row order (host mirror)
+        self._keep: list[int] | None = None  # rows to keep at the next rebuild (None: nothing changed)
+        self.st = self.graph = self.step_cfg = None
+        self.on_cpu = engine.device.type == "cpu"
+
+    # ---------------------------------------------------------------- the caller's side
+    def add(self, staged, seeds: list[int], tags: list, limits: list[int] | None = None) -> None:
+        """Queue a staged bin's documents (ribbon order). A document whose tag is None is skipped."""
+        tokens = self.e._ready(staged)  # int64 [T_pad]
+        cu = staged.cu_host
+        reserve = self.cfg.max_new
+        for i, (a, b) in enumerate(itertools.pairwise(cu)):
+            if tags[i] is None:
+                continue
+            limit = self.cfg.max_new if limits is None else max(1, min(int(limits[i]), self.cfg.max_new))
+            doc = _Doc(tags[i], tokens[a:b], int(seeds[i]), limit)
+            self.sched.enqueue(Entry(doc, b - a, b - a + reserve))
+
+    def wants_work(self) -> bool:
+        return self.sched.wants_work()
+
+    @property
+    def busy(self) -> bool:
+        return self.sched.busy
+
+    @property
+    def running(self) -> int:
+        return self.sched.running
+
+    def abort(self) -> list[tuple[object, int, int]]:
+        """Drop every running and waiting document (after a failure); their (tag, seed, limit)."""
+        docs = [e.item for e in self.entries] + [e.item for e in self.sched.waiting]
+        for e in list(self.entries):
+            self.sched.finish(e)
+        self.sched.waiting.clear()
+        self.sched.waiting_rows = 0
+        self.entries, self._keep, self.st = [], None, None
+        return [(d.tag, d.seed, d.limit) for d in docs]
+
+    # ---------------------------------------------------------------- one step
+    @torch.inference_mode()
+    def step(self) -> StepResult:
+        t0 = time.perf_counter()
+        admitted = self.sched.admit(decoding=len(self.entries) if self._keep is None else len(self._keep))
+        new_rows = self._prefill(admitted) if admitted else None
+        if admitted or self._keep is not None:
+            self._rebuild(admitted, new_rows)
+        done: list = []
+        if self.entries:
+            k = self._steps_to_run()
+            for _ in range(k):
+                self.e.runner.run(self.st, self.graph, self.step_cfg)
+            for e in self.entries:
+                e.item.steps += k
+            self.e.stats["decode_steps"] += k
+            self.e.stats["live_row_steps"] += len(self.entries) * k
+            done = self._look()
+        dt = time.perf_counter() - t0
+        rows = len(self.entries)  # the rows this step decoded (finished ones leave at the next rebuild)
+        share = dt / max(1, rows)
+        for e in self.entries:
+            e.item.gpu_s += share
+        out = [(tag, gen, gpu_s + share) for tag, gen, gpu_s in done]
+        return StepResult(out, dt, sum(e.length for e in admitted), rows)
+
+    def _prefill(self, admitted: list[Entry]) -> dict[str, torch.Tensor]:
+        """Packed prefill of the admitted documents into their slots; their decode rows."""
+        e, cfg, dev = self.e, self.cfg, self.e.device
+        docs = [a.item for a in admitted]
+        tokens = torch.cat([d.tokens for d in docs])  # int64 [T]
+        lengths = [a.length for a in admitted]
+        cu = [0, *itertools.accumulate(lengths)]
+        logits = prefill_logits(e.base, e.lm_head, tokens, cu, cfg.chunk_tokens, e.marker, e.pool,
+                                [a.start for a in admitted], cfg.prefill_kernel)  # [n, V]
+        seats = torch.tensor([a.seat for a in admitted], dtype=torch.int64).to(dev)  # [n]
+        seeds = torch.tensor([d.seed for d in docs], dtype=torch.int64).to(dev)  # [n]
+        limit = torch.tensor([d.limit for d in docs], dtype=torch.int64).to(dev)  # [n]
+        first = first_tokens(logits, cfg, seeds, seats)  # [n]
+        e.pool.out_tokens[seats, 0] = first
+        e.pool.out_len[seats] = 1
+        return {"tok": first, "pos": torch.tensor(lengths, dtype=torch.int64).to(dev), "doc": seats,
+                "start": torch.tensor([a.start for a in admitted], dtype=torch.int64).to(dev),
+                "ngen": torch.ones_like(first), "seed": seeds, "limit": limit,
+                "done": (limit <= 1) | torch.isin(first, cfg.eos)}
+
+    def _rebuild(self, admitted: list[Entry], new_rows: dict | None) -> None:
+        """Decode rows = kept rows + admitted rows, loaded into the state of their bucket size."""
+        keep = list(range(len(self.entries))) if self._keep is None else self._keep
+        parts = []
+        if keep and self.st is not None:
+            parts.append(self.st.take(torch.tensor(keep, dtype=torch.int64, device=self.e.device)))
+        if new_rows is not None:
+            parts.append(new_rows)
+        self.entries = [self.entries[i] for i in keep] + admitted
+        self._keep = None
+        if not self.entries:
+            self.st = None
+            return
+        rows = {k: torch.cat([p[k] for p in parts]) for k in (*FIELDS, "done")}  # each [m]
+        size = bucket_for(len(self.entries))
+        self.step_cfg = step_config(size, self.cfg)
+        self.st, self.graph = self.e.runner.state(size, self.step_cfg)
+        self.st.load(rows, self.e.pool)
+
+    def _steps_to_run(self) -> int:
+        """check_every on CUDA; on CPU (where every step is paid for and looks are free) no more than
+        the most any live row can still take."""
+        if not self.on_cpu:
+            return self.cfg.check_every
+        most = max(e.item.limit - 1 - e.item.steps for e in self.entries)
+        return max(1, min(self.cfg.check_every, most))
+
+    def _look(self) -> list[tuple[object, object, float]]:
+        """Read the done flags once; finished documents leave (seats and slots freed)."""
+        m = len(self.entries)
+        done = self.st.done[:m].tolist()
+        stopped: set[int] = set()
+        if self.e.options.stop_strings:
+            apply_stops(self.st, self.e.pool, done, self.e._stop_check, stopped)
+        fin = [i for i, d in enumerate(done) if d]
+        if not fin:
+            return []
+        seats = torch.tensor([self.entries[i].seat for i in fin], dtype=torch.int64, device=self.e.device)
+        counts = self.e.pool.out_len.index_select(0, seats).tolist()
+        table = self.e.pool.out_tokens.index_select(0, seats).tolist()
+        out = []
+        for i, n, ids in zip(fin, counts, table):
+            entry = self.entries[i]
+            doc = entry.item
+            gen = self.e._finish(ids[:n], entry.seat in stopped, entry.length)
+            out.append((doc.tag, gen, doc.gpu_s))
+            self.sched.finish(entry)
+        self.e.stats["docs"] += len(out)
+        self.e.stats["generated_tokens"] += sum(len(g.token_ids) for _, g, _ in out)
+        self._keep = [i for i, d in enumerate(done) if not d]
+        return out

@@ -1,0 +1,99 @@
+"""FP8 prefill (`model.quantization = fp8`, Hopper or newer): the decoder layers' GEMMs of prefill run
+in FP8 e4m3 through torch._scaled_mm with row-wise scales; decode keeps the bf16 weights.
+
+- Weights: quantized once at load, one scale per output channel (amax / 448), stored next to the
+  bf16 weights (decode is bound by reading weights, and keeping it bf16 keeps its accuracy; the
+  FP8 copy costs half the bf16 weights' memory).
+- Activations: one scale per token (row amax / 448), computed on the fly inside the compiled layer
+  (torch.compile fuses the amax, the division and the cast around the GEMM).
+- Which GEMMs: every nn.Linear of the decoder layers and the merged q/k/v and gate/up GEMMs
+  (merge.py); a call with fewer than `min_rows` rows (decode batches, small prefill steps) uses the
+  bf16 weights. The LM head (last positions only) and attention are unchanged.
+- Off CUDA the same quantized math runs emulated in fp32 (tests check the numerics on CPU).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+from torch import nn
+
+from worker.engine.errors import EngineSettingError
+
+log = logging.getLogger(__name__)
+
+FP8 = torch.float8_e4m3fn
+FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
+MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
+
+
+def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x: [M, K] -> (fp8 [M, K], float32 scales [M, 1]) with x ~= q * scale per row."""
+    scale = x.abs().amax(dim=-1, keepdim=True).float().clamp(min=1e-12) / FP8_MAX  # [M, 1]
+    return (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8), scale
+
+
+class Fp8Gemm(nn.Module):
+    """y = x @ W^T + b, FP8 for calls of >= min_rows rows, else the bf16 weight."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, min_rows: int = MIN_ROWS):
+        super().__init__()
+        q, scale = quantize_rows(weight.detach())  # [N, K] fp8, [N, 1]
+        self.register_buffer("w_fp8", q, persistent=False)  # [N, K]
+        self.register_buffer("w_scale", scale.t().contiguous(), persistent=False)  # [1, N]
+        self._bf16 = (weight, bias)  # not registered: the model owns them
+        self.min_rows = min_rows
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self._bf16
+        x2 = x.reshape(-1, x.shape[-1])  # [M, K]
+        if x2.shape[0] < self.min_rows:
+            return nn.functional.linear(x, weight, bias)
+        a, a_scale = quantize_rows(x2)  # [M, K] fp8, [M, 1]
+        if x2.is_cuda:
+            y = torch._scaled_mm(a, self.w_fp8.t(), scale_a=a_scale, scale_b=self.w_scale, out_dtype=x.dtype)  # [M, N]
+        else:  # emulated: the same quantized operands, fp32 math
+            y = ((a.float() @ self.w_fp8.float().t()) * a_scale * self.w_scale).to(x.dtype)  # [M, N]
+        if bias is not None:
+            y = y + bias
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+class Fp8Linear(nn.Module):
+    """Stands in for an nn.Linear of a decoder layer (keeps it as `.linear`)."""
+
+    def __init__(self, linear: nn.Linear, min_rows: int = MIN_ROWS):
+        super().__init__()
+        self.linear = linear
+        self.gemm = Fp8Gemm(linear.weight, linear.bias, min_rows)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gemm(x)
+
+
+def check_fp8(device: torch.device) -> None:
+    """model.quantization = fp8 needs FP8 tensor cores (compute capability 8.9 or newer) or the CPU emulation."""
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < (8, 9):
+        name = torch.cuda.get_device_name(device)
+        raise EngineSettingError("model.quantization", f"fp8 needs compute capability >= 8.9; {name} has "
+                                 f"{'.'.join(map(str, torch.cuda.get_device_capability(device)))}", "none")
+
+
+def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS) -> int:
+    """Give every decoder layer's GEMMs an FP8 path (before compile_layers). Returns how many."""
+    from worker.engine.merge import Merged
+
+    check_fp8(device)
+    n = 0
+    for layer in base.layers:
+        for parent in list(layer.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(parent, name, Fp8Linear(child, min_rows))
+                    n += 1
+                elif isinstance(child, Merged) and child.gemm is None:
+                    child.gemm = Fp8Gemm(child.weight, child.bias, min_rows)
+                    n += 1
+    log.info("fp8 prefill GEMMs", extra={"gemms": n, "min_rows": min_rows})
+    return n

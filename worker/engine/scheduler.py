@@ -1,0 +1,87 @@
+"""Continuous batching policy: which waiting documents join the running decode batch, and when.
+
+Pure bookkeeping (no torch, no clock): seats (rows of the decode batch and of the token table), KV
+rows (a SlotAllocator) and a FIFO of waiting documents. The batcher (continuous.py) asks it once per
+scheduling step; tests drive it with a fake engine.
+
+Policy, decode-first with a prefill token budget per step (as vLLM's chunked prefill):
+- Every step first advances the running documents (a few decode steps); then at most
+  `prefill_tokens` prompt tokens of waiting documents are prefilled and join the batch. A document
+  longer than the budget is admitted alone, so one step's prefill is at most max(budget, longest
+  prompt) tokens: the stall a running document sees between two tokens is bounded.
+- With nothing decoding there is nothing to stall: every waiting document that fits is admitted.
+- Admission is first come, first served over documents in packer order (bins are taken whole from
+  the packer, their documents queue in ribbon order): no document waits behind a later one. The
+  head waits when it has no seat or no free KV interval; nothing is skipped past it.
+- A document owns a seat and KV rows [start, start + prompt + max_new) from admission until it
+  finishes; the KV in use never exceeds the pool's rows (the token budget), and slots never overlap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from worker.engine.slots import SlotAllocator
+
+
+@dataclass
+class Entry:
+    item: object  # the batcher's document
+    length: int  # prompt tokens: prefill work
+    rows: int  # KV rows it needs: prompt + reserve
+    seat: int = -1  # assigned at admission
+    start: int = -1  # first KV row, assigned at admission
+
+
+class Scheduler:
+    def __init__(self, seats: int, kv_rows: int, prefill_tokens: int) -> None:
+        if seats < 1 or prefill_tokens < 1:
+            raise ValueError(f"seats ({seats}) and prefill_tokens ({prefill_tokens}) must be >= 1")
+        self.seats = seats
+        self.slots = SlotAllocator(kv_rows)
+        self.prefill_tokens = prefill_tokens
+        self.waiting: deque[Entry] = deque()
+        self._free_seats = list(range(seats - 1, -1, -1))  # a stack: low seats are reused first
+        self.running = 0
+        self.waiting_rows = 0
+
+    def enqueue(self, entry: Entry) -> None:
+        if entry.rows > self.slots.capacity:
+            raise ValueError(f"a document needs {entry.rows} KV rows; the pool has {self.slots.capacity}")
+        self.waiting.append(entry)
+        self.waiting_rows += entry.rows
+
+    def admit(self, decoding: int) -> list[Entry]:
+        """The waiting documents that join now, seats and KV rows assigned (in queue order)."""
+        out: list[Entry] = []
+        tokens = 0
+        while self.waiting and self._free_seats:
+            head = self.waiting[0]
+            if decoding and out and tokens + head.length > self.prefill_tokens:
+                break
+            start = self.slots.alloc(head.rows)
+            if start is None:
+                break
+            self.waiting.popleft()
+            self.waiting_rows -= head.rows
+            head.seat, head.start = self._free_seats.pop(), start
+            tokens += head.length
+            out.append(head)
+        self.running += len(out)
+        return out
+
+    def finish(self, entry: Entry) -> None:
+        """A running document is done: its seat and KV rows are free again."""
+        self.slots.free(entry.start, entry.rows)
+        self._free_seats.append(entry.seat)
+        self.running -= 1
+        entry.seat = entry.start = -1
+
+    def wants_work(self) -> bool:
+        """Would more documents fit now than wait? (The caller then takes the next bin, if any.)"""
+        return len(self.waiting) < len(self._free_seats) and self.waiting_rows < self.slots.free_rows
+
+    @property
+    def busy(self) -> bool:
+        return self.running > 0 or bool(self.waiting)

@@ -1,0 +1,113 @@
+"""The engine process's main loop with continuous batching (worker/remote/child.py starts it).
+
+    bins from the reader thread (while the batcher wants work) → batcher.add → batcher.step
+    → ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s) per step
+      with finished documents, so each document's result leaves as soon as it is decoded (busy_s:
+      seconds in steps since the previous "docs" message)
+
+Protocol additions to worker/remote/process.py's: a bin's documents come back in "docs" messages, each
+document once, in the order they finish (a document not `live` never comes back). A step that fails
+drops the batch; each of its documents runs alone and a lone failure comes back as a RuntimeError
+(dead-lettered there). `time_continuous` times the batcher alone over bins (the in-process benchmark).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+
+log = logging.getLogger(__name__)
+
+
+def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, outbox: queue.Queue) -> None:
+    batcher = engine.batcher(max_seqs, budget)
+    pieces: dict[tuple[int, int], object] = {}  # (bin_id, index) -> host prompt tokens, for a retry alone
+    busy = [0.0]  # step seconds not yet reported
+    stopping = False
+    while True:
+        while not stopping and (not batcher.busy or batcher.wants_work()):
+            try:
+                item = inbox.get() if not batcher.busy else inbox.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                stopping = True
+            else:
+                _add(engine, batcher, item, pieces, outbox)
+        if batcher.busy:
+            _step(engine, batcher, pieces, outbox, busy)
+        elif stopping:
+            return
+
+
+def _add(engine, batcher, item, pieces: dict, outbox: queue.Queue) -> None:
+    _, bin_id, tokens, host_tokens, cu, max_seqlen, seeds, live = item
+    t0 = time.monotonic()
+    tags = [(bin_id, i) if live[i] else None for i in range(len(cu) - 1)]
+    for i, tag in enumerate(tags):
+        if tag is not None:
+            pieces[tag] = host_tokens[cu[i]:cu[i + 1]]
+    try:
+        staged = engine.stage(tokens, cu, int(max_seqlen))
+        staged.wait_copied()
+    except Exception:  # noqa: BLE001 - routed: each document goes alone, then dead-letters
+        log.exception("staging a bin failed; its documents go alone")
+        _alone(engine, [(t, seeds[t[1]]) for t in tags if t is not None], pieces, outbox, t0)
+        return
+    batcher.add(staged, list(seeds), tags, engine.limits(list(seeds)))
+
+
+def _step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float]) -> None:
+    t0 = time.monotonic()
+    try:
+        r = batcher.step()
+    except Exception:  # noqa: BLE001 - routed: each document of the batch goes alone
+        log.exception("a continuous-batching step failed; its documents go alone")
+        _alone(engine, [(tag, seed) for tag, seed, _ in batcher.abort()], pieces, outbox, t0, errors=1)
+        return
+    t1 = time.monotonic()
+    busy[0] += t1 - t0
+    if r.done:
+        for tag, *_ in r.done:
+            pieces.pop(tag, None)
+        outs = [(tag[0], tag[1], gen) for tag, gen, _ in r.done]
+        outbox.put(("docs", outs, t0, t1, 0, _ooms(engine), busy[0]))
+        busy[0] = 0.0
+
+
+def time_continuous(engine, batcher, bins: list) -> tuple:
+    """Bins (tokens, cu, max_seqlen, seeds) through the batcher, taken as it wants work:
+    ("timed", wall_s, output_tokens)."""
+    import torch
+
+    cuda = engine.device.type == "cuda"
+    prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
+    sync = (lambda: torch.cuda.synchronize(engine.device)) if cuda else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    out_tokens, nxt = 0, 0
+    while nxt < len(prep) or batcher.busy:
+        while nxt < len(prep) and (not batcher.busy or batcher.wants_work()):
+            tokens, cu, mx, seeds = prep[nxt]
+            batcher.add(engine.stage(tokens, cu, mx), list(seeds), list(range(len(cu) - 1)), engine.limits(list(seeds)))
+            nxt += 1
+        out_tokens += sum(len(g.token_ids) for _, g, _ in batcher.step().done)
+    sync()
+    return ("timed", time.perf_counter() - t0, out_tokens)
+
+
+def _alone(engine, docs: list, pieces: dict, outbox: queue.Queue, t0: float, errors: int = 0) -> None:
+    from worker.engine.fallback import run_alone
+
+    outs = []
+    for tag, seed in docs:
+        out = run_alone(engine, pieces.pop(tag), seed)
+        outs.append((tag[0], tag[1], RuntimeError(f"{type(out).__name__}: {out}") if isinstance(out, BaseException)
+                     else out))
+    t1 = time.monotonic()
+    outbox.put(("docs", outs, t0, t1, errors, _ooms(engine), t1 - t0))
+
+
+def _ooms(engine) -> int:
+    return int(getattr(engine, "stats", {}).get("oom_splits", 0))
