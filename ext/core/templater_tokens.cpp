@@ -315,8 +315,9 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kQuoted;
     return true;
   }
-  if (t.size() >= 3 && (t[0] == '/' || t.find("://") != std::string_view::npos) &&
-      std::count(t.begin(), t.end(), '/') >= 2) {  // a path or URL: /var/log/x, http://h/p
+  const size_t slash = t.size() >= 3 ? t.find('/') : std::string_view::npos;
+  if (slash != std::string_view::npos && t.find('/', slash + 1) != std::string_view::npos &&
+      (slash == 0 || (slash >= 2 && t[slash - 1] == ':' && t[slash + 1] == '/'))) {  // a path or URL: /a/b, http://h
     kind = VarKind::kOther;
     return true;
   }
