@@ -101,6 +101,14 @@ def test_quantities_in_more_or_fewer_words_are_one_variable():
     assert tm.templates[0].vars[0].min == 20.0 and tm.templates[0].vars[1].max == 12.0
 
 
+def test_a_key_value_is_one_variable_whatever_its_brackets():
+    tm = analyze(["lock held by ws=null, uid=1000", "lock held by ws=Pool{10113 app.one}, uid=1001",
+                  "lock held by ws=Pool{7}, uid=1002", "area bounds=Rect(0, 0 - 1080, 1920) set"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("lock held by ws=<*>, uid=<n>", 3),
+                                                            ("area bounds=<*> set", 1)]
+    assert tm.templates[1].vars[0].top[0][0] == "Rect(0, 0 - 1080, 1920)"
+
+
 def test_a_path_or_url_is_one_variable_with_its_query():
     tm = analyze(["fetch /api/v1/items?id=7&sort=asc;x=1 ok", "fetch /static/app.js ok",
                   "fetch https://cdn.example.org/lib.js?v=3 ok", "mode=fast here"])

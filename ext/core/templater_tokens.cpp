@@ -179,6 +179,32 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     }
     const bool bound =
         (c == '<' || c == '>') && i + 1 < n && is_digit(line[i + 1]) && (i == 0 || is_space(line[i - 1]));
+    if (!sep.empty() && sep.back() == '=' && !in_quote && !bound) {
+      // a key=value's value is one variable however it is written: to the next space, comma, semicolon or
+      // bar outside brackets (ws=WorkSource{10113}, bounds=Rect(0, 0 - 1080, 1920), ids=[1, 2])
+      size_t j = i;
+      int depth = 0;
+      for (; j < n && j < i + 512; ++j) {
+        const char ch = line[j];
+        if (ch == '(' || ch == '[' || ch == '{') {
+          ++depth;
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+          if (depth == 0) break;
+          --depth;
+        } else if (depth == 0 && (is_space(ch) || ch == ',' || ch == ';' || ch == '|' || ch == '"' || ch == '<')) {
+          break;
+        }
+      }
+      if (depth == 0 && j > i) {
+        flush_sep();
+        VarKind kind = VarKind::kOther;
+        const std::string_view t = line.substr(i, j - i);
+        if (!classify_token(t, kind)) kind = VarKind::kOther;
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), true, kind});
+        i = j;
+        continue;
+      }
+    }
     if (is_delim(c) && !bound) {  // "<1 sec", ">5ms": a bound, part of its number
       if (is_space(c)) {
         if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
