@@ -82,6 +82,9 @@ def outcomes(tmp_path_factory) -> dict[str, tuple[int, str, list[str]]]:
     empty = tmp_path_factory.mktemp("cfg") / "empty.toml"
     empty.write_text("")
     env["RIBBON_CONFIG"] = str(empty)
+    # The cases run at once and /metrics listens from the start: no case may take the default port
+    # (a case about the port names it with --port, which wins over the environment).
+    env["RIBBON_SERVER__PORT"] = "0"
     procs = {}
     for name, argv, _, words in CASES:
         argv = [a.format(**ports) for a in argv]
