@@ -51,10 +51,34 @@ def test_every_line_has_one_template_and_the_counts_add_up(lines):
 
 
 def test_one_position_merges_but_severity_words_never_do():
-    tm = analyze(["user alice logged in", "user bob logged in", "link up on port 3", "link down on port 3"])
+    users = ["alice", "bob", "carol", "dave"]
+    tm = analyze([f"user {u} logged in" for u in users] + ["link up on port 3", "link down on port 3"])
     assert [(t.pattern, t.count) for t in tm.templates] == [
-        ("user <*> logged in", 2), ("link up on port <n>", 1), ("link down on port <n>", 1)]
-    assert tm.raw_templates == 4
+        ("user <*> logged in", 4), ("link up on port <n>", 1), ("link down on port <n>", 1)]
+    assert tm.raw_templates == 6
+
+
+def test_a_few_words_in_one_position_are_different_messages():
+    """Up to three raw templates equal but for one constant word stay apart; a fourth value makes it a variable."""
+    lines = ["worker pool Starting main loop", "worker pool Ending main loop", "worker pool Starting main loop"]
+    assert [t.pattern for t in analyze(lines).templates] == ["worker pool Starting main loop",
+                                                             "worker pool Ending main loop"]
+    lines += ["worker pool Pausing main loop", "worker pool Resuming main loop"]
+    assert [t.pattern for t in analyze(lines).templates] == ["worker pool <*> main loop"]
+
+
+def test_a_list_of_addresses_is_one_variable():
+    tm = analyze(["peer 10.0.0.1 joined cluster", "peer 10.0.0.1,10.0.0.2 joined cluster",
+                  "peer 10.0.0.3,10.0.0.4,10.0.0.5 joined cluster"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("peer <ip> joined cluster", 3)]
+    assert tm.templates[0].vars[0].distinct == 3
+
+
+def test_a_quoted_phrase_is_cut_into_words_a_quoted_word_is_one_value():
+    tm = analyze(['client "PUT /api/items HTTP/2" done', 'client "PUT /api/users HTTP/2" done',
+                  'client "HEAD /api/items HTTP/2" done', 'cache "blob.v1" evicted', 'cache "blob.v2" evicted'])
+    assert [(t.pattern, t.count) for t in tm.templates] == [
+        ('client "PUT <*> <*>" done', 2), ('client "HEAD <*> <*>" done', 1), ("cache <q> evicted", 2)]
 
 
 def test_value_summaries_and_numbers_come_from_the_same_pass():
@@ -68,10 +92,35 @@ def test_value_summaries_and_numbers_come_from_the_same_pass():
     assert tm.line_severity[-1] >= 4.0 and tm.line_severity[0] == 0.0
 
 
+def test_quantities_in_more_or_fewer_words_are_one_variable():
+    """A number and its unit word, a variable with a bracketed variable after it, a bound (<1) are one value."""
+    tm = analyze(["copy done: 512 bytes (0.5 KB) written in 12 ms", "copy done: 20 bytes written in <1 ms",
+                  "copy done: 2048 bytes (2.0 KB) written in 3 sec"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("copy done: <n> written in <n>", 3)]
+    assert [v.top[0][0] for v in tm.templates[0].vars] == ["20 bytes", "12 ms"]
+    assert tm.templates[0].vars[0].min == 20.0 and tm.templates[0].vars[1].max == 12.0
+
+
+def test_a_key_value_is_one_variable_whatever_its_brackets():
+    tm = analyze(["lock held by ws=null, uid=1000", "lock held by ws=Pool{10113 app.one}, uid=1001",
+                  "lock held by ws=Pool{7}, uid=1002", "area bounds=Rect(0, 0 - 1080, 1920) set"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("lock held by ws=<*>, uid=<n>", 3),
+                                                            ("area bounds=<*> set", 1)]
+    assert tm.templates[1].vars[0].top[0][0] == "Rect(0, 0 - 1080, 1920)"
+
+
+def test_a_path_or_url_is_one_variable_with_its_query():
+    tm = analyze(["fetch /api/v1/items?id=7&sort=asc;x=1 ok", "fetch /static/app.js ok",
+                  "fetch https://cdn.example.org/lib.js?v=3 ok", "mode=fast here"])
+    assert [(t.pattern, t.count) for t in tm.templates] == [("fetch <*> ok", 3), ("mode=<*> here", 1)]
+
+
 @pytest.mark.parametrize("token,kind", [
     ("35ms", "number"), ("98%", "number"), ("0x7f3a", "hex"), ("deadbeef01", "hex"), ("10.1.2.3:8080", "ip"),
     ("123e4567-e89b-12d3-a456-426614174000", "uuid"), ("2026-12-01T10:00:00Z", "time"), ("10:00:01", "time"),
     ('"a b"', "quoted"), ("gnb-017", "other"), ("S1", None), ("T300", None), ("eth0", None), ("down", None),
+    ("/var/log/app", "other"), ("https://example.org/a", "other"), ("Jul", "time"), ("Sunday", "time"),
+    ("July4", None), ("Mayday", None),
 ])
 def test_token_kinds(token, kind):
     assert _core.classify_token(token) == kind

@@ -59,7 +59,7 @@ void register_templater(py::module_& m) {
                         "The word tables are read once; analyze() may run on many threads at once.")
       .def(py::init([](const std::vector<std::string>& protected_words,
                        const std::vector<std::pair<std::string, double>>& severity, uint32_t top_values, bool merge,
-                       uint32_t min_merge_tokens, uint32_t min_group) {
+                       uint32_t min_merge_tokens, uint32_t min_group, uint32_t word_family) {
              TemplaterConfig c;
              c.protected_words = protected_words;
              c.severity = severity;
@@ -67,10 +67,12 @@ void register_templater(py::module_& m) {
              c.merge = merge;
              c.min_merge_tokens = min_merge_tokens;
              c.min_group = min_group;
+             c.word_family = word_family;
              return Templater(std::move(c));
            }),
            py::kw_only(), py::arg("protected_words"), py::arg("severity"), py::arg("top_values") = 5,
-           py::arg("merge") = true, py::arg("min_merge_tokens") = 3, py::arg("min_group") = 5)
+           py::arg("merge") = true, py::arg("min_merge_tokens") = 3, py::arg("min_group") = 5,
+           py::arg("word_family") = 3)
       .def(
           "analyze",
           [](const Templater& self, const py::bytes& data) {

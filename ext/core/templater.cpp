@@ -64,6 +64,18 @@ bool same_except(const Raw& a, const Group& ga, const Raw& b, const Group& gb, s
   return true;
 }
 
+// A constant word: letters (and _ - . inside), digits at most after the first letter, punctuation
+// only at its ends ("Starting", "getTasks:", "WakeLocks.", "awdl0").
+bool word_token(std::string_view t) {
+  size_t a = 0, b = t.size();
+  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
+  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
+  if (a == b || !is_alpha(t[a])) return false;
+  for (size_t i = a; i < b; ++i)
+    if (!is_alpha(t[i]) && !is_digit(t[i]) && t[i] != '_' && t[i] != '-' && t[i] != '.') return false;
+  return true;
+}
+
 // Drain-style merging: raw templates that differ in one unprotected position join, round after
 // round, while a template keeps at most a third of its positions merged. Returns each raw's root.
 std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
@@ -80,6 +92,33 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     return !r.is_var[p] && protect.count(core_code(r.toks[p])) > 0;
   };
   std::vector<uint64_t> ph, prefix, suffix;
+  // Families: raw templates equal but for one position. In a small family the constant words there are
+  // different messages (Starting/Ending, Paused/Resumed, GET/POST), not values of one variable.
+  auto family_keys = [&](const Raw& raw, const Group& g, std::vector<uint64_t>& keys) {
+    const size_t n = raw.toks.size();
+    ph.assign(n, 0);
+    prefix.assign(n + 1, n);
+    suffix.assign(n + 1, hash_bytes(raw.seps[n]));
+    for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
+    for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
+    for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
+    keys.resize(n);
+    for (size_t p = 0; p < n; ++p) keys[p] = mix(mix(prefix[p], suffix[p + 1]), p);
+  };
+  std::unordered_map<uint64_t, uint32_t> family;
+  std::vector<uint64_t> keys;
+  if (cfg.word_family > 0)
+    for (uint32_t r = 0; r < raws.size(); ++r) {
+      if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
+      family_keys(raws[r], groups[r], keys);
+      for (uint64_t k : keys) ++family[k];
+    }
+  auto small_family_word = [&](const Raw& a, const Raw& b, size_t p, uint64_t key) {
+    if (cfg.word_family == 0 || a.is_var[p] || b.is_var[p] || !word_token(a.toks[p]) || !word_token(b.toks[p]))
+      return false;
+    auto it = family.find(key);
+    return it != family.end() && it->second <= cfg.word_family;
+  };
   for (bool changed = true; changed;) {
     changed = false;
     std::unordered_map<uint64_t, uint32_t> seen;
@@ -90,19 +129,14 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
       if (n < cfg.min_merge_tokens) continue;
       Group& g = groups[r];
       const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
-      ph.assign(n, 0);
-      prefix.assign(n + 1, n);
-      suffix.assign(n + 1, hash_bytes(raw.seps[n]));
-      for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
-      for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
-      for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
+      family_keys(raw, g, keys);
       for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
         if (g.wild[p] || guarded(raw, p) || 3 * (wild + 1) > n) continue;
-        const uint64_t key = mix(mix(prefix[p], suffix[p + 1]), p);
+        const uint64_t key = keys[p];
         auto [it, fresh] = seen.emplace(key, r);
         if (fresh) continue;
         const uint32_t other = uf.find(it->second);
-        if (other == r || guarded(raws[other], p) ||
+        if (other == r || guarded(raws[other], p) || small_family_word(raws[other], raw, p, key) ||
             !same_except(raws[other], groups[other], raw, g, p))
           continue;
         uf.join(other, r);

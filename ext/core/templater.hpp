@@ -39,6 +39,8 @@ struct TemplaterConfig {
   uint32_t distinct_cap = 65536; // distinct count is exact up to this, then a lower bound
   uint32_t min_merge_tokens = 3; // shorter lines never merge
   bool merge = true;
+  uint32_t word_family = 3;      // constant words that differ at one position stay apart when at most this many
+                                 // raw templates differ only there (0: always merge)
   uint32_t min_group = 5;        // numbers of one variable needed before outliers are scored
 };
 

@@ -3,6 +3,7 @@
 #include "templater_tokens.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ribbon {
 namespace {
@@ -50,6 +51,80 @@ bool uuid_like(std::string_view t) {
   return true;
 }
 
+bool iequals(std::string_view t, std::string_view lower_word) {  // t equals the lowercase word, ignoring case
+  if (t.size() != lower_word.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (lower(t[i]) != lower_word[i]) return false;
+  return true;
+}
+
+// A month or weekday name, as dates write them (Jul, Sun, July, Sunday): part of a time.
+bool calendar_word(std::string_view t) {
+  static const char* const kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                       "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static const char* const kLong[] = {"january", "february", "march", "april", "june", "july", "august",
+                                      "september", "october", "november", "december", "monday", "tuesday",
+                                      "wednesday", "thursday", "friday", "saturday", "sunday"};
+  if (t.size() < 3 || t.size() > 9 || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
+  auto is = [&](const char* w) { return iequals(t, w); };
+  if (t.size() == 3) return std::any_of(std::begin(kNames), std::end(kNames), is);
+  return std::any_of(std::begin(kLong), std::end(kLong), is);
+}
+
+// A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
+bool unit_word(std::string_view t) {
+  static const char* const kUnits[] = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "byte", "bytes",
+                                       "ns", "us", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins",
+                                       "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "kbps", "mbps",
+                                       "gbps", "hz", "khz", "mhz", "ghz"};
+  if (t.empty() || t.size() > 7) return false;
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](const char* u) { return iequals(t, u); });
+}
+
+// Quantities as one variable, so lines that write them in more or fewer words share a template:
+// a number and its unit word ("12 KB"), then a number and a bracketed number right after it, its
+// conversion ("1234 bytes (1.2 KB)").
+void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps) {
+  bool any = false;  // most lines hold no quantity in words: leave them untouched
+  for (size_t k = 1; k < toks.size() && !any; ++k) {
+    const Token& prev = toks[k - 1];
+    if (!prev.var || prev.kind != VarKind::kNumber) continue;
+    any = (!toks[k].var && seps[k] == " " && unit_word(line.substr(toks[k].start - base, toks[k].len))) ||
+          (toks[k].var && seps[k] == " (");
+  }
+  if (!any) return;
+  std::vector<Token> kt;  // kept tokens; ks[i] is the separator before kt[i], ks.back() the one after the last
+  std::vector<std::string> ks{seps[0]};
+  for (int pass = 0; pass < 2; ++pass) {
+    kt.clear();
+    ks.assign(1, seps[0]);
+    for (size_t k = 0; k < toks.size(); ++k) {
+      const Token& t = toks[k];
+      if (!kt.empty()) {
+        Token& prev = kt.back();
+        const std::string_view text = line.substr(t.start - base, t.len);
+        if (pass == 0 && prev.var && prev.kind == VarKind::kNumber && !t.var && seps[k] == " " && unit_word(text)) {
+          prev.len = t.start + t.len - prev.start;
+          ks.back() = seps[k + 1];
+          continue;
+        }
+        if (pass == 1 && prev.var && t.var && prev.kind == VarKind::kNumber && t.kind == VarKind::kNumber &&
+            seps[k] == " (" && !seps[k + 1].empty() && seps[k + 1][0] == ')') {
+          prev.len = t.start + t.len + 1 - prev.start;  // through the ')'
+          ks.back() = seps[k + 1].substr(1);
+          std::string& after = ks.back();
+          if (k + 1 == toks.size()) after.erase(std::remove(after.begin(), after.end(), ' '), after.end());
+          continue;
+        }
+      }
+      kt.push_back(t);
+      ks.push_back(seps[k + 1]);
+    }
+    toks.swap(kt);
+    seps.swap(ks);
+  }
+}
+
 }  // namespace
 
 // The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
@@ -88,9 +163,49 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     seps.push_back(sep);
     sep.clear();
   };
+  bool in_quote = false;  // inside a quoted phrase whose words are tokens of their own
   while (i < n) {
     const char c = line[i];
-    if (is_delim(c)) {
+    if (c == '"') {
+      size_t close = i + 1;
+      while (close < n && line[close] != '"') ++close;
+      const bool phrase = close < n && line.substr(i + 1, close - i - 1).find(' ') != std::string_view::npos;
+      if (in_quote || phrase) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
+        in_quote = !in_quote;
+        sep.push_back(c);
+        ++i;
+        continue;
+      }
+    }
+    const bool bound =
+        (c == '<' || c == '>') && i + 1 < n && is_digit(line[i + 1]) && (i == 0 || is_space(line[i - 1]));
+    if (!sep.empty() && sep.back() == '=' && !in_quote && !bound) {
+      // a key=value's value is one variable however it is written: to the next space, comma, semicolon or
+      // bar outside brackets (ws=WorkSource{10113}, bounds=Rect(0, 0 - 1080, 1920), ids=[1, 2])
+      size_t j = i;
+      int depth = 0;
+      for (; j < n && j < i + 512; ++j) {
+        const char ch = line[j];
+        if (ch == '(' || ch == '[' || ch == '{') {
+          ++depth;
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+          if (depth == 0) break;
+          --depth;
+        } else if (depth == 0 && (is_space(ch) || ch == ',' || ch == ';' || ch == '|' || ch == '"' || ch == '<')) {
+          break;
+        }
+      }
+      if (depth == 0 && j > i) {
+        flush_sep();
+        VarKind kind = VarKind::kOther;
+        const std::string_view t = line.substr(i, j - i);
+        if (!classify_token(t, kind)) kind = VarKind::kOther;
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), true, kind});
+        i = j;
+        continue;
+      }
+    }
+    if (is_delim(c) && !bound) {  // "<1 sec", ">5ms": a bound, part of its number
       if (is_space(c)) {
         if (sep.empty() || sep.back() != ' ') sep.push_back(' ');
       } else {
@@ -104,13 +219,24 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       continue;
     }
     size_t j = i;
-    if (c == '"') {  // a quoted value: to the closing quote (or the end of the line)
+    if (c == '"' && !in_quote) {  // a quoted value without spaces: to the closing quote (or the end of the line)
       j = i + 1;
       while (j < n && line[j] != '"') ++j;
       j = j < n ? j + 1 : n;
     } else {
+      if (bound) ++j;
+      int path = -1;  // a path or URL runs to whitespace or a quote, its query (?a=1&b=2;c) included
+      auto is_path = [&] {
+        if (path < 0)
+          path = (c == '/' && j > i + 1) || line.substr(i, j - i).find("://") != std::string_view::npos ? 1 : 0;
+        return path == 1;
+      };
       for (;;) {
         while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+        while (j < n && (line[j] == '=' || line[j] == ';' || line[j] == ',') && is_path()) {
+          ++j;
+          while (j < n && !is_delim(line[j]) && line[j] != '"') ++j;
+        }
         const size_t close = j < n && line[j] == '(' ? call_end(line, j) : 0;
         if (close == 0) break;
         j = close;  // name(args) without spaces is one token: LOCAL(0), init(), f(x).g
@@ -124,12 +250,20 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       var = true;
       kind = VarKind::kOther;
     }
-    toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    if (var && !toks.empty() && toks.back().var && toks.back().kind == kind && seps.back() == "," &&
+        (kind == VarKind::kIp || kind == VarKind::kHex || kind == VarKind::kUuid)) {
+      // a list of addresses or ids (10.0.0.1,10.0.0.2) is one variable, whatever its length
+      seps.pop_back();
+      toks.back().len = static_cast<uint32_t>(base + j - toks.back().start);
+    } else {
+      toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
+    }
     i = j;
   }
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
   if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
   seps.push_back(sep);
+  fuse_quantities(line, base, toks, seps);
 }
 
 bool clock_candidate(std::string_view line) {
@@ -187,7 +321,7 @@ const char* var_kind_name(VarKind k) {
 
 bool parse_number(std::string_view t, double& out) {
   size_t i = 0;
-  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+');
+  const bool neg = !t.empty() && (t[0] == '-' || t[0] == '+' || t[0] == '<' || t[0] == '>');
   if (neg) ++i;
   if (i >= t.size() || !is_digit(t[i])) return false;
   double v = 0.0;
@@ -207,7 +341,17 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kQuoted;
     return true;
   }
-  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  const size_t slash = t.size() >= 3 ? t.find('/') : std::string_view::npos;
+  if (slash != std::string_view::npos && t.find('/', slash + 1) != std::string_view::npos &&
+      (slash == 0 || (slash >= 2 && t[slash - 1] == ':' && t[slash + 1] == '/'))) {  // a path or URL: /a/b, http://h
+    kind = VarKind::kOther;
+    return true;
+  }
+  if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (!calendar_word(t)) return false;
+    kind = VarKind::kTime;
+    return true;
+  }
   size_t digits = 0, dots = 0, colons = 0, dashes = 0, slashes = 0, hexletters = 0;
   bool all_hex = true;
   for (char c : t) {
@@ -237,7 +381,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
     kind = VarKind::kHex;
   } else {
     double v = 0.0;
-    size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+    size_t i = (t[0] == '-' || t[0] == '+' || t[0] == '<' || t[0] == '>') ? 1 : 0;
     while (i < t.size() && (is_digit(t[i]) || t[i] == '.')) ++i;
     size_t unit = 0;
     while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;

@@ -75,16 +75,26 @@ TEST(templater_groups_masked_lines) {
 
 TEST(templater_merges_one_position_but_not_protected_words) {
   const Analysis a = ribbon::analyze_templates(
-      "user alice logged in\nuser bob logged in\nuser carol logged in\nlink up on port\nlink down on port",
+      "user alice logged in\nuser bob logged in\nuser carol logged in\nuser dave logged in\nlink up on port\n"
+      "link down on port",
       config());
-  CHECK(a.raw_templates == 5);
+  CHECK(a.raw_templates == 6);
   CHECK(a.templates.size() == 3);
-  CHECK(a.templates[0].pattern == "user <*> logged in" && a.templates[0].count == 3);
-  CHECK(a.templates[0].vars.size() == 1 && a.templates[0].vars[0].distinct == 3);
-  CHECK(a.templates[0].vars[0].kind == VarKind::kMerged);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "user <*> logged in" && a.templates[0].count == 4);
+  CHECK(!a.templates.empty() && a.templates[0].vars.size() == 1 && a.templates[0].vars[0].distinct == 4 &&
+        a.templates[0].vars[0].kind == VarKind::kMerged);
   TemplaterConfig off = config();
   off.merge = false;
   CHECK(ribbon::analyze_templates("user alice logged in\nuser bob logged in", off).templates.size() == 2);
+}
+
+TEST(templater_keeps_a_few_words_at_one_position_apart) {
+  const std::string three = "job Starting main loop\njob Ending main loop\njob Pausing main loop";
+  CHECK(ribbon::analyze_templates(three, config()).templates.size() == 3);
+  TemplaterConfig always = config();
+  always.word_family = 0;
+  CHECK(ribbon::analyze_templates(three, always).templates.size() == 1);
+  CHECK(ribbon::analyze_templates(three + "\njob Resuming main loop", config()).templates.size() == 1);
 }
 
 TEST(templater_keeps_top_values_in_count_order) {

@@ -24,6 +24,7 @@ _LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){
 _LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _WORDS = re.compile(r"[A-Za-z]{3,}")
+_PHRASE = re.compile(r'"[^"]*"')
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -98,7 +99,8 @@ def values_text(t: dict, limit: int = 3) -> str:
 def _failure(t: dict, dated: bool = False) -> str:
     """One failure: level, pattern, count, time (with its date when the document spans days), lines, values."""
     shown = display_pattern(t)
-    if len(_WORDS.findall(_PLACEHOLDER.sub(" ", shown))) < 2:    # mostly placeholders: quote its first line
+    # mostly placeholders (a quoted phrase, such as a request line, counts as one): quote its first line
+    if len(_WORDS.findall(_PLACEHOLDER.sub(" ", _PHRASE.sub(" ", shown)))) < 2:
         shown = t["example"] if len(t["example"]) <= MAX_PATTERN_CHARS else t["example"][:MAX_PATTERN_CHARS - 1] + "…"
     text = f'{t.get("level") or "ERROR"} "{shown}"'
     if t["count"] > 1:

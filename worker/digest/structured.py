@@ -36,13 +36,6 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "", "NIL", "nil") else None
-    except ValueError:
-        return None
-
-
 def _seconds(duration: str | None) -> int | None:
     m = _DURATION.match(duration or "")
     if not m:
@@ -100,24 +93,31 @@ def _read_meas_info(el, ns: str, values: dict, info: dict) -> None:
         names.update({str(i + 1): n for i, n in enumerate((types.text or "").split())})
     for mt in el.iterfind(f"{ns}measType"):
         names[mt.get("p", str(len(names) + 1))] = (mt.text or "").strip()
-    for mv in el.iterfind(f"{ns}measValue"):
+    r_tag, results_tag, suspect_tag = f"{ns}r", f"{ns}measResults", f"{ns}suspect"
+    for mv in el.iterfind(f"{ns}measValue"):      # one pass over each value's children, no path lookups
         obj = mv.get("measObjLdn", "")
-        res = mv.find(f"{ns}measResults")
-        if res is not None:
-            for i, v in enumerate((res.text or "").split()):
-                _add(values, names.get(str(i + 1), f"p{i + 1}"), obj, v)
-        for r in mv.iterfind(f"{ns}r"):
-            p = r.get("p", "")
-            _add(values, names.get(p, f"p{p}"), obj, r.text)
-        sus = mv.find(f"{ns}suspect")
-        if sus is not None and (sus.text or "").strip().lower() == "true":
-            info["suspect"] += 1
+        for child in mv:
+            tag = child.tag
+            if tag == r_tag:
+                p = child.get("p", "")
+                _add(values, names.get(p) or f"p{p}", obj, child.text)
+            elif tag == results_tag:
+                for i, v in enumerate((child.text or "").split()):
+                    _add(values, names.get(str(i + 1)) or f"p{i + 1}", obj, v)
+            elif tag == suspect_tag and (child.text or "").strip().lower() == "true":
+                info["suspect"] += 1
 
 
 def _add(values: dict, name: str, obj: str, text: str | None) -> None:
-    x = _number(text)
-    if x is not None:
-        values.setdefault(name, []).append((obj, x))
+    try:
+        x = float(text)                                     # type: ignore[arg-type]
+    except (TypeError, ValueError):                         # None, "", NIL: no value
+        return
+    if x == x:                                              # a "nan" counts as none
+        rows = values.get(name)
+        if rows is None:
+            values[name] = rows = []
+        rows.append((obj, x))
 
 
 def _stat(name: str, rows: list[tuple[str, float]]) -> dict:
