@@ -8,6 +8,7 @@ summarized exactly once, no repeat.
 
 from __future__ import annotations
 
+import random
 import signal
 import threading
 import time
@@ -229,7 +230,9 @@ def test_a_dead_letter_above_the_topic_limit_goes_without_its_value_and_replays(
     kafka.create_topics([names["input_topic"], names["output_topic"]])
     kafka.create_topics([names["dlq_topic"]], config={"max.message.bytes": "100000"})
     docs = mixed_docs(50, seed=15)
-    vals = [orjson.dumps(d) for d in docs[:25]] + [b"\xff" * 300_000] + [orjson.dumps(d) for d in docs[25:]]
+    # random bytes: invalid UTF-8 that the producer's compression (zstd by default) cannot shrink under the limit
+    big_value = random.Random(15).randbytes(300_000)
+    vals = [orjson.dumps(d) for d in docs[:25]] + [big_value] + [orjson.dumps(d) for d in docs[25:]]
     vals.insert(10, b'{"text": "unterminated')
     produce(kafka.bootstrap, names["input_topic"], vals)
     log = tmp_path / "worker.log"

@@ -111,7 +111,8 @@ DOCS = [[5, 6, 7, 8, 9, 10, 11], [40, 41], [12, 13, 14, 15, 16, 17, 18, 19, 20, 
 def _favour(eng, tokens: list[int], by: float) -> None:
     """Add `by` to these tokens' logits: the model then mostly picks among them, so it loops."""
     with torch.no_grad():
-        eng.lm_head.bias = torch.nn.Parameter(torch.zeros(eng.lm_head.out_features))
+        w = eng.lm_head.weight
+        eng.lm_head.bias = torch.nn.Parameter(torch.zeros(eng.lm_head.out_features, device=w.device, dtype=w.dtype))
         eng.lm_head.bias[tokens] = by
 
 

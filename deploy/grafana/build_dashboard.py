@@ -127,6 +127,17 @@ ROWS: list[tuple[str, list[tuple]]] = [
          "short", [
             (f"sum(increase(ribbon_oom_splits_total{{{I}}}[5m]))", "OOM splits (5 m)"),
             (f"sum(increase(ribbon_model_errors_total{{{I}}}[5m]))", "model errors (5 m)")]),
+        ("Internal errors", "Inputs whose processing raised inside ingest: dead-lettered as internal_error while "
+         "the stage went on (a bug to report), by stage and exception type.", "short", [
+            (f"sum by (stage, exception) (increase(ribbon_internal_errors_total{{{I}}}[5m]))",
+             "{{stage}}: {{exception}} (5 m)")]),
+        ("Ungrounded model text", "Model summaries holding an identifier found in neither the document nor its "
+         "digest, those identifiers, the sentences dropped for them, and summaries replaced by the digest "
+         "rendering (model.grounding).", "short", [
+            (f"sum(increase(ribbon_ungrounded_summaries_total{{{I}}}[5m]))", "summaries (5 m)"),
+            (f"sum(increase(ribbon_ungrounded_identifiers_total{{{I}}}[5m]))", "identifiers (5 m)"),
+            (f"sum(increase(ribbon_ungrounded_sentences_dropped_total{{{I}}}[5m]))", "sentences dropped (5 m)"),
+            (f"sum(increase(ribbon_ungrounded_fallbacks_total{{{I}}}[5m]))", "fell back to the digest (5 m)")]),
         ("Alerts firing", "Ribbon's alert rules that fire now (deploy/prometheus-rules.yml).", "short", [
             ('sum by (alertname, severity, instance) (ALERTS{alertstate="firing", alertname=~"Ribbon.*"})', "")],
          "table"),
