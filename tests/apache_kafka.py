@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from worker.kafka.broker import BrokerError, _die_with_parent, free_port
+from worker.kafka.broker import BrokerError, _die_with_parent, create_topics, free_port
 
 POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 HEAP = "-Xmx384m"  # measured: bench/kafka_broker.py (RSS about 300 MB after start with this heap)
@@ -177,20 +177,7 @@ class ApacheKafka:
     def create_topics(self, topics: Mapping[str, int] | Iterable[str], partitions: int = 1,
                       timeout_s: float = 30.0, config: Mapping[str, str] | None = None) -> None:
         """Create topics (name -> partitions, or names with `partitions` each); existing ones are kept."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        wanted = dict(topics) if isinstance(topics, Mapping) else {t: partitions for t in topics}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        futures = admin.create_topics(
-            [NewTopic(name, num_partitions=n, replication_factor=1, config=dict(config or {}))
-             for name, n in wanted.items()], operation_timeout=timeout_s, request_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout=timeout_s)
-            except KafkaException as exc:
-                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                    raise BrokerError(f"could not create topic {name!r}: {exc}") from exc
+        create_topics(self.bootstrap, topics, partitions, timeout_s, config)
 
     def stop(self, grace_s: float = 10.0) -> None:
         proc, self._proc = self._proc, None

@@ -117,20 +117,7 @@ class EmbeddedBroker:
     def create_topics(self, topics: Mapping[str, int] | Iterable[str], partitions: int = 1,
                       timeout_s: float = 15.0) -> None:
         """Create topics (name -> partitions, or names with `partitions` each); existing ones are kept."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        wanted = dict(topics) if isinstance(topics, Mapping) else {t: partitions for t in topics}
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        futures = admin.create_topics(
-            [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in wanted.items()],
-            operation_timeout=timeout_s, request_timeout=timeout_s)
-        for name, fut in futures.items():
-            try:
-                fut.result(timeout=timeout_s)
-            except KafkaException as exc:
-                if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-                    raise BrokerError(f"could not create topic {name!r}: {exc}") from exc
+        create_topics(self.bootstrap, topics, partitions, timeout_s)
 
     def stop(self, grace_s: float = 2.0) -> None:
         proc, self._proc = self._proc, None
@@ -152,3 +139,23 @@ class EmbeddedBroker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def create_topics(bootstrap: str, topics: Mapping[str, int] | Iterable[str], partitions: int = 1,
+                  timeout_s: float = 15.0, config: Mapping[str, str] | None = None) -> None:
+    """Create topics on any broker (name -> partitions, or names with `partitions` each, replication 1,
+    `config` for each); existing ones are kept. BrokerError names a topic that could not be made."""
+    from confluent_kafka import KafkaException  # lazy: the module is imported by settings checks too
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    wanted = dict(topics) if isinstance(topics, Mapping) else {t: partitions for t in topics}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=n, replication_factor=1, config=dict(config or {}))
+         for name, n in wanted.items()], operation_timeout=timeout_s, request_timeout=timeout_s)
+    for name, fut in futures.items():
+        try:
+            fut.result(timeout=timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise BrokerError(f"could not create topic {name!r}: {exc}") from exc
