@@ -109,6 +109,7 @@ class Templater:
         merge: bool = True,
         min_merge_tokens: int = 3,
         min_group: int = 5,
+        word_family: int = 3,
     ) -> None: ...
     def analyze(
         self, text: bytes
