@@ -47,7 +47,7 @@ class ProcessGpuLoop:
     AHEAD = 1  # bins queued there behind the running one
 
     def __init__(self, *, engine: EngineProcess, packer, shared: Shared, finishing: BinSink,
-                 config: PackerConfig, seed: int = 0, stall_s: float | None = None) -> None:
+                 config: PackerConfig, seed: int = 0) -> None:
         self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
         self.metrics, self.config, self.seed = shared.metrics, config, seed
         self.stop = threading.Event()
@@ -57,7 +57,9 @@ class ProcessGpuLoop:
         self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
-        self.stall_s = stall_s  # no result for this long with bins in flight: the engine process is killed
+        # no result for this long with bins in flight: the engine process is killed (the app sets it from
+        # pipeline.stall_timeout_s; None: never)
+        self.stall_s: float | None = None
         self._progress = time.monotonic()  # the last result, or the send that found nothing in flight
         self._sending_since: float | None = None  # a send under way (it blocks while the engine's pipe is full)
 
