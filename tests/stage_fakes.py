@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from worker.packer.config import PackerConfig
 from worker.pipeline.inflight import Doc, DocRegistry
 from worker.pipeline.tracker import OffsetTracker
 
@@ -60,6 +61,7 @@ class FakePacker:
     released: list[int] = field(default_factory=list)
     reserve: int = 4  # tokens of weight per document beyond its prompt (PackerConfig.reserve_per_seq)
     stats_calls: int = 0  # how often a stage looked at the pending work
+    config: PackerConfig = field(default_factory=lambda: PackerConfig(budget=100, reserve_per_seq=4))
 
     def next_bin(self, timeout_s: float):
         return self.bins.pop(0) if self.bins else None
@@ -72,6 +74,9 @@ class FakePacker:
         seqs = sum(len(b.seq_ids) for b in self.bins)
         tokens = sum(int(b.num_tokens) for b in self.bins)
         return PackerStats(pending_seqs=seqs, pending_tokens=tokens, pending_weight=tokens + self.reserve * seqs)
+
+    def full_bin_pending(self) -> bool:
+        return self.config.holds_full_bin(self.stats())  # the packer's own rule, on what the fake holds
 
     def release(self, slot: int) -> None:
         self.released.append(slot)

@@ -187,9 +187,9 @@ def _until(cond, what: str) -> None:
 def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
     w = _Tracked(tiny, limits=[1])
     remote = _FakeContinuousRemote()
-    packer = FakePacker(w.bins([2, 2, 2, 2]))
+    packer = FakePacker(w.bins([2, 2, 2, 2]), config=PackerConfig(budget=1_000, reserve_per_seq=4, max_seqs=2))
     loop = ContinuousProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), w.registry, w.metrics),
-                                    finishing=w.sink, config=PackerConfig(budget=1_000, reserve_per_seq=4, max_seqs=2))
+                                    finishing=w.sink, config=packer.config)
     looks = []  # each time the loop considers sending
     may_send = loop._may_send
     loop._may_send = lambda: (looks.append(1), may_send())[1]

@@ -61,8 +61,9 @@ def parts():
 
 
 def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[ProcessGpuLoop, threading.Thread]:
+    packer.config = PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs)  # its full-bin rule
     loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics),
-                          finishing=sink, config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs), seed=5)
+                          finishing=sink, config=packer.config, seed=5)
     t = threading.Thread(target=loop.run)
     t.start()
     return loop, t

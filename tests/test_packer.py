@@ -202,3 +202,16 @@ def test_each_bin_takes_the_oldest_of_every_key_first():
         assert b is not None
         assert set(b.seq_ids.tolist()) == {10, 13, 14, 11}
         assert b.weight <= 256
+
+
+def test_a_full_bin_is_pending_once_the_pending_documents_fill_its_seats_or_its_budget():
+    p = make(budget=100, reserve_per_seq=4, max_seqs=3)
+    assert not p.full_bin_pending()
+    p.submit_many([(1, [1] * 10, 0), (2, [1] * 10, 0)])
+    assert not p.full_bin_pending()  # 2 of 3 seats, weight 28 of 100
+    p.submit(3, [1] * 10, 0)
+    assert p.full_bin_pending()  # every seat taken
+    q = make(budget=100, reserve_per_seq=4, max_seqs=8)
+    q.submit_many([(1, [1] * 60, 0), (2, [1] * 32, 0)])
+    assert q.full_bin_pending()  # weight 100 of 100
+    p.close(), q.close()

@@ -135,7 +135,8 @@ def test_a_silent_engine_process_makes_readyz_not_ready_then_is_killed_and_stops
     remote = SilentRemote()
     packer = FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])])
     loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics), finishing=sink,
-                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8), stall_s=1.0)
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
+    loop.stall_s = 1.0
     half = lambda: "engine stalled" if loop.stalled_s() >= 0.5 else None  # noqa: E731 - as Worker.stalled
     health = HealthServer(metrics, "127.0.0.1", 0, Probes(stalled=half))
     metrics.ready = True
@@ -177,7 +178,8 @@ def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
     remote = BlockedRemote()
     loop = ProcessGpuLoop(engine=remote, packer=FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])]), shared=Shared(OffsetTracker(), registry, metrics),
                           finishing=sink,
-                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8), stall_s=0.5)
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
+    loop.stall_s = 0.5
     t = threading.Thread(target=loop.run)
     t.start()
     try:

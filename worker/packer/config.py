@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from worker.config.settings import PackerSettings
+    from worker.packer.stats import PackerStats
 
 Order = Literal["arrival", "decreasing"]
 
@@ -44,6 +45,10 @@ class PackerConfig:
     def weight(self, tokens: int) -> int:
         """A document's weight in a bin: its tokens plus the reserve for its summary."""
         return tokens + self.reserve_per_seq
+
+    def holds_full_bin(self, stats: PackerStats) -> bool:
+        """Do the pending documents make a full bin already (its documents or its weight): a backlog?"""
+        return stats.pending_seqs >= self.max_seqs or stats.pending_weight >= self.budget
 
     def fill(self, num_tokens: int, num_seqs: int) -> float:
         """A bin's weight over the budget."""

@@ -174,6 +174,12 @@ class Packer:
     def stats(self) -> PackerStats:
         return PackerStats.from_core(self._core.stats())
 
+    def full_bin_pending(self) -> bool:
+        """The bin-cut decision the GPU stage asks while a bin runs: with a full bin pending already (a
+        backlog) the next bin is cut now and queued behind the running one; otherwise it is cut when
+        the model is free, so it takes every document that arrives meanwhile."""
+        return self.config.holds_full_bin(self.stats())
+
     def __enter__(self: _P) -> _P:
         return self
 

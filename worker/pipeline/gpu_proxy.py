@@ -6,9 +6,9 @@
 Contract: the GPU stage's (worker.pipeline.gpu), with the model behind `EngineProcess`:
 - Owns: the packer's consumer side and the bins in flight (`AHEAD + 1` at most: the one running
   there and `AHEAD` queued behind it, so the model never waits for this process between bins).
-  A bin is queued behind a running one only when the packer already holds a full bin (a backlog:
-  waiting would not change it); otherwise the next bin is cut when the running one ends, so it
-  takes every document that arrived meanwhile instead of waiting a whole bin behind it (under a
+  A bin is queued behind a running one only when the packer says it already holds a full bin
+  (`Packer.full_bin_pending`, a backlog: waiting would not change it); otherwise the next bin is cut
+  when the running one ends, so it takes every document that arrived meanwhile instead of waiting a whole bin behind it (under a
   steady load that is about one bin time less latency; the engine then waits a few milliseconds
   for the bin, time a load below capacity has to spare).
   Nothing per document happens here; finishing is unchanged.
@@ -47,7 +47,7 @@ class ProcessGpuLoop:
     AHEAD = 1  # bins queued there behind the running one
 
     def __init__(self, *, engine: EngineProcess, packer, shared: Shared, finishing: BinSink,
-                 config: PackerConfig, seed: int = 0, stall_s: float | None = None) -> None:
+                 config: PackerConfig, seed: int = 0) -> None:
         self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
         self.metrics, self.config, self.seed = shared.metrics, config, seed
         self.stop = threading.Event()
@@ -57,7 +57,9 @@ class ProcessGpuLoop:
         self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
         self._inflight: dict[int, tuple[list, int]] = {}  # bin id -> (seqs, input tokens)
-        self.stall_s = stall_s  # no result for this long with bins in flight: the engine process is killed
+        # no result for this long with bins in flight: the engine process is killed (the app sets it from
+        # pipeline.stall_timeout_s; None: never)
+        self.stall_s: float | None = None
         self._progress = time.monotonic()  # the last result, or the send that found nothing in flight
         self._sending_since: float | None = None  # a send under way (it blocks while the engine's pipe is full)
 
@@ -71,7 +73,7 @@ class ProcessGpuLoop:
                 if not self._room.acquire(timeout=0.05):
                     continue
                 self._freed.clear()
-                if self._inflight and not self._full_bin_pending():
+                if self._inflight and not self.packer.full_bin_pending():
                     self._room.release()  # not a backlog: cut the next bin when the model is free
                     self._freed.wait(0.01)
                     continue
@@ -83,11 +85,6 @@ class ProcessGpuLoop:
         except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
             self._fail(exc)
         rx.join(1.0)
-
-    def _full_bin_pending(self) -> bool:
-        """Does the packer hold a full bin's documents or weight already?"""
-        st = self.packer.stats()
-        return st.pending_seqs >= self.config.max_seqs or st.pending_weight >= self.config.budget
 
     def _send(self, b) -> None:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]

@@ -58,7 +58,7 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         seats, budget = self.config.max_seqs, self.config.budget
         if docs < seats and weight < budget:
             return True
-        return docs < 2 * seats and weight < 2 * budget and self._full_bin_pending()
+        return docs < 2 * seats and weight < 2 * budget and self.packer.full_bin_pending()
 
     def _send(self, b) -> None:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]

@@ -39,13 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.digest.prepared import PrepareOptions
-from worker.digest.prompt import DocumentText, token_gate
 from worker.kafka.clients import Factory, start_positions, take
 from worker.kafka.config import offset_reset
 from worker.messages.models import BadMessage, decode_input, default_id
+from worker.pipeline.backpressure import Backpressure, Watermarks
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
-from worker.pipeline.planner import Planner, combine_text
+from worker.pipeline.planner import Planner, combine_text, prompt_texts
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
 from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
@@ -55,14 +55,6 @@ log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
 POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
-
-
-@dataclass(frozen=True)
-class Watermarks:
-    high_tokens: int
-    low_tokens: int
-    high_messages: int
-    low_messages: int
 
 
 FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
@@ -96,13 +88,12 @@ class Ingest:
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, shared.registry, downstream.packer
         self.planner, self.delivery, self.metrics = planner, delivery, metrics
-        self.marks = config.watermarks
+        self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
-        self.paused = False
         self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.prepare_options = PrepareOptions(
@@ -279,21 +270,7 @@ class Ingest:
 
     def _plan(self, docs: list[Doc]) -> list:
         """Each document's plan (prompts, chunks), from the text its prompt is made from."""
-        return self.planner.plan_many(self._digest(docs))
-
-    def _digest(self, ok: list[Doc]) -> list[str]:
-        """The text each document's prompt is made from: its digest prompt or its raw text."""
-        texts = [d.text for d in ok]
-        if not self.s.digest.compaction:
-            return texts
-        chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
-                  else DocumentText(d.text, False, 0, 0) for d in ok]
-        # Counting the raw documents' tokens is work the planner does anyway without compaction.
-        chosen = token_gate(texts, chosen, min_saving=self.s.digest.min_saving, count=self.planner.count)
-        for doc, c in zip(ok, chosen):
-            doc.document_tokens = c.raw_tokens
-            self.metrics.compacted.inc(c.compacted)
-        return [c.text for c in chosen]
+        return self.planner.plan_many(prompt_texts(docs, self.s.digest, self.planner.count, self.metrics))
 
     def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
@@ -340,30 +317,13 @@ class Ingest:
     def _report_held(self) -> None:
         self.reports.held()
 
-    # ---- backpressure -------------------------------------------------------------
+    # ---- backpressure (worker/pipeline/backpressure.py) ----------------------------
     def _backpressure(self) -> None:
-        tokens = self.packer.stats().pending_tokens if self.packer is not None else 0
-        inflight = self.tracker.pending()
-        windowed = self.lines.held_records() if self.lines is not None else 0  # capped by windowing.* instead
-        self.metrics.pending_tokens.set(tokens)
-        self.metrics.inflight.set(inflight)
-        self.metrics.reorder.set(self.tracker.waiting())
-        self.metrics.spilled.set(self.dead_letters.spool.held_bytes)
-        want_pause = self.stop_polling.is_set() or tokens > self.marks.high_tokens or \
-            inflight - windowed > self.marks.high_messages or (self.lines is not None and self.lines.full())
-        want_resume = not self.stop_polling.is_set() and tokens < self.marks.low_tokens and \
-            inflight - windowed < self.marks.low_messages and not (self.lines is not None and self.lines.full())
-        parts = self.consumer.assignment()
-        if want_pause and not self.paused:
-            self.consumer.pause(parts)
-            self.paused = True
-            self.metrics.paused.set(len(parts))
-            log.info("paused %d partitions (pending tokens %d, in flight %d)", len(parts), tokens, inflight)
-        elif want_resume and self.paused:
-            self.consumer.resume(parts)
-            self.paused = False
-            self.metrics.paused.set(0)
-            log.info("resumed %d partitions", len(parts))
+        self.pressure.update(self.consumer, packer=self.packer, lines=self.lines, draining=self.stop_polling.is_set())
+
+    @property
+    def paused(self) -> bool:
+        return self.pressure.paused
 
     # ---- rebalances (called inside poll, on this thread) --------------------------
     def _on_assign(self, consumer, partitions) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from worker.digest.prompt import DocumentText, token_gate
 from worker.pipeline.slices import bounded_count, groups, nbytes, slices
 
 PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
@@ -157,3 +158,19 @@ def combine_text(parts: Sequence[str]) -> str:
     """The document the chunk summaries are summarized from."""
     n = len(parts)
     return "\n".join(f"[part {i + 1}/{n}] {p.strip()}" for i, p in enumerate(parts))
+
+
+def prompt_texts(docs: Sequence, digest, count: CountFn, metrics) -> list[str]:
+    """The text each document's prompt is made from: its digest prompt or its raw text (the token gate of
+    compaction, `digest` the digest.* settings). Sets each document's `document_tokens` when it compacts."""
+    texts = [d.text for d in docs]
+    if not digest.compaction:
+        return texts
+    chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
+              else DocumentText(d.text, False, 0, 0) for d in docs]
+    # Counting the raw documents' tokens is work the planner does anyway without compaction.
+    chosen = token_gate(texts, chosen, min_saving=digest.min_saving, count=count)
+    for doc, c in zip(docs, chosen):
+        doc.document_tokens = c.raw_tokens
+        metrics.compacted.inc(c.compacted)
+    return [c.text for c in chosen]
