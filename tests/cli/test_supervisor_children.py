@@ -1,7 +1,7 @@
 """The supervisor of `ribbon run --gpus` with fake children: back-off, SIGTERM forwarding, identities.
 
 The children here are small Python scripts, not workers: each test runs in about a second. The
-real children (workers on fake CPU devices, a broker, a kill -9) are in tests/test_supervisor.py.
+real children (workers on fake CPU devices, a broker, a kill -9) are in tests/cli/test_supervisor.py.
 """
 
 from __future__ import annotations
