@@ -10,7 +10,7 @@
 # The base is an exact tag whose torch (2.11, CUDA 13.0: what the H200 runs in
 # docs/engine.md used) has torch.nn.attention.varlen, the fused varlen attention
 # backend (the build imports it); `ribbon validate` prints the backend chosen.
-# CI lints this file with hadolint (tests/test_deploy.py).
+# CI lints this file with hadolint (tests/deploy/test_deploy.py).
 ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 
 FROM ${BASE_IMAGE} AS build

@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml CMakeLists.txt
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
-# promtool and amtool (tests/test_alerts.py) from Debian's packages, when missing; needs root or sudo.
+# promtool and amtool (tests/deploy/test_alerts.py) from Debian's packages, when missing; needs root or sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 promtool:
 	@command -v promtool >/dev/null && command -v amtool >/dev/null || { \

@@ -19,8 +19,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 LENGTHS=bench/results/stop_lengths_cpu.json
 for stage in "$@"; do
   case $stage in
-    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_continuous.py \
-             tests/test_fp8.py > $OUT/continuous_gpu_tests_h200.txt 2>&1; grep -E "agree|passed|failed|Error" $OUT/continuous_gpu_tests_h200.txt ;;
+    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/engine/test_gpu_continuous.py \
+             tests/engine/test_fp8.py > $OUT/continuous_gpu_tests_h200.txt 2>&1; grep -E "agree|passed|failed|Error" $OUT/continuous_gpu_tests_h200.txt ;;
     e2e) for mode in ${MODES:-bin continuous}; do
            extra=""; [ $mode = continuous ] && extra="--steady ${STEADY-0.9} --steady-seconds ${STEADY_S:-30}"
            timeout ${E2E_TIMEOUT:-200} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \

@@ -16,7 +16,7 @@ for stage in "$@"; do
   case $stage in
     variants) timeout 300 python3 -m bench.engine_variants --out $OUT ;;
     kernels) timeout 150 python3 -m bench.engine_kernels --out $OUT --choice $OUT/prefill_choice.txt ;;
-    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/test_gpu_engine.py -k "${TESTS_K:-}" \
+    tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/engine/test_gpu_engine.py -k "${TESTS_K:-}" \
              > $OUT/gpu_tests.txt 2>&1; grep -E "bf16|passed|failed|Error" $OUT/gpu_tests.txt ;;
     7b) timeout 300 python3 -m bench.engine --models 7b $common ${HF_GEN---skip-hf-generate} --compare-fa2 --compare-cublaslt --profile \
           $(cat $OUT/prefill_choice.txt 2>/dev/null) --name engine-7b_h200.json ;;

@@ -1,5 +1,5 @@
 """FP8 prefill's accuracy on real weights: SmolLM2-135M-Instruct on the CPU, the FP8 GEMMs emulated
-(the same quantized operands and scales as torch._scaled_mm; tests/test_fp8.py checks the GPU path
+(the same quantized operands and scales as torch._scaled_mm; tests/engine/test_fp8.py checks the GPU path
 against this emulation on the H200).
 
     python bench/fp8_accuracy.py --checkpoint /tmp/ribbon-stop-lengths --documents 32 \

@@ -14,7 +14,7 @@ if [ -z "${SKIP_BUILD:-}" ]; then
   python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
 fi
-[ -z "${GPU_TESTS:-}" ] || timeout 150 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q tests/test_gpu_engine.py tests/test_packer_gpu.py 2>&1 | tail -15 | tee $OUT/gpu_tests.txt
+[ -z "${GPU_TESTS:-}" ] || timeout 150 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q tests/engine/test_gpu_engine.py tests/packer/test_packer_gpu.py 2>&1 | tail -15 | tee $OUT/gpu_tests.txt
 timeout ${E2E_TIMEOUT:-500} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
   --documents ${DOCS:-3000} --max-new-tokens 64 --runs ${RUNS:-3} --steady "${STEADY-0.5,0.9}" \
   --steady-seconds ${STEADY_S:-60} --process ${PROCESS:-auto} --token-budget ${TOKEN_BUDGET:-auto} --out $OUT/$NAME.json 2>&1 | grep -v '^%' \

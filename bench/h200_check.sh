@@ -9,8 +9,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cache
 python3 -m pip install -q --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee $OUT/gpu.txt
-timeout ${TESTS_S:-150} python3 -m pytest -p no:cacheprovider -m gpu -q tests/test_gpu_engine.py \
-  tests/test_packer_gpu.py tests/test_fp8.py tests/test_gpu_continuous.py tests/test_guards_gpu.py 2>&1 \
+timeout ${TESTS_S:-150} python3 -m pytest -p no:cacheprovider -m gpu -q tests/engine/test_gpu_engine.py \
+  tests/packer/test_packer_gpu.py tests/engine/test_fp8.py tests/engine/test_gpu_continuous.py tests/engine/test_guards_gpu.py 2>&1 \
   | tail -25 | tee $OUT/gpu_tests_h200.txt
 timeout 60 python3 -m bench.digest --throughput-only --out $OUT/digest_h200host.json 2>&1 | tail -12
 SKIP_BUILD=1 WHL=.whl NAME=e2e-check_h200 RUNS=${RUNS:-2} STEADY=${STEADY-0.9} STEADY_S=${STEADY_S:-30} \

@@ -4,7 +4,7 @@ The real C++ pieces run under a virtual clock: ``_core.PendingSet`` forms the
 bins and ``_core.WindowPolicy`` is the adaptive policy. The GPU serves one bin
 at a time in ``t = a + tokens / tokens_per_s`` seconds; it asks for the next
 bin (the policy's "ready") as soon as it is free. Used by bench/window_sim.py
-and tests/test_window_sim.py.
+and tests/packer/test_window.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# Type stub of the C++ extension worker._core (checked by tests/test_packer_stub.py).
+# Type stub of the C++ extension worker._core (checked by tests/packer/test_packer_stub.py).
 from collections.abc import Sequence
 
 import numpy as np

@@ -1,11 +1,11 @@
 """Writes deploy/grafana/dashboards/ribbon.json, the Ribbon dashboard, from the panel list below.
 
     python deploy/grafana/build_dashboard.py           # rewrite the JSON
-    python deploy/grafana/build_dashboard.py --check   # exit 1 if the JSON differs (tests/test_dashboard.py)
+    python deploy/grafana/build_dashboard.py --check   # exit 1 if the JSON differs (tests/deploy/test_dashboard.py)
 
 Rows: throughput, latency by stage, lag, GPU and engine, digest and compaction, errors and dead letters.
 Every `ribbon_*` family the worker registers (worker/observability/metrics.py) is on some panel and every panel
-queries a series the worker exports; tests/test_dashboard.py checks both ways. `$I` in an expression is the
+queries a series the worker exports; tests/deploy/test_dashboard.py checks both ways. `$I` in an expression is the
 instance filter of the dashboard's `instance` variable.
 """
 

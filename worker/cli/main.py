@@ -16,7 +16,7 @@ from worker.config.settings import SettingsError
 from worker.kafka.broker import BrokerError
 
 # Each command imports what it runs inside its handler (lazy on purpose): `ribbon run` loads no demo or
-# benchmark code (tests/test_product.py), `ribbon --help` and `ribbon produce` no pipeline, torch only
+# benchmark code (tests/cli/test_product.py), `ribbon --help` and `ribbon produce` no pipeline, torch only
 # where a model runs.
 
 # Flags that set a setting: flag -> (dotted setting path, help). They win over

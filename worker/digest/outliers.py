@@ -15,7 +15,7 @@ n >= 5 equal values still stands out.
 
 The worker's pass gets these scores from the C++ templater (ext/core/templater.cpp,
 robust_z: Templates.num_z and line_z); the numpy version here is the reference the
-property test holds it to (tests/test_digest_templates.py), and the thresholds.
+property test holds it to (tests/digest/test_digest_templates.py), and the thresholds.
 """
 
 from __future__ import annotations

@@ -1,0 +1,39 @@
+"""The product, not the workshop: what `ribbon run` loads and what the wheel ships."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKSHOP = ("worker.demo", "worker.bench", "bench")
+
+
+def _imports_of(func_name: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == func_name)
+    return {n.module for n in ast.walk(fn) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_ribbon_run_imports_no_demo_or_benchmark_code():
+    mods = _imports_of("cmd_run", ROOT / "worker" / "cli" / "main.py")
+    assert mods and not [m for m in mods if m.startswith(WORKSHOP)]
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(mods)) +
+            "import worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
+            f"print([m for m in sys.modules if m.startswith({WORKSHOP!r})])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+def test_oracles_and_simulators_live_outside_the_runtime_package():
+    assert not list((ROOT / "worker").rglob("packer_ref.py")) and not list((ROOT / "worker").rglob("packer_sim.py"))
+    assert (ROOT / "bench" / "packer_ref.py").is_file() and (ROOT / "bench" / "packer_sim.py").is_file()
+
+
+def test_the_wheel_installs_the_extension_and_not_the_cpp_test_driver():
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    installed = re.findall(r"install\(TARGETS\s+(\S+)", cmake)
+    assert installed == ["_core"]

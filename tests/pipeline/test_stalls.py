@@ -1,0 +1,191 @@
+"""A stage that stops making progress is bounded: a stopped preprocessing pool process or a silent engine
+process makes /readyz not ready, then stops the stage with a clear error (the worker exits 1)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import orjson
+import pytest
+from stage_fakes import FakePacker, FakeSink, bin_of, make_doc, registered
+from remote_fakes import FakeRemote
+from ingest_fakes import Msg, make_ingest
+
+from worker.digest.prepared import PrepareOptions
+from worker.packer import PackerConfig
+from worker.pipeline.inflight import DocRegistry
+from worker.remote.process import EngineProcessError
+from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.observability.metrics import HealthServer, Metrics, Probes
+from worker.pipeline.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
+from worker.pipeline.stage import Shared
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import load_settings
+
+OPTIONS = PrepareOptions(highlights=2, compaction=False, min_saving=0.2, render=True)
+
+
+def wait_for(cond, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return cond()
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+class FakeConsumer:
+    """Hands over `msgs` once `go` is set; everything else a consumer does, as no-ops."""
+
+    def __init__(self, msgs, go: threading.Event) -> None:
+        self.msgs, self.go = list(msgs), go
+
+    def subscribe(self, *_a, **_k) -> None: ...
+    def consumer_group_metadata(self): return None
+    def assignment(self): return []
+    def pause(self, _p) -> None: ...
+    def resume(self, _p) -> None: ...
+    def close(self) -> None: ...
+
+    def consume(self, num_messages: int = 1, timeout: float = 0):
+        if not self.go.is_set():
+            return []
+        out, self.msgs = self.msgs, []
+        return out
+
+    def poll(self, timeout: float):
+        self.go.wait(timeout)
+        return None
+
+
+class Delivery:
+    group_metadata = None
+
+    def __init__(self) -> None:
+        import queue
+
+        self.to_commit = queue.SimpleQueue()
+
+
+def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_killed():
+    start_forkserver()  # as the worker does, on a lasting thread (worker/service/lifeline.py)
+    ing, tracker, _ = make_ingest()
+    ing.s = load_settings(environ={"RIBBON_PIPELINE__PREPROCESS_PROCESSES": "1",
+                                   "RIBBON_PIPELINE__STALL_TIMEOUT_S": "1.5"})
+    go = threading.Event()
+    ing.make_consumer = lambda: FakeConsumer([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0)], go)
+    ing.delivery = Delivery()
+    t = threading.Thread(target=ing.run)
+    t.start()
+    try:
+        assert wait_for(lambda: ing.preprocess._pool is not None and ing.preprocess._pool._processes)
+        (pid,) = list(ing.preprocess._pool._processes)
+        os.kill(pid, signal.SIGSTOP)
+        go.set()
+        assert wait_for(lambda: ing.batches.waiting_s() >= 0.75 or ing.error is not None)  # /readyz: not ready
+        t.join(30)
+        assert not t.is_alive()
+        assert isinstance(ing.error, PreprocessStalled) and "pipeline.stall_timeout_s" in str(ing.error)
+        assert wait_for(lambda: gone(pid), 10)  # killed: it cannot hold the worker's exit
+    finally:
+        ing.stop.set()
+        go.set()
+        t.join(30)
+
+
+def test_in_order_waits_for_a_stopped_pool_at_most_the_timeout():
+    pre = Preprocessor(1, OPTIONS)
+    try:
+        (pid,) = list(pre._pool._processes)
+        os.kill(pid, signal.SIGSTOP)
+        batches: InOrder[int] = InOrder(pre, depth=2, timeout_s=0.5)
+        batches.submit([1], ["ERROR link down"], [None], [None])
+        with pytest.raises(PreprocessStalled):
+            batches.take(block=True)
+        assert len(batches) == 1  # the batch stays: nothing is taken half-done
+    finally:
+        pre.close(kill=True)
+    assert wait_for(lambda: gone(pid), 10)
+
+
+class SilentRemote(FakeRemote):
+    """An engine process that takes bins and never answers (stopped); `kill` ends it."""
+
+    def __init__(self) -> None:
+        super().__init__(gated=True)
+        self.killed = False
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+def test_a_silent_engine_process_makes_readyz_not_ready_then_is_killed_and_stops_the_stage():
+    tracker, registry, metrics, sink = OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
+    doc = make_doc(tracker)
+    sid = registered(registry, doc, [[1, 2, 3]])[0]
+    remote = SilentRemote()
+    packer = FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])])
+    loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics), finishing=sink,
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
+    loop.stall_s = 1.0
+    half = lambda: "engine stalled" if loop.stalled_s() >= 0.5 else None  # noqa: E731 - as Worker.stalled
+    health = HealthServer(metrics, "127.0.0.1", 0, Probes(stalled=half))
+    metrics.ready = True
+    t = threading.Thread(target=loop.run)
+    t.start()
+    try:
+        assert health.readiness()[0]
+        assert wait_for(lambda: not health.readiness()[0])
+        assert health.readiness() == (False, "not ready: engine stalled")
+        assert wait_for(lambda: loop.error is not None)
+        assert isinstance(loop.error, EngineProcessError) and "pipeline.stall_timeout_s" in str(loop.error)
+        assert remote.killed and sink.bins == []
+    finally:
+        loop.stop.set()
+        t.join(5)
+        health.http.httpd.server_close()
+    assert not t.is_alive()
+
+
+class BlockedRemote(SilentRemote):
+    """An engine process stopped with its pipe full: a send blocks until the process is killed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gone = threading.Event()
+
+    def send_bin(self, *a) -> int:
+        self._gone.wait(30)
+        raise EngineProcessError("the engine process is gone")
+
+    def kill(self) -> None:
+        super().kill()
+        self._gone.set()
+
+
+def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
+    tracker, registry, metrics, sink = OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
+    sid = registered(registry, make_doc(tracker), [[1, 2, 3]])[0]
+    remote = BlockedRemote()
+    loop = ProcessGpuLoop(engine=remote, packer=FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])]), shared=Shared(OffsetTracker(), registry, metrics),
+                          finishing=sink,
+                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
+    loop.stall_s = 0.5
+    t = threading.Thread(target=loop.run)
+    t.start()
+    try:
+        assert wait_for(lambda: loop.error is not None)
+        assert remote.killed and "pipeline.stall_timeout_s" in str(loop.error)
+    finally:
+        loop.stop.set()
+        t.join(5)
+    assert not t.is_alive()

@@ -1,0 +1,176 @@
+"""The line-stream hook: lines and keys of records, dead letters, window documents; `ribbon produce --lines`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from worker.cli.produce import LineKey, lines
+from worker.pipeline.tracker import OffsetTracker
+from worker.config.settings import load_settings
+from worker.pipeline.lines import LineStream, NoLine, window_info
+
+TP = ("logs", 0)
+
+
+class Msg:
+    def __init__(self, value, key=None, offset=0, ts=1_700_000_000_000):
+        self._v, self._k, self._o, self._ts = value, key, offset, ts
+
+    def value(self):
+        return self._v
+
+    def key(self):
+        return self._k
+
+    def offset(self):
+        return self._o
+
+    def timestamp(self):
+        return (1, self._ts)
+
+    def headers(self):
+        return None
+
+
+def stream(**env):
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs,docs",
+                               "RIBBON_WINDOWING__TOPICS": "logs", **{f"RIBBON_WINDOWING__{k.upper()}": v
+                                                                      for k, v in env.items()}})
+    tracker = OffsetTracker()
+    dead: list = []
+    ls = LineStream(s, tracker=tracker, dead_letter=lambda *a: dead.append(a), clock=lambda: 5.0)
+    return ls, tracker, dead
+
+
+def test_lines_and_keys_from_text_json_fields_regex_and_kafka_keys():
+    ls, _, _ = stream(key_field="resource.service")
+    assert ls.takes("logs") and not ls.takes("docs")
+    assert ls.read(b"plain line\n", b"k1") == ("plain line", "k1", None)
+    assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1") == ("vector line", "api", None)
+    assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None) == ("fluent bit", "", "syslog")
+    rx, _, _ = stream(key_regex=r"^\S+ +\d+ [\d:]+ (\S+)")
+    assert rx.read(b"Oct 11 22:14:15 host7 sshd[1]: hi", b"ignored")[1] == "host7"
+    assert rx.read(b"no match here", b"fallback")[1] == "fallback"
+
+
+@pytest.mark.parametrize("value,error_class", [
+    (None, "null_value"), (b"\xff\xfe", "invalid_utf8"), (b'{"text": ', "invalid_json"),
+    (b'{"lines": ["a"]}', "missing_text"),
+])
+def test_records_without_a_line_are_dead_lettered(value, error_class):
+    ls, tracker, dead = stream()
+    with pytest.raises(NoLine) as err:
+        ls.read(value, None)
+    assert err.value.error_class == error_class
+    epoch = tracker.assign(TP)
+    tracker.see(TP, epoch, 3)
+    assert ls.add(Msg(value, offset=3), TP, epoch) == []
+    assert [(d[2], d[5]) for d in dead] == [(3, error_class)]
+
+
+def test_a_closed_window_is_one_document_whose_offsets_commit_together():
+    ls, tracker, _ = stream(max_lines="2")
+    epoch = tracker.assign(TP)
+    docs = []
+    for off, (key, line) in enumerate([(b"a", "a0"), (b"b", "b0"), (b"a", "a1"), (b"a", "a2")]):
+        tracker.see(TP, epoch, off)
+        docs += ls.add(Msg(line.encode(), key, off, ts=1_700_000_000_000 + off), TP, epoch)
+    (doc,) = docs
+    assert (doc.doc_id, doc.key, doc.text, doc.offset) == ("logs:0:0-2", b"a", "a0\na1", 0)
+    info = window_info(doc)
+    assert info["offsets"] == [{"topic": "logs", "partition": 0, "first": 0, "last": 2}]
+    assert (info["records"], info["events"], info["closed_by"]) == (2, 2, "max_lines")
+    assert info["start"] == "2023-11-14T22:13:20.000Z" and info["end"] == "2023-11-14T22:13:20.002Z"
+    tracker.complete(TP, epoch, doc.offset, ())
+    assert tracker.take_ready() == []  # b's window (offset 1) is open inside a's range
+    assert ls.drop([TP]) == 2
+
+
+def test_produce_lines_keys(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b'{"host": "h1", "message": "x"}\nOct 11 22:14:15 h2 sshd: y\n\n{"host": {"n": 1}}\n')
+    got = list(lines(path, LineKey(field="host", regex=r"^\S+ +\d+ [\d:]+ (\S+)", constant="c")))
+    assert got == [(b"h1", b'{"host": "h1", "message": "x"}'), (b"h2", b"Oct 11 22:14:15 h2 sshd: y"),
+                   (b'{"n":1}', b'{"host": {"n": 1}}')]
+    assert [k for k, _ in lines(path, LineKey(constant="c"))] == [b"c"] * 3
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--key", "x"], "--key needs --lines"),
+    (["--lines", "--key-regex", "("], "--key-regex is not a regular expression"),
+    (["--lines", "--rate", "0"], "--rate must be > 0"),
+])
+def test_produce_lines_bad_flags_exit_2_with_one_line(tmp_path, args, message):
+    path = tmp_path / "l.txt"
+    path.write_text("a\n")
+    res = subprocess.run([sys.executable, "-m", "worker", "produce", str(path), "--topic", "t",
+                          "--bootstrap-servers", "127.0.0.1:1", *args], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_produce_lines_through_the_broker(broker, new_topic, tmp_path):
+    from helpers import consume_all
+
+    topic = new_topic("lines", partitions=2)
+    path = tmp_path / "syslog.txt"
+    path.write_text("".join(f"Oct 11 22:14:{i:02d} host{i % 3} app: line {i}\n" for i in range(30)))
+    res = subprocess.run([sys.executable, "-m", "worker", "produce", str(path), "--topic", topic, "--lines",
+                          "--key-regex", r"^\S+ +\d+ [\d:]+ (\S+)", "--bootstrap-servers", broker.bootstrap,
+                          "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    got = consume_all(broker.bootstrap, topic, 30)
+    assert sorted((m.key(), m.value()) for m in got) == sorted(
+        (f"host{i % 3}".encode(), f"Oct 11 22:14:{i:02d} host{i % 3} app: line {i}".encode()) for i in range(30))
+
+
+def test_run_windowed_flag_is_a_setting_with_a_one_line_error():
+    res = subprocess.run([sys.executable, "-m", "worker", "run", "--windowed", "maybe"], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and "windowing.enabled" in res.stderr and "RIBBON_WINDOWING__ENABLED" in res.stderr, \
+        res.stderr
+
+
+class Polled(Msg):
+    def error(self):
+        return None
+
+    def topic(self):
+        return "logs"
+
+    def partition(self):
+        return 0
+
+
+def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
+    from stage_fakes import Wake
+    from ingest_fakes import PausingConsumer
+
+    from worker.observability.metrics import Metrics
+    from worker.pipeline.deadletter import DeadLetters
+    from worker.pipeline.inflight import DocRegistry
+    from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.stage import Shared
+
+    tracker, metrics = OffsetTracker(), Metrics()
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs",
+                               "RIBBON_WINDOWING__MAX_WINDOWS": "3", "RIBBON_MODEL__MODE": "digest"})
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
+    marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
+    ing = Ingest(config=IngestConfig(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),
+                 make_consumer=PausingConsumer, delivery=None, downstream=Downstream(finished=lambda doc, text: True))
+    ing.consumer = ing.make_consumer()
+    tracker.assign(TP)
+    ing._ingest([Polled(f"flood {i}".encode(), b"flood", i) for i in range(50)])  # 50 in flight, one window
+    ing._backpressure()
+    assert ing.consumer.paused == [] and metrics.registry.get_sample_value("ribbon_open_windows") == 1
+    ing._ingest([Polled(b"x", k, 50 + i) for i, k in enumerate((b"a", b"b"))])
+    ing._backpressure()
+    assert ing.consumer.paused == [["tp0", "tp1"]] and metrics.registry.get_sample_value("ribbon_open_windows") == 3
+    for doc in ing.lines.due(draining=True):  # the windows close, and their outputs commit
+        tracker.complete(doc.tp, doc.epoch, doc.offset, ())
+    assert sum(len(r.offsets) for r in tracker.take_ready()) == 52
+    ing._backpressure()
+    assert ing.consumer.resumed == [["tp0", "tp1"]]
