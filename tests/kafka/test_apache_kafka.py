@@ -193,7 +193,7 @@ def test_a_frozen_worker_is_fenced_by_its_restart_and_commits_nothing(kafka, kaf
     summarized exactly once. (A fenced producer learns it at its next transactional call: more input is
     produced after the wake-up so that the old worker, back in the group, has work to try.)"""
     t = topics(kafka_topic)
-    docs = mixed_docs(600, seed=41)
+    docs = mixed_docs(1600, seed=41)  # 400 first, then up to 1,200 while the old worker wakes
     produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs[:400]])
     env = worker_env(kafka.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
                      RIBBON_KAFKA__SESSION_TIMEOUT_MS="3000", RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2")
@@ -204,9 +204,19 @@ def test_a_frozen_worker_is_fenced_by_its_restart_and_commits_nothing(kafka, kaf
         with frozen(old.pid):
             new = start_worker(env, tmp_path / "new.log")  # same group, same slot: same transactional.id
             consume_all(kafka.bootstrap, t["output_topic"], 300, timeout_s=180, isolation="read_committed")
-        produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs[400:]],
-                [f"m{i}".encode() for i in range(200)])  # keys over every partition
-        assert old.wait(120) == 1, (tmp_path / "old.log").read_text()[-3000:]
+        # Input keeps coming, a few records over every partition each second, until the old worker has
+        # met its fencing: whichever partitions the rebalance gives it back, it gets work there (one burst
+        # could be summarized by the new worker before the old one is back in the group).
+        deadline, sent = time.monotonic() + 120, 400
+        while old.poll() is None and time.monotonic() < deadline:
+            batch = docs[sent:sent + 10] if sent < len(docs) else []
+            if batch:
+                produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in batch],
+                        [f"m{sent + i}".encode() for i in range(len(batch))])
+                sent += len(batch)
+            time.sleep(1.0)
+        assert old.wait(max(1.0, deadline - time.monotonic())) == 1, (tmp_path / "old.log").read_text()[-3000:]
+        docs = docs[:sent]
         consume_all(kafka.bootstrap, t["output_topic"], len(docs), timeout_s=300, isolation="read_committed")
     finally:
         for p in (old, new):
