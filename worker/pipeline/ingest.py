@@ -13,7 +13,8 @@ Contract:
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
   once per document, taken back in fetch order), the token gate of compaction, the planner and
   tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
-  round back through `combine_q`).
+  round back through `combine_q`); the consumer's side of the commit channel with delivery
+  (worker/pipeline/commits.py: group metadata and revokes out, at_least_once offsets in).
 - May block: in the poll (`take`: at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
   waits for the pool's batches and for delivery's last transaction of those partitions; an assign
   asks the group coordinator for the committed offsets, at most 10 s), in
@@ -43,6 +44,7 @@ from worker.kafka.clients import Factory, start_positions, take
 from worker.kafka.config import offset_reset
 from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.backpressure import Backpressure, Watermarks
+from worker.pipeline.commits import Commits
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text, prompt_texts
@@ -77,7 +79,7 @@ class Downstream:
 
 
 class Ingest:
-    def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, delivery,
+    def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, commits: Commits,
                  downstream: Downstream):
         planner, settings = downstream.planner, config.settings
         tracker, metrics = shared.tracker, shared.metrics
@@ -87,7 +89,8 @@ class Ingest:
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, shared.registry, downstream.packer
-        self.planner, self.delivery, self.metrics = planner, delivery, metrics
+        self.planner, self.metrics = planner, metrics
+        self.commits = commits  # the one channel with delivery (worker/pipeline/commits.py)
         self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
@@ -125,9 +128,9 @@ class Ingest:
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
         next_lag = 0.0
         while not self.stop.is_set():
-            # Delivery never calls the consumer (calls into one consumer are serialized): hand it
+            # Delivery never calls the consumer (calls into one consumer are serialized): publish
             # the group metadata for its transactions, and commit what it delivered (at_least_once).
-            self.delivery.group_metadata = self.consumer.consumer_group_metadata()
+            self.commits.publish(self.consumer.consumer_group_metadata())
             self._commit_delivered(asynchronous=True)
             self._plan_combines()
             if self.lines is not None:  # windows that time (or a drain) closed
@@ -149,16 +152,10 @@ class Ingest:
     def _commit_delivered(self, asynchronous: bool) -> None:
         from confluent_kafka import KafkaException
 
-        offsets: dict = {}
-        while True:
-            try:
-                for tp in self.delivery.to_commit.get_nowait():
-                    offsets[(tp.topic, tp.partition)] = tp
-            except queue.Empty:
-                break
+        offsets = self.commits.take()
         if offsets:
             try:
-                self.consumer.commit(offsets=list(offsets.values()), asynchronous=asynchronous)
+                self.consumer.commit(offsets=offsets, asynchronous=asynchronous)
             except KafkaException as exc:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
@@ -361,7 +358,7 @@ class Ingest:
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
         # The metadata is taken here, inside the callback: the consumer admits this re-entrant call.
-        self.delivery.flush_and_forget(tps, group_metadata=consumer.consumer_group_metadata())
+        self.commits.revoke(tps, group_metadata=consumer.consumer_group_metadata())
         self._commit_delivered(asynchronous=False)
         log.info("revoked %s", tps)
 
