@@ -22,7 +22,7 @@ def test_ribbon_run_imports_no_demo_or_benchmark_code():
     mods = _imports_of("cmd_run", ROOT / "worker" / "cli" / "main.py")
     assert mods and not [m for m in mods if m.startswith(WORKSHOP)]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(mods)) +
-            "import worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
+            "import worker.cli.main, worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
             f"print([m for m in sys.modules if m.startswith({WORKSHOP!r})])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
