@@ -83,7 +83,7 @@ def _model(settings: Any) -> tuple[Check, str]:
 
 def _tokenizer(path: str) -> Check:
     try:
-        from transformers import AutoTokenizer  # noqa: PLC0415 transformers (~2 s) off a digest-mode validate
+        from transformers import AutoTokenizer  # noqa: PLC0415 transformers off a digest-mode validate
 
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as exc:
@@ -94,7 +94,7 @@ def _tokenizer(path: str) -> Check:
 
 def _attention(settings: Any) -> Check:
     try:
-        from worker.engine.attention import choose_backend, varlen_available  # noqa: PLC0415 torch off digest mode
+        from worker.engine.attention import choose_backend, varlen_available  # noqa: PLC0415 torch off a digest validate
         from worker.engine.loader import resolve_device  # noqa: PLC0415 torch off a digest-mode validate
 
         device = resolve_device(settings.model.device)

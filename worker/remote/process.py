@@ -83,7 +83,7 @@ def want_process(model) -> bool:
     if model.device != "auto":
         return model.device.startswith("cuda")
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    import torch  # noqa: PLC0415 after the variable above; digest mode loads no torch
+    import torch  # noqa: PLC0415 after PYTORCH_NVML_BASED_CUDA_CHECK is set; digest mode: none
 
     return torch.cuda.is_available()
 
