@@ -43,7 +43,7 @@ with contextlib.redirect_stdout(out):
         code = main({argv!r})
     except SystemExit as exc:
         code = exc.code
-print("HEAVY", code, " ".join(m for m in {heavy!r} if m in sys.modules))
+print("HEAVY", code, len(sys.modules), " ".join(m for m in {heavy!r} if m in sys.modules))
 """
 
 
@@ -55,35 +55,36 @@ def tree_of(ref: str, into: Path) -> Path:
     return into
 
 
-def run_once(root: Path, argv: list[str], importtime: bool = False) -> tuple[float, float | None, int, list[str]]:
-    """(wall s, import s of worker.cli.main or None, exit code, heavy packages loaded) of one fresh run."""
+def run_once(root: Path, argv: list[str], importtime: bool = False) -> tuple[float, float | None, int, int, list[str]]:
+    """(wall s, import s of worker.cli.main or None, exit code, modules loaded, heavy packages loaded) of one
+    fresh run."""
     probe = PROBE.format(root=str(root), argv=argv, heavy=HEAVY)
     flags = ["-X", "importtime"] if importtime else []
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, *flags, "-c", probe], capture_output=True, text=True, check=True, cwd=root)
     wall = time.perf_counter() - t0
-    _, code, *loaded = out.stdout.strip().splitlines()[-1].split(" ")
+    _, code, n_modules, *loaded = out.stdout.strip().splitlines()[-1].split(" ")
     imp = None
     if importtime:
         line = next(x for x in out.stderr.splitlines() if x.rstrip().endswith("| worker.cli.main"))
         imp = int(line.split("|")[1]) / 1e6
-    return wall, imp, int(code), loaded
+    return wall, imp, int(code), int(n_modules), loaded
 
 
 def measure(trees: dict[str, Path], argv: list[str], runs: int) -> dict:
     """Each tree in turn, run after run (the trees share the machine's load alike)."""
     walls: dict[str, list[float]] = {t: [] for t in trees}
     imports: dict[str, list[float]] = {t: [] for t in trees}
-    last: dict[str, tuple[int, list[str]]] = {}
+    last: dict[str, tuple[int, int, list[str]]] = {}
     for i in range(runs):
         for name, root in trees.items():
-            wall, imp, code, loaded = run_once(root, argv, importtime=i % 3 == 2)
+            wall, imp, code, n_modules, loaded = run_once(root, argv, importtime=i % 3 == 2)
             (imports[name] if imp is not None else walls[name]).append(imp if imp is not None else wall)
-            last[name] = (code, loaded)
+            last[name] = (code, n_modules, loaded)
     return {name: {"exit_code": last[name][0], "wall_s_best": min(walls[name]),
                    "wall_s_median": statistics.median(walls[name]),
                    "import_worker_cli_main_s_best": min(imports[name]) if imports[name] else None,
-                   "heavy_loaded": last[name][1]} for name in trees}
+                   "modules_loaded": last[name][1], "heavy_loaded": last[name][2]} for name in trees}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
               "runs": a.runs, "trees": res, "command": "python -m bench.cli_start " + " ".join(argv or sys.argv[1:])}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{'tree':24}{'command':26}{'best s':>8}{'median s':>10}{'import s':>10}  heavy packages loaded")
+    print(f"{'tree':24}{'command':26}{'best s':>8}{'median s':>10}{'import s':>10}{'modules':>9}  heavy packages loaded")
     for name, cmds in res.items():
         for cmd, r in cmds.items():
             print(f"{name:24}{cmd:26}{r['wall_s_best']:8.3f}{r['wall_s_median']:10.3f}"
-                  f"{r['import_worker_cli_main_s_best']:10.3f}  {' '.join(r['heavy_loaded']) or '-'}")
+                  f"{r['import_worker_cli_main_s_best']:10.3f}{r['modules_loaded']:9d}  {' '.join(r['heavy_loaded']) or '-'}")
     print(f"wrote {a.out}")
     return 0 if all(r["exit_code"] == 0 for cmds in res.values() for r in cmds.values()) else 1
 
