@@ -106,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
               "runs": a.runs, "trees": res, "command": "python -m bench.cli_start " + " ".join(argv or sys.argv[1:])}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{'tree':24}{'command':26}{'best s':>8}{'median s':>10}{'import s':>10}{'modules':>9}  heavy packages loaded")
+    print(f"{'tree':24}{'command':26}{'best s':>8}{'median s':>10}{'import s':>10}{'modules':>9}  heavy loaded")
     for name, cmds in res.items():
         for cmd, r in cmds.items():
             print(f"{name:24}{cmd:26}{r['wall_s_best']:8.3f}{r['wall_s_median']:10.3f}"
-                  f"{r['import_worker_cli_main_s_best']:10.3f}{r['modules_loaded']:9d}  {' '.join(r['heavy_loaded']) or '-'}")
+                  f"{r['import_worker_cli_main_s_best']:10.3f}{r['modules_loaded']:9d}  "
+                  f"{' '.join(r['heavy_loaded']) or '-'}")
     print(f"wrote {a.out}")
     return 0 if all(r["exit_code"] == 0 for cmds in res.values() for r in cmds.values()) else 1
 

@@ -32,7 +32,8 @@ def test_ribbon_run_imports_no_demo_or_benchmark_code():
 def _loaded_after(code: str) -> set[str]:
     """The top-level packages and worker modules in sys.modules after running `code` in a fresh interpreter."""
     probe = code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=ROOT)
     return set(out.stdout.splitlines()[-1].split())
 
 

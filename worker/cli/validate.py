@@ -94,7 +94,7 @@ def _tokenizer(path: str) -> Check:
 
 def _attention(settings: Any) -> Check:
     try:
-        from worker.engine.attention import choose_backend, varlen_available  # noqa: PLC0415 torch off a digest validate
+        from worker.engine.attention import choose_backend, varlen_available  # noqa: PLC0415 torch off digest mode
         from worker.engine.loader import resolve_device  # noqa: PLC0415 torch off a digest-mode validate
 
         device = resolve_device(settings.model.device)
