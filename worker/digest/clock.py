@@ -15,6 +15,7 @@ parsed into dates; the rest are only compared, by sort keys made without parsing
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -94,7 +95,7 @@ def sort_keys(stamps: list[str]) -> list[str]:
     if not sample:
         return stamps
     if sample[:3] in _MON_KEY or sample.lstrip("<0123456789>")[:3] in _MON_KEY:   # Mon dd HH:MM:SS
-        return [_syslog_key(s) if s else "" for s in stamps]
+        return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005
         return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
     if _CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
@@ -117,6 +118,26 @@ def _syslog_key(s: str) -> str:
     s = s.lstrip("<0123456789>")
     day, _, rest = s[4:].lstrip().partition(" ")
     return _MON_KEY.get(s[:3], "00") + day.zfill(2) + rest.translate(_DIGITS)
+
+
+_MON_SPACE = frozenset(m + " " for m in _MON_KEY)
+_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57 and c != 10)   # bytes to delete (\n kept)
+
+
+def _syslog_keys(stamps: list[str]) -> list[str]:
+    """_syslog_key of every stamp, in a few passes over the joined texts when all have one width and start
+    with a month name (a space-padded day, as RFC 3164 writes it); line by line otherwise."""
+    widths = set(map(len, stamps))
+    widths.discard(0)
+    heads = set(map(itemgetter(slice(0, 4)), stamps))
+    heads.discard("")
+    joined = "\n".join(stamps)
+    if len(widths) != 1 or not heads <= _MON_SPACE or not joined.isascii():
+        return [_syslog_key(s) if s else "" for s in stamps]
+    joined = joined.replace("  ", " 0")                      # `Dec  1 10:..` -> `Dec 01 10:..`
+    for head in heads:
+        joined = joined.replace(head, _MON_KEY[head[:3]])    # -> `1201 10:..`
+    return joined.encode().translate(None, _NOT_DIGITS).decode().split("\n")   # -> `1201100...`
 
 
 def _padded_key(s: str) -> str:
