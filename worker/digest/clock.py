@@ -15,7 +15,7 @@ parsed into dates; the rest are only compared, by sort keys made without parsing
 from __future__ import annotations
 
 import re
-from operator import itemgetter
+from operator import itemgetter, lt
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -158,7 +158,7 @@ class TrueSpan:
 
 def true_span(stamps: list[str], keys: list[str]) -> TrueSpan | None:
     """Earliest to latest (by sort key; ties: the earlier line), or None when no line has a time."""
-    ks = [k for k in keys if k]
+    ks = list(filter(None, keys))
     if not ks:
         return None
     k_lo, k_hi = min(ks), max(ks)
@@ -169,7 +169,7 @@ def true_span(stamps: list[str], keys: list[str]) -> TrueSpan | None:
     if last.seconds < first.seconds:   # keys and dates disagree (mixed forms): order by the dates
         first, last = last, first
         lo, hi = hi, lo
-    out_of_order = sum(b < a for a, b in zip(ks, ks[1:]))
+    out_of_order = sum(map(lt, ks[1:], ks))         # a line earlier than the one before it
     zone = "UTC" if first.text.endswith("Z") else None
     return TrueSpan(first, last, lo[1], hi[1], out_of_order, zone)
 

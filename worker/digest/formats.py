@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 
 import orjson
 
@@ -153,7 +154,7 @@ def _reread_hosts(form: str, lines: list[str], rows: list[tuple]) -> list[tuple]
     """Rows of an _UNGUARDED pass whose host is a level word, read again by the guarded regex."""
     full = _ROWS[form]
     h = full.groupindex["host"] - 1
-    wrong = {x for x in {r[h] for r in rows} if x and _IS_LEVEL.fullmatch(x)}
+    wrong = {x for x in set(map(itemgetter(h), rows)) if x and _IS_LEVEL.fullmatch(x)}
     if not wrong:
         return rows
     return [tuple(g or "" for g in full.match(lines[i]).groups()) if r[h] in wrong else r
@@ -311,7 +312,8 @@ def _columns(form: str, rx: re.Pattern, lines: list[str], rows: list[tuple], cle
     if "pri" in gi:
         pri = col("pri")
         by_pri = {p: from_pri(p) for p in set(pri) if p}
-        levels = [by_pri[p] if p else lv for p, lv in zip(pri, levels)]
+        if by_pri:
+            levels = [by_pri[p] if p else lv for p, lv in zip(pri, levels)]
     witness = stamps if form not in ("level_first",) else lv_text
     matched = list(map(bool, witness))
     hosts = list(col("host")) if "host" in gi else []
