@@ -18,14 +18,13 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import numpy as np
 import orjson
 
 from worker.digest import pm_scan
-from worker.digest.levels_table import from_otlp, level_word
 from worker.digest.outliers import Z_OUTLIER, far_outside
+from worker.messages.otlp import InvalidExport, read_export
 
 MAX_COUNTERS = 10
 MAX_EXTREMES = 5
@@ -221,37 +220,9 @@ def _extremes(name: str, xs: np.ndarray, objs: np.ndarray, objects: list[str]) -
 
 # ---- OTLP/JSON logs --------------------------------------------------------------------------------------
 
-def _any_value(v) -> str:
-    if not isinstance(v, dict):
-        return "" if v is None else str(v)
-    for k in ("stringValue", "intValue", "doubleValue", "boolValue"):
-        if k in v:
-            return str(v[k])
-    if "arrayValue" in v:
-        return ",".join(_any_value(x) for x in v["arrayValue"].get("values", []))
-    if "kvlistValue" in v:
-        return ",".join(f"{kv.get('key')}={_any_value(kv.get('value'))}" for kv in v["kvlistValue"].get("values", []))
-    return ""
-
-
-def _attrs(items) -> dict[str, str]:
-    return {a.get("key", ""): _any_value(a.get("value")) for a in items or () if isinstance(a, dict)}
-
-
-def _time(record: dict) -> str:
-    nanos = record.get("timeUnixNano") or record.get("observedTimeUnixNano")
-    try:
-        ns = int(nanos)
-    except (TypeError, ValueError):
-        return "-"
-    if ns <= 0:
-        return "-"
-    dt = datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
 def otlp_lines(text: str) -> list[str] | None:
-    """The records of an OTLP/JSON logs export as lines, or None when the text is not one."""
+    """The records of an OTLP/JSON logs export as lines (worker/messages/otlp.py), or None when the text is
+    not one."""
     head = text.lstrip()[:200]
     if not head.startswith("{") or "resourceLogs" not in text[:2000]:
         return None
@@ -261,15 +232,7 @@ def otlp_lines(text: str) -> list[str] | None:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("resourceLogs"), list):
         return None
-    out = []
-    for rl in obj["resourceLogs"]:
-        res = _attrs((rl.get("resource") or {}).get("attributes"))
-        service = res.get("service.name") or res.get("host.name") or "-"
-        for sl in rl.get("scopeLogs") or rl.get("instrumentationLibraryLogs") or ():
-            for rec in sl.get("logRecords") or ():
-                level = level_word(str(rec.get("severityText") or "")) or from_otlp(int(rec.get("severityNumber") or 0))
-                attrs = _attrs(rec.get("attributes"))
-                extra = " ".join(f"{k}={v}" for k, v in attrs.items())
-                body = _any_value(rec.get("body")).replace("\n", " ")
-                out.append(f"{_time(rec)} {level or 'UNSET'} [{service}] {body}" + (f" {extra}" if extra else ""))
-    return out
+    try:
+        return read_export(obj).lines
+    except InvalidExport:
+        return None

@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
+from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
 
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
@@ -29,6 +30,7 @@ ERROR_CLASSES = (
     "schema",         # a JSON object with a field of the wrong type or value
     "missing_text",   # a JSON object with neither text nor lines
     "empty_text",     # the document is empty or only whitespace
+    "invalid_otlp",   # an OTLP logs export (JSON `resourceLogs`, or protobuf) whose structure is wrong
 )
 KNOWN_KINDS = ("log", "trace", "pm", "crash", "syslog")
 MAX_REASON_CHARS = 500
@@ -295,7 +297,11 @@ def _decode(value: bytes) -> InputMessage:
     try:
         text = str(value, "utf-8")
     except UnicodeDecodeError as exc:
-        raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
+        export = from_proto(value) if value[:1] == b"\n" else None   # field 1 (resourceLogs) of a protobuf export
+        if export is None:
+            raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason} (and not an OTLP "
+                                             "protobuf logs export)") from None
+        return _from_export(export, "otlp_proto")
     text = text.removeprefix("\ufeff")
     head = text.lstrip()
     if not head:
@@ -321,7 +327,20 @@ def _decode_object(text: str) -> InputMessage:
         raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
     if isinstance(obj, dict):
         _check_depth(obj)
+        if is_export(obj):
+            return _from_export(obj, "otlp_json")
     return _check_attributes(_validate(obj), text)
+
+
+def _from_export(obj: dict, encoding: str) -> InputMessage:
+    """An OTLP logs export request (worker/messages/otlp.py) as one document of its log records."""
+    try:
+        export = read_export(obj)
+    except InvalidExport as exc:
+        raise BadMessage("invalid_otlp", f"an OTLP logs export ({encoding}) with {exc}") from None
+    if not export.lines:
+        raise BadMessage("empty_text", f"an OTLP logs export ({encoding}) with no log records")
+    return _validate({"lines": export.lines, "source": export.source, "kind": "log"})
 
 
 def encode_output(msg: OutputMessage) -> bytes:
