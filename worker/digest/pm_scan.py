@@ -49,13 +49,16 @@ class Columns:
 
 
 def skeleton(text: str) -> Skeleton | None:
-    """The file split into its skeleton and measValue regions, or None when a region has no end tag."""
+    """The file split into its skeleton and measValue regions, or None when a measInfo's measValues are
+    not all found (no end tag, a namespace prefix)."""
     starts = [m.start() for m in _MEAS_INFO.finditer(text)] + [len(text)]
     kept, regions = [text[:starts[0]]], []
     for a, b in zip(starts, starts[1:]):
         block = text[a:b]
         i = block.find("<measValue")
         if i < 0:
+            if "measValue" in block:          # under a namespace prefix: not read here
+                return None
             kept.append(block)
             regions.append("")
             continue
