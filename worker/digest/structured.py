@@ -3,14 +3,17 @@
     pm_digest(text)  -> the `pm` object of the digest for a TS 32.435 `measCollecFile` or TS 28.532
                         `measDataFile`, or None when the text is neither
     otlp_lines(text) -> the log records of an OTLP/JSON `resourceLogs` export as lines
-                        (`<time> <LEVEL> [<service>] <body> key=value ...`), or None
+                        (`<time> <LEVEL> [<service>] <body> key=value ...`, worker/messages/otlp.py),
+                        or None
 
 A PM file's counters are read by position (`measTypes` + `measResults`, or `measType p=` + `r p=`),
 per measured object (`measObjLdn`). The digest names the managed element, the period and granularity,
 how many objects and cells, the non-zero counters (largest total first), the failure-type counters
 (`*Fail*`, `*Drop*`, `*Rej*`, `*Abnorm*`, `*Loss*`) with the object of their largest value, and the
 objects far from the others on a counter (robust z, as outliers.py). XML with a DOCTYPE or entity
-declarations is not parsed (no entity expansion).
+declarations is not parsed (no entity expansion). The values are read in bulk by pm_scan.py (the
+file's structure by xml.etree without its measValue lists); a list of another shape makes the file
+go through xml.etree whole, element by element (_from_elements). Both give the same table of values.
 """
 
 from __future__ import annotations
