@@ -55,6 +55,9 @@ PARSED_WHOLE = {
     "a self-closing r": SCANNED["r"].replace('<r p="3">8</r>', '<r p="3"/>', 1),
     "another attribute first": SCANNED["r"].replace('<measValue measObjLdn="NRCellDU=6"',
                                                     '<measValue x="1" measObjLdn="NRCellDU=6"'),
+    "two measResults in one measValue, none in the next": SCANNED["measResults"].replace(
+        "</measResults></measValue>", "</measResults><measResults>1 2 3</measResults></measValue>", 1).replace(
+        '<measValue measObjLdn="NRCellCU=1"><measResults>1001 1 2.5</measResults>', '<measValue measObjLdn="NRCellCU=1">'),
     "r and measResults in one measInfo": SCANNED["r"].replace('<r p="1">', "<measResults>1 2 3</measResults><r p=\"1\">", 1),
 }
 

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from operator import methodcaller
-
 import numpy as np
 
 _MEAS_INFO = re.compile(r"<measInfo[\s>]")
 _OBJ = re.compile(r'<measValue\s+measObjLdn\s*=\s*"([^"\t\r\n]*)"\s*>')   # xml.etree makes \t\r\n spaces
-_R_P = re.compile(r'<r\s+p\s*=\s*"(\d+)"\s*>')
+_MARKS = re.compile(r'<(?:measValue[\s>]|r\s+p\s*=\s*"(\d+)"\s*>)')   # "" for a measValue, p for an r
 _R_VALUE = re.compile(r"<r\s[^>]*>([^<]*)</r\s*>")
-_RESULTS = re.compile(r"<measResults\s*>([^<]*)</measResults\s*>")
+_MV_RESULTS = re.compile(_OBJ.pattern + r"\s*<measResults\s*>([^<]*)</measResults\s*>")
 _SUSPECT = re.compile(r"<suspect\s*>\s*(?i:true)\s*</suspect\s*>")
 _END = re.compile(r"</measValue\s*>")
 
@@ -93,26 +91,30 @@ def scan(region: str) -> Columns | None:
     # every tag is one of those, each with its end tag: no comment, CDATA, PI, prefix or other element
     if region.count("<") != 2 * (n_mv + n_r + n_res + n_suspect) or "&" in region:
         return None
-    if n_mv != region.count("<measValue") or n_mv != region.count("</measValue") or bool(n_r) == bool(n_res):
+    if n_mv != region.count("</measValue") or bool(n_r) == bool(n_res):
         return None
-    parts = region.split("<measValue")[1:]                                             # [M] each one's children
     if n_r:
-        p_texts = _R_P.findall(region)
+        marks = _MARKS.findall(region)                   # [M + N] in file order: "" a measValue, else an r's p
         texts = _R_VALUE.findall(region)
-        if not len(p_texts) == len(texts) == n_r:
+        if len(marks) != n_mv + n_r or len(texts) != n_r:
             return None
-        counts = np.fromiter(map(methodcaller("count", "<r"), parts), np.int64, n_mv)  # [M]
-        positions = list(set(p_texts))
+        positions = list(set(marks) - {""})
         code = dict(zip(positions, range(len(positions))))
-        p = np.fromiter(map(code.__getitem__, p_texts), np.int64, n_r)                # [N]
+        code[""] = -1
+        mark = np.fromiter(map(code.__getitem__, marks), np.int64, len(marks))      # [M + N]
+        is_r = mark >= 0
+        mv = (np.cumsum(~is_r) - 1)[is_r]                                           # [N]
+        p = mark[is_r]                                                              # [N]
     else:
-        results = _RESULTS.findall(region)
-        if len(results) != n_res or n_res != n_mv or any(part.count("<measResults") != 1 for part in parts):
+        pairs = _MV_RESULTS.findall(region)               # each measValue with its measResults, first
+        if len(pairs) != n_mv or n_res != n_mv:
             return None
+        results = [r for _, r in pairs]
         counts = np.fromiter(map(len, map(str.split, results)), np.int64, n_mv)       # [M]
         texts = " ".join(results).split()
         first = np.repeat(np.cumsum(counts) - counts, counts)                          # [N]
         p = np.arange(len(texts), dtype=np.int64) - first                              # [N] 0-based
         positions = [str(i + 1) for i in range(int(counts.max(initial=0)))]
-    mv = np.repeat(np.arange(n_mv, dtype=np.int64), counts)                            # [N]
-    return Columns(p, positions, mv, _floats(texts), objects, len(_SUSPECT.findall(region)))
+        mv = np.repeat(np.arange(n_mv, dtype=np.int64), counts)                        # [N]
+    suspect = len(_SUSPECT.findall(region)) if n_suspect else 0
+    return Columns(p, positions, mv, _floats(texts), objects, suspect)

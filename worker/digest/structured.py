@@ -126,7 +126,9 @@ def _from_columns(cols: list, names: list[dict[str, str]]) -> _Table:
         if c is None:
             continue
         suspect += c.suspect
-        oid = np.array([objects.setdefault(o, len(objects)) for o in c.objects], dtype=np.int64)   # [M]
+        for o in dict.fromkeys(c.objects):
+            objects.setdefault(o, len(objects))
+        oid = np.fromiter(map(objects.__getitem__, c.objects), np.int64, len(c.objects))           # [M]
         keep = ~np.isnan(c.x)                                                                       # [N]
         used, inv = np.unique(c.p[keep], return_inverse=True)
         texts = [c.positions[i] for i in used.tolist()]
