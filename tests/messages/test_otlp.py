@@ -47,6 +47,15 @@ def test_the_protobuf_encoding_gives_the_same_document():
     assert decode_input(value, max_bytes=LIMIT) == decode_input(orjson.dumps(obj), max_bytes=LIMIT)
 
 
+def test_a_small_protobuf_export_that_is_valid_utf8_is_still_an_export():
+    obj = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"severityNumber": 17, "body": {"stringValue": "down"}}]}]}]}
+    value = proto(obj)
+    assert value.decode().startswith("\n")   # no time field: every byte is ASCII
+    assert decode_input(value, max_bytes=LIMIT).lines == ["- ERROR [-] down"]
+    text = b"\n\x12 a text document with a DC2 byte, not protobuf"
+    assert decode_input(text, max_bytes=LIMIT).text == text.decode()
+
+
 def test_levels_services_nested_values_and_the_digest_of_the_document():
     from worker.digest.document import analyze_document
 

@@ -40,6 +40,7 @@ INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson mak
 MAX_HEADER_MESSAGE_BYTES = 1024
 MAX_INT_DIGITS = 400  # longer integers are refused unread (a double ends near 309 digits)
 _JSON_START = frozenset('["-0123456789tfn')  # what a JSON value other than an object starts with
+PROTO_SNIFF_BYTES = 4096  # a UTF-8 value is tried as protobuf when it starts with 0x0A and holds 0x12 this early
 _BIG_FLOAT = float(2**63)  # orjson parses an integer outside INT_RANGE as a float at least this large
 
 
@@ -302,6 +303,10 @@ def _decode(value: bytes) -> InputMessage:
             raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason} (and not an OTLP "
                                              "protobuf logs export)") from None
         return _from_export(export, "otlp_proto")
+    if value[:1] == b"\n" and b"\x12" in value[:PROTO_SNIFF_BYTES]:   # a small export can be valid UTF-8
+        export = from_proto(value)
+        if export is not None:
+            return _from_export(export, "otlp_proto")
     text = text.removeprefix("\ufeff")
     head = text.lstrip()
     if not head:
