@@ -2,10 +2,10 @@
 
     skeleton(text)            -> Skeleton | None: the file without its measValue elements (for
                                  xml.etree, small) and, per measInfo, the text of its measValues
-    scan(region, names, objs) -> Columns | None: that text's values as arrays
+    scan(region)              -> Columns | None: that text's values as arrays
 
 A 15-minute file of a large node holds 10^5-10^6 values; xml.etree builds an element per value and
-then Python reads each one (structured.py's fallback, ~10 µs a value). Here the file's structure (the
+then Python reads each one (structured.py's fallback). Here the file's structure (the
 header, measInfo, granPeriod, measTypes, measType) is still parsed by xml.etree, from the skeleton,
 and only the measValue lists, whose shape TS 32.435 and TS 28.532 fix
 (`<measValue measObjLdn="..."><r p="1">v</r>...` or `<measResults>v v v</measResults>`, then
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
 import numpy as np
 
 _MEAS_INFO = re.compile(r"<measInfo[\s>]")
@@ -29,6 +30,7 @@ _R_VALUE = re.compile(r"<r\s[^>]*>([^<]*)</r\s*>")
 _MV_RESULTS = re.compile(_OBJ.pattern + r"\s*<measResults\s*>([^<]*)</measResults\s*>")
 _SUSPECT = re.compile(r"<suspect\s*>\s*(?i:true)\s*</suspect\s*>")
 _END = re.compile(r"</measValue\s*>")
+
 
 @dataclass(frozen=True)
 class Skeleton:
@@ -98,7 +100,7 @@ def scan(region: str) -> Columns | None:
         texts = _R_VALUE.findall(region)
         if len(marks) != n_mv + n_r or len(texts) != n_r:
             return None
-        positions = list(set(marks) - {""})
+        positions = sorted(set(marks) - {""}, key=int)
         code = dict(zip(positions, range(len(positions))))
         code[""] = -1
         mark = np.fromiter(map(code.__getitem__, marks), np.int64, len(marks))      # [M + N]

@@ -60,6 +60,7 @@ class _Table:
 
 
 def pm_digest(text: str) -> dict | None:
+    """The `pm` object of a PM XML file (the module docstring), or None when the text is none or does not parse."""
     head = text[:4096]
     if "measCollecFile" not in head and "measDataFile" not in head:
         return None
