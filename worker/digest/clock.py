@@ -15,9 +15,9 @@ parsed into dates; the rest are only compared, by sort keys made without parsing
 from __future__ import annotations
 
 import re
-from operator import itemgetter, lt
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from operator import itemgetter, lt
 
 from worker.digest.timeparse import MONTHS, Stamp, _fraction, _iso, _stamp, _zone
 
