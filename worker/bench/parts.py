@@ -7,17 +7,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
 from worker.config.settings import load_settings
+from worker.engine.tiny import make_tiny_checkpoint
 from worker.pipeline.app import build_parts
 
 
 def random_checkpoint(arch_config: str, out: Path) -> str:
     """Random weights of a public architecture (config JSON) with the tiny offline tokenizer."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from worker.engine.tiny import make_tiny_checkpoint
-
     tok_dir = make_tiny_checkpoint(out / "tok")
     cfg = AutoConfig.from_pretrained(arch_config)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
@@ -28,8 +27,9 @@ def random_checkpoint(arch_config: str, out: Path) -> str:
     return str(out / "model")
 
 
-def load_parts(a: argparse.Namespace):
-    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files."""
+def load_parts(a: argparse.Namespace, overrides: dict | None = None):
+    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files.
+    `overrides`: further settings (dotted keys), e.g. the windowing group."""
     tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
@@ -39,7 +39,8 @@ def load_parts(a: argparse.Namespace):
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
                                         "model.batching": getattr(a, "batching", "bin"),
                                         "model.stop_lengths_file": getattr(a, "stop_lengths", None),
-                                        "model.prefill_step_tokens": getattr(a, "prefill_step_tokens", None) or 16_384})
+                                        "model.prefill_step_tokens": getattr(a, "prefill_step_tokens", None) or 16_384,
+                                        **(overrides or {})})
     parts = build_parts(settings)
 
     def cleanup() -> None:
