@@ -68,7 +68,8 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
             self._docs_back(*msg[1:])
 
     def _idle(self) -> None:
-        """Stalls are watched per bin (ProcessGpuLoop); documents come back per step here."""
+        """No stall watch here (results come per document, not per bin); the engine process dying still
+        stops the stage (EngineProcessError from `receive`)."""
 
     def _docs_back(self, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int, busy_s: float) -> None:
         pairs, starts = [], []
