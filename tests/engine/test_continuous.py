@@ -71,6 +71,25 @@ def test_continuous_batching_gives_the_greedy_tokens_of_a_bin_at_a_time(tiny):
     assert min(steps) < max(steps)  # the first bin's documents leave at different steps
 
 
+@pytest.mark.parametrize("lag,refill", [(1, 0.0), (1, 0.6), (0, 0.6)])
+def test_looking_a_round_late_and_refilling_in_groups_keep_the_tokens(tiny, lag, refill):
+    """lag 1 (the CUDA mode, forced here): a round's flags are read while the next round runs, so a
+    finished row runs one more round as a done row before its seat and slot are reused; refill:
+    waiting documents join only once 3 of 5 seats are free. Neither changes a token."""
+    docs = _docs(30, 3, 30, 500, seed=5)
+    eng = _engine(tiny, max_new_tokens=10, check_every=2)
+    eng.eos_ids = (_frequent_token(eng, docs),)
+    limits = [(2, 10, 6)[i % 3] for i in range(len(docs))]
+    seeds = list(range(len(docs)))
+    eng.limits = lambda s: [limits[x] for x in s]
+    ref = eng.generate(_stage(eng, docs), seeds)
+    batcher = eng.batcher(seats=5, kv_rows=250, prefill_tokens=400, refill_fraction=refill, lag=lag)
+    assert batcher.lag == lag and batcher.sched.refill_seats == max(1, round(refill * 5))
+    got = _run(batcher, eng, [docs[:10], docs[10:20], docs[20:]], seeds, limits)
+    assert [got[i][0] for i in range(len(docs))] == ref
+    assert not batcher.busy and batcher.sched.slots.used == 0
+
+
 def test_stop_strings_end_a_document_as_in_a_bin(tiny):
     docs = _docs(6, 10, 30, 500, seed=2)
     full = _engine(tiny, max_new_tokens=16).generate(_stage(_engine(tiny, max_new_tokens=16), docs))

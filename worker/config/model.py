@@ -97,6 +97,12 @@ class ModelSettings(_Group):
         description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
                     "(bounds the pause a prefill puts between two decode steps)",
     )
+    refill_fraction: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="continuous batching: while documents decode, waiting documents join once this share of the "
+                    "seats is free (or all waiting ones fit), so documents that finish together are replaced in "
+                    "one large prefill; 0: every step",
+    )
     stop_lengths_file: str | None = Field(
         None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "
                           "one of them (chosen by its seed), as a real model stops at its EOS",

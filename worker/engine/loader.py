@@ -89,6 +89,7 @@ def options_from(settings) -> EngineOptions:
         batching=getattr(settings, "batching", "bin"),
         quantization=getattr(settings, "quantization", "none"),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 16_384),
+        refill_fraction=getattr(settings, "refill_fraction", 0.0),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
         guards=GuardConfig(repetition_penalty=getattr(settings, "repetition_penalty", 1.0),
                            no_repeat_ngram=getattr(settings, "no_repeat_ngram", 0),
