@@ -23,6 +23,7 @@ Running documents side by side only lowers it (a document in flight holds work b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -147,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stop-lengths", default="bench/results/stop_lengths_cpu.json")
     ap.add_argument("--settings", default="16384:0:0,16384:0:1,65536:0:1,65536:0.25:1,131072:0.25:1",
                     help="continuous runs, each prefill_step_tokens:refill_fraction:lag[:check_every]")
+    ap.add_argument("--bin-check-every", default="8", help="bin-at-a-time runs, one per check_every, e.g. 8,16 "
+                                                             "(the first is the engine's for the continuous runs)")
     ap.add_argument("--out", default="bench/results/continuous-sweep_cpu.json")
     a = ap.parse_args(argv)
     a.process, a.batching = "off", "bin"  # in this process: the engine is driven directly
@@ -163,8 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     bins = pack(parts, prompts)
     cfg = parts.packer.config
-    runs = {"bin": run_bins(eng, bins)}
-    print(f"bin: {runs['bin']}", flush=True)
+    runs = {}
+    for k in a.bin_check_every.split(","):  # bin at a time, with each check_every (decode steps per host look)
+        eng.options = dataclasses.replace(eng.options, check_every=int(k))
+        runs[f"bin k{k}"] = run_bins(eng, bins)
+        print(f"bin k{k}: {runs[f'bin k{k}']}", flush=True)
+    eng.options = dataclasses.replace(eng.options, check_every=int(a.bin_check_every.split(",")[0]))
     for spec in a.settings.split(","):
         prefill, refill, lag, *k = spec.split(":")
         b = eng.batcher(cfg.max_seqs, cfg.budget, int(prefill), float(refill), int(lag))
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"continuous {spec}: {r}", flush=True)
     lens = [len(p) for p in prompts]
     outs = eng.limits(list(range(len(prompts)))) or [a.max_new_tokens] * len(prompts)  # the stop lengths
-    b = runs["bin"]
+    b = next(iter(runs.values()))  # the first bin run
     ceil = ceilings(lens, outs, b["prefill_s"] / sum(lens), b["decode_s"] / max(1, b["output_tokens"]))
     print(f"publication ceiling at 80% of the work (documents one after another): {ceil}")
     device = torch.cuda.get_device_name() if eng.device.type == "cuda" else "cpu"

@@ -90,13 +90,14 @@ def test_looking_a_round_late_and_refilling_in_groups_keep_the_tokens(tiny, lag,
     assert not batcher.busy and batcher.sched.slots.used == 0
 
 
-def test_stop_strings_end_a_document_as_in_a_bin(tiny):
+@pytest.mark.parametrize("lag", [0, 1])
+def test_stop_strings_end_a_document_as_in_a_bin(tiny, lag):
     docs = _docs(6, 10, 30, 500, seed=2)
     full = _engine(tiny, max_new_tokens=16).generate(_stage(_engine(tiny, max_new_tokens=16), docs))
     stop = full[0].text[4:7]
     eng = _engine(tiny, max_new_tokens=16, stop_strings=(stop,), check_every=1)
     ref = eng.generate(_stage(eng, docs))
-    got = _run(eng.batcher(seats=3, kv_rows=200), eng, [docs[:3], docs[3:]], list(range(6)))
+    got = _run(eng.batcher(seats=3, kv_rows=200, lag=lag), eng, [docs[:3], docs[3:]], list(range(6)))
     assert [got[i][0] for i in range(6)] == ref and ref[0].finish_reason == "stop"
 
 

@@ -93,12 +93,12 @@ class ModelSettings(_Group):
                            "(docs/engine.md: measured slower on the H200 so far, so not the default)",
     )
     prefill_step_tokens: int = Field(
-        16_384, ge=256, le=1_048_576,
+        131_072, ge=256, le=1_048_576,
         description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
                     "(bounds the pause a prefill puts between two decode steps)",
     )
     refill_fraction: float = Field(
-        0.0, ge=0.0, le=1.0,
+        0.25, ge=0.0, le=1.0,
         description="continuous batching: while documents decode, waiting documents join once this share of the "
                     "seats is free (or all waiting ones fit), so documents that finish together are replaced in "
                     "one large prefill; 0: every step",

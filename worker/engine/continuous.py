@@ -12,8 +12,8 @@ One scheduling step reads aloud:
 With `lag` 1 (CUDA) the host reads a round's flags while the next round runs, so the GPU does not
 wait for the host's look, hand-back and admission; a finished row runs one more round as a done row
 (it writes only its own slot, and any prefill into that slot is queued after that round on the same
-stream). With `lag` 0 (CPU, and with stop strings, which change the flags at the look) the host
-reads the round it just ran.
+stream). Stop strings are found on the same copy (a row whose text holds one is done, as at a
+bin's look). With `lag` 0 (CPU) the host reads the round it just ran.
 
 Rows of the decode state address their own KV slot and their own row of the token table (the
 seat), so rows join and leave without moving any KV. A slot is freed only at the host look of a round
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from worker.engine.decode import FIELDS, bucket_for
-from worker.engine.loop import apply_stops, first_tokens, step_config
+from worker.engine.loop import first_tokens, step_config
 from worker.engine.prefill import prefill_logits
 from worker.engine.scheduler import Entry, Scheduler
 
@@ -79,8 +79,6 @@ class ContinuousBatcher:
         self._keep: list[int] | None = None  # rows to keep at the next rebuild (None: nothing changed)
         self.st = self.graph = self.step_cfg = None
         self.on_cpu = engine.device.type == "cpu"
-        if engine.options.stop_strings:
-            lag = 0  # the look changes the flags (stop strings): it must see the round it ran last
         self.lag = (0 if self.on_cpu else 1) if lag is None else lag
         self._pending: list[_Round] = []
         pin = not self.on_cpu
@@ -224,8 +222,8 @@ class ContinuousBatcher:
             rnd.event.synchronize()
         done = rnd.done.tolist()
         stopped: set[int] = set()
-        if self.e.options.stop_strings:  # lag 0: the state is this round's
-            apply_stops(self.st, self.e.pool, done, self.e._stop_check, stopped)
+        if self.e.options.stop_strings:
+            self._stops(rnd, done, stopped)
         fin = [rnd.entries[i] for i, d in enumerate(done) if d and rnd.entries[i].seat >= 0]
         if not fin:
             return []
@@ -242,3 +240,18 @@ class ContinuousBatcher:
         self.e.stats["generated_tokens"] += sum(len(g.token_ids) for _, g in out)
         self._keep = [i for i, e in enumerate(self.entries) if e.seat >= 0]
         return out
+
+    def _stops(self, rnd: _Round, done: list[bool], stopped: set[int]) -> None:
+        """Stop strings, on the round's copy of the token table: a live row whose text holds one is done
+        (as a bin's look marks it). With lag 1 its row runs one more round on the device, writing only
+        its own slot and seat before any prefill that reuses them; it leaves at this step's rebuild."""
+        live = [i for i, d in enumerate(done) if not d and rnd.entries[i].seat >= 0]
+        if not live:
+            return
+        seats = [rnd.entries[i].seat for i in live]
+        counts = rnd.out_len[seats].tolist()
+        table = rnd.out_tokens[seats].tolist()
+        for i, seat, n, ids in zip(live, seats, counts, table):
+            if self.e._stop_check(seat, ids[:n]):
+                done[i] = True
+                stopped.add(seat)

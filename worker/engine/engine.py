@@ -70,8 +70,8 @@ class EngineOptions:
     # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
     prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
     batching: str = "bin"  # "bin" (generate, a bin at a time) | "continuous" (Engine.batcher): the worker's choice
-    prefill_step_tokens: int = 16_384  # continuous batching: prompt tokens prefilled per scheduling step
-    refill_fraction: float = 0.0  # continuous batching: share of the seats free before waiting documents join
+    prefill_step_tokens: int = 131_072  # continuous batching: prompt tokens prefilled per scheduling step
+    refill_fraction: float = 0.25  # continuous batching: share of the seats free before waiting documents join
     # Benchmarks only (random weights never stop by themselves): document stops after
     # stop_lengths[seed % len] tokens (capped at max_new_tokens). Empty: off.
     stop_lengths: tuple[int, ...] = ()
