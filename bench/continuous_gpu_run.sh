@@ -7,7 +7,8 @@
 # output lengths), once bin at a time and once with continuous batching (which also times the engine
 # alone both ways over the same bins, and runs a steady 90% load). fp8: bench/fp8_prefill.py on the 7B
 # stress mix. sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each
-# continuous setting in SETTINGS (prefill_step_tokens:refill_fraction:lag,...). e2e takes PREFILL and
+# continuous setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at
+# each check_every in BIN_K (e.g. 8,16). e2e takes PREFILL and
 # REFILL (the settings' defaults when unset). Results (JSON, logs) in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,8 @@ for stage in "$@"; do
     tests) timeout 200 python3 -m pytest --noconftest -p no:cacheprovider -m gpu -q -s tests/engine/test_gpu_continuous.py \
              tests/engine/test_fp8.py > $OUT/continuous_gpu_tests_h200.txt 2>&1; grep -E "agree|passed|failed|Error" $OUT/continuous_gpu_tests_h200.txt ;;
     sweep) timeout ${SWEEP_TIMEOUT:-300} python3 bench/continuous_sweep.py --arch-config config/models/qwen2.5-0.5b.json \
-             --stop-lengths $LENGTHS ${SETTINGS:+--settings $SETTINGS} --out $OUT/continuous-sweep_h200.json 2>&1 \
+             --stop-lengths $LENGTHS ${SETTINGS:+--settings $SETTINGS} ${BIN_K:+--bin-check-every $BIN_K} \
+             --out $OUT/continuous-sweep_h200.json 2>&1 \
              | grep -v '^%' | grep -v 'Writing model' | tee $OUT/continuous-sweep_h200.txt | tail -20 ;;
     e2e) for mode in ${MODES:-bin continuous}; do
            extra=""; [ $mode = continuous ] && extra="--steady ${STEADY-0.9} --steady-seconds ${STEADY_S:-30}"
