@@ -17,8 +17,13 @@ outputs until their windows cover every record. Printed and saved as JSON:
   again through librdkafka, in the bursts they arrived in, bytes from its statistics, tx_bytes);
 - coverage: records uncovered, and covered by more than one output.
 
+`--capacity` runs the stream as a backlog at the engine's capacity instead: the worker in this process
+against the engine alone over the prompts it built, worker overhead as `ribbon bench e2e` reports it
+(bench/windows_capacity.py).
+
     python -m bench.windows                      # CPU, digest mode: bench/results/windows_cpu.json
     python -m bench.windows --mode generative --model PATH --device cuda --out bench/results/windows_h200.json
+    python -m bench.windows --capacity --records 20000     # the engine's capacity: bench/results/windows-capacity_cpu.json
 """
 
 from __future__ import annotations
@@ -272,8 +277,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap", help="an existing cluster (default: the embedded broker)")
     ap.add_argument("--timeout-s", type=float, default=300.0, help="longest wait for the outputs after the stream")
     ap.add_argument("--log", default="/tmp/ribbon-bench-windows.log", help="the worker's log")
-    ap.add_argument("--out", default=str(RESULTS / "windows_cpu.json"))
+    ap.add_argument("--out", default=None, help="JSON path (default bench/results/windows_cpu.json; with "
+                                                "--capacity, windows-capacity_cpu.json)")
+    cap = ap.add_argument_group("capacity", "--capacity: a backlog at the engine's capacity, the worker against "
+                                            "the engine alone (bench/windows_capacity.py)")
+    cap.add_argument("--capacity", action="store_true", help="generative mode, the worker in this process")
+    cap.add_argument("--max-lines", type=int, default=400, help="windowing.max_lines (400: the records of a 10 s "
+                                                                "window of a host at 2,000 records/s from 50 hosts)")
+    cap.add_argument("--max-new-tokens", type=int, default=16)
+    cap.add_argument("--token-budget", default="auto")
+    cap.add_argument("--process", choices=("auto", "on", "off"), default="auto",
+                     help="model.process: the model in its own process (auto: on CUDA)")
     args = ap.parse_args(argv)
+    if args.capacity:
+        from bench import windows_capacity
+
+        args.out = args.out or str(RESULTS / "windows-capacity_cpu.json")
+        return windows_capacity.main(args, argv)
+    args.out = args.out or str(RESULTS / "windows_cpu.json")
     if args.arch_config:
         import tempfile
 

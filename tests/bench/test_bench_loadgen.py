@@ -68,3 +68,16 @@ def test_output_reader_stops_at_n_and_at_its_timeout(broker, new_topic):
     t0 = time.monotonic()
     assert len(OutputReader(broker.bootstrap, dst, 2, 6, timeout_s=2).result()) == 5  # one never comes
     assert time.monotonic() - t0 < 15
+
+
+def test_output_reader_of_windows_stops_when_their_windows_hold_n_records(broker, new_topic):
+    dst = new_topic("read-win", partitions=2)
+    p = clients.producer(plain_config(broker.bootstrap).tool_producer())
+    for i, records in enumerate((3, 4, 5)):  # one partition: read in this order
+        out = {"id": f"w{i}", "timing_ms": {}, "tokens": {"input": 1, "output": 1}, "window": {"records": records}}
+        p.produce(dst, value=orjson.dumps(out), partition=1)
+    p.flush(10)
+    seen = OutputReader(broker.bootstrap, dst, 2, 7, timeout_s=20, windows=True).result()
+    assert sorted((k, v[3]) for k, v in seen.items()) == [("w0", 3), ("w1", 4)]  # 7 records: the first two
+    seen = OutputReader(broker.bootstrap, dst, 2, 13, timeout_s=2, windows=True).result()
+    assert sorted(seen) == ["w0", "w1", "w2"]  # 13 never come: all there is, at the timeout

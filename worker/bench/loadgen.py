@@ -7,6 +7,7 @@ later than it became visible. Here they run in a spawned process with their own 
 are time.monotonic() (CLOCK_MONOTONIC: one clock for every process of the host, the worker's too).
 
     read_outputs(bootstrap, topic, partitions, n, timeout_s)          backlog: until n summaries are read
+    OutputReader(..., windows=True)                                   backlog of windows: until they hold n records
     produce_and_read(bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s)   steady load
 Each returns when its process is done; the process's result comes back through a pipe.
 """
@@ -34,20 +35,27 @@ def _reader_consumer(bootstrap: str, topic: str, partitions: int):
     return c
 
 
-def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, seen: dict, ready=None) -> None:
-    """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes."""
+def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, seen: dict, ready=None,
+          windows: bool = False) -> None:
+    """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes.
+    windows: outputs of windows, until their windows hold n records; each value adds the window's records."""
     from worker.kafka.clients import take
 
     c = _reader_consumer(bootstrap, topic, partitions)
     if ready is not None:
         ready.set()
+    got = 0  # summaries read, or the records of the windows read
     try:
-        while len(seen) < n and time.monotonic() < deadline:
+        while got < n and time.monotonic() < deadline:
             for m in take(c, 1000, 0.05):
                 if m.error() is None:
                     o = orjson.loads(m.value())
                     if o["id"] not in seen:
-                        seen[o["id"]] = (time.monotonic(), o["timing_ms"], o["tokens"])
+                        records = (o["window"]["records"],) if windows else ()
+                        seen[o["id"]] = (time.monotonic(), o["timing_ms"], o["tokens"], *records)
+                        got += records[0] if windows else 1
+                        if got >= n:
+                            break
     finally:
         c.close()
 
@@ -69,11 +77,11 @@ def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent:
     p.flush(30)
 
 
-def _start_reader(conn, bootstrap, topic, partitions, n, deadline) -> tuple[threading.Thread, dict]:
+def _start_reader(conn, bootstrap, topic, partitions, n, deadline, windows=False) -> tuple[threading.Thread, dict]:
     """The reader thread, once its consumer is assigned; then "ready" to the parent."""
     seen: dict = {}
     ready = threading.Event()
-    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, deadline, seen, ready))
+    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, deadline, seen, ready, windows))
     t.start()
     ready.wait(30)
     conn.send(("ready",))
@@ -88,9 +96,9 @@ def _quiet_gc() -> None:
     gc.disable()
 
 
-def _read_main(conn, bootstrap, topic, partitions, n, timeout_s) -> None:
+def _read_main(conn, bootstrap, topic, partitions, n, timeout_s, windows=False) -> None:
     _quiet_gc()
-    reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s)
+    reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s, windows)
     reader.join()
     conn.send(("done", seen))
 
@@ -134,11 +142,13 @@ class _Child:
 
 class OutputReader(_Child):
     """Reads the output topic in its own process from the start (assign, read_committed) until n
-    summaries are read or `timeout_s` passes; `result()` waits for that and returns {id: (t, timing_ms, tokens)}."""
+    summaries are read or `timeout_s` passes; `result()` waits for that and returns {id: (t, timing_ms, tokens)}.
+    windows=True: outputs of windows, read until their windows hold n records; {id: (t, timing_ms, tokens, records)}."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float,
+                 windows: bool = False) -> None:
         self.timeout_s = timeout_s
-        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s)
+        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s, windows)
 
     def result(self) -> dict:
         try:

@@ -33,8 +33,9 @@ def _given(a: argparse.Namespace, **names: str) -> dict:
     return {key: getattr(a, attr) for attr, key in names.items() if getattr(a, attr, None) is not None}
 
 
-def load_parts(a: argparse.Namespace):
-    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files."""
+def load_parts(a: argparse.Namespace, overrides: dict | None = None):
+    """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files.
+    `overrides`: further settings (dotted keys), e.g. the windowing group."""
     tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
     settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
@@ -45,7 +46,8 @@ def load_parts(a: argparse.Namespace):
                                         "model.batching": getattr(a, "batching", "bin"),
                                         "model.stop_lengths_file": getattr(a, "stop_lengths", None),
                                         **_given(a, prefill_step_tokens="model.prefill_step_tokens",
-                                                 refill_fraction="model.refill_fraction")})
+                                                 refill_fraction="model.refill_fraction"),
+                                        **(overrides or {})})
     parts = build_parts(settings)
 
     def cleanup() -> None:
