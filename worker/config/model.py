@@ -90,7 +90,7 @@ class ModelSettings(_Group):
     batching: Literal["continuous", "bin"] = Field(
         "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
                            "the decode batch as they finish and the next documents' prefill takes their seats "
-                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+                           "(docs/engine.md: on the H200 it ties bin with SmolLM2's output lengths, so not the default)",
     )
     prefill_step_tokens: int = Field(
         131_072, ge=256, le=1_048_576,
