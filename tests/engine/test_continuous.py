@@ -171,6 +171,27 @@ def test_a_failing_step_sends_its_documents_alone(tiny, monkeypatch):
     assert w.metrics.registry.get_sample_value("ribbon_model_errors_total") == 1
 
 
+def test_a_prefill_that_fails_gives_back_every_document_it_had_seated(tiny, monkeypatch):
+    """Documents admitted in the failing step hold seats but are not decode rows yet: abort() still
+    returns them (with the running and waiting ones), and frees every seat and slot."""
+    docs = _docs(9, 3, 20, 500, seed=8)
+    eng = _engine(tiny, max_new_tokens=6, check_every=2)
+    b = eng.batcher(seats=4, kv_rows=400, refill_fraction=0.0)
+    b.add(_stage(eng, docs[:4]), list(range(4)), list(range(4)))
+    b.step()  # four running
+    b.add(_stage(eng, docs[4:]), list(range(4, 9)), list(range(4, 9)))
+    while b.sched.running == 4:  # until seats free up and the next prefill would seat someone
+        b.step()
+    handed = set(range(9)) - {e.item.tag for e in b.entries if e.seat >= 0} - {e.item.tag for e in b.sched.waiting}
+    monkeypatch.setattr("worker.engine.continuous.prefill_logits",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("prefill failed")))
+    with pytest.raises(RuntimeError, match="prefill failed"):
+        b.step()
+    back = {tag for tag, _, _ in b.abort()}
+    assert back | handed == set(range(9)) and not back & handed
+    assert not b.busy and b.sched.slots.used == 0 and b.sched.running == 0
+
+
 class _FakeContinuousRemote:
     """The engine process's seam in continuous mode: documents come back one per message, in the
     order `release` lets them (tests drive it by hand)."""

@@ -87,6 +87,7 @@ class ContinuousBatcher:
                        torch.empty(seats, self.cfg.max_new, dtype=torch.int64, pin_memory=pin))
                       for _ in range(self.lag + 1)]
         self._rounds = 0
+        self._joining: list[Entry] = []  # admitted this step, before they became decode rows
 
     # ---------------------------------------------------------------- the caller's side
     def add(self, staged, seeds: list[int], tags: list, limits: list[int] | None = None) -> None:
@@ -116,13 +117,14 @@ class ContinuousBatcher:
         """Drop every running and waiting document (after a failure); their (tag, seed, limit)."""
         if self.e.device.type == "cuda":
             torch.cuda.synchronize(self.e.device)  # nothing in flight writes a slot handed out later
-        docs = [e.item for e in self.entries if e.seat >= 0] + [e.item for e in self.sched.waiting]
-        for e in list(self.entries):
-            if e.seat >= 0:
-                self.sched.finish(e)
+        seated = [e for e in self.entries if e.seat >= 0] + [e for e in self._joining if e.seat >= 0
+                                                              and all(e is not x for x in self.entries)]
+        docs = [e.item for e in seated] + [e.item for e in self.sched.waiting]
+        for e in seated:
+            self.sched.finish(e)
         self.sched.waiting.clear()
         self.sched.waiting_rows = 0
-        self.entries, self._keep, self.st, self._pending = [], None, None, []
+        self.entries, self._keep, self.st, self._pending, self._joining = [], None, None, [], []
         return [(d.tag, d.seed, d.limit) for d in docs]
 
     # ---------------------------------------------------------------- one step
@@ -130,9 +132,11 @@ class ContinuousBatcher:
     def step(self) -> StepResult:
         t0 = time.perf_counter()
         admitted = self.sched.admit(decoding=len(self.entries) if self._keep is None else len(self._keep))
+        self._joining = admitted  # seated, not yet rows: abort() must still return them if prefill fails
         new_rows = self._prefill(admitted) if admitted else None
         if admitted or self._keep is not None:
             self._rebuild(admitted, new_rows)
+        self._joining = []
         rows = self._launch() if self.entries else 0
         done: list = []
         while len(self._pending) > self.lag or (self._pending and not rows):
