@@ -16,6 +16,7 @@ Why: `ribbon bench steady` on the H200 showed latency rising window by window ov
 from __future__ import annotations
 
 import argparse
+import gc
 import multiprocessing as mp
 import platform
 import sys
@@ -23,18 +24,18 @@ import time
 import uuid
 
 import numpy as np
+from confluent_kafka import TopicPartition
+
 from bench.results_io import RESULTS, save
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import plain_config
 
 BODY = 2_000  # bytes per record: about a corpus document's JSON
 
 
 def _produce(bootstrap: str, topic: str, rate: float, seconds: float) -> None:
     """The load: `rate` records/s for `seconds`, paced on the clock (its own process, as a user's producer)."""
-    import gc
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     gc.disable()
     p = clients.producer(plain_config(bootstrap).tool_producer())
     body, total, t0, i = b"x" * BODY, int(rate * seconds), time.monotonic(), 0
@@ -49,12 +50,6 @@ def _produce(bootstrap: str, topic: str, rate: float, seconds: float) -> None:
 
 
 def run(rate: float, seconds: float, partitions: int, transactions: bool, window_s: float = 10.0) -> dict:
-    from confluent_kafka import TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.broker import EmbeddedBroker
-    from worker.kafka.config import plain_config
-
     with EmbeddedBroker() as broker:
         broker.create_topics({"in": partitions, "out": partitions})
         conf = plain_config(broker.bootstrap)

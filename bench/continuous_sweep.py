@@ -25,13 +25,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import time
 from pathlib import Path
+
+import numpy as np
+import torch
+
+from worker.bench.e2e import CORPORA, model_texts
+from worker.bench.parts import load_parts
+from worker.pipeline.planner import PlanLimits, Planner
 
 
 def pack(parts, prompts: list[list[int]]) -> list[tuple]:
     """The prompts through the real packer: bins as (tokens, cu_seqlens, max_seqlen, prompt indices)."""
-    import numpy as np
 
     p = parts.packer
     for i, ids in enumerate(prompts):
@@ -53,7 +60,6 @@ def _at(marks: list[tuple[float, int]], wall: float, n: int, share: float = 0.8)
 
 
 def run_bins(eng, bins: list) -> dict:
-    import torch
 
     sync = torch.cuda.synchronize if eng.device.type == "cuda" else (lambda: None)
     tok = lambda t: torch.from_numpy(t).pin_memory() if eng.device.type == "cuda" else torch.from_numpy(t)  # noqa: E731
@@ -77,7 +83,6 @@ def run_bins(eng, bins: list) -> dict:
 
 
 def run_continuous(eng, batcher, bins: list) -> dict:
-    import torch
 
     cuda = eng.device.type == "cuda"
     prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), torch.from_numpy(cu), mx, ids)
@@ -130,13 +135,7 @@ def ceilings(prompt_lens: list[int], out_lens: list[int], s_per_prompt: float, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    import logging
 
-    import torch
-
-    from worker.bench.e2e import CORPORA, model_texts
-    from worker.bench.parts import load_parts
-    from worker.pipeline.planner import PlanLimits, Planner
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch-config", default=None)

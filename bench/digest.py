@@ -25,12 +25,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from transformers import AutoTokenizer
+
+from worker.config.settings import load_settings
+from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
 from worker.digest.digest import build_digest
+from worker.digest.highlights import highlights
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.prompt import document_text
 from worker.digest.templates import analyze, analyze_text
-from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
-from worker.digest.highlights import highlights
+from worker.engine.tiny import make_tiny_checkpoint
+from worker.messages.models import encode_output
+from worker.pipeline.inflight import Doc
+from worker.pipeline.outputs import build_output
 
 OUT = Path(__file__).resolve().parent / "results" / "digest_cpu.json"
 OPTIONS = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=False)
@@ -47,8 +54,8 @@ def best_of(fn, runs: int = 3) -> float:
 
 
 def drain3_seconds(lines: list[str]) -> tuple[float, int]:
-    from drain3 import TemplateMiner
-    from drain3.template_miner_config import TemplateMinerConfig
+    from drain3 import TemplateMiner  # noqa: PLC0415 optional dependency (the [bench] extra)
+    from drain3.template_miner_config import TemplateMinerConfig  # noqa: PLC0415 the [bench] extra
 
     cfg = TemplateMinerConfig()
     cfg.profiling_enabled = False
@@ -62,7 +69,7 @@ def drain3_seconds(lines: list[str]) -> tuple[float, int]:
 def throughput(n_lines: int, drain_lines: int) -> dict:
     out = {}
     try:
-        import drain3  # noqa: F401 - the bench extra; a machine without it measures ours alone
+        import drain3  # noqa: F401, PLC0415 - the bench extra; a machine without it measures ours alone
     except ImportError:
         print("drain3 is not installed (pip install -e '.[bench]'): measuring ours alone")
         drain_lines = 0
@@ -88,8 +95,6 @@ def throughput(n_lines: int, drain_lines: int) -> dict:
 
 
 def _doc(i: int, d: dict, text: str):
-    from worker.pipeline.inflight import Doc
-
     doc = Doc(("in", 0), 1, i, None, d["id"], text, {"id": d["id"], "source": d["source"], "kind": d["kind"],
                                                      "attributes": None}, 0.0)
     doc.prepared = prepare(text, d["source"], d["kind"], OPTIONS)
@@ -98,9 +103,6 @@ def _doc(i: int, d: dict, text: str):
 
 def output_messages(docs: list, s) -> None:
     """What finishing does per document with its pass done: build_output (schema checked) and encode."""
-    from worker.messages.models import encode_output
-    from worker.pipeline.outputs import build_output
-
     for doc in docs:
         encode_output(build_output(doc, "summary", settings=s, model_name="bench", now=1.0))
 
@@ -113,7 +115,6 @@ def per_document(n_docs: int) -> dict:
     lines = sum(t.count("\n") + 1 for t in texts)
     t_all = best_of(lambda: [prepare(t, "bench", "mixed", OPTIONS) for t in texts])
     t_tm = best_of(lambda: [analyze_text(t) for t in texts])
-    from worker.config.settings import load_settings
 
     settings = load_settings(environ={})
     t_out = best_of(lambda: output_messages(docs, settings))
@@ -126,10 +127,6 @@ def per_document(n_docs: int) -> dict:
 
 
 def tokenizer_count():
-    from transformers import AutoTokenizer
-
-    from worker.engine.tiny import make_tiny_checkpoint
-
     path = make_tiny_checkpoint(Path(tempfile.mkdtemp()) / "tiny")
     tok = AutoTokenizer.from_pretrained(path)
     return lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False)["input_ids"]]

@@ -25,8 +25,14 @@ import uuid
 from pathlib import Path
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from worker.bench.e2e import CORPORA
+from worker.config.settings import load_settings
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import embedded_settings, plain_config
+from worker.pipeline.app import Worker
 
 
 def _lines(docs: list[dict]) -> int:
@@ -36,12 +42,6 @@ def _lines(docs: list[dict]) -> int:
 def one_variant(broker, settings, docs: list[dict], processes: int, timeout_s: float) -> dict:
     """Produce `docs` to fresh topics, run a digest-mode worker with `processes` pool processes until
     every output is committed; docs/s from the first assignment (group join reported apart)."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import embedded_settings, plain_config
-    from worker.pipeline.app import Worker
-
     tag = uuid.uuid4().hex[:8]
     topics = {"in": f"dm-in-{tag}", "out": f"dm-out-{tag}", "dlq": f"dm-dlq-{tag}"}
     broker.create_topics({topics["in"]: 8, topics["out"]: 8, topics["dlq"]: 1})
@@ -95,8 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
-    from worker.kafka.broker import EmbeddedBroker
-    from worker.config.settings import load_settings
 
     docs = CORPORA[a.corpus](a.documents)
     settings = load_settings(overrides={"model.mode": "digest", "server.port": 0, "log_level": "WARNING"})

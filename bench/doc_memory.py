@@ -31,9 +31,12 @@ import uuid
 from pathlib import Path
 
 import orjson
+from confluent_kafka import Producer
+
 from bench.held_bytes import count_committed, proc_kib
 from bench.results_io import RESULTS, save
 from worker.demo.samples import document
+from worker.engine.tiny import make_tiny_checkpoint
 from worker.kafka.broker import EmbeddedBroker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,8 +77,6 @@ def worker_env(bootstrap: str, model: str, extra: dict[str, str]) -> dict[str, s
 
 
 def produce(bootstrap: str, value: bytes, key: bytes) -> None:
-    from confluent_kafka import Producer
-
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "message.max.bytes": 8_000_000})
     p.produce("in", value=value, key=key)
     if p.flush(60):
@@ -134,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--out", default=str(RESULTS / "doc_memory_cpu.json"))
     args = ap.parse_args(argv)
-    from worker.engine.tiny import make_tiny_checkpoint
 
     tmp = Path(tempfile.mkdtemp(prefix="doc-memory-"))
     model = str(make_tiny_checkpoint(tmp / "tiny", arch="qwen2", seed=0))

@@ -22,10 +22,11 @@ import time
 from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM
 
+from worker.config.settings import ModelSettings
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -113,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from transformers import AutoModelForCausalLM
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -22,9 +22,15 @@ import sys
 import time
 from pathlib import Path
 
-from worker.bench.engine import MODELS, make_mix, ribbon_generate, ribbon_prefill
+import torch
+import triton
+
+from worker.bench.engine import MODELS, _stage, make_mix, ribbon_generate, ribbon_prefill
 from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
 from worker.bench.engine_profile import profile
+from worker.engine.attention import _flash_gqa
+from worker.engine.loader import engine_for_model, random_model
+from worker.engine.prefill_kernel import block_table, prefill_attention
 
 CONFIGS = [(128, 64, 8, 3), (128, 64, 8, 4), (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 3), (64, 64, 4, 3),
            (64, 64, 4, 4), (128, 32, 4, 4)]  # block_m, block_n, warps, stages
@@ -45,12 +51,6 @@ def _bin(docs: list[list[int]], tokens: int) -> list[int]:
 
 
 def attention(docs, heads: int, kv_heads: int, dim: int, sizes=(32_768, 65_536)) -> dict:
-    import torch
-    import triton
-
-    from worker.engine.attention import _flash_gqa
-    from worker.engine.prefill_kernel import block_table, prefill_attention
-
     out = {}
     for size in sizes:
         lens = _bin(docs, size)
@@ -111,9 +111,6 @@ def choose(att: dict, max_err: float = 1e-2) -> dict:
 
 
 def gemms(hidden: int, inter: int, qkv_out: int, peak_tflops: float, bw: float) -> dict:
-    import torch
-    import triton
-
     shapes = {"qkv": (qkv_out, hidden), "o": (hidden, hidden), "gate_up": (2 * inter, hidden), "down": (hidden, inter)}
     out: dict = {}
     for lib, sizes in (("cublas", (96, 16_384, 32_768, 65_536)), ("cublaslt", (96, 32_768))):
@@ -137,11 +134,6 @@ def gemms(hidden: int, inter: int, qkv_out: int, peak_tflops: float, bw: float) 
 
 
 def model_runs(args, res: dict, save, out: Path) -> None:
-    import torch
-
-    from worker.bench.engine import _stage
-    from worker.engine.loader import engine_for_model, random_model
-
     ceil = res["ceilings"]
     model = random_model(MODELS[args.model], torch.device("cuda"), torch.bfloat16)
     fig = model_figures(model)
@@ -188,7 +180,6 @@ def main(argv=None) -> int:
     p.add_argument("--name", default="engine_kernels_h200.json")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
 
-    import torch
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,13 +17,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+import torch
+import transformers
+import triton
+
 from worker.bench.engine import MODELS, _stage, make_mix, ribbon_generate, ribbon_prefill
 from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
 from worker.bench.engine_profile import profile
+from worker.engine.attention import _flash_gqa
+from worker.engine.decode_kernel import decode_attention
+from worker.engine.kvcache import slot_starts
+from worker.engine.loader import engine_for_model, random_model
+from worker.engine.merge import merge_projections, unmerge_projections
 
 
 def _log(msg: str, **kv) -> None:
@@ -32,12 +42,6 @@ def _log(msg: str, **kv) -> None:
 
 def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
     """Time decode_attention for one layer on the caches of a batch of these documents (mid-decode)."""
-    import torch
-    import triton
-
-    from worker.engine.decode_kernel import decode_attention
-    from worker.engine.kvcache import slot_starts
-
     lens = [len(d) + max_new // 2 for d in docs]  # rows attended halfway through decode
     starts = slot_starts([len(d) for d in docs], max_new)
     rows = starts[-1] + len(docs[-1]) + max_new
@@ -71,19 +75,12 @@ def decode_kernel_sweep(eng, docs: list[list[int]], max_new: int) -> list[dict]:
 def _cudnn_varlen(q, k, v, cu, max_seqlen: int, scale: float):
     """cuDNN's fused attention over a packed ribbon (ragged offsets from cu_seqlens: what torch's varlen_attn
     calls when it picks cuDNN). Measured here only: on the H200 it ran 26x slower than FA2 (docs/engine.md)."""
-    import torch
-
     return torch.ops.aten._cudnn_attention_forward(q, k, v, None, cu, cu, max_seqlen, max_seqlen, True, 0.0, True,
                                                    False, scale=scale)[0]  # [T, H, D]
 
 
 def attention_kernels(docs: list[list[int]], heads: int, kv_heads: int, dim: int) -> dict:
     """FA2 vs cuDNN on one packed bin of these documents (q/k/v random bf16), each against FA2."""
-    import torch
-    import triton
-
-    from worker.engine.attention import _flash_gqa
-
     lens = [len(d) for d in docs]
     cu_host = [0]
     for n in lens:
@@ -124,8 +121,6 @@ def _kernels_only(args) -> int:
 
 def _kernels_in_child(args) -> dict:
     """attention_kernels in a child process: a kernel that faults cannot poison this process's CUDA context."""
-    import subprocess
-
     proc = subprocess.run([sys.executable, "-m", __spec__.name, "--kernels-only", "--model", args.model], capture_output=True,
                           text=True, timeout=240)
     for line in proc.stdout.splitlines():
@@ -135,8 +130,6 @@ def _kernels_in_child(args) -> dict:
 
 
 def graph_stats() -> dict:
-    import torch
-
     c = torch._dynamo.utils.counters
     return {"unique_graphs": c["stats"].get("unique_graphs", 0), "frames_ok": c["frames"].get("ok", 0),
             "recompiles": sum(c["recompiles"].values()) if "recompiles" in c else 0,
@@ -158,11 +151,6 @@ def main(argv=None) -> int:
     if args.kernels_only:
         return _kernels_only(args)
 
-    import torch
-    import transformers
-
-    from worker.engine.loader import engine_for_model, random_model
-    from worker.engine.merge import merge_projections, unmerge_projections
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

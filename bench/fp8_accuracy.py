@@ -19,6 +19,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from worker.bench.e2e import model_texts
+from worker.config.settings import ModelSettings, load_settings
+from worker.demo.samples import corpus
+from worker.engine.loader import load_engine
+
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,12 +34,6 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    import torch
-
-    from worker.bench.e2e import model_texts
-    from worker.config.settings import ModelSettings, load_settings
-    from worker.demo.samples import corpus
-    from worker.engine.loader import load_engine
 
     t0 = time.perf_counter()
     ms = ModelSettings(path=a.checkpoint, max_new_tokens=a.max_new_tokens, device="cpu")

@@ -18,12 +18,14 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from worker.bench.engine import MODELS, _ribbon_prefill, _stage, make_mix
+from worker.engine.fp8 import quantize_layers
+from worker.engine.loader import engine_for_model, random_model
+
 
 def _logits(eng, docs, chunk: int):
-    import torch
-
-    from worker.bench.engine import _stage
-
     out = []
     for i in range(0, len(docs), 64):
         out.append(eng.prefill_last_logits(_stage(eng, docs, list(range(i, min(i + 64, len(docs)))))))
@@ -32,8 +34,6 @@ def _logits(eng, docs, chunk: int):
 
 
 def _greedy(eng, docs):
-    from worker.bench.engine import _stage
-
     return [o.token_ids for o in eng.generate(_stage(eng, docs, list(range(len(docs)))))]
 
 
@@ -45,11 +45,6 @@ def main(argv=None) -> int:
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    import torch
-
-    from worker.bench.engine import MODELS, _ribbon_prefill, make_mix
-    from worker.engine.fp8 import quantize_layers
-    from worker.engine.loader import engine_for_model, random_model
 
     dev = torch.device("cuda")
     model = random_model(MODELS[a.model], dev, torch.bfloat16)

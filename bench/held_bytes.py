@@ -29,9 +29,11 @@ import uuid
 from pathlib import Path
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from worker.kafka.broker import EmbeddedBroker
 from worker.demo.samples import document
+from worker.engine.tiny import make_tiny_checkpoint
+from worker.kafka.broker import EmbeddedBroker
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -53,8 +55,6 @@ def worker_env(bootstrap: str, model: str, spill: int) -> dict[str, str]:
 
 
 def produce_case(bootstrap: str, count: int, size: int) -> None:
-    from confluent_kafka import Producer
-
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
                   "message.max.bytes": max(1_000_000, size + 100_000)})
     p.produce("in", value=orjson.dumps(document(0, n_lines=3000, seed=9)), key=b"slow")
@@ -71,8 +71,6 @@ def produce_case(bootstrap: str, count: int, size: int) -> None:
 
 def count_committed(bootstrap: str, topic: str, want: int, timeout_s: float) -> tuple[int, int]:
     """Committed records of partition 0 of `topic` (assign(), not a group: no join wait on the embedded broker)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4().hex}",
                   "isolation.level": "read_committed", "enable.auto.commit": False,
                   "fetch.max.bytes": 52_428_800, "receive.message.max.bytes": 200_000_000})
@@ -139,7 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--out", default=str(RESULTS / "held_bytes_cpu.json"))
     args = ap.parse_args(argv)
-    from worker.engine.tiny import make_tiny_checkpoint
 
     tmp = Path(tempfile.mkdtemp(prefix="held-bytes-"))
     model = str(make_tiny_checkpoint(tmp / "tiny", arch="qwen2", seed=0))

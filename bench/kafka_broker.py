@@ -21,8 +21,10 @@ import statistics
 import time
 import uuid
 
-from tests.apache_kafka import HEAP, ApacheKafka, jars_dir, kafka_version
+from confluent_kafka import Consumer, Producer
+
 from bench.results_io import RESULTS, save
+from tests.apache_kafka import HEAP, ApacheKafka, jars_dir, kafka_version
 
 
 def rss_mb(pid: int) -> dict[str, float]:
@@ -36,8 +38,6 @@ def rss_mb(pid: int) -> dict[str, float]:
 
 
 def load(bootstrap: str, records: int) -> float:
-    from confluent_kafka import Consumer, Producer
-
     topic = f"bench-{uuid.uuid4().hex[:6]}"
     t0 = time.monotonic()
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic, "linger.ms": 5})

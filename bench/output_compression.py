@@ -24,17 +24,20 @@ import orjson
 
 from bench.results_io import RESULTS, save
 from bench.windows import wire_bytes
+from worker.config.settings import load_settings
+from worker.demo.lines import syslog_stream
+from worker.demo.samples import mixed_corpus
+from worker.kafka.broker import EmbeddedBroker
+from worker.messages.models import encode_output
+from worker.pipeline.inflight import Doc
+from worker.pipeline.lines import LineStream
+from worker.pipeline.outputs import build_output
+from worker.pipeline.tracker import OffsetTracker
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def document_outputs(n: int) -> tuple[list[bytes], list[bytes], int]:
-    from worker.messages.models import encode_output
-    from worker.demo.samples import mixed_corpus
-    from worker.pipeline.inflight import Doc
-    from worker.pipeline.outputs import build_output
-    from worker.config.settings import load_settings
-
     s = load_settings(environ={})
     s = s.model_copy(update={"model": s.model.model_copy(update={"mode": "digest"})})
     values, keys, raw = [], [], 0
@@ -49,13 +52,6 @@ def document_outputs(n: int) -> tuple[list[bytes], list[bytes], int]:
 
 
 def window_outputs(hosts: int, per_window: int) -> tuple[list[bytes], list[bytes], int]:
-    from worker.messages.models import encode_output
-    from worker.pipeline.outputs import build_output
-    from worker.pipeline.tracker import OffsetTracker
-    from worker.config.settings import load_settings
-    from worker.demo.lines import syslog_stream
-    from worker.pipeline.lines import LineStream
-
     s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_MODEL__MODE": "digest",
                                "RIBBON_WINDOWING__MAX_LINES": str(per_window)})
     tracker = OffsetTracker()
@@ -116,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst", type=int, default=200)
     ap.add_argument("--out", default=str(RESULTS / "output_compression_cpu.json"))
     args = ap.parse_args(argv)
-    from worker.kafka.broker import EmbeddedBroker
 
     result = {"benchmark": "output_compression", "machine": platform.node(), "settings": vars(args).copy()}
     with EmbeddedBroker() as broker:

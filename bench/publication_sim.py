@@ -24,8 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from transformers import AutoTokenizer
 
 from worker import _core
+from worker.demo.samples import corpus
+from worker.engine.tiny import make_tiny_checkpoint
 
 BUDGET, RESERVE, WINDOW_BINS, KEYS = 524_288, 64, 4.0, 8
 DECODE_S, PREFILL_TOK_S = 64 * 1.93e-3, 410_000.0
@@ -33,11 +36,6 @@ DECODE_S, PREFILL_TOK_S = 64 * 1.93e-3, 410_000.0
 
 def lengths(n: int = 3000) -> np.ndarray:
     """Prompt tokens of the bench's documents (tiny tokenizer, as on the H200) plus the prompt frame."""
-    from transformers import AutoTokenizer
-
-    from worker.engine.tiny import make_tiny_checkpoint
-    from worker.demo.samples import corpus
-
     tok = AutoTokenizer.from_pretrained(str(make_tiny_checkpoint(Path("/tmp/ribbon-pubsim-tok"))))
     texts = ["\n".join(d["lines"]) for d in corpus(n, seed=11)]
     return np.array([len(x) + 50 for x in tok(texts, add_special_tokens=False)["input_ids"]])

@@ -21,6 +21,14 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from worker.bench.e2e import model_texts
+from worker.config.settings import ModelSettings, load_settings
+from worker.demo.samples import corpus
+from worker.engine.loader import load_engine
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,13 +39,6 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/ribbon-stop-lengths", help="where the converted checkpoint goes")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from worker.bench.e2e import model_texts
-    from worker.engine.loader import load_engine
-    from worker.demo.samples import corpus
-    from worker.config.settings import ModelSettings, load_settings
 
     gguf = Path(a.gguf)
     ckpt = Path(a.work)

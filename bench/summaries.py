@@ -24,6 +24,7 @@ Usage: python -m bench.summaries [--per-kind 2] [--lines 1000] [--devlog-lines 3
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -34,13 +35,17 @@ from pathlib import Path
 import torch
 
 from bench.results_io import RESULTS, save
+from worker.config.settings import ModelSettings
+from worker.demo.samples import QUALITY_KINDS, labelled
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.prompt import LOG_HEADER, _message
 from worker.digest.render import render
 from worker.digest.timeparse import parse_line
-from worker.demo.samples import QUALITY_KINDS, labelled
+from worker.engine import load_engine
+from worker.engine.guards import GuardConfig
+from worker.engine.loader import apply_cpu_threads
+from worker.pipeline.app import resolve_model_path
 from worker.pipeline.grounding import check
-from worker.config.settings import ModelSettings
 
 DEVLOGS = Path("/work/shared/devlogs/loghub")
 WORD = re.compile(r"[A-Za-z0-9_./:-]+")
@@ -116,8 +121,6 @@ def score(docs, prepared, outs: list[str], instruction: str) -> list[dict]:
 
 
 def run_config(eng, docs, prepared, guards_on: bool, max_new: int, bin_docs: int) -> dict:
-    from worker.engine.guards import GuardConfig
-
     m = ModelSettings()
     eng.options.guards = GuardConfig(m.repetition_penalty, m.no_repeat_ngram, min(m.min_new_tokens, max_new)) \
         if guards_on else GuardConfig()
@@ -182,9 +185,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore:
         return rescore(args)
 
-    from worker.engine import load_engine
-    from worker.engine.loader import apply_cpu_threads
-    from worker.pipeline.app import resolve_model_path
 
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
     path = resolve_model_path("smollm2-135m", cache, args.wheel_dir)
@@ -208,8 +208,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def rescore(args) -> int:
-    import json
-
     result = json.loads(Path(args.out).read_text())
     docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems)
     opts = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=False)

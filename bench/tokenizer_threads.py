@@ -18,21 +18,18 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from bench.results_io import RESULTS, save
+from transformers import AutoTokenizer
 
+from bench.results_io import RESULTS, save
+from worker.demo.samples import corpus
+from worker.engine.tiny import make_tiny_checkpoint
 
 
 def _measure(docs: int, batch: int, repeats: int) -> dict:
-    import tempfile
-
-    from transformers import AutoTokenizer
-
-    from worker.engine.tiny import make_tiny_checkpoint
-    from worker.demo.samples import corpus
-
     tok = AutoTokenizer.from_pretrained(str(make_tiny_checkpoint(Path(tempfile.mkdtemp()) / "tok")))
     raws = ["\n".join(d["lines"]) for d in corpus(docs, seed=11)]
     batches = [raws[i:i + batch] for i in range(0, len(raws), batch)]

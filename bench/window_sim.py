@@ -110,10 +110,10 @@ def print_table(results: dict) -> None:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 optional dependency (the [bench] extra)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 after matplotlib.use; the [bench] extra
 
     models = list(results)
     scen = list(results[models[0]]["scenarios"])

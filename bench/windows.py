@@ -35,14 +35,24 @@ import platform
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.request
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
+from bench import windows_capacity
 from bench.results_io import RESULTS, save
+from worker.bench.parts import random_checkpoint
+from worker.demo.lines import syslog_stream
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import plain_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,10 +78,6 @@ def worker_env(args, bootstrap: str, topics: dict[str, str], group: str) -> dict
 
 
 def produce_steady(bootstrap: str, topic: str, args, sent: list[int], input_bytes: list[int]) -> None:
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-    from worker.demo.lines import syslog_stream
-
     p = clients.producer(plain_config(bootstrap).tool_producer())
     start = time.monotonic()
     for i, (host, line) in enumerate(syslog_stream(args.records, args.hosts, seed=args.seed, rate=args.rate)):
@@ -92,11 +98,6 @@ def produce_steady(bootstrap: str, topic: str, args, sent: list[int], input_byte
 def read_outputs(bootstrap: str, topic: str, partitions: int, total: list[int], done: threading.Event,
                  timeout_s: float) -> list[tuple[float, bytes, float]]:
     """(wall time received, value, the output's own timestamp: when delivery produced it) of committed outputs until their records add up to `total[0]`."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     c = clients.consumer(plain_config(bootstrap).tool_consumer(f"wb-{uuid.uuid4().hex[:8]}",
                                                                **{"isolation.level": "read_committed"}))
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -115,8 +116,6 @@ def read_outputs(bootstrap: str, topic: str, partitions: int, total: list[int], 
 def wire_bytes(bootstrap: str, topic: str, values: list[bytes], keys: list[bytes], bursts: list[int],
                codec: str) -> tuple[int, float]:
     """(bytes librdkafka sent, CPU seconds) producing `values` with `codec`, burst by burst (flushed between)."""
-    from confluent_kafka import Producer
-
     stats: list[str] = []
     p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
                   "statistics.interval.ms": 100, "stats_cb": stats.append})
@@ -161,8 +160,6 @@ def wait_assigned(log: str, since: int, proc, timeout_s: float) -> None:
 
 def metric_means(port: int, names: tuple[str, ...]) -> dict[str, float | None]:
     """Mean of each histogram (sum / count) from the worker's /metrics."""
-    import urllib.request
-
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     vals = {ln.split()[0]: float(ln.split()[1]) for ln in text.splitlines() if ln and not ln.startswith("#")}
     return {n: round(vals[f"{n}_sum"] / vals[f"{n}_count"], 4) if vals.get(f"{n}_count") else None for n in names}
@@ -220,7 +217,6 @@ def run(args, bootstrap: str, broker=None) -> dict:
         reasons[o["window"]["closed_by"]] = reasons.get(o["window"]["closed_by"], 0) + 1
     periods = stream_s / args.max_length_s
     close_to_built = [o["timing_ms"]["total"] for o in outs]
-    from datetime import datetime
 
     visible = [(t - datetime.fromisoformat(o["window"]["end"].replace("Z", "+00:00")).timestamp()
                 - (args.gap_s if o["window"]["closed_by"] == "gap" else 0.0)) * 1e3 for (t, _, _), o in zip(got, outs)]
@@ -290,22 +286,14 @@ def main(argv: list[str] | None = None) -> int:
                      help="model.process: the model in its own process (auto: on CUDA)")
     args = ap.parse_args(argv)
     if args.capacity:
-        from bench import windows_capacity
-
         args.out = args.out or str(RESULTS / "windows-capacity_cpu.json")
         return windows_capacity.main(args, argv)
     args.out = args.out or str(RESULTS / "windows_cpu.json")
     if args.arch_config:
-        import tempfile
-
-        from worker.bench.parts import random_checkpoint
-
         args.model = random_checkpoint(args.arch_config, Path(tempfile.mkdtemp(prefix="ribbon-windows-")))
     if args.bootstrap:
         result = run(args, args.bootstrap)
     else:
-        from worker.kafka.broker import EmbeddedBroker
-
         with EmbeddedBroker() as broker:
             result = run(args, broker.bootstrap, broker)
     print(json.dumps(result, indent=2))

@@ -26,9 +26,18 @@ import uuid
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 from bench.results_io import save
+from worker.bench.e2e import _sample, engine_only, overhead_parts
+from worker.bench.loadgen import OutputReader
+from worker.bench.parts import load_parts
+from worker.demo.lines import syslog_stream
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import embedded_settings, plain_config
 from worker.packer import Packer, PackerConfig
+from worker.pipeline.app import Parts, Worker, packer_device
 
 
 class RecordingPacker(Packer):
@@ -56,10 +65,6 @@ def overhead_pct(end_to_end_per_s: float, engine_per_s: float) -> float:
 
 def produce_backlog(bootstrap: str, topic: str, args) -> dict:
     """Every record as fast as the producer goes; (records, bytes, seconds to acknowledged)."""
-    from worker.demo.lines import syslog_stream
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     p = clients.producer(plain_config(bootstrap).tool_producer())
     n = size = 0
     t0 = time.monotonic()
@@ -81,11 +86,6 @@ def produce_backlog(bootstrap: str, topic: str, args) -> dict:
 
 def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, timeout_s: float) -> dict:
     """The windowed worker over the backlog: the figures, and the prompts it built ("prompts")."""
-    from worker.bench.e2e import _sample, overhead_parts
-    from worker.bench.loadgen import OutputReader
-    from worker.kafka.config import embedded_settings
-    from worker.pipeline.app import Parts, Worker, packer_device
-
     s = embedded_settings(settings, bootstrap)
     config = PackerConfig.from_settings(s.packer, parts.budget, parts.reserve)
     packer = RecordingPacker(config, "cuda" if packer_device(parts.engine).startswith("cuda") else "cpu")
@@ -134,10 +134,6 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
 
 
 def run_capacity(args, argv: Sequence[str] | None) -> dict:
-    from worker.bench.e2e import engine_only
-    from worker.bench.parts import load_parts
-    from worker.kafka.broker import EmbeddedBroker
-
     tag = uuid.uuid4().hex[:8]
     topics = {"in": f"wc-in-{tag}", "out": f"wc-out-{tag}", "dlq": f"wc-dlq-{tag}", "partitions": args.partitions}
     args.model = args.model or (None if args.arch_config else "tiny-random")
@@ -161,8 +157,6 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
         only["windows_per_s"] = only.pop("docs_per_s")
         eng = parts.engine
         if eng.device.type == "cuda":
-            import torch
-
             device = getattr(eng, "device_name", None) or torch.cuda.get_device_name()
         else:
             device = platform.processor() or "cpu"

@@ -29,9 +29,13 @@ import uuid
 from pathlib import Path
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from bench.results_io import RESULTS, save
 from bench.windows import wait_assigned
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import plain_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,8 +58,6 @@ class Stream(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
         super().__init__(daemon=True)
-        from worker.kafka import clients
-        from worker.kafka.config import plain_config
 
         self.p = clients.producer(plain_config(bootstrap).tool_producer())
         self.topic, self.rate, self.sent, self.halt = topic, rate, 0, threading.Event()
@@ -74,8 +76,6 @@ class Stream(threading.Thread):
 
 
 def committed(bootstrap: str, group: str, topic: str, parts: int) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
-
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
         return [max(tp.offset, 0) for tp in c.committed([TopicPartition(topic, p) for p in range(parts)], timeout=10)]
@@ -84,11 +84,6 @@ def committed(bootstrap: str, group: str, topic: str, parts: int) -> list[int]:
 
 
 def read_all(bootstrap: str, topic: str, parts: int, isolation: str, until=None, timeout_s: float = 120.0) -> list:
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     c = clients.consumer(plain_config(bootstrap).tool_consumer(f"wk-{uuid.uuid4().hex[:8]}",
                                                                **{"isolation.level": isolation}))
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(parts)])
@@ -138,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", default="/tmp/ribbon-bench-windows-kill.log")
     ap.add_argument("--out", default=str(RESULTS / "windows_kill_cpu.json"))
     args = ap.parse_args(argv)
-    from worker.kafka.broker import EmbeddedBroker
 
     rng = random.Random(args.seed)
     tag = uuid.uuid4().hex[:8]

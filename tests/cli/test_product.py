@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -22,10 +23,38 @@ def test_ribbon_run_imports_no_demo_or_benchmark_code():
     mods = _imports_of("cmd_run", ROOT / "worker" / "cli" / "main.py")
     assert mods and not [m for m in mods if m.startswith(WORKSHOP)]
     code = ("import sys\n" + "".join(f"import {m}\n" for m in sorted(mods)) +
-            "import worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
+            "import worker.cli.main, worker.pipeline.app, worker.cli.ops, worker.cli.start\n"
             f"print([m for m in sys.modules if m.startswith({WORKSHOP!r})])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The top-level packages and worker modules in sys.modules after running `code` in a fresh interpreter."""
+    probe = code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
+                         cwd=ROOT)
+    return set(out.stdout.splitlines()[-1].split())
+
+
+HEAVY = ("torch", "transformers", "confluent_kafka", "numpy", "worker.pipeline.app", "worker.demo.run")
+
+
+def test_ribbon_help_loads_no_kafka_client_pipeline_or_torch():
+    """The lazy imports of worker/cli/main.py and worker/cli/ops.py (`noqa: PLC0415`) keep `ribbon --help` light."""
+    mods = _loaded_after("from worker.cli.main import build_parser\nbuild_parser().format_help()")
+    assert "worker.cli.main" in mods and not [m for m in HEAVY if m in mods]
+
+
+def test_a_digest_mode_validate_loads_no_torch_or_transformers(monkeypatch):
+    """`ribbon validate` in digest mode without a broker checks settings and client properties only."""
+    code = ("from worker.cli.main import main\n"
+            "assert main(['validate', '--mode', 'digest']) == 0\n")
+    for k in [k for k in os.environ if k.startswith("RIBBON_")]:
+        monkeypatch.delenv(k)
+    mods = _loaded_after(code)
+    assert "worker.cli.validate" in mods and "confluent_kafka" in mods
+    assert not {"torch", "transformers"} & mods
 
 
 def test_oracles_and_simulators_live_outside_the_runtime_package():

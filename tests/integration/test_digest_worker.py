@@ -8,14 +8,24 @@ import uuid
 
 import jsonschema
 import orjson
+from google.protobuf.json_format import ParseDict
 from helpers import ROOT, by_id, consume_all, produce, start_worker, topics, worker_env
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
 from worker.demo.samples import labelled, mixed_corpus
 
 BAD = [(b"\xff\xfe\xfa", "invalid_utf8"), (b'{"text": "unterminated', "invalid_json"), (b'{"lines": []}', "empty_text"), (b'{"text": 42}', "schema"),
-       (b'{"text": "   "}', "empty_text"), (b"[1, 2, 3]", "not_an_object")]
+       (b'{"text": "   "}', "empty_text"), (b"[1, 2, 3]", "not_an_object"),
+       (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [7]}]}]}', "invalid_otlp")]
+# an OpenTelemetry Collector Kafka exporter's record: one logs export request, as otlp_json and as otlp_proto
+OTLP = {"resourceLogs": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "amf-2"}}]},
+                          "scopeLogs": [{"logRecords": [
+                              {"timeUnixNano": str(1764583200000000000 + i * 10**9), "severityNumber": 17 if i == 1 else 9,
+                               "body": {"stringValue": "registration reject" if i == 1 else f"batch {i} sent"}}
+                              for i in range(3)]}]}]}
 IN_THREAD = PrepareOptions(highlights=3, compaction=False, min_saving=0.2, render=True)
 
 
@@ -36,13 +46,19 @@ def _run(broker, t, values, env, tmp_path, n_out: int, n_dlq: int):
 def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_dlq(broker, new_topic, tmp_path):
     t = topics(new_topic)
     docs = mixed_corpus(300, seed=5)
-    values = [orjson.dumps(d) for d in docs] + [v for v, _ in BAD]
+    proto = ParseDict(OTLP, ExportLogsServiceRequest()).SerializeToString()
+    values = [orjson.dumps(d) for d in docs] + [orjson.dumps(OTLP), proto] + [v for v, _ in BAD]
     # the preprocessing pool (2 processes): each output equals the in-thread pass of the same document
     env = worker_env(broker.bootstrap, "/no/model/needed", group=f"g-{uuid.uuid4().hex[:8]}",
                      RIBBON_MODEL__MODE="digest", RIBBON_PIPELINE__PREPROCESS_PROCESSES="2", **t)
-    got, dlq = _run(broker, t, values, env, tmp_path, len(docs), len(BAD))
+    got, dlq = _run(broker, t, values, env, tmp_path, len(docs) + 2, len(BAD))
     assert "2 preprocess processes" in (tmp_path / "worker.log").read_text()
     outs = by_id(got)
+    otlp = [outs.pop(k)[0] for k in [k for k in outs if k.startswith(t["input_topic"] + ":")]]
+    assert len(otlp) == 2 and otlp[0]["digest"] == otlp[1]["digest"] and otlp[0]["summary"] == otlp[1]["summary"]
+    assert (otlp[0]["source"], otlp[0]["kind"], otlp[0]["digest"]["lines"]) == ("amf-2", "log", 3)
+    assert otlp[0]["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
+    assert otlp[0]["highlights"][0] == "2025-12-01T10:00:01.000Z ERROR [amf-2] registration reject"
     assert set(outs) == {d["id"] for d in docs} and all(len(v) == 1 for v in outs.values())
     schema = json.loads((ROOT / "schemas" / "output.json").read_text())
     validator = jsonschema.validators.validator_for(schema)(schema)

@@ -22,9 +22,20 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import torch
 
+from worker.bench.loadgen import OutputReader
 from worker.bench.parts import load_parts
+from worker.bench.steady import report, steady_load
 from worker.demo.samples import corpus, mixed_corpus, quality_corpus
+from worker.digest.prepared import PrepareOptions, prepare_many
+from worker.digest.prompt import DocumentText, token_gate
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import embedded_settings, plain_config
+from worker.pipeline.app import Parts, Worker, make_packer, packer_device
+from worker.pipeline.planner import PlanLimits, Planner
+from worker.remote.child_continuous import time_continuous
 
 CORPORA = {
     "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
@@ -35,9 +46,6 @@ CORPORA = {
 
 def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
-    from worker.digest.prepared import PrepareOptions, prepare_many
-    from worker.digest.prompt import DocumentText, token_gate
-
     raws = ["\n".join(d["lines"]) for d in docs]
     o = PrepareOptions(highlights=settings.model.highlights, compaction=settings.digest.compaction,
                        min_saving=settings.digest.min_saving, render=False)
@@ -55,9 +63,6 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
                 continuous: bool = False) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
     prompts come from, when some are chunks); continuous: through the continuous batcher."""
-    import numpy as np
-    import torch
-
     p = parts.packer
     for i, ids in enumerate(prompts):
         p.submit(i, np.asarray(ids, dtype=np.int32), 0)
@@ -75,8 +80,6 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
         wall, out_tokens = (_time_there_continuous if continuous else _time_there)(eng, bins, seeds)
     elif continuous:
-        from worker.remote.child_continuous import time_continuous
-
         _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
                                               [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
                                                for t, c, mx, ids, _ in bins])
@@ -136,8 +139,6 @@ def _time_there_continuous(eng, bins: list, seeds: list[int], timeout_s: float =
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
-    import torch
-
     warm = eng.stage(*bins[0][:3])
     eng.generate(warm, [seeds[i] for i in bins[0][3]])  # warm-up (CUDA graphs, allocator)
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
@@ -153,12 +154,6 @@ def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
 
 
 def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
-    from worker.bench.loadgen import OutputReader
-    from worker.kafka import clients
-    from worker.kafka.broker import EmbeddedBroker
-    from worker.kafka.config import embedded_settings, plain_config
-    from worker.pipeline.app import Parts, Worker, make_packer, packer_device
-
     k = settings.kafka
     with EmbeddedBroker() as broker:
         broker.create_topics({k.input_topics[0]: 8, k.output_topic: 8, k.dlq_topic: 1})
@@ -286,8 +281,6 @@ def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from worker.bench.steady import report, steady_load
-
     ap = argparse.ArgumentParser(prog="ribbon bench e2e", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
     ap.add_argument("--arch-config", help="random weights of this architecture config instead, e.g. "
@@ -321,7 +314,6 @@ def main(argv: list[str] | None = None) -> int:
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
-    from worker.pipeline.planner import PlanLimits, Planner
 
     tok = eng.tokenizer
     count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
@@ -344,7 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
               for f in fractions}
     cleanup()
-    import torch
 
     device = (getattr(eng, "device_name", None) or torch.cuda.get_device_name()) if eng.device.type == "cuda" \
         else platform.processor() or "cpu"

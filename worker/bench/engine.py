@@ -19,7 +19,19 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+import transformers
+
+from worker.bench import engine_hf as hf
 from worker.bench.engine_floors import ceilings, job_floor_s, model_figures, prefill_flops
+from worker.bench.engine_plot import plot
+from worker.bench.engine_profile import profile_engine
+from worker.engine.attention import REGISTERED
+from worker.engine.autotune import autotune_budget
+from worker.engine.fuse import compile_layers, uncompile_layers
+from worker.engine.loader import engine_for_model, random_model
+from worker.engine.merge import merge_projections, unmerge_projections
+from worker.packer import Packer, PackerConfig
 
 MIXES = ("stress", "uniform")
 MODELS = {"7b": "config/models/qwen2.5-7b.json", "0.5b": "config/models/qwen2.5-0.5b.json"}
@@ -42,8 +54,6 @@ def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str =
     None: the worker's default, packer.order) over these documents, all submitted at once and
     drained, as the worker packs a backlog. Yields (packer, bin); the caller releases each bin's
     slot once its copy to the device is done."""
-    from worker.packer import Packer, PackerConfig
-
     cfg = PackerConfig(budget=budget, reserve_per_seq=reserve, max_seqs=max(1, len(docs)), efficient_tokens=budget,
                        max_wait_s=0.0, slots=3)
     if order is not None:
@@ -76,8 +86,6 @@ def _prefix(docs: list[list[int]], budget: int, reserve: int) -> list[int]:
 
 
 def _stage(eng, docs: list[list[int]], idx: list[int]):
-    import torch
-
     sel = [docs[i] for i in idx]
     cu = [0]
     for d in sel:
@@ -90,8 +98,6 @@ def _stage(eng, docs: list[list[int]], idx: list[int]):
 
 
 def ribbon_prefill(eng, docs: list[list[int]], bin_tokens: int) -> dict:
-    import torch
-
     eng.prefill_last_logits(_stage(eng, docs, _prefix(docs, bin_tokens, 0)))  # warm-up
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -119,8 +125,6 @@ def _prefill_and_release(eng, packer, staged, b) -> None:
 
 
 def ribbon_generate(eng, docs: list[list[int]], budget: int, fig: dict, bw: float, rate: float) -> dict:
-    import torch
-
     max_new = eng.options.max_new_tokens
     eng.warm_up(budget, len(docs))  # as the worker at start: KV pool at the budget, compiled layers, every decode graph
     torch.cuda.synchronize()
@@ -164,12 +168,6 @@ def _log(msg: str, **kv) -> None:
 
 
 def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
-    import torch
-
-    from worker.bench import engine_hf as hf
-    from worker.engine.autotune import autotune_budget
-    from worker.engine.loader import engine_for_model, random_model
-
     t0 = time.perf_counter()
     model = random_model(MODELS[key], torch.device("cuda"), torch.bfloat16)
     fig = model_figures(model)
@@ -226,8 +224,6 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
                  vs_job_floor=g[name].get("wall_vs_job_floor"))
             save()
         if args.profile:
-            from worker.bench.engine_profile import profile_engine
-
             r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", _stage)
             save()
         if args.full_corpus_generate:
@@ -240,8 +236,6 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
 
 
 def _ribbon_prefill(eng, model, docs, chunk, kernel: str | None = None):
-    from worker.engine.attention import REGISTERED
-
     model.config._attn_implementation = REGISTERED[eng.backend]
     saved, eng.options.chunk_tokens = eng.options.chunk_tokens, chunk
     saved_kernel, eng.prefill_kernel = eng.prefill_kernel, kernel or eng.prefill_kernel
@@ -256,16 +250,12 @@ def _prefill_shape(shape: str | None) -> None:
     (bench/engine_kernels.py picks it; the chosen one becomes prefill_kernel.py's default)."""
     if not shape:
         return
-    from worker.engine import prefill_kernel as pk
+    from worker.engine import prefill_kernel as pk  # noqa: PLC0415 triton: optional, CUDA builds only
 
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
 def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
-    import torch
-
-    from worker.engine.attention import REGISTERED
-
     model.config._attn_implementation = REGISTERED[eng.backend]
     saved = torch.backends.cuda.preferred_blas_library()
     if blas:
@@ -281,9 +271,6 @@ def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
 
 def _eager(eng, fn, *args):
     """A Hugging Face baseline on the same model object as HF runs it: eager layers, separate projections."""
-    from worker.engine.fuse import compile_layers, uncompile_layers
-    from worker.engine.merge import merge_projections, unmerge_projections
-
     if eng.compiled:
         uncompile_layers(eng.base)
     if eng.merged:
@@ -337,13 +324,9 @@ def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if args.plot:
-        from worker.bench.engine_plot import plot
-
         for path in plot(args.plot, args.out):
             print(path)
         return 0
-    import torch
-    import transformers
 
     if not torch.cuda.is_available():
         print("ribbon bench engine needs a CUDA GPU", file=sys.stderr)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
+import torch
+
 
 def ceilings() -> dict:
-    import torch
-
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
@@ -36,8 +36,6 @@ def ceilings() -> dict:
 
 def model_figures(model) -> dict:
     """Matmul parameters per token and bytes a decode step must read (weights)."""
-    import torch
-
     base = getattr(model, model.base_model_prefix)
     layer_params = sum(p.numel() for n, p in base.layers.named_parameters() if p.dim() == 2)
     emb = model.get_input_embeddings().weight

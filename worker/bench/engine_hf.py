@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import torch
+from transformers import GenerationConfig
 
 
 def _sync() -> None:
@@ -87,8 +88,6 @@ def hf_generate_batch(model, docs: list[list[int]], max_new: int) -> dict:
     """transformers' continuous batching (model.generate_batch), greedy; its warm-up is inside the wall time.
 
     Not under inference_mode: its generation thread updates cache tensors in place outside it."""
-    from transformers import GenerationConfig
-
     model.config._attn_implementation = "sdpa"
     gc = GenerationConfig(max_new_tokens=max_new, do_sample=False, eos_token_id=model.generation_config.eos_token_id,
                           pad_token_id=0)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 
 def plot(json_path: str, out_dir: str) -> list[str]:
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 optional dependency (the [bench] extra)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 after matplotlib.use; the [bench] extra
 
     res = json.loads(Path(json_path).read_text())
     stem = Path(json_path).stem

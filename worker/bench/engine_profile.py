@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import torch
+from torch.profiler import ProfilerActivity
+from torch.profiler import profile as prof
+
 
 def profile(fn, path: Path, rows: int = 40) -> dict:
     """Run fn under torch.profiler; write the per-kernel table to path; return the top kernels (CUDA us)."""
-    import torch
-    from torch.profiler import ProfilerActivity
-    from torch.profiler import profile as prof
-
     torch.cuda.synchronize()
     with prof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
         t0 = time.perf_counter()

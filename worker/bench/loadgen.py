@@ -21,14 +21,14 @@ import time
 from dataclasses import dataclass
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from worker.kafka import clients
+from worker.kafka.clients import take
+from worker.kafka.config import plain_config
 
 
 def _reader_consumer(bootstrap: str, topic: str, partitions: int):
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     c = clients.consumer(plain_config(bootstrap).tool_consumer(
         "bench-reader", **{"isolation.level": "read_committed", "fetch.wait.max.ms": 10}))
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -39,8 +39,6 @@ def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, 
           windows: bool = False) -> None:
     """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes.
     windows: outputs of windows, until their windows hold n records; each value adds the window's records."""
-    from worker.kafka.clients import take
-
     c = _reader_consumer(bootstrap, topic, partitions)
     if ready is not None:
         ready.set()
@@ -62,9 +60,6 @@ def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, 
 
 def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent: dict) -> None:
     """Constant rate: document i goes at t0 + i / rate (the produce call's time is its start)."""
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     p = clients.producer(plain_config(bootstrap).tool_producer(**{"linger.ms": 0}))
     t0 = time.monotonic()
     for i, d in enumerate(docs):

@@ -7,17 +7,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
 from worker.config.settings import load_settings
+from worker.engine.tiny import make_tiny_checkpoint
 from worker.pipeline.app import build_parts
 
 
 def random_checkpoint(arch_config: str, out: Path) -> str:
     """Random weights of a public architecture (config JSON) with the tiny offline tokenizer."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from worker.engine.tiny import make_tiny_checkpoint
-
     tok_dir = make_tiny_checkpoint(out / "tok")
     cfg = AutoConfig.from_pretrained(arch_config)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)

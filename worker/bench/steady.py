@@ -19,18 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
+from worker.bench.loadgen import SteadyLoad, Topics
 from worker.bench.parts import load_parts
 from worker.demo.samples import corpus
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import embedded_settings
+from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 
 
 def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 5.0,
                 partitions: int = 8, timeout_s: float = 120.0) -> dict:
     """One steady-load run at `rate` documents/s for `seconds` (see the module doc)."""
-    from worker.bench.loadgen import SteadyLoad, Topics
-    from worker.kafka.broker import EmbeddedBroker
-    from worker.kafka.config import embedded_settings
-    from worker.pipeline.app import Parts, Worker, make_packer, packer_device
-
     k = settings.kafka
     n = max(1, int(rate * seconds))
     docs = [{**d, "id": f"s{i}"} for i, d in enumerate(corpus(n, seed=23))]

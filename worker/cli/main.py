@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import re
 import signal
 import sys
 import threading
@@ -11,13 +13,18 @@ from pathlib import Path
 from worker import __version__
 from worker.cli import ops as cli_ops
 from worker.cli.args import load, topic_name
+from worker.cli.supervisor import run_supervisor
 from worker.config.errors import EXIT_FAILED, EXIT_USAGE, OneLineParser, StartupError, fail
 from worker.config.settings import SettingsError
-from worker.kafka.broker import BrokerError
+from worker.engine.errors import EngineSettingError
+from worker.kafka.broker import BrokerError, EmbeddedBroker
+from worker.kafka.config import client_config, embedded_settings, kafka_client_config
+from worker.observability.logs import setup_logging
 
-# Each command imports what it runs inside its handler (lazy on purpose): `ribbon run` loads no demo or
-# benchmark code (tests/cli/test_product.py), `ribbon --help` and `ribbon produce` no pipeline, torch only
-# where a model runs.
+# What this module imports is light: `ribbon --help` loads no Kafka client (confluent_kafka), pipeline
+# or torch. Each handler imports the command modules it runs (worker.cli.preflight, produce, start,
+# ...), which import what they need at their top; `ribbon run` loads no demo or benchmark code
+# (tests/cli/test_product.py).
 
 # Flags that set a setting: flag -> (dotted setting path, help). They win over
 # the environment and the config file.
@@ -152,15 +159,14 @@ def topic_specs(spec: str) -> dict[str, int]:
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from worker.kafka.config import client_config
-    from worker.cli.preflight import probe_cluster
-    from worker.cli.produce import Split, SplitError, produce_file
+    from worker.cli import preflight, produce  # noqa: PLC0415 confluent_kafka off --help
 
     try:
-        split = Split.parse(args.split)
-    except SplitError as exc:
+        split = produce.Split.parse(args.split)
+    except produce.SplitError as exc:
         fail(str(exc))
-    line_key = _line_key(args)
+    key_parts = _line_key(args)
+    line_key = None if key_parts is None else produce.LineKey(*key_parts)
     if not args.file.is_file():
         fail(f"no such file: {args.file}")
     settings = load(args)
@@ -168,10 +174,10 @@ def cmd_produce(args: argparse.Namespace) -> int:
     if not bootstrap:
         fail("produce needs a broker: set --bootstrap-servers (env RIBBON_KAFKA__BOOTSTRAP_SERVERS)")
     clients = client_config(settings.kafka)
-    probe_cluster(clients.producer, args.timeout)  # exit 3 with one line, not hundreds of librdkafka retries
+    preflight.probe_cluster(clients.producer, args.timeout)  # exit 3 with one line, not hundreds of librdkafka retries
     conf = clients.tool_producer(**{k: v for k, v in settings.kafka.producer_extra.items() if k != "transactional.id"})
     try:
-        n = produce_file(args.file, topic=args.topic, producer_conf=conf, split=split, source=args.source,
+        n = produce.produce_file(args.file, topic=args.topic, producer_conf=conf, split=split, source=args.source,
                          progress=not args.no_progress, line_key=line_key, rate=args.rate)
     except RuntimeError as exc:
         fail(str(exc), EXIT_FAILED)
@@ -179,12 +185,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _line_key(args: argparse.Namespace):
-    """The LineKey of --lines (None without it); a bad combination exits 2 with one line."""
-    import re
-
-    from worker.cli.produce import LineKey
-
+def _line_key(args: argparse.Namespace) -> tuple[str | None, str | None, str | None] | None:
+    """The (key, key field, key regex) of --lines' LineKey (None without --lines); a bad combination
+    exits 2 with one line."""
     keyed = [f for f in ("key", "key_field", "key_regex") if getattr(args, f) is not None]
     if not args.lines:
         if keyed:
@@ -197,12 +200,10 @@ def _line_key(args: argparse.Namespace):
             re.compile(args.key_regex)
         except re.error as exc:
             fail(f"--key-regex is not a regular expression: {exc}")
-    return LineKey(args.key, args.key_field, args.key_regex)
+    return args.key, args.key_field, args.key_regex
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from worker.kafka.broker import EmbeddedBroker
-
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -215,47 +216,33 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from worker.cli.preflight import check_model_path
-    from worker.pipeline.app import install_signal_handlers
-    from worker.observability.logs import setup_logging
-    from worker.config.settings import SettingsError
-
     settings = load(args)
     if args.gpus:
-        from worker.cli.supervisor import run_supervisor
-
         return run_supervisor(settings, args)
-    if settings.model.mode != "digest":
-        from worker.cli.preflight import refuse_random_model
+    # The pipeline (numpy, prometheus, OpenTelemetry: ~0.5 s) stays off `ribbon --help` and `run --gpus`'s supervisor.
+    from worker.cli import preflight  # noqa: PLC0415 confluent_kafka off --help
+    from worker.cli.start import build_worker, log_identity, warn_if_unreachable  # noqa: PLC0415 pipeline off --help
+    from worker.pipeline.app import install_signal_handlers  # noqa: PLC0415 pipeline off --help
 
-        refuse_random_model(settings.model.path)
+    if settings.model.mode != "digest":
+        preflight.refuse_random_model(settings.model.path)
     setup_logging(settings.log_level, settings.log_format)
     if settings.model.mode != "digest":
         if settings.kafka.bootstrap_servers:  # the cheap checks first: a bad client property needs no model
-            from worker.cli.preflight import check_client_config
-            from worker.kafka.config import kafka_client_config
-
-            check_client_config(*kafka_client_config(settings.kafka))
-        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+            preflight.check_client_config(*kafka_client_config(settings.kafka))
+        preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
         bootstrap = settings.kafka.bootstrap_servers
         if bootstrap:
-            from worker.cli.start import build_worker, log_identity, warn_if_unreachable
-
             log_identity(settings)
             warn_if_unreachable(settings)
             worker = build_worker(settings, bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
-        from worker.kafka.broker import EmbeddedBroker
-        from worker.kafka.config import embedded_settings
-
         k = settings.kafka
         with EmbeddedBroker() as broker:
             broker.create_topics({**{t: args.partitions for t in k.input_topics}, k.output_topic: 1, k.dlq_topic: 1})
             print(f"no bootstrap servers configured: embedded broker on {broker.bootstrap}", file=sys.stderr)
-            from worker.cli.start import build_worker
-
             worker = build_worker(embedded_settings(settings, broker.bootstrap), broker.bootstrap, stop)
             return 0 if stop.is_set() else worker.run_until_signalled(stop)
     except SettingsError as exc:
@@ -263,33 +250,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from worker.demo.run import run_demo
-    from worker.cli.preflight import check_model_path
-    from worker.observability.logs import setup_logging
+    from worker.cli import preflight  # noqa: PLC0415 confluent_kafka off --help
+    from worker.demo.run import run_demo  # noqa: PLC0415 only `ribbon demo` loads the demo
 
     settings = load(args)
     if settings.model.mode != "digest":
-        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+        preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty(),
                     show_model_text=args.show_model_text)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import importlib
-
     return importlib.import_module(f"worker.bench.{args.which}").main(args.args)
 
 
 def cmd_autotune(args: argparse.Namespace) -> int:
-    from worker.engine import autotune_budget, load_engine
-    from worker.engine.errors import EngineSettingError
-    from worker.cli.preflight import check_model_path
-    from worker.pipeline.app import cache_root, resolve_model_path
-    from worker.observability.logs import setup_logging
+    from worker.cli import preflight  # noqa: PLC0415 confluent_kafka off --help
+    from worker.engine import autotune_budget, load_engine  # noqa: PLC0415 torch (~1.5 s) off --help
+    from worker.pipeline.app import cache_root, resolve_model_path  # noqa: PLC0415 pipeline off --help
 
     settings = load(args)
-    path = check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+    path = preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, "text")
     cache = cache_root(settings.model)
     try:

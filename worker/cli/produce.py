@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from tqdm import tqdm
+
+from worker.kafka.clients import producer as make_producer
 
 _SPLIT = re.compile(r"^(jsonl|blank|lines:(\d+))$")
 
@@ -129,10 +132,6 @@ def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, s
 
     `producer_conf` comes from worker.kafka.config (ClientConfig.tool_producer): address, security
     settings and kafka.producer_extra included."""
-    from tqdm import tqdm
-
-    from worker.kafka.clients import producer as make_producer
-
     producer = make_producer(producer_conf)
     acked = 0
     errors: list[str] = []

@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from confluent_kafka import TopicPartition
+from tqdm import tqdm
+
 from worker.config.errors import EXIT_USAGE, StartupError
+from worker.kafka import clients
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +71,6 @@ class ReplayReport:
 def start_offsets(consumer: Any, topic: str, partitions: Iterable[int], since_ms: int | None,
                   timeout_s: float) -> dict[int, int]:
     """First offset at or after `since_ms` per partition (the log start without it; the end if none)."""
-    from confluent_kafka import TopicPartition
-
     parts = list(partitions)
     if since_ms is None:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[0] for p in parts}
@@ -110,8 +112,6 @@ def end_offsets(consumer: Any, topic: str, partitions: Iterable[int], timeout_s:
     its last batch + 1 instead, so the tail from there is read as well (until no record came for `idle_s`,
     `scan_s` at most): exact on both, and at most one batch more work.
     """
-    from confluent_kafka import TopicPartition
-
     parts = list(partitions)
     ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in parts}
     tail = [TopicPartition(topic, p, ends[p] - 1) for p in parts if ends[p] > 0]
@@ -137,8 +137,6 @@ def read_bounded(consumer: Any, topic: str, starts: dict[int, int], ends: dict[i
     `end - 1` arrives: on a topic written in transactions the last offset is a commit marker, which
     no consumer is ever given (and under read_committed aborted records are skipped as well).
     `done()` true stops early."""
-    from confluent_kafka import TopicPartition
-
     todo = {p for p in starts if starts[p] < ends[p]}
     consumer.assign([TopicPartition(topic, p, starts[p]) for p in todo])
     deadline = time.monotonic() + timeout_s
@@ -157,8 +155,6 @@ def read_bounded(consumer: Any, topic: str, starts: dict[int, int], ends: dict[i
 
 def reached(consumer: Any, topic: str, parts: Iterable[int], ends: dict[int, int]) -> set[int]:
     """The partitions whose consumer position is at or past their end offset."""
-    from confluent_kafka import TopicPartition
-
     positions = consumer.position([TopicPartition(topic, p) for p in parts])
     return {tp.partition for tp in positions if tp.offset >= 0 and tp.offset >= ends[tp.partition]}
 
@@ -180,10 +176,6 @@ class DlqFilter:
 def replay_dlq(consumer_conf: dict[str, Any], producer_conf: dict[str, Any], dlq_topic: str, flt: DlqFilter,
                to_topic: str | None, dry_run: bool, progress: bool, timeout_s: float) -> ReplayReport:
     """Scan the dead-letter topic once (bounded) and produce the matching records back."""
-    from tqdm import tqdm
-
-    from worker.kafka import clients
-
     conf = {**consumer_conf, "group.id": f"ribbon-replay-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
     conf.pop("group.instance.id", None)
     consumer = clients.consumer(conf)

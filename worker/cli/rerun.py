@@ -25,7 +25,17 @@ import threading
 import time
 from typing import Any
 
+from confluent_kafka import TopicPartition
+from tqdm import tqdm
+
+from worker.cli.preflight import check_model_path, probe_cluster, refuse_random_model
+from worker.cli.replay import end_offsets, parse_time, start_offsets
+from worker.cli.start import build_worker
 from worker.config.errors import EXIT_FAILED, StartupError
+from worker.kafka import clients
+from worker.kafka.config import kafka_client_config
+from worker.observability.logs import setup_logging
+from worker.pipeline.app import install_signal_handlers
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +44,6 @@ Range = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (start, 
 
 def plan_range(consumer: Any, topics: tuple[str, ...], since_ms: int | None, from_offset: int | None,
                timeout_s: float) -> Range:
-    from worker.cli.replay import end_offsets, start_offsets
-
     out: Range = {}
     md = consumer.list_topics(timeout=timeout_s)
     for topic in topics:
@@ -53,8 +61,6 @@ def plan_range(consumer: Any, topics: tuple[str, ...], since_ms: int | None, fro
 
 
 def committed(consumer: Any, rng: Range, timeout_s: float) -> dict[tuple[str, int], int]:
-    from confluent_kafka import TopicPartition
-
     tps = consumer.committed([TopicPartition(t, p) for t, p in rng], timeout=timeout_s)
     return {(tp.topic, tp.partition): tp.offset for tp in tps}
 
@@ -62,8 +68,6 @@ def committed(consumer: Any, rng: Range, timeout_s: float) -> dict[tuple[str, in
 def nothing_left(consumer: Any, pending: dict[tuple[str, int], tuple[int, int]], wait_s: float = 1.0) -> set:
     """The partitions of `pending` ((topic, partition) -> (committed, end)) with no record to be consumed
     between the two: the consumer's position reached the end without being given one (within `wait_s`)."""
-    from confluent_kafka import TopicPartition
-
     if not pending:
         return set()
     consumer.assign([TopicPartition(t, p, c) for (t, p), (c, _) in pending.items()])
@@ -105,17 +109,6 @@ class Progress:
 
 
 def rerun(settings: Any, args: Any) -> int:
-    from confluent_kafka import TopicPartition
-    from tqdm import tqdm
-
-    from worker.kafka import clients
-    from worker.cli.preflight import check_model_path, probe_cluster, refuse_random_model
-    from worker.cli.replay import parse_time
-    from worker.cli.start import build_worker
-    from worker.pipeline.app import install_signal_handlers
-    from worker.observability.logs import setup_logging
-    from worker.kafka.config import kafka_client_config
-
     deadline = time.monotonic() + args.timeout
     k = settings.kafka
     group = args.rerun_group

@@ -17,6 +17,10 @@ import time
 from collections.abc import Iterator
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+from worker.kafka import clients
+from worker.kafka.config import plain_config
 
 ROUTINE = (
     ("sshd", 6, "Accepted publickey for deploy from 10.{a}.{b}.{c} port {port} ssh2"),
@@ -83,11 +87,6 @@ def windowed_settings(settings):
 
 def run_lines(bootstrap: str, output_topic: str, timeout_s: float) -> tuple[bool, str]:
     """Send the stream and wait for the windows that cover it; (every record covered, what to print)."""
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     conf = plain_config(bootstrap)
     p = clients.producer(conf.tool_producer())
     sent = 0

@@ -19,9 +19,16 @@ from __future__ import annotations
 import time
 
 import orjson
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+from tqdm import tqdm
 
-from worker.digest.render import render
+from worker.demo.lines import LINES_TOPIC, run_lines, windowed_settings
 from worker.demo.samples import mixed_corpus
+from worker.digest.render import render
+from worker.kafka import clients
+from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.config import embedded_settings, plain_config
+from worker.pipeline.app import Worker
 
 SHOWN = 3  # documents printed in full
 SHOWN_REAL = 5  # ... with a real model: its summary next to the digest
@@ -31,9 +38,6 @@ BAD = (b"\xff\xfe not utf-8", b'{"text": ', b'{"lines": []}', b"   ")
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     p = clients.producer(plain_config(bootstrap).tool_producer())
     for i, v in enumerate(values):
         p.produce(topic, value=v, key=f"k{i}".encode())
@@ -43,12 +47,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 
 
 def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, progress: bool) -> list:
-    from confluent_kafka import OFFSET_BEGINNING, TopicPartition
-    from tqdm import tqdm
-
-    from worker.kafka import clients
-    from worker.kafka.config import plain_config
-
     # assign(), not a group: a group join on the embedded broker blocks ~half of session.timeout.ms.
     c = clients.consumer(plain_config(bootstrap).tool_consumer(f"demo-reader-{time.time_ns()}",
                                                                **{"isolation.level": "read_committed"}))
@@ -72,19 +70,13 @@ def default_documents(settings) -> tuple[int, int]:
 
 
 def _cuda() -> bool:
-    import torch
+    import torch  # noqa: PLC0415 torch (~1.5 s) off a digest-mode demo
 
     return torch.cuda.is_available()
 
 
 def run_demo(settings, documents: int | None, timeout_s: float, progress: bool = True,
              show_model_text: bool = False) -> int:
-    from worker.kafka.broker import EmbeddedBroker
-    from worker.kafka.config import embedded_settings
-    from worker.pipeline.app import Worker
-
-    from worker.demo.lines import LINES_TOPIC, run_lines, windowed_settings
-
     settings = windowed_settings(settings)  # a windowed syslog stream next to the documents
     k = settings.kafka
     with EmbeddedBroker() as broker:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from operator import itemgetter, lt
 
 from worker.digest.timeparse import MONTHS, Stamp, _fraction, _iso, _stamp, _zone
 
@@ -94,7 +95,7 @@ def sort_keys(stamps: list[str]) -> list[str]:
     if not sample:
         return stamps
     if sample[:3] in _MON_KEY or sample.lstrip("<0123456789>")[:3] in _MON_KEY:   # Mon dd HH:MM:SS
-        return [_syslog_key(s) if s else "" for s in stamps]
+        return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005
         return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
     if _CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
@@ -119,6 +120,26 @@ def _syslog_key(s: str) -> str:
     return _MON_KEY.get(s[:3], "00") + day.zfill(2) + rest.translate(_DIGITS)
 
 
+_MON_SPACE = frozenset(m + " " for m in _MON_KEY)
+_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57 and c != 10)   # bytes to delete (\n kept)
+
+
+def _syslog_keys(stamps: list[str]) -> list[str]:
+    """_syslog_key of every stamp, in a few passes over the joined texts when all have one width and start
+    with a month name (a space-padded day, as RFC 3164 writes it); line by line otherwise."""
+    widths = set(map(len, stamps))
+    widths.discard(0)
+    heads = set(map(itemgetter(slice(0, 4)), stamps))
+    heads.discard("")
+    joined = "\n".join(stamps)
+    if len(widths) != 1 or not heads <= _MON_SPACE or not joined.isascii():
+        return [_syslog_key(s) if s else "" for s in stamps]
+    joined = joined.replace("  ", " 0")                      # `Dec  1 10:..` -> `Dec 01 10:..`
+    for head in heads:
+        joined = joined.replace(head, _MON_KEY[head[:3]])    # -> `1201 10:..`
+    return joined.encode().translate(None, _NOT_DIGITS).decode().split("\n")   # -> `1201100...`
+
+
 def _padded_key(s: str) -> str:
     """Digit groups zero-padded (the last, milliseconds, to 3): `22:16:0:119` sorts after `22:15:59:1`."""
     g = _GROUPS.findall(s)
@@ -137,7 +158,7 @@ class TrueSpan:
 
 def true_span(stamps: list[str], keys: list[str]) -> TrueSpan | None:
     """Earliest to latest (by sort key; ties: the earlier line), or None when no line has a time."""
-    ks = [k for k in keys if k]
+    ks = list(filter(None, keys))
     if not ks:
         return None
     k_lo, k_hi = min(ks), max(ks)
@@ -148,7 +169,7 @@ def true_span(stamps: list[str], keys: list[str]) -> TrueSpan | None:
     if last.seconds < first.seconds:   # keys and dates disagree (mixed forms): order by the dates
         first, last = last, first
         lo, hi = hi, lo
-    out_of_order = sum(b < a for a, b in zip(ks, ks[1:]))
+    out_of_order = sum(map(lt, ks[1:], ks))         # a line earlier than the one before it
     zone = "UTC" if first.text.endswith("Z") else None
     return TrueSpan(first, last, lo[1], hi[1], out_of_order, zone)
 

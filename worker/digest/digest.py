@@ -157,7 +157,9 @@ def _time_span(tm: Templates, r: Read | None, keys: list[str]) -> dict | None:
 def _host_entities(r: Read | None) -> list[dict]:
     if r is None or not r.hosts:
         return []
-    counts = Counter(h for h in r.hosts if h and h != "-")
+    counts = Counter(r.hosts)
+    counts.pop("", None)
+    counts.pop("-", None)
     if len(counts) > 0.5 * max(1, len(r.hosts)):   # one per line: not hosts but something else
         return []
     return [{"kind": "host", "value": h, "count": n} for h, n in counts.most_common(MAX_ENTITIES)]

@@ -22,7 +22,7 @@ import re
 import numpy as np
 
 from worker.digest.levels import LEVEL_KEYS, level_of_pattern, level_of_value
-from worker.digest.levels_table import ORDER, RANK, WARN_RANK
+from worker.digest.levels_table import ORDER, RANK, WARN_RANK, level_word
 
 HARD = frozenset({"error", "errors", "failed", "failure", "failures", "fail", "fails", "exception", "refused",
                   "denied", "unreachable", "aborted", "abort", "rejected", "reject", "fatal", "panic", "segfault",
@@ -67,8 +67,6 @@ def template_level(pattern: str, t) -> str | None:
         return level
     m = _PREFIX.match(pattern)
     if m:
-        from worker.digest.levels_table import level_word
-
         level = level_word(m.group(1)) if len(m.group(1)) > 2 else None
         if level is not None:
             return level

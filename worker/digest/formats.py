@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from operator import itemgetter
 
 import orjson
 
@@ -48,6 +49,7 @@ MIN_SHARE = 0.25         # a header must match this share of the sampled lines
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what stays after the sequences (tab, \r, \n kept)
+_CONTROL_BYTES = bytes([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])   # the same, as UTF-8 bytes (all ASCII)
 
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
@@ -120,6 +122,11 @@ def _timestamped(shape: tuple = _ALL_SHAPE, level: str = _LEVEL) -> str:
 _HEADERS["timestamped"] = _timestamped()
 _HEAD = {name: re.compile(h) for name, h in _HEADERS.items()}
 _ROWS = {name: re.compile(rf"^(?:{h})?(.*)$", re.M) for name, h in _HEADERS.items()}
+_HOST_GUARD = rf"(?!{_LEVEL}\s)"
+_IS_LEVEL = re.compile(_LEVEL)
+# rfc3164 without its host guard (a level word where the host goes), the per-line cost of most of the
+# regex: the rows whose host is a level word are read again by the guarded regex (_reread_hosts)
+_UNGUARDED = {"rfc3164": re.compile(rf"^(?:{_HEADERS['rfc3164'].replace(_HOST_GUARD, '')})?(.*)$", re.M)}
 _LEVEL_ANY = r"[A-Za-z]{1,11}(?![\w.])"   # a specialized header takes any word here; non-levels are re-read
 
 
@@ -141,6 +148,17 @@ _SHAPE_GROUPS = re.compile(r"\(\?P<(?:pre|pid|lb|brk|comp\d?|pipes|prog)>")
 def _specialized(shape: tuple) -> re.Pattern:
     """The document's header regex: only its parts, capturing only ts, host, level and the message."""
     return re.compile(_SHAPE_GROUPS.sub("(?:", rf"^(?:{_timestamped(shape, _LEVEL_ANY)})?(.*)$"), re.M)
+
+
+def _reread_hosts(form: str, lines: list[str], rows: list[tuple]) -> list[tuple]:
+    """Rows of an _UNGUARDED pass whose host is a level word, read again by the guarded regex."""
+    full = _ROWS[form]
+    h = full.groupindex["host"] - 1
+    wrong = {x for x in set(map(itemgetter(h), rows)) if x and _IS_LEVEL.fullmatch(x)}
+    if not wrong:
+        return rows
+    return [tuple(g or "" for g in full.match(lines[i]).groups()) if r[h] in wrong else r
+            for i, r in enumerate(rows)]
 
 
 def _reread(rx: re.Pattern, lines: list[str], rows: list[tuple]) -> list[tuple]:
@@ -187,8 +205,10 @@ class Read:
 
 def clean(text: str) -> tuple[str, int]:
     """The text without ANSI/VT escape sequences and other control bytes (the text they wrap kept)."""
-    if "\x1b" not in text and _CONTROL.search(text) is None:
-        return text, 0
+    if "\x1b" not in text:
+        data = text.encode("utf-8", "surrogatepass")      # no control byte inside a multi-byte sequence
+        if len(data.translate(None, _CONTROL_BYTES)) == len(data):   # C speed; a regex search costs 3x
+            return text, 0
     out = _CONTROL.sub("", _ANSI.sub("", text))
     changed = sum(a != b for a, b in zip(text.split("\n"), out.split("\n")))
     return out, changed
@@ -241,7 +261,7 @@ def _choose(lines: list[str]) -> tuple[str | None, re.Pattern | None]:
     form = detect(lines)
     rx = None
     if form is not None and form not in ("json", "logfmt"):
-        rx = _specialized(_shape_of(_sample(lines))) if form == "timestamped" else _ROWS[form]
+        rx = _specialized(_shape_of(_sample(lines))) if form == "timestamped" else _UNGUARDED.get(form, _ROWS[form])
     if len(_CHOSEN) >= CHOSEN_MAX:
         _CHOSEN.clear()
     _CHOSEN[sig] = (form, rx)
@@ -266,6 +286,8 @@ def read(text: str, lines: list[str] | None = None) -> Read:
         rows = [tuple(g or "" for g in rx.match(ln).groups()) for ln in lines]
     if form == "timestamped":
         rows = _reread(rx, lines, rows)
+    elif rx is not _ROWS[form]:
+        rows = _reread_hosts(form, lines, rows)
     return _columns(form, rx, lines, rows, cleaned)
 
 
@@ -290,7 +312,8 @@ def _columns(form: str, rx: re.Pattern, lines: list[str], rows: list[tuple], cle
     if "pri" in gi:
         pri = col("pri")
         by_pri = {p: from_pri(p) for p in set(pri) if p}
-        levels = [by_pri[p] if p else lv for p, lv in zip(pri, levels)]
+        if by_pri:
+            levels = [by_pri[p] if p else lv for p, lv in zip(pri, levels)]
     witness = stamps if form not in ("level_first",) else lv_text
     matched = list(map(bool, witness))
     hosts = list(col("host")) if "host" in gi else []

@@ -3,27 +3,31 @@
     pm_digest(text)  -> the `pm` object of the digest for a TS 32.435 `measCollecFile` or TS 28.532
                         `measDataFile`, or None when the text is neither
     otlp_lines(text) -> the log records of an OTLP/JSON `resourceLogs` export as lines
-                        (`<time> <LEVEL> [<service>] <body> key=value ...`), or None
+                        (`<time> <LEVEL> [<service>] <body> key=value ...`, worker/messages/otlp.py),
+                        or None
 
 A PM file's counters are read by position (`measTypes` + `measResults`, or `measType p=` + `r p=`),
 per measured object (`measObjLdn`). The digest names the managed element, the period and granularity,
 how many objects and cells, the non-zero counters (largest total first), the failure-type counters
 (`*Fail*`, `*Drop*`, `*Rej*`, `*Abnorm*`, `*Loss*`) with the object of their largest value, and the
 objects far from the others on a counter (robust z, as outliers.py). XML with a DOCTYPE or entity
-declarations is not parsed (no entity expansion).
+declarations is not parsed (no entity expansion). The values are read in bulk by pm_scan.py (the
+file's structure by xml.etree without its measValue lists); a list of another shape makes the file
+go through xml.etree whole, element by element (_from_elements). Both give the same table of values.
 """
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from dataclasses import dataclass
 
 import numpy as np
 import orjson
 
-from worker.digest.levels_table import from_otlp, level_word
+from worker.digest import pm_scan
 from worker.digest.outliers import Z_OUTLIER, far_outside
+from worker.messages.otlp import InvalidExport, read_export
 
 MAX_COUNTERS = 10
 MAX_EXTREMES = 5
@@ -44,20 +48,50 @@ def _seconds(duration: str | None) -> int | None:
     return h * 3600 + mi * 60 + s
 
 
+@dataclass(frozen=True)
+class _Table:
+    """A file's counter values as columns, in file order."""
+    counters: list[str]       # [C] counter names
+    cid: np.ndarray           # [N] int64 each value's counter
+    oid: np.ndarray           # [N] int64 each value's object
+    objects: list[str]        # [O] object names (measObjLdn)
+    x: np.ndarray             # [N] float64 the values
+    suspect: int              # measValues marked suspect
+
+
 def pm_digest(text: str) -> dict | None:
+    """The `pm` object of a PM XML file (the module docstring), or None when the text is none or does not parse."""
     head = text[:4096]
     if "measCollecFile" not in head and "measDataFile" not in head:
         return None
     if "<!DOCTYPE" in head or "<!ENTITY" in text:
         return None
+    sk = pm_scan.skeleton(text)
+    cols = [pm_scan.scan(r) if r else None for r in sk.regions] if sk is not None else []
+    bulk = bool(cols) and all(c is not None for r, c in zip(sk.regions, cols) if r) and any(sk.regions)
     try:
-        root = ET.fromstring(text.strip().encode("utf-8"))
+        root = ET.fromstring((sk.text if bulk else text).strip().encode("utf-8"))
     except ET.ParseError:
         return None
     ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    infos = list(root.iter(f"{ns}measInfo"))
+    if bulk and len(infos) != len(cols):     # a measInfo the skeleton cut differently: parse the file whole
+        bulk, root = False, ET.fromstring(text.strip().encode("utf-8"))
+        infos = list(root.iter(f"{ns}measInfo"))
+    info = _file_info(root, ns)
+    for mi in infos:
+        gp = mi.find(f"{ns}granPeriod")
+        if gp is not None:
+            info["granularity_s"] = info["granularity_s"] or _seconds(gp.get("duration"))
+            info["end"] = info["end"] or gp.get("endTime")
+    table = _from_columns(cols, [_names(mi, ns) for mi in infos]) if bulk else _from_elements(infos, ns)
+    return {**info, "suspect": table.suspect, **_counter_digest(table)}
+
+
+def _file_info(root, ns: str) -> dict:
     standard = "28.532" if _local(root.tag) == "measDataFile" else "32.435"
     info = {"standard": standard, "managed_element": None, "sender": None, "begin": None, "end": None,
-            "granularity_s": None, "suspect": 0}
+            "granularity_s": None}
     for tag in ("managedElement", "measEntity"):
         el = root.find(f".//{ns}{tag}")
         if el is not None and info["managed_element"] is None:
@@ -70,121 +104,131 @@ def pm_digest(text: str) -> dict | None:
             info["begin"] = el.get("beginTime")
         if el.get("endTime"):
             info["end"] = el.get("endTime")
-    values: dict[str, list[tuple[str, float]]] = {}
-    for mi in root.iter(f"{ns}measInfo"):
-        gp = mi.find(f"{ns}granPeriod")
-        if gp is not None:
-            info["granularity_s"] = info["granularity_s"] or _seconds(gp.get("duration"))
-            info["end"] = info["end"] or gp.get("endTime")
-        _read_meas_info(mi, ns, values, info)
-    objects = {obj for rows in values.values() for obj, _ in rows}
-    stats = [_stat(name, rows) for name, rows in values.items()]
-    nonzero = sorted((s for s in stats if s["total"] != 0), key=lambda s: (-abs(s["total"]), s["name"]))
-    failing = [s for s in nonzero if FAILURE_COUNTER.search(s["name"])]
-    return {**info, "objects": len(objects), "cells": sum(bool(_CELL.search(o)) for o in objects),
-            "counters": len(values), "nonzero": nonzero[:MAX_COUNTERS], "failure_counters": failing[:MAX_COUNTERS],
-            "extremes": _extremes(values)}
+    return info
 
 
-def _read_meas_info(el, ns: str, values: dict, info: dict) -> None:
+def _names(el, ns: str) -> dict[str, str]:
+    """A measInfo's counter names by position (`measTypes` or `measType p=`)."""
     names: dict[str, str] = {}
     types = el.find(f"{ns}measTypes")
     if types is not None:
         names.update({str(i + 1): n for i, n in enumerate((types.text or "").split())})
     for mt in el.iterfind(f"{ns}measType"):
         names[mt.get("p", str(len(names) + 1))] = (mt.text or "").strip()
+    return names
+
+
+def _from_columns(cols: list, names: list[dict[str, str]]) -> _Table:
+    """The table of the bulk reader's columns (pm_scan.scan, one per measInfo; None where it has no values)."""
+    counters: dict[str, int] = {}
+    objects: dict[str, int] = {}
+    cids, oids, xs, suspect = [], [], [], 0
+    for c, nm in zip(cols, names):
+        if c is None:
+            continue
+        suspect += c.suspect
+        for o in dict.fromkeys(c.objects):
+            objects.setdefault(o, len(objects))
+        oid = np.fromiter(map(objects.__getitem__, c.objects), np.int64, len(c.objects))           # [M]
+        keep = ~np.isnan(c.x)                                                                       # [N]
+        used, inv = np.unique(c.p[keep], return_inverse=True)
+        texts = [c.positions[i] for i in used.tolist()]
+        lookup = np.array([counters.setdefault(nm.get(p) or f"p{p}", len(counters)) for p in texts],
+                          dtype=np.int64)                                                           # [P]
+        cids.append(lookup[inv])
+        oids.append(oid[c.mv[keep]])
+        xs.append(c.x[keep])
+    cat = lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt)  # noqa: E731
+    return _Table(list(counters), cat(cids, np.int64), cat(oids, np.int64), list(objects), cat(xs, np.float64),
+                  suspect)
+
+
+def _from_elements(infos: list, ns: str) -> _Table:
+    """The table of a file parsed whole by xml.etree (the shapes pm_scan leaves: see its docstring)."""
+    counters: dict[str, int] = {}
+    objects: dict[str, int] = {}
+    cid, oid, xs, suspect = [], [], [], 0
     r_tag, results_tag, suspect_tag = f"{ns}r", f"{ns}measResults", f"{ns}suspect"
-    for mv in el.iterfind(f"{ns}measValue"):      # one pass over each value's children, no path lookups
-        obj = mv.get("measObjLdn", "")
-        for child in mv:
-            tag = child.tag
-            if tag == r_tag:
-                p = child.get("p", "")
-                _add(values, names.get(p) or f"p{p}", obj, child.text)
-            elif tag == results_tag:
-                for i, v in enumerate((child.text or "").split()):
-                    _add(values, names.get(str(i + 1)) or f"p{i + 1}", obj, v)
-            elif tag == suspect_tag and (child.text or "").strip().lower() == "true":
-                info["suspect"] += 1
+    for el in infos:
+        names = _names(el, ns)
+        for mv in el.iterfind(f"{ns}measValue"):
+            obj = mv.get("measObjLdn", "")
+            for child in mv:
+                tag = child.tag
+                if tag == r_tag:
+                    p = child.get("p", "")
+                    pairs = [(names.get(p) or f"p{p}", child.text)]
+                elif tag == results_tag:
+                    pairs = [(names.get(str(i + 1)) or f"p{i + 1}", v) for i, v in enumerate((child.text or "").split())]
+                else:
+                    suspect += tag == suspect_tag and (child.text or "").strip().lower() == "true"
+                    continue
+                for name, v in pairs:
+                    x = _number(v)
+                    if x is not None:
+                        cid.append(counters.setdefault(name, len(counters)))
+                        oid.append(objects.setdefault(obj, len(objects)))
+                        xs.append(x)
+    return _Table(list(counters), np.array(cid, dtype=np.int64), np.array(oid, dtype=np.int64), list(objects),
+                  np.array(xs, dtype=np.float64), suspect)
 
 
-def _add(values: dict, name: str, obj: str, text: str | None) -> None:
+def _number(text: str | None) -> float | None:
     try:
         x = float(text)                                     # type: ignore[arg-type]
     except (TypeError, ValueError):                         # None, "", NIL: no value
-        return
-    if x == x:                                              # a "nan" counts as none
-        rows = values.get(name)
-        if rows is None:
-            values[name] = rows = []
-        rows.append((obj, x))
+        return None
+    return x if x == x else None                            # a "nan" counts as none
 
 
-def _stat(name: str, rows: list[tuple[str, float]]) -> dict:
-    xs = np.array([x for _, x in rows])                                     # [N]
+def _counter_digest(t: _Table) -> dict:
+    order = np.argsort(t.cid, kind="stable")                                  # [N] by counter, file order within
+    bounds = np.searchsorted(t.cid[order], np.arange(len(t.counters) + 1))    # [C+1]
+    stats, extremes = [], []
+    for c, name in enumerate(t.counters):
+        sel = order[bounds[c]:bounds[c + 1]]
+        xs, objs = t.x[sel], t.oid[sel]                                       # [n], [n]
+        stats.append(_stat(name, xs, objs, t.objects))
+        extremes += _extremes(name, xs, objs, t.objects)
+    seen = [t.objects[i] for i in np.unique(t.oid).tolist()]
+    nonzero = sorted((s for s in stats if s["total"] != 0), key=lambda s: (-abs(s["total"]), s["name"]))
+    failing = [s for s in nonzero if FAILURE_COUNTER.search(s["name"])]
+    extremes.sort(key=lambda e: (-e["z"], e["counter"], e["object"]))
+    return {"objects": len(seen), "cells": sum(bool(_CELL.search(o)) for o in seen), "counters": len(t.counters),
+            "nonzero": nonzero[:MAX_COUNTERS], "failure_counters": failing[:MAX_COUNTERS],
+            "extremes": extremes[:MAX_EXTREMES]}
+
+
+def _stat(name: str, xs: np.ndarray, objs: np.ndarray, objects: list[str]) -> dict:
     j = int(np.argmax(xs))
     return {"name": name, "total": float(xs.sum()), "objects": int((xs != 0).sum()), "max": float(xs[j]),
-            "max_object": rows[j][0], "median": float(np.median(xs))}
+            "max_object": objects[int(objs[j])], "median": float(np.median(xs))}
 
 
-def _extremes(values: dict) -> list[dict]:
-    out = []
-    for name, rows in values.items():
-        if len(rows) < 5:
-            continue
-        xs = np.array([x for _, x in rows])                                 # [N]
-        med = float(np.median(xs))
-        dev = np.abs(xs - med)
-        mad = float(np.median(dev))
-        scale = 1.4826 * mad if mad > 0 else 1.2533 * float(dev.mean())
-        if scale <= 0:
-            continue
-        z = dev / scale
-        inl = xs[z < Z_OUTLIER]
-        if not len(inl):
-            continue
-        lo, hi = float(inl.min()), float(inl.max())
-        for j in np.flatnonzero(z >= Z_OUTLIER).tolist():
-            if far_outside(float(xs[j]), lo, hi):
-                out.append({"counter": name, "object": rows[j][0], "value": float(xs[j]), "median": med,
-                            "z": round(float(z[j]), 1)})
-    out.sort(key=lambda e: (-e["z"], e["counter"], e["object"]))
-    return out[:MAX_EXTREMES]
+def _extremes(name: str, xs: np.ndarray, objs: np.ndarray, objects: list[str]) -> list[dict]:
+    if len(xs) < 5:
+        return []
+    med = float(np.median(xs))
+    dev = np.abs(xs - med)
+    mad = float(np.median(dev))
+    scale = 1.4826 * mad if mad > 0 else 1.2533 * float(dev.mean())
+    if scale <= 0:
+        return []
+    z = dev / scale
+    inl = xs[z < Z_OUTLIER]
+    if not len(inl):
+        return []
+    lo, hi = float(inl.min()), float(inl.max())
+    return [{"counter": name, "object": objects[int(objs[j])], "value": float(xs[j]), "median": med,
+             "z": round(float(z[j]), 1)}
+            for j in np.flatnonzero(z >= Z_OUTLIER).tolist() if far_outside(float(xs[j]), lo, hi)]
 
 
 # ---- OTLP/JSON logs --------------------------------------------------------------------------------------
 
-def _any_value(v) -> str:
-    if not isinstance(v, dict):
-        return "" if v is None else str(v)
-    for k in ("stringValue", "intValue", "doubleValue", "boolValue"):
-        if k in v:
-            return str(v[k])
-    if "arrayValue" in v:
-        return ",".join(_any_value(x) for x in v["arrayValue"].get("values", []))
-    if "kvlistValue" in v:
-        return ",".join(f"{kv.get('key')}={_any_value(kv.get('value'))}" for kv in v["kvlistValue"].get("values", []))
-    return ""
-
-
-def _attrs(items) -> dict[str, str]:
-    return {a.get("key", ""): _any_value(a.get("value")) for a in items or () if isinstance(a, dict)}
-
-
-def _time(record: dict) -> str:
-    nanos = record.get("timeUnixNano") or record.get("observedTimeUnixNano")
-    try:
-        ns = int(nanos)
-    except (TypeError, ValueError):
-        return "-"
-    if ns <= 0:
-        return "-"
-    dt = datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
 def otlp_lines(text: str) -> list[str] | None:
-    """The records of an OTLP/JSON logs export as lines, or None when the text is not one."""
+    """The records of an OTLP/JSON logs export as lines (worker/messages/otlp.py), or None when the text is
+    not one."""
     head = text.lstrip()[:200]
     if not head.startswith("{") or "resourceLogs" not in text[:2000]:
         return None
@@ -194,15 +238,7 @@ def otlp_lines(text: str) -> list[str] | None:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("resourceLogs"), list):
         return None
-    out = []
-    for rl in obj["resourceLogs"]:
-        res = _attrs((rl.get("resource") or {}).get("attributes"))
-        service = res.get("service.name") or res.get("host.name") or "-"
-        for sl in rl.get("scopeLogs") or rl.get("instrumentationLibraryLogs") or ():
-            for rec in sl.get("logRecords") or ():
-                level = level_word(str(rec.get("severityText") or "")) or from_otlp(int(rec.get("severityNumber") or 0))
-                attrs = _attrs(rec.get("attributes"))
-                extra = " ".join(f"{k}={v}" for k, v in attrs.items())
-                body = _any_value(rec.get("body")).replace("\n", " ")
-                out.append(f"{_time(rec)} {level or 'UNSET'} [{service}] {body}" + (f" {extra}" if extra else ""))
-    return out
+    try:
+        return read_export(obj).lines
+    except InvalidExport:
+        return None

@@ -33,6 +33,8 @@ naming the setting). Importing this package does not import torch; the names loa
 
 from __future__ import annotations
 
+import importlib
+
 __all__ = ["load_engine", "Engine", "Generated", "Staged", "autotune_budget", "make_tiny_checkpoint"]
 
 _WHERE = {
@@ -48,6 +50,4 @@ _WHERE = {
 def __getattr__(name: str):
     if name not in _WHERE:
         raise AttributeError(f"module 'worker.engine' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(_WHERE[name]), name)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface
 
 from worker.engine.errors import EngineSettingError
 
@@ -197,7 +199,7 @@ def reference_decode(q, k_cache, v_cache, kv_start, kv_len, scale: float, plan=N
 @functools.lru_cache(maxsize=1)
 def _varlen_fn():
     """torch's varlen_attn and what its signature offers (checked once, never by version string)."""
-    from torch.nn.attention.varlen import varlen_attn
+    from torch.nn.attention.varlen import varlen_attn  # noqa: PLC0415 optional: torch >= 2.11 only
 
     params = inspect.signature(varlen_attn).parameters
     return varlen_attn, "enable_gqa" in params, "is_causal" in params
@@ -228,7 +230,7 @@ def varlen_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 
 
 def flash_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
-    from flash_attn import flash_attn_varlen_func
+    from flash_attn import flash_attn_varlen_func  # noqa: PLC0415 optional dependency (flash-attn)
 
     cu = ctx.cu_seqlens
     return flash_attn_varlen_func(q, k, v, cu, cu, ctx.max_seqlen, ctx.max_seqlen, softmax_scale=scale, causal=True)
@@ -237,7 +239,7 @@ def flash_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     """Our Triton varlen kernel (prefill_kernel.py) on strided views; the block table is built by the
     first layer of a forward and reused by the others."""
-    from worker.engine import prefill_kernel as pk
+    from worker.engine import prefill_kernel as pk  # noqa: PLC0415 triton: optional, CUDA only
 
     if "blocks" not in ctx.memo:
         ctx.memo["blocks"] = pk.block_table(ctx.cu_host, pk.query_block_m(q.dtype), q.device)
@@ -245,7 +247,7 @@ def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 
 
 def kernel_decode(q, ctx: AttnContext, layer: int, scale: float) -> torch.Tensor:
-    from worker.engine.decode_kernel import decode_attention
+    from worker.engine.decode_kernel import decode_attention  # noqa: PLC0415 triton: optional, CUDA only
 
     return decode_attention(q, ctx.k_cache[layer], ctx.v_cache[layer], ctx.kv_start, ctx.kv_len, scale, ctx.num_splits)
 
@@ -301,9 +303,6 @@ def _no_mask(*args, **kwargs):
 
 def register_backends() -> None:
     """Register the three functions and their mask entries (idempotent)."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface
-
     fns = {
         "flash_attn": _make(flash_prefill, kernel_decode),
         "varlen": _make(varlen_prefill, kernel_decode),
@@ -316,7 +315,7 @@ def register_backends() -> None:
 
 def flash_attn_available() -> bool:
     try:
-        import flash_attn  # noqa: F401
+        import flash_attn  # noqa: F401, PLC0415 probe of an optional dependency
     except ImportError:
         return False
     return True
@@ -324,7 +323,7 @@ def flash_attn_available() -> bool:
 
 def triton_available() -> bool:
     try:
-        import triton  # noqa: F401
+        import triton  # noqa: F401, PLC0415 probe of an optional dependency
     except ImportError:
         return False
     return True
@@ -333,7 +332,7 @@ def triton_available() -> bool:
 def varlen_available() -> bool:
     """torch.nn.attention.varlen.varlen_attn exists (torch >= 2.11; the fused prefill path needs it)."""
     try:
-        from torch.nn.attention.varlen import varlen_attn  # noqa: F401
+        from torch.nn.attention.varlen import varlen_attn  # noqa: F401, PLC0415 probe: torch >= 2.11 only
     except ImportError:
         return False
     return True

@@ -12,10 +12,15 @@ from typing import Literal
 
 import torch
 
+from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
+from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner
-from worker.engine.guards import GuardConfig
+from worker.engine.fp8 import quantize_layers
+from worker.engine.fuse import compile_layers, want_compile
+from worker.engine.guards import GuardConfig, apply_guards, exempt_tokens
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
+from worker.engine.merge import merge_projections, want_merge
 from worker.engine.prefill import no_mask_marker, prefill_logits
 
 log = logging.getLogger(__name__)
@@ -83,8 +88,6 @@ class EngineOptions:
 
 class Engine:
     def __init__(self, model, tokenizer, backend: str, options: EngineOptions, name: str):
-        from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
-
         register_backends()
         model.config._attn_implementation = REGISTERED[backend]
         self.model = model.eval()
@@ -105,16 +108,12 @@ class Engine:
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
-        from worker.engine.fuse import compile_layers, want_compile
-        from worker.engine.merge import merge_projections, want_merge
 
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
             merge_projections(self.base)
         self.quantization = options.quantization
         if options.quantization == "fp8":  # before compile: the compiled layers fuse the activation quantization
-            from worker.engine.fp8 import quantize_layers
-
             quantize_layers(self.base, self.device, options.fp8_min_rows)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
@@ -239,8 +238,6 @@ class Engine:
             return None
         cached = getattr(self, "_hook", None)
         if cached is None or cached[0] != g:
-            from worker.engine.guards import apply_guards
-
             pool, exempt = self.pool, self._exempt()
             eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)  # [E]
 
@@ -257,8 +254,6 @@ class Engine:
         if self.tokenizer is None or not (g.repetition_penalty > 1.0 or g.no_repeat_ngram >= 2):
             return None
         if getattr(self, "_exempt_ids", None) is None:
-            from worker.engine.guards import exempt_tokens
-
             self._exempt_ids = exempt_tokens(self.tokenizer, self.lm_head.out_features).to(self.device)
         return self._exempt_ids
 
@@ -274,8 +269,6 @@ class Engine:
         """A ContinuousBatcher over this engine's KV pool and decode graphs (continuous.py): `seats`
         documents decoding at once at most, `kv_rows` KV rows in use at most (the token budget);
         waiting documents join once `refill_fraction` of the seats are free (or all of them fit)."""
-        from worker.engine.continuous import ContinuousBatcher
-
         seats = max(1, seats)
         frac = self.options.refill_fraction if refill_fraction is None else refill_fraction
         return ContinuousBatcher(self, seats, max(1, kv_rows), prefill_tokens or self.options.prefill_step_tokens,

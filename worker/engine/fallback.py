@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 def as_tensor(x):
     """Packer slots are numpy arrays on CPU, pinned torch tensors on CUDA; the engine takes tensors."""
     if isinstance(x, np.ndarray):
-        import torch
+        import torch  # noqa: PLC0415 pipeline.gpu imports this module: torch only with an engine in-process
 
         return torch.from_numpy(x)  # zero-copy view
     return x

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from worker.engine.errors import EngineSettingError
+from worker.engine.merge import Merged
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,6 @@ def check_fp8(device: torch.device) -> None:
 
 def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS) -> int:
     """Give every decoder layer's GEMMs an FP8 path (before compile_layers). Returns how many."""
-    from worker.engine.merge import Merged
-
     check_fp8(device)
     n = 0
     for layer in base.layers:

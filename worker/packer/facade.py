@@ -102,7 +102,7 @@ class Packer:
                 [np.zeros(cu_len, dtype=np.int32) for _ in range(slots)],
             )
         if device.startswith("cuda") or device == "torch-cpu":
-            import torch  # only the GPU path needs torch
+            import torch  # noqa: PLC0415 only torch slots need torch (digest mode, engine-process parents: numpy)
 
             def make(n: int) -> torch.Tensor:
                 t = torch.zeros(n, dtype=torch.int32)  # int32 [n]

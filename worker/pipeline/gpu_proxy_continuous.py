@@ -18,6 +18,7 @@ Contract: ProcessGpuLoop's (worker.pipeline.gpu_proxy), with these differences:
 
 from __future__ import annotations
 
+import threading
 import time
 
 from worker.pipeline.inflight import mark_bin
@@ -33,8 +34,6 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         self._weight = 0  # their weight (prompt + reserve)
 
     def run(self) -> None:
-        import threading
-
         rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
         rx.start()
         try:

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from confluent_kafka import KafkaException
 
 from worker.digest.prepared import PrepareOptions
 from worker.kafka.clients import Factory, start_positions, take
@@ -147,8 +148,6 @@ class Ingest:
             self._take_prepared(block=not msgs or self.stop_polling.is_set())
 
     def _commit_delivered(self, asynchronous: bool) -> None:
-        from confluent_kafka import KafkaException
-
         offsets: dict = {}
         while True:
             try:

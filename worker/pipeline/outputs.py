@@ -12,6 +12,7 @@ from __future__ import annotations
 from worker.digest.prepared import PrepareOptions, Prepared, prepare
 from worker.digest.render import render
 from worker.messages.models import OutputMessage
+from worker.pipeline.grounding import check
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import window_info
 
@@ -29,8 +30,6 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
     p = prepared_of(doc, settings.model.highlights)
     grounding = None
     if settings.model.mode == "generative":
-        from worker.pipeline.grounding import check
-
         def fallback() -> str:
             return p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import Generic, TypeVar
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
@@ -57,8 +58,6 @@ def start_forkserver() -> multiprocessing.context.BaseContext:
     die with the worker (worker/remote/lifeline.py); on Linux the forkserver's death signal comes when the
     *thread* that started it ends, so call this first on a thread that lasts (Ingest's constructor does,
     on the thread that builds the worker)."""
-    from multiprocessing import forkserver
-
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["worker.remote.forkserver_lifeline", "worker.digest.prepared"])
     forkserver.ensure_running()

@@ -9,6 +9,10 @@ for the worker between bins. See engine_process.py for the protocol.
 It ignores SIGINT and SIGTERM: the worker stops it (a "stop" message, or the pipe closing when
 the worker exits or dies), after its drain, so a signal to the whole process group cannot kill
 the model under a bin the worker is about to commit.
+
+torch (and worker.engine's model code) is imported inside the functions: the worker imports this
+module for `child_main` and stays torch-free in digest mode, and the child calls `die_with_parent`
+before it spends seconds importing torch.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ import threading
 import time
 from pathlib import Path
 
+from worker.engine.errors import EngineSettingError
+from worker.engine.fallback import generate_or_alone
+from worker.observability.logs import setup_logging
+from worker.remote.child_continuous import serve_continuous
+from worker.remote.lifeline import die_with_parent
+
 log = logging.getLogger(__name__)
 
 _SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contains
@@ -27,13 +37,9 @@ _SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contain
 
 def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
     """Entry point of the engine process (spec: engine_process.EngineSpec); it dies with `parent_pid`."""
-    from worker.remote.lifeline import die_with_parent
-
     die_with_parent(parent_pid)  # even while loading the model, when it reads no pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from worker.observability.logs import setup_logging
-
     setup_logging(spec.log_level, spec.log_format)
     try:
         engine, ready = _start(spec)
@@ -49,8 +55,6 @@ def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
     sender = threading.Thread(target=_send, args=(results, outbox, inbox), name="ribbon-engine-sender", daemon=True)
     sender.start()
     if getattr(engine.options, "batching", "bin") == "continuous":
-        from worker.remote.child_continuous import serve_continuous
-
         serve_continuous(engine, ready["budget"], spec.max_seqs, inbox, outbox)
     else:
         while (item := inbox.get()) is not None:
@@ -72,7 +76,7 @@ def _send(results, outbox: queue.Queue, inbox: queue.Queue) -> None:
 
 
 def _start(spec):
-    from worker.engine import autotune_budget, load_engine
+    from worker.engine import autotune_budget, load_engine  # noqa: PLC0415 torch after die_with_parent
 
     engine = load_engine(spec.model)
     budget = spec.budget
@@ -108,7 +112,7 @@ def prompt_frame(engine) -> tuple[list[int], list[int]]:
 
 def _read(bins, inbox: queue.Queue, pin: bool) -> None:
     """Take messages off the pipe while the main thread runs a bin; None in the inbox ends the process."""
-    import torch
+    import torch  # noqa: PLC0415 torch after die_with_parent, not in the parent
 
     try:
         while True:
@@ -128,8 +132,6 @@ def _read(bins, inbox: queue.Queue, pin: bool) -> None:
 def _run(engine, item) -> tuple:
     """One bin: ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits). Times are
     time.monotonic() (one clock for every process of the host)."""
-    from worker.engine.fallback import generate_or_alone
-
     _, bin_id, tokens, host_tokens, cu, max_seqlen, seeds, live = item
     errors: list[int] = []
     t0 = time.monotonic()
@@ -149,7 +151,7 @@ def _run(engine, item) -> tuple:
 def _device_name(device) -> str:
     if device.type != "cuda":
         return "cpu"
-    import torch
+    import torch  # noqa: PLC0415 torch after die_with_parent, not in the parent
 
     return torch.cuda.get_device_name(device)
 
@@ -157,8 +159,6 @@ def _device_name(device) -> str:
 def _failure(exc: BaseException) -> tuple[str, ...]:
     """How the worker re-raises a start failure: a setting the engine cannot honour (one line, exit
     2), a model that cannot be loaded (OSError/ValueError: one line naming model.path), else an error."""
-    from worker.engine.errors import EngineSettingError
-
     if isinstance(exc, EngineSettingError):
         return ("setting", exc.setting, exc.message, exc.allowed)
     return ("load" if isinstance(exc, OSError | ValueError) else "error", f"{type(exc).__name__}: {exc}")

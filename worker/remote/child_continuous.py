@@ -17,6 +17,8 @@ import logging
 import queue
 import time
 
+from worker.engine.fallback import run_alone
+
 log = logging.getLogger(__name__)
 
 
@@ -79,7 +81,7 @@ def _step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float])
 def time_continuous(engine, batcher, bins: list) -> tuple:
     """Bins (tokens, cu, max_seqlen, seeds) through the batcher, taken as it wants work:
     ("timed", wall_s, output_tokens)."""
-    import torch
+    import torch  # noqa: PLC0415 the worker imports this module (via child.py) torch-free
 
     cuda = engine.device.type == "cuda"
     prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
@@ -98,8 +100,6 @@ def time_continuous(engine, batcher, bins: list) -> tuple:
 
 
 def _alone(engine, docs: list, pieces: dict, outbox: queue.Queue, t0: float, errors: int = 0) -> None:
-    from worker.engine.fallback import run_alone
-
     outs = []
     for tag, seed in docs:
         out = run_alone(engine, pieces.pop(tag), seed)

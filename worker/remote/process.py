@@ -83,7 +83,7 @@ def want_process(model) -> bool:
     if model.device != "auto":
         return model.device.startswith("cuda")
     os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
-    import torch
+    import torch  # noqa: PLC0415 after PYTORCH_NVML_BASED_CUDA_CHECK is set; digest mode: none
 
     return torch.cuda.is_available()
 
@@ -127,7 +127,7 @@ class EngineProcess:
         raise EngineProcessError(f"the engine process was not ready after {timeout_s:.0f} s")
 
     def _ready(self, info: dict) -> None:
-        import torch
+        import torch  # noqa: PLC0415 pipeline.app imports this module: digest mode loads no torch
 
         self.name, self.backend, self.budget = info["name"], info["backend"], info["budget"]
         self.device = torch.device(info["device"])  # a name only: CUDA is not initialised here
@@ -197,7 +197,7 @@ class EngineProcess:
 
 
 def _tokenizer(model):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # noqa: PLC0415 pipeline.app imports this module: digest mode loads none
 
     return AutoTokenizer.from_pretrained(model.path, local_files_only=bool(model.local_files_only))
 

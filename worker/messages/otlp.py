@@ -1,0 +1,178 @@
+"""OTLP logs export requests as documents: one export request, its log records as lines.
+
+    is_export(obj)     -> a decoded JSON object is an OTLP/JSON ExportLogsServiceRequest (`resourceLogs`,
+                          and neither `text` nor `lines`)
+    from_proto(value)  -> the same object from binary protobuf bytes, or None when they are no logs export
+    read_export(obj)   -> Export(lines, services), or BadMessage: `invalid_otlp` naming the place and
+                          why, `empty_text` when it holds no log record
+
+The OpenTelemetry Collector's Kafka exporter writes one export request per record value, as JSON
+(`encoding: otlp_json`) or protobuf (`otlp_proto`, its default); the decoder (models.py) reads both
+into one document. Protobuf is read by opentelemetry-proto's generated classes and turned into the
+OTLP/JSON shape by protobuf's own JSON mapping, so both encodings take the same path from there.
+The digest reads a `{"text": ...}` document holding such JSON the same way (digest/structured.py).
+
+Each record is one line, `<time> <LEVEL> [<service>] <body> key=value ...`: time from
+`timeUnixNano` (else `observedTimeUnixNano`) as RFC 3339 UTC with milliseconds, `-` when none;
+LEVEL the name of `severityNumber`'s range (TRACE, DEBUG, INFO, WARN, ERROR, FATAL), else
+`severityText` (one word), else `UNSET`; service the resource's `service.name` (else `host.name`,
+else `-`); the body's value on one line; then the record's attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+MAX_SERVICES_IN_SOURCE = 3
+_SEVERITY = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")    # severityNumber 1-4, 5-8, ... 21-24
+
+
+class InvalidExport(ValueError):
+    """An OTLP export whose structure is wrong: the message names the place (`resourceLogs.0.scopeLogs`)."""
+
+
+@dataclass(frozen=True)
+class Export:
+    lines: list[str]          # one per log record, in the export's order
+    services: list[str]       # the resources' service.name values, distinct, in order of appearance
+
+    @property
+    def source(self) -> str | None:
+        """The services as a document's `source` (the first few, then how many more)."""
+        s = self.services
+        if not s:
+            return None
+        more = len(s) - MAX_SERVICES_IN_SOURCE
+        return ",".join(s[:MAX_SERVICES_IN_SOURCE]) + (f" +{more} more" if more > 0 else "")
+
+
+def is_export(obj: Any) -> bool:
+    return (isinstance(obj, dict) and "resourceLogs" in obj and obj.get("text") is None
+            and obj.get("lines") is None)
+
+
+def from_proto(value: bytes) -> dict | None:
+    """A protobuf ExportLogsServiceRequest as its OTLP/JSON object, or None when the bytes do not parse as
+    one holding at least one log record with a time or a body (random bytes can parse as an empty one)."""
+    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    msg = ExportLogsServiceRequest()
+    try:
+        msg.ParseFromString(value)
+    except (DecodeError, RecursionError):
+        return None
+    if not any(rec.time_unix_nano or rec.observed_time_unix_nano or rec.HasField("body")
+               for rl in msg.resource_logs for sl in rl.scope_logs for rec in sl.log_records):
+        return None
+    return MessageToDict(msg, use_integers_for_enums=True)
+
+
+def read_export(obj: dict) -> Export:
+    """The records of an OTLP/JSON logs export as lines; InvalidExport naming the place when its structure is wrong."""
+    lines: list[str] = []
+    services: list[str] = []
+    for i, rl in enumerate(_array(obj, "resourceLogs", "resourceLogs")):
+        where = f"resourceLogs.{i}"
+        _object(rl, where)
+        resource = rl.get("resource") or {}
+        _object(resource, f"{where}.resource")
+        res = _attributes(resource.get("attributes"), f"{where}.resource.attributes")
+        service = res.get("service.name") or res.get("host.name") or "-"
+        if service != "-" and service not in services:
+            services.append(service)
+        key = "scopeLogs" if "scopeLogs" in rl else "instrumentationLibraryLogs"
+        for j, sl in enumerate(_array(rl, key, f"{where}.{key}")):
+            _object(sl, f"{where}.{key}.{j}")
+            for k, rec in enumerate(_array(sl, "logRecords", f"{where}.{key}.{j}.logRecords")):
+                lines.append(_line(rec, service, f"{where}.{key}.{j}.logRecords.{k}"))
+    return Export(lines, services)
+
+
+def _line(rec: Any, service: str, where: str) -> str:
+    _object(rec, where)
+    attrs = _attributes(rec.get("attributes"), f"{where}.attributes")
+    extra = " ".join(f"{k}={v}" for k, v in attrs.items())
+    body = _any_value(rec.get("body")).replace("\r", " ").replace("\n", " ")
+    return f"{_time(rec)} {_level(rec, where)} [{service}] {body}" + (f" {extra}" if extra else "")
+
+
+def _level(rec: dict, where: str) -> str:
+    number = rec.get("severityNumber")
+    if isinstance(number, str) and number.isdigit():
+        number = int(number)
+    if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
+        raise InvalidExport(f"{where}.severityNumber: {str(number)[:40]!r} is not an integer")
+    if number and 1 <= number <= 24:
+        return _SEVERITY[(number - 1) // 4]
+    text = rec.get("severityText")
+    if isinstance(text, str) and text.strip() and len(text.split()) == 1:
+        return text.strip()
+    return "UNSET"
+
+
+def _array(parent: dict, key: str, where: str) -> list:
+    v = parent.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InvalidExport(f"{where}: a JSON {type(v).__name__}, not an array")
+    return v
+
+
+def _object(v: Any, where: str) -> None:
+    if not isinstance(v, dict):
+        raise InvalidExport(f"{where}: a JSON {type(v).__name__}, not an object")
+
+
+def _any_value(v: Any) -> str:
+    """An AnyValue as text (nested arrays and key-value lists flattened, iteratively: no recursion)."""
+    out: list[str] = []
+    stack: list[Any] = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):                       # a separator pushed below
+            out.append(x)
+        elif not isinstance(x, dict):
+            out.append("" if x is None else str(x))
+        elif "arrayValue" in x or "kvlistValue" in x:
+            kv = "kvlistValue" in x
+            items = (x.get("kvlistValue" if kv else "arrayValue") or {}).get("values") or []
+            parts: list[Any] = []
+            for n, item in enumerate(items if isinstance(items, list) else []):
+                parts.append("," if n else "")
+                if kv and isinstance(item, dict):
+                    parts += [f"{item.get('key')}=", item.get("value")]
+                else:
+                    parts.append(item)
+            stack.extend(reversed(parts))
+        else:
+            out.append(next((str(x[k]) for k in ("stringValue", "intValue", "doubleValue", "boolValue",
+                                                  "bytesValue") if k in x), ""))
+    return "".join(out)
+
+
+def _attributes(items: Any, where: str) -> dict[str, str]:
+    if items is None:
+        return {}
+    if not isinstance(items, list):
+        raise InvalidExport(f"{where}: a JSON {type(items).__name__}, not an array")
+    return {str(a.get("key", "")): _any_value(a.get("value")) for a in items if isinstance(a, dict)}
+
+
+def _time(rec: dict) -> str:
+    nanos = rec.get("timeUnixNano") or rec.get("observedTimeUnixNano")
+    try:
+        ns = int(nanos)
+    except (TypeError, ValueError):
+        return "-"
+    if ns <= 0:
+        return "-"
+    try:
+        dt = datetime.fromtimestamp(ns // 1000 / 1e6, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return "-"
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
