@@ -71,13 +71,33 @@ def test_continuous_batching_gives_the_greedy_tokens_of_a_bin_at_a_time(tiny):
     assert min(steps) < max(steps)  # the first bin's documents leave at different steps
 
 
-def test_stop_strings_end_a_document_as_in_a_bin(tiny):
+@pytest.mark.parametrize("lag,refill", [(1, 0.0), (1, 0.6), (0, 0.6)])
+def test_looking_a_round_late_and_refilling_in_groups_keep_the_tokens(tiny, lag, refill):
+    """lag 1 (the CUDA mode, forced here): a round's flags are read while the next round runs, so a
+    finished row runs one more round as a done row before its seat and slot are reused; refill:
+    waiting documents join only once 3 of 5 seats are free. Neither changes a token."""
+    docs = _docs(30, 3, 30, 500, seed=5)
+    eng = _engine(tiny, max_new_tokens=10, check_every=2)
+    eng.eos_ids = (_frequent_token(eng, docs),)
+    limits = [(2, 10, 6)[i % 3] for i in range(len(docs))]
+    seeds = list(range(len(docs)))
+    eng.limits = lambda s: [limits[x] for x in s]
+    ref = eng.generate(_stage(eng, docs), seeds)
+    batcher = eng.batcher(seats=5, kv_rows=250, prefill_tokens=400, refill_fraction=refill, lag=lag)
+    assert batcher.lag == lag and batcher.sched.refill_seats == max(1, round(refill * 5))
+    got = _run(batcher, eng, [docs[:10], docs[10:20], docs[20:]], seeds, limits)
+    assert [got[i][0] for i in range(len(docs))] == ref
+    assert not batcher.busy and batcher.sched.slots.used == 0
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+def test_stop_strings_end_a_document_as_in_a_bin(tiny, lag):
     docs = _docs(6, 10, 30, 500, seed=2)
     full = _engine(tiny, max_new_tokens=16).generate(_stage(_engine(tiny, max_new_tokens=16), docs))
     stop = full[0].text[4:7]
     eng = _engine(tiny, max_new_tokens=16, stop_strings=(stop,), check_every=1)
     ref = eng.generate(_stage(eng, docs))
-    got = _run(eng.batcher(seats=3, kv_rows=200), eng, [docs[:3], docs[3:]], list(range(6)))
+    got = _run(eng.batcher(seats=3, kv_rows=200, lag=lag), eng, [docs[:3], docs[3:]], list(range(6)))
     assert [got[i][0] for i in range(6)] == ref and ref[0].finish_reason == "stop"
 
 
@@ -149,6 +169,27 @@ def test_a_failing_step_sends_its_documents_alone(tiny, monkeypatch):
     assert sorted(s.doc.offset for s, _ in pairs) == [0, 1, 2] and not loop.batcher.busy
     assert all(len(r.token_ids) == 3 for _, r in pairs)  # alone: the bin path, same per-document limits
     assert w.metrics.registry.get_sample_value("ribbon_model_errors_total") == 1
+
+
+def test_a_prefill_that_fails_gives_back_every_document_it_had_seated(tiny, monkeypatch):
+    """Documents admitted in the failing step hold seats but are not decode rows yet: abort() still
+    returns them (with the running and waiting ones), and frees every seat and slot."""
+    docs = _docs(9, 3, 20, 500, seed=8)
+    eng = _engine(tiny, max_new_tokens=6, check_every=2)
+    b = eng.batcher(seats=4, kv_rows=400, refill_fraction=0.0)
+    b.add(_stage(eng, docs[:4]), list(range(4)), list(range(4)))
+    b.step()  # four running
+    b.add(_stage(eng, docs[4:]), list(range(4, 9)), list(range(4, 9)))
+    while b.sched.running == 4:  # until seats free up and the next prefill would seat someone
+        b.step()
+    handed = set(range(9)) - {e.item.tag for e in b.entries if e.seat >= 0} - {e.item.tag for e in b.sched.waiting}
+    monkeypatch.setattr("worker.engine.continuous.prefill_logits",
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("prefill failed")))
+    with pytest.raises(RuntimeError, match="prefill failed"):
+        b.step()
+    back = {tag for tag, _, _ in b.abort()}
+    assert back | handed == set(range(9)) and not back & handed
+    assert not b.busy and b.sched.slots.used == 0 and b.sched.running == 0
 
 
 class _FakeContinuousRemote:

@@ -129,3 +129,26 @@ def test_documents_leave_when_they_finish_and_their_seats_are_refilled():
     assert len(early) > 48  # most documents leave before their bin's last one
     busy = occupancy[: len(occupancy) // 2]  # while the backlog lasts, seats stay taken
     assert sum(busy) / len(busy) > 6.5
+
+
+def test_while_decoding_waiting_documents_join_in_groups_once_enough_seats_are_free():
+    s = Scheduler(seats=8, kv_rows=1_000, prefill_tokens=1_000, refill_seats=4)
+    for e in _entries([10] * 14):
+        s.enqueue(e)
+    group = s.admit(decoding=0)  # nothing decodes: everything that fits goes at once
+    assert [e.item for e in group] == list(range(8))
+    for e in group[:3]:
+        s.finish(e)
+    assert s.admit(decoding=5) == []  # 3 free seats < 4: the queue waits for a larger group
+    s.finish(group[3])
+    assert [e.item for e in s.admit(decoding=4)] == [8, 9, 10, 11]  # 4 free: one prefill of four
+    for e in group[4:6]:
+        s.finish(e)
+    assert [e.item for e in s.admit(decoding=6)] == [12, 13]  # only 2 wait and both fit: no waiting on a group
+
+
+def test_a_refill_group_larger_than_the_seats_means_all_seats():
+    s = Scheduler(seats=4, kv_rows=1_000, prefill_tokens=1_000, refill_seats=99)
+    assert s.refill_seats == 4
+    with pytest.raises(ValueError, match="refill_seats"):
+        Scheduler(seats=4, kv_rows=1_000, prefill_tokens=1_000, refill_seats=0)

@@ -304,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
     ap.add_argument("--batching", choices=["bin", "continuous"], default="bin", help="model.batching")
     ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
+    ap.add_argument("--refill-fraction", type=float, default=None, help="model.refill_fraction (continuous)")
     ap.add_argument("--stop-lengths", default=None,
                     help="model.stop_lengths_file: documents stop after lengths drawn from this file "
                          "(random weights never stop by themselves), e.g. bench/results/stop_lengths_cpu.json")
@@ -347,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
+        "refill_fraction": settings.model.refill_fraction,
         "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],

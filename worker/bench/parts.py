@@ -27,6 +27,11 @@ def random_checkpoint(arch_config: str, out: Path) -> str:
     return str(out / "model")
 
 
+def _given(a: argparse.Namespace, **names: str) -> dict:
+    """Overrides for the options given on the command line (the settings' defaults otherwise)."""
+    return {key: getattr(a, attr) for attr, key in names.items() if getattr(a, attr, None) is not None}
+
+
 def load_parts(a: argparse.Namespace, overrides: dict | None = None):
     """Settings, a warm engine and packer for the benchmark's model; and a clean-up for its files.
     `overrides`: further settings (dotted keys), e.g. the windowing group."""
@@ -39,7 +44,8 @@ def load_parts(a: argparse.Namespace, overrides: dict | None = None):
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
                                         "model.batching": getattr(a, "batching", "bin"),
                                         "model.stop_lengths_file": getattr(a, "stop_lengths", None),
-                                        "model.prefill_step_tokens": getattr(a, "prefill_step_tokens", None) or 16_384,
+                                        **_given(a, prefill_step_tokens="model.prefill_step_tokens",
+                                                 refill_fraction="model.refill_fraction"),
                                         **(overrides or {})})
     parts = build_parts(settings)
 

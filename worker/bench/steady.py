@@ -70,7 +70,19 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
                                  if i in seen and i in timing and sent[i] - t_start >= warmup_s], pct),
             "windows": windows([(sent[i] - t_start, seen[i] - sent[i], timing.get(i)) for i in sent if i in seen], pct),
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan"),
+            **_over_model_time(lat, timing, sent, seen, t_start, warmup_s, pct),
             **_worker_share(inner, mean_bin, pct)}
+
+
+def _over_model_time(lat, timing: dict, sent: dict, seen: dict, t_start: float, warmup_s: float, pct) -> dict:
+    """p99 latency over the mean per-document model time (the model taking the document to its
+    result: its bin, or with continuous batching its own prefill and decode), from timing_ms."""
+    model = [(timing[i]["model_done"] - timing[i]["queued"]) / 1e3 for i in sent
+             if i in seen and timing.get(i) and timing[i].get("model_done") and sent[i] - t_start >= warmup_s]
+    if not model or not len(lat):
+        return {}
+    mean = float(np.mean(model))
+    return {"mean_doc_model_s": round(mean, 4), "p99_over_mean_doc_model": round(pct(lat, 99) / mean, 3)}
 
 
 def _worker_share(inner: np.ndarray, mean_bin: float, pct) -> dict:
@@ -139,7 +151,8 @@ def _stages(rows: list[tuple[float, dict]], pct) -> dict:
                       "packer_to_model": [(t["queued"] - t["ingest"]) / 1e3 for _, t in rows],
                       "bin": [(t["model_done"] - t["queued"]) / 1e3 for _, t in rows],
                       "after_model": [(t["total"] - t["model_done"]) / 1e3 for _, t in rows]})
-    return {k: {"p50": round(pct(np.array(v), 50), 4), "p99": round(pct(np.array(v), 99), 4)} for k, v in parts.items()}
+    return {k: {"p50": round(pct(np.array(v), 50), 4), "p99": round(pct(np.array(v), 99), 4),
+                "mean": round(float(np.mean(v)), 4)} for k, v in parts.items()}
 
 
 def report(r: dict, label: str) -> None:
@@ -147,6 +160,8 @@ def report(r: dict, label: str) -> None:
     print(f"{label}: {r['rate_docs_per_s']:.1f} docs/s for {r['seconds']:.0f} s, {r['summaries']}/{r['documents']} "
           f"summaries; latency p50 {lat['p50']:.3f} s, p99 {lat['p99']:.3f} s; mean bin {r['mean_bin_s']:.3f} s "
           f"({r['bins']} bins); p99 = {r['p99_over_mean_bin']:.2f}x the mean bin time")
+    if r.get("mean_doc_model_s"):
+        print(f"  mean per-document model time {r['mean_doc_model_s']:.3f} s; p99 = {r['p99_over_mean_doc_model']:.2f}x it")
     if r.get("worker_latency_s"):
         w = r["worker_latency_s"]
         print(f"  the worker's own part (poll to output finished): p50 {w['p50']:.3f} s, p99 {w['p99']:.3f} s "

@@ -90,12 +90,18 @@ class ModelSettings(_Group):
     batching: Literal["continuous", "bin"] = Field(
         "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
                            "the decode batch as they finish and the next documents' prefill takes their seats "
-                           "(docs/engine.md: measured slower on the H200 so far, so not the default)",
+                           "(docs/engine.md: on the H200 it ties bin with SmolLM2's output lengths, so not the default)",
     )
     prefill_step_tokens: int = Field(
-        16_384, ge=256, le=1_048_576,
+        131_072, ge=256, le=1_048_576,
         description="continuous batching: prompt tokens prefilled per scheduling step while documents decode "
                     "(bounds the pause a prefill puts between two decode steps)",
+    )
+    refill_fraction: float = Field(
+        0.25, ge=0.0, le=1.0,
+        description="continuous batching: while documents decode, waiting documents join once this share of the "
+                    "seats is free (or all waiting ones fit), so documents that finish together are replaced in "
+                    "one large prefill; 0: every step",
     )
     stop_lengths_file: str | None = Field(
         None, description="benchmarks only: a JSON file with a list of output lengths; each document stops after "

@@ -3,17 +3,24 @@ next documents' packed prefill takes their seats.
 
 One scheduling step reads aloud:
 
-    admit (scheduler.py: seats, KV rows, prefill budget) → packed prefill of the admitted documents
-    into their KV slots → rebuild the decode rows (live rows kept, new rows appended, bucketed)
-    → k decode steps (the bucket's CUDA graph) → look at the done flags once → hand finished
-    documents back, free their seats and slots
+    admit (scheduler.py: seats, KV rows, prefill budget, refill in groups) → packed prefill of the
+    admitted documents into their KV slots → rebuild the decode rows (live rows kept, new rows
+    appended, bucketed) → launch k decode steps (the bucket's CUDA graph) and an async copy of the
+    done flags and the token table → read the flags of the round launched `lag` steps ago (its copy
+    event) → hand its finished documents back, free their seats and slots
+
+With `lag` 1 (CUDA) the host reads a round's flags while the next round runs, so the GPU does not
+wait for the host's look, hand-back and admission; a finished row runs one more round as a done row
+(it writes only its own slot, and any prefill into that slot is queued after that round on the same
+stream). Stop strings are found on the same copy (a row whose text holds one is done, as at a
+bin's look). With `lag` 0 (CPU) the host reads the round it just ran.
 
 Rows of the decode state address their own KV slot and their own row of the token table (the
-seat), so rows join and leave without moving any KV. A slot is freed only at the host look, and the
-finished row is dropped from the decode state before the next decode step, so a freed slot is never
-written by its old row once a new document's prefill has filled it. The KV pool is sized once (the
-token budget's rows, `max_docs` seats) and never reallocated while documents run; decode graphs are
-the ones `Engine.warm_up` captured (bucketed batch sizes).
+seat), so rows join and leave without moving any KV. A slot is freed only at the host look of a round
+in which its row was done, and that row is dropped from the decode state at the same step's rebuild,
+before the next round is launched. The KV pool is sized once (the token budget's rows, `max_docs`
+seats) and never reallocated while documents run; decode graphs are the ones `Engine.warm_up`
+captured (bucketed batch sizes).
 
 Not thread-safe: the thread that owns CUDA calls add/step/abort.
 """
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from worker.engine.decode import FIELDS, bucket_for
-from worker.engine.loop import apply_stops, first_tokens, step_config
+from worker.engine.loop import first_tokens, step_config
 from worker.engine.prefill import prefill_logits
 from worker.engine.scheduler import Entry, Scheduler
 
@@ -50,16 +57,37 @@ class StepResult:
     decode_rows: int  # rows decoding in it
 
 
+@dataclass
+class _Round:
+    """k decode steps in flight: the rows they ran (host mirror) and their flags and tokens, copied."""
+    entries: list[Entry]
+    k: int
+    done: torch.Tensor  # bool [m] (pinned on CUDA)
+    out_len: torch.Tensor  # int64 [seats]
+    out_tokens: torch.Tensor  # int64 [seats, max_new]
+    event: object  # torch.cuda.Event, None on CPU
+
+
 class ContinuousBatcher:
-    def __init__(self, engine, seats: int, kv_rows: int, prefill_tokens: int) -> None:
+    def __init__(self, engine, seats: int, kv_rows: int, prefill_tokens: int, refill_seats: int = 1,
+                 lag: int | None = None) -> None:
         self.e = engine
         self.cfg = engine._loop_config()
         engine.pool.ensure(kv_rows, seats)  # sized once: never reallocated under running documents
-        self.sched = Scheduler(seats, kv_rows, prefill_tokens)  # the token budget bounds KV in use
+        self.sched = Scheduler(seats, kv_rows, prefill_tokens, refill_seats)  # the token budget bounds KV in use
         self.entries: list[Entry] = []  # the decode state's rows, in row order (host mirror)
         self._keep: list[int] | None = None  # rows to keep at the next rebuild (None: nothing changed)
         self.st = self.graph = self.step_cfg = None
         self.on_cpu = engine.device.type == "cpu"
+        self.lag = (0 if self.on_cpu else 1) if lag is None else lag
+        self._pending: list[_Round] = []
+        pin = not self.on_cpu
+        self._bufs = [(torch.empty(bucket_for(seats), dtype=torch.bool, pin_memory=pin),
+                       torch.empty(seats, dtype=torch.int64, pin_memory=pin),
+                       torch.empty(seats, self.cfg.max_new, dtype=torch.int64, pin_memory=pin))
+                      for _ in range(self.lag + 1)]
+        self._rounds = 0
+        self._joining: list[Entry] = []  # admitted this step, before they became decode rows
 
     # ---------------------------------------------------------------- the caller's side
     def add(self, staged, seeds: list[int], tags: list, limits: list[int] | None = None) -> None:
@@ -87,12 +115,16 @@ class ContinuousBatcher:
 
     def abort(self) -> list[tuple[object, int, int]]:
         """Drop every running and waiting document (after a failure); their (tag, seed, limit)."""
-        docs = [e.item for e in self.entries] + [e.item for e in self.sched.waiting]
-        for e in list(self.entries):
+        if self.e.device.type == "cuda":
+            torch.cuda.synchronize(self.e.device)  # nothing in flight writes a slot handed out later
+        seated = [e for e in self.entries if e.seat >= 0] + [e for e in self._joining if e.seat >= 0
+                                                              and all(e is not x for x in self.entries)]
+        docs = [e.item for e in seated] + [e.item for e in self.sched.waiting]
+        for e in seated:
             self.sched.finish(e)
         self.sched.waiting.clear()
         self.sched.waiting_rows = 0
-        self.entries, self._keep, self.st = [], None, None
+        self.entries, self._keep, self.st, self._pending, self._joining = [], None, None, [], []
         return [(d.tag, d.seed, d.limit) for d in docs]
 
     # ---------------------------------------------------------------- one step
@@ -100,26 +132,45 @@ class ContinuousBatcher:
     def step(self) -> StepResult:
         t0 = time.perf_counter()
         admitted = self.sched.admit(decoding=len(self.entries) if self._keep is None else len(self._keep))
+        self._joining = admitted  # seated, not yet rows: abort() must still return them if prefill fails
         new_rows = self._prefill(admitted) if admitted else None
         if admitted or self._keep is not None:
             self._rebuild(admitted, new_rows)
+        self._joining = []
+        rows = self._launch() if self.entries else 0
         done: list = []
-        if self.entries:
-            k = self._steps_to_run()
-            for _ in range(k):
-                self.e.runner.run(self.st, self.graph, self.step_cfg)
-            for e in self.entries:
-                e.item.steps += k
-            self.e.stats["decode_steps"] += k
-            self.e.stats["live_row_steps"] += len(self.entries) * k
-            done = self._look()
+        while len(self._pending) > self.lag or (self._pending and not rows):
+            done += self._look(self._pending.pop(0))
         dt = time.perf_counter() - t0
-        rows = len(self.entries)  # the rows this step decoded (finished ones leave at the next rebuild)
-        share = dt / max(1, rows)
-        for e in self.entries:
-            e.item.gpu_s += share
-        out = [(tag, gen, gpu_s + share) for tag, gen, gpu_s in done]
+        if rows:  # the step's time, shared by the rows it launched
+            for e in self._pending[-1].entries if self._pending else self.entries:
+                e.item.gpu_s += dt / rows
+        out = [(doc.tag, gen, doc.gpu_s) for doc, gen in done]
         return StepResult(out, dt, sum(e.length for e in admitted), rows)
+
+    def _launch(self) -> int:
+        """k decode steps of the current rows, then an async copy of their done flags and the token
+        table (the round's event marks the copy done)."""
+        k = self._steps_to_run()
+        for _ in range(k):
+            self.e.runner.run(self.st, self.graph, self.step_cfg)
+        m = len(self.entries)
+        for e in self.entries:
+            e.item.steps += k
+        self.e.stats["decode_steps"] += k
+        self.e.stats["live_row_steps"] += m * k
+        done, out_len, out_tokens = self._bufs[self._rounds % len(self._bufs)]
+        self._rounds += 1
+        pool = self.e.pool
+        done[:m].copy_(self.st.done[:m], non_blocking=True)
+        out_len.copy_(pool.out_len[: out_len.shape[0]], non_blocking=True)
+        out_tokens.copy_(pool.out_tokens[: out_len.shape[0], : out_tokens.shape[1]], non_blocking=True)
+        event = None
+        if not self.on_cpu:
+            event = torch.cuda.Event()
+            event.record()
+        self._pending.append(_Round(list(self.entries), k, done[:m], out_len, out_tokens, event))
+        return m
 
     def _prefill(self, admitted: list[Entry]) -> dict[str, torch.Tensor]:
         """Packed prefill of the admitted documents into their slots; their decode rows."""
@@ -168,27 +219,43 @@ class ContinuousBatcher:
         most = max(e.item.limit - 1 - e.item.steps for e in self.entries)
         return max(1, min(self.cfg.check_every, most))
 
-    def _look(self) -> list[tuple[object, object, float]]:
-        """Read the done flags once; finished documents leave (seats and slots freed)."""
-        m = len(self.entries)
-        done = self.st.done[:m].tolist()
+    def _look(self, rnd: _Round) -> list[tuple[_Doc, object]]:
+        """A round's done flags (waiting for its copy); its finished documents leave (seats and slots
+        freed) and the rows still running are kept at the next rebuild."""
+        if rnd.event is not None:
+            rnd.event.synchronize()
+        done = rnd.done.tolist()
         stopped: set[int] = set()
         if self.e.options.stop_strings:
-            apply_stops(self.st, self.e.pool, done, self.e._stop_check, stopped)
-        fin = [i for i, d in enumerate(done) if d]
+            self._stops(rnd, done, stopped)
+        fin = [rnd.entries[i] for i, d in enumerate(done) if d and rnd.entries[i].seat >= 0]
         if not fin:
             return []
-        seats = torch.tensor([self.entries[i].seat for i in fin], dtype=torch.int64, device=self.e.device)
-        counts = self.e.pool.out_len.index_select(0, seats).tolist()
-        table = self.e.pool.out_tokens.index_select(0, seats).tolist()
+        seats = [e.seat for e in fin]
+        counts = rnd.out_len[seats].tolist()
+        table = rnd.out_tokens[seats].tolist()
         out = []
-        for i, n, ids in zip(fin, counts, table):
-            entry = self.entries[i]
+        for entry, n, ids in zip(fin, counts, table):
             doc = entry.item
             gen = self.e._finish(ids[:n], entry.seat in stopped, entry.length)
-            out.append((doc.tag, gen, doc.gpu_s))
+            out.append((doc, gen))
             self.sched.finish(entry)
         self.e.stats["docs"] += len(out)
-        self.e.stats["generated_tokens"] += sum(len(g.token_ids) for _, g, _ in out)
-        self._keep = [i for i, d in enumerate(done) if not d]
+        self.e.stats["generated_tokens"] += sum(len(g.token_ids) for _, g in out)
+        self._keep = [i for i, e in enumerate(self.entries) if e.seat >= 0]
         return out
+
+    def _stops(self, rnd: _Round, done: list[bool], stopped: set[int]) -> None:
+        """Stop strings, on the round's copy of the token table: a live row whose text holds one is done
+        (as a bin's look marks it). With lag 1 its row runs one more round on the device, writing only
+        its own slot and seat before any prefill that reuses them; it leaves at this step's rebuild."""
+        live = [i for i, d in enumerate(done) if not d and rnd.entries[i].seat >= 0]
+        if not live:
+            return
+        seats = [rnd.entries[i].seat for i in live]
+        counts = rnd.out_len[seats].tolist()
+        table = rnd.out_tokens[seats].tolist()
+        for i, seat, n, ids in zip(live, seats, counts, table):
+            if self.e._stop_check(seat, ids[:n]):
+                done[i] = True
+                stopped.add(seat)

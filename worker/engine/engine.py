@@ -75,7 +75,8 @@ class EngineOptions:
     # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
     prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
     batching: str = "bin"  # "bin" (generate, a bin at a time) | "continuous" (Engine.batcher): the worker's choice
-    prefill_step_tokens: int = 16_384  # continuous batching: prompt tokens prefilled per scheduling step
+    prefill_step_tokens: int = 131_072  # continuous batching: prompt tokens prefilled per scheduling step
+    refill_fraction: float = 0.25  # continuous batching: share of the seats free before waiting documents join
     # Benchmarks only (random weights never stop by themselves): document stops after
     # stop_lengths[seed % len] tokens (capped at max_new_tokens). Empty: off.
     stop_lengths: tuple[int, ...] = ()
@@ -263,11 +264,15 @@ class Engine:
             return None
         return [max(1, min(int(lengths[s % len(lengths)]), self.options.max_new_tokens)) for s in seeds]
 
-    def batcher(self, seats: int, kv_rows: int, prefill_tokens: int | None = None):
+    def batcher(self, seats: int, kv_rows: int, prefill_tokens: int | None = None,
+                refill_fraction: float | None = None, lag: int | None = None):
         """A ContinuousBatcher over this engine's KV pool and decode graphs (continuous.py): `seats`
-        documents decoding at once at most, `kv_rows` KV rows in use at most (the token budget)."""
-        return ContinuousBatcher(self, max(1, seats), max(1, kv_rows),
-                                 prefill_tokens or self.options.prefill_step_tokens)
+        documents decoding at once at most, `kv_rows` KV rows in use at most (the token budget);
+        waiting documents join once `refill_fraction` of the seats are free (or all of them fit)."""
+        seats = max(1, seats)
+        frac = self.options.refill_fraction if refill_fraction is None else refill_fraction
+        return ContinuousBatcher(self, seats, max(1, kv_rows), prefill_tokens or self.options.prefill_step_tokens,
+                                 max(1, round(frac * seats)), lag)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
         stop_check = self._stop_check if self.options.stop_strings else None

@@ -10,6 +10,11 @@ Policy, decode-first with a prefill token budget per step (as vLLM's chunked pre
   longer than the budget is admitted alone, so one step's prefill is at most max(budget, longest
   prompt) tokens: the stall a running document sees between two tokens is bounded.
 - With nothing decoding there is nothing to stall: every waiting document that fits is admitted.
+- Refill in groups (`refill_seats`): while documents decode, waiting documents join only once at
+  least min(refill_seats, waiting) seats are free. Documents that finish together then come back
+  in one large packed prefill (efficient GEMMs, one forward) instead of a budget's worth per step;
+  the wait is bounded, since every running document ends within max_new_tokens steps, and a short
+  queue (steady load) is admitted as soon as it fits.
 - Admission is first come, first served over documents in packer order (bins are taken whole from
   the packer, their documents queue in ribbon order): no document waits behind a later one. The
   head waits when it has no seat or no free KV interval; nothing is skipped past it.
@@ -35,10 +40,12 @@ class Entry:
 
 
 class Scheduler:
-    def __init__(self, seats: int, kv_rows: int, prefill_tokens: int) -> None:
-        if seats < 1 or prefill_tokens < 1:
-            raise ValueError(f"seats ({seats}) and prefill_tokens ({prefill_tokens}) must be >= 1")
+    def __init__(self, seats: int, kv_rows: int, prefill_tokens: int, refill_seats: int = 1) -> None:
+        if seats < 1 or prefill_tokens < 1 or refill_seats < 1:
+            raise ValueError(f"seats ({seats}), prefill_tokens ({prefill_tokens}) and refill_seats ({refill_seats}) "
+                             "must be >= 1")
         self.seats = seats
+        self.refill_seats = min(refill_seats, seats)
         self.slots = SlotAllocator(kv_rows)
         self.prefill_tokens = prefill_tokens
         self.waiting: deque[Entry] = deque()
@@ -55,6 +62,8 @@ class Scheduler:
     def admit(self, decoding: int) -> list[Entry]:
         """The waiting documents that join now, seats and KV rows assigned (in queue order)."""
         out: list[Entry] = []
+        if decoding and len(self._free_seats) < min(self.refill_seats, len(self.waiting)):
+            return out  # refill in groups: wait for more seats (bounded: running documents end)
         tokens = 0
         while self.waiting and self._free_seats:
             head = self.waiting[0]
