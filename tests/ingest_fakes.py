@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from stage_fakes import Wake
 
+from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
@@ -93,7 +94,7 @@ def make_ingest(packer: FakePacker | None = None):
                      wake=wake)
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
     ing = Ingest(config=IngestConfig(load_settings(environ={}), marks), shared=Shared(tracker, registry, metrics, dl),
-                 make_consumer=PausingConsumer, delivery=None,
+                 make_consumer=PausingConsumer, commits=Commits(tracker),
                  downstream=Downstream(packer or FakePacker(), Planner(words, counts, PlanLimits(50, max_new_tokens=4))))
     ing.consumer = ing.make_consumer()
     tracker.assign(("in", 0))

@@ -147,7 +147,7 @@ def test_a_transaction_held_past_its_timeout_is_aborted_by_the_broker_and_redone
         """A worker's delivery (fresh state, as after a restart) given the ten inputs, until done or failed."""
         tracker, metrics = OffsetTracker(), Metrics()
         delivery = Delivery(config=DeliveryConfig(settings), make_producer=make_producer, tracker=tracker, metrics=metrics)
-        delivery.group_metadata = consumer.consumer_group_metadata()
+        delivery.commits.publish(consumer.consumer_group_metadata())
         thread = threading.Thread(target=delivery.run, name="ribbon-delivery", daemon=True)
         thread.start()
         try:

@@ -1,14 +1,14 @@
 """The ingest stage against a broker frozen (SIGSTOP) past the session timeout: lost partitions come back live.
 
 Real consumer, real broker (a private embedded Tansu, so freezing it touches no other test), real
-tracker, registry and planner; the packer and delivery are fakes whose backlog the test sets, so the
-order of pause, loss, resume and reassignment is exact instead of left to timing.
+tracker, registry and planner; the packer is a fake whose backlog the test sets, so the order of
+pause, loss, resume and reassignment is exact instead of left to timing; no delivery stands behind
+the commit channel.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 
 from helpers import frozen, produce, wait_for
@@ -16,6 +16,7 @@ from helpers import frozen, produce, wait_for
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.packer import PackerStats
+from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
@@ -44,20 +45,11 @@ class FakePacker:
         return []
 
 
-class FakeDelivery:
-    """Forgets revoked partitions at once (nothing to commit in this test)."""
-
-    def __init__(self, tracker: OffsetTracker) -> None:
-        self.tracker = tracker
-        self.group_metadata = None
-        self.to_commit: queue.SimpleQueue = queue.SimpleQueue()
-
-    def wake(self) -> None:
-        pass
-
-    def flush_and_forget(self, tps: list, group_metadata) -> None:
-        for tp in tps:
-            self.tracker.revoke(tp)
+def no_delivery(tracker: OffsetTracker) -> Commits:
+    """The commit channel with no delivery behind it: a revoke forgets its partitions at once."""
+    commits = Commits(tracker)
+    commits.close()
+    return commits
 
 
 def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, FakePacker]:
@@ -73,7 +65,7 @@ def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, Fa
                       PlanLimits(4096))
     marks = Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6, low_messages=10**6)
     ingest = Ingest(config=IngestConfig(settings, marks), shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
-                    make_consumer=Clients(conf).consumer, delivery=FakeDelivery(tracker),
+                    make_consumer=Clients(conf).consumer, commits=no_delivery(tracker),
                     downstream=Downstream(packer, planner))
     return ingest, packer
 

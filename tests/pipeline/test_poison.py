@@ -68,17 +68,17 @@ def _dead_letters(tracker, tp=("in", 0)):
 
 
 def test_an_exception_from_one_message_is_an_internal_error_dead_letter_and_ingest_goes_on(monkeypatch):
-    import worker.pipeline.ingest as ingest_mod
+    import worker.pipeline.source as source_mod
 
     ing, tracker, registry = make_ingest()
-    real = ingest_mod.decode_input
+    real = source_mod.decode_input
 
     def decode(value, **kw):
         if value == b"poison":
             raise KeyError("a bug, not bad input")
         return real(value, **kw)
 
-    monkeypatch.setattr(ingest_mod, "decode_input", decode)
+    monkeypatch.setattr(source_mod, "decode_input", decode)
     ing._ingest([Msg(b"poison", 0), Msg(orjson.dumps({"text": "disk full on upf-1"}), 1)])
     assert len(ing.packer.submitted) == 1 and len(registry) == 1
     (ready,) = tracker.take_ready()

@@ -148,7 +148,8 @@ def make_delivery(producer: FakeProducer, delivery: str = "exactly_once"):
     settings = load_settings(environ={"RIBBON_KAFKA__DELIVERY": delivery})
     tracker = OffsetTracker()
     d = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
-    d.producer, d.group_metadata = producer, object()
+    d.producer = producer
+    d.commits.publish(object())
     e = tracker.assign(("in", 0))
     for off in (0, 1, 2):
         tracker.see(("in", 0), e, off)
@@ -175,12 +176,12 @@ def test_an_aborted_transaction_puts_the_runs_back_and_the_next_step_sends_them_
     assert producer.produced[-2:] == [("ribbon.summaries", b"s0"), ("ribbon.summaries", b"s1")]
 
 
-def test_at_least_once_hands_the_offsets_to_the_ingest_thread_after_delivery():
+def test_at_least_once_posts_the_offsets_to_the_ingest_thread_after_delivery():
     producer = FakeProducer()
     d, _ = make_delivery(producer, delivery="at_least_once")
     assert d.step() == 2
     assert "begin" not in producer.calls
-    assert [(tp.partition, tp.offset) for tp in d.to_commit.get_nowait()] == [(0, 2)]
+    assert [(tp.partition, tp.offset) for tp in d.commits.take()] == [(0, 2)]
 
 
 @dataclass

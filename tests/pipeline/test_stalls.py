@@ -67,15 +67,6 @@ class FakeConsumer:
         return None
 
 
-class Delivery:
-    group_metadata = None
-
-    def __init__(self) -> None:
-        import queue
-
-        self.to_commit = queue.SimpleQueue()
-
-
 def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_killed():
     start_forkserver()  # as the worker does, on a lasting thread (worker/service/lifeline.py)
     ing, tracker, _ = make_ingest()
@@ -83,7 +74,6 @@ def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_kill
                                    "RIBBON_PIPELINE__STALL_TIMEOUT_S": "1.5"})
     go = threading.Event()
     ing.make_consumer = lambda: FakeConsumer([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0)], go)
-    ing.delivery = Delivery()
     t = threading.Thread(target=ing.run)
     t.start()
     try:

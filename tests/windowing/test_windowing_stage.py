@@ -149,6 +149,7 @@ def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
     from ingest_fakes import PausingConsumer
 
     from worker.observability.metrics import Metrics
+    from worker.pipeline.commits import Commits
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.inflight import DocRegistry
     from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
@@ -160,7 +161,7 @@ def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
     ing = Ingest(config=IngestConfig(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),
-                 make_consumer=PausingConsumer, delivery=None, downstream=Downstream(finished=lambda doc, text: True))
+                 make_consumer=PausingConsumer, commits=Commits(tracker), downstream=Downstream(finished=lambda doc, text: True))
     ing.consumer = ing.make_consumer()
     tracker.assign(TP)
     ing._ingest([Polled(f"flood {i}".encode(), b"flood", i) for i in range(50)])  # 50 in flight, one window

@@ -233,7 +233,7 @@ class Worker:
                                    shared=self.shared, combine=lambda doc: self.ingest.combine_q.put(doc),
                                    wake=self.delivery.wake, tracer=self.tracer)
         self.ingest = Ingest(config=IngestConfig(settings, marks), shared=self.shared,
-                             make_consumer=self.clients.consumer, delivery=self.delivery,
+                             make_consumer=self.clients.consumer, commits=self.delivery.commits,
                              downstream=Downstream(self.packer, planner, self.finishing.submit_finished))
 
     # ---- life cycle -------------------------------------------------------------------

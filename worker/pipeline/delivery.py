@@ -12,34 +12,32 @@ neither committed nor aborted by then stops the worker (exit 1) so that a
 supervisor restarts it; the new producer's init_transactions fences and aborts
 the stuck transaction. Nothing is committed that was not produced.
 at_least_once: idempotent producer; produce, wait for every delivery report,
-then hand the offsets to the ingest thread, which commits them. A crash
+then post the offsets to the ingest thread, which commits them. A crash
 between the two repeats outputs, which carry deterministic ids.
 
-This thread never calls the consumer: confluent-kafka serializes calls into
-one consumer, so a call from here would wait for the ingest thread's poll (or
-its rebalance callback, which may be waiting for us). The ingest thread hands
-over the group metadata instead (refreshed every loop, and taken inside the
-revoke callback for the final transaction of revoked partitions).
-
-Revokes come from the ingest thread (inside poll): `flush_and_forget` runs one
-more step here, then forgets the partitions, and only then returns.
+This thread never calls the consumer: the group metadata, revokes and
+at_least_once offsets go through one channel with ingest
+(worker/pipeline/commits.py, `self.commits`), whose contract is written there.
+A revoke runs one more step here with the metadata taken inside the revoke
+callback, then the partitions are forgotten, and only then does ingest go on.
 
 Contract:
-- Owns: the producer (built on this thread by the injected `make_producer`)
-  and the tracker's `take_ready` / `put_back` / `mark_committed`.
+- Owns: the producer (built on this thread by the injected `make_producer`),
+  the producer's side of the commit channel, and the tracker's `take_ready` /
+  `put_back` / `mark_committed`.
 - Input: offsets completed in the tracker (by finishing and `DeadLetters`),
   each followed by `wake()`; without a wake it still steps every
   `pipeline.delivery_interval_ms`.
 - May block: in transactional calls and `flush`; never on another stage.
 - Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
   the worker without committing more.
-- Shutdown: `stop` then `wake()`: one last step, then the producer flushes.
+- Shutdown: `stop` then `wake()`: one last step, then the channel closes and
+  the producer flushes.
 """
 
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -47,6 +45,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from worker.kafka.clients import Factory
+from worker.pipeline.commits import Commits
 from worker.pipeline.spill import Spilled
 from worker.pipeline.stage import run_stage
 from worker.pipeline.tracker import OffsetTracker, Ready
@@ -99,10 +98,8 @@ class Delivery:
         self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
         self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
-        self._requests: queue.SimpleQueue = queue.SimpleQueue()
         self.stop = threading.Event()
-        self.group_metadata = None  # the consumer's group metadata, handed over by the ingest thread
-        self.to_commit: queue.SimpleQueue = queue.SimpleQueue()  # at_least_once: offsets for the ingest thread
+        self.commits = Commits(tracker, wake=self.wake)  # the one channel with ingest (worker/pipeline/commits.py)
         self.busy = False  # a step is under way (drain waits for it)
         self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
         self._refused: set[int] = set()  # id() of records the broker refused as too large (sent valueless next)
@@ -127,6 +124,7 @@ class Delivery:
                       "stopping the worker so that a restart fences the open transaction",
                       self.stuck_for(), self.stuck_s)
             self.error = FatalDeliveryError(f"a delivery step did not finish within {self.stuck_s:.0f} s")
+            self.commits.close()  # a revoke waiting for this thread forgets its partitions uncommitted
         return self.error
 
     # ---- the thread ---------------------------------------------------------------
@@ -141,14 +139,14 @@ class Delivery:
         while not self.stop.is_set():
             self._wake.wait(self.interval_s)
             self._wake.clear()
-            self._serve_requests()
+            self.commits.serve(self.step)  # revokes first, each with its own metadata
             self.step()
-        self._serve_requests()
+        self.commits.serve(self.step)
         self.step()  # the last finished results go out before we leave
 
     def _close(self) -> None:
         self.started.set()
-        self._serve_requests(commit=False)
+        self.commits.close()
         if self.producer is not None:
             self._flush_at_exit()
 
@@ -182,36 +180,6 @@ class Delivery:
                     self.stop.wait(delay)
                     delay = min(delay * 2, 10.0)
 
-    # ---- revokes --------------------------------------------------------------------
-    def flush_and_forget(self, tps: list, group_metadata, timeout_s: float = 30.0) -> None:
-        """Called on the ingest thread: commit what is finished for `tps`, then forget them."""
-        if self.stop.is_set() or self.error is not None:  # no delivery thread to serve it
-            for tp in tps:
-                self.tracker.revoke(tp)
-            return
-        done = threading.Event()
-        self._requests.put((tps, group_metadata, done))
-        self.wake()
-        if not done.wait(timeout_s):
-            log.error("revoke of %s not served within %.0f s; dropping them uncommitted", tps, timeout_s)
-            for tp in tps:
-                self.tracker.revoke(tp)
-
-    def _serve_requests(self, commit: bool = True) -> None:
-        """Serve queued revokes: one more step (unless failing), then forget their partitions."""
-        while True:
-            try:
-                tps, metadata, done = self._requests.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                if commit:
-                    self.step(metadata)
-            finally:
-                for tp in tps:
-                    self.tracker.revoke(tp)
-                done.set()
-
     # ---- one step -------------------------------------------------------------------
     def step(self, group_metadata=None) -> int:
         """Send every committable run; returns the number of input offsets committed."""
@@ -221,7 +189,7 @@ class Delivery:
             if not ready:
                 return 0
             self.busy_since = time.monotonic()
-            ok = self._transaction(ready, group_metadata or self.group_metadata, _Deadline(self.stuck_s)) \
+            ok = self._transaction(ready, group_metadata or self.commits.group_metadata, _Deadline(self.stuck_s)) \
                 if self.exactly_once else self._at_least_once(ready)
             if not ok:
                 self.tracker.put_back(ready)
@@ -354,5 +322,5 @@ class Delivery:
             self._note_refused(failed)
             return False
         self._delivered(ready)
-        self.to_commit.put(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
+        self.commits.post(self._offsets(ready))  # committed by the ingest thread, which owns the consumer
         return True

@@ -24,36 +24,19 @@ Contract:
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from typing import Protocol
 
 from worker.engine.fallback import as_tensor, generate_or_alone
-from worker.packer.config import PackerConfig
-from worker.pipeline.inflight import Seq, mark_bin, mark_phases
-from worker.pipeline.stage import Shared, run_stage
+from worker.pipeline.gpu_stage import GpuStage
+from worker.pipeline.inflight import mark_bin, mark_phases
 
 log = logging.getLogger(__name__)
 
 
-class BinSink(Protocol):
-    """Where finished bins go (worker.pipeline.finishing.Finishing)."""
-
-    def submit_bin(self, pairs, gpu_s_per_doc: float) -> bool: ...
-
-
-class GpuLoop:
-    def __init__(self, *, engine, packer, shared: Shared, finishing: BinSink, config: PackerConfig,
-                 seed: int = 0) -> None:
-        self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
-        self.metrics, self.config, self.seed = shared.metrics, config, seed
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.busy_since: float | None = None
+class GpuLoop(GpuStage):
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
         self._oom_seen = 0
-
-    def run(self) -> None:
-        run_stage(self, self._loop, log, "gpu thread")
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -63,19 +46,13 @@ class GpuLoop:
                 self.run_bin(b)
 
     def run_bin(self, b) -> None:
-        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
+        seqs, seeds = self._take(b)
         t0 = time.monotonic()
         self.busy_since = t0
-        try:
-            staged = self.engine.stage(as_tensor(b.tokens), as_tensor(b.cu_seqlens), int(b.max_seqlen))
-            staged.wait_copied()
-        except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
-            log.exception("staging a bin failed; its documents go alone")
-            staged = None
-        finally:
-            self.packer.release(b.slot)
+        staged = stage_bin(self.engine, self.packer, b)
         phases = _phase_seconds(self.engine)
-        outs = self._generate(staged, seqs)
+        outs = generate_or_alone(self.engine, staged, [s.tokens if s is not None else None for s in seqs], seeds,
+                                 self.metrics.model_errors.inc)  # on a failure each document alone
         t1 = time.monotonic()
         gpu_s = t1 - t0
         mark_bin([s.doc for s in seqs if s is not None], t0, t1)
@@ -88,27 +65,26 @@ class GpuLoop:
 
     def _count(self, b, n: int, gpu_s: float) -> None:
         m = self.metrics
-        m.bin_fill.observe(self.config.fill(int(b.num_tokens), n))
-        m.bins.inc()
+        self._count_bin(int(b.num_tokens), n)
         m.model_documents.inc(n)
         m.gpu_seconds.inc(gpu_s)
         m.bin_seconds.observe(gpu_s)
-        m.input_tokens.inc(int(b.num_tokens))
-        self._count_oom_splits()
+        self._oom_seen = self._count_oom_splits(int(getattr(self.engine, "stats", {}).get("oom_splits", 0)),
+                                                self._oom_seen)
 
-    def _generate(self, staged, seqs: list[Seq | None]) -> list:
-        """The bin's outputs; on a failure each document alone (a failure alone is its own result)."""
-        return generate_or_alone(self.engine, staged, [s.tokens if s is not None else None for s in seqs],
-                                 self._seeds(seqs), self.metrics.model_errors.inc)
 
-    def _count_oom_splits(self) -> None:
-        n = int(getattr(self.engine, "stats", {}).get("oom_splits", 0))
-        if n > self._oom_seen:
-            self.metrics.oom_splits.inc(n - self._oom_seen)
-            self._oom_seen = n
-
-    def _seeds(self, seqs: list[Seq | None]) -> list[int]:
-        return [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+def stage_bin(engine, packer, b):
+    """The bin staged on the device (H2D), its packer slot released once copied; None if staging failed
+    (its documents then go alone)."""
+    try:
+        staged = engine.stage(as_tensor(b.tokens), as_tensor(b.cu_seqlens), int(b.max_seqlen))
+        staged.wait_copied()
+        return staged
+    except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+        log.exception("staging a bin failed; its documents go alone")
+        return None
+    finally:
+        packer.release(b.slot)
 
 
 def _phase_seconds(engine) -> tuple[float, float] | None:

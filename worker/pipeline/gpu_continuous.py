@@ -22,59 +22,37 @@ Contract: the GPU stage's (worker.pipeline.gpu), with these differences:
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
-from worker.packer.config import PackerConfig
+from worker.engine.fallback import run_alone
+from worker.pipeline.gpu import stage_bin
+from worker.pipeline.gpu_stage import GpuStage
 from worker.pipeline.inflight import Seq, mark_bin
-from worker.pipeline.stage import Shared
-from worker.engine.fallback import as_tensor, run_alone
-from worker.pipeline.gpu import BinSink
 
 log = logging.getLogger(__name__)
 
 
-class ContinuousGpuLoop:
-    def __init__(self, *, engine, packer, shared: Shared, finishing: BinSink, config: PackerConfig,
-                 seed: int = 0) -> None:
-        self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
-        self.metrics, self.config, self.seed = shared.metrics, config, seed
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.busy_since: float | None = None
-        self.batcher = engine.batcher(config.max_seqs, config.budget)
+class ContinuousGpuLoop(GpuStage):
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.batcher = self.engine.batcher(self.config.max_seqs, self.config.budget)
         self._since: dict[int, float] = {}  # id(seq) -> when it joined the batcher
 
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                self.metrics.gpu_heartbeat = time.monotonic()
-                if self.batcher.wants_work():
-                    b = self.packer.next_bin(0.0 if self.batcher.busy else 0.05)
-                    if b is not None:
-                        self.take_bin(b)
-                if self.batcher.busy:
-                    self.step()
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self.error = exc
-            log.exception("gpu thread failed")
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self.metrics.gpu_heartbeat = time.monotonic()
+            if self.batcher.wants_work():
+                b = self.packer.next_bin(0.0 if self.batcher.busy else 0.05)
+                if b is not None:
+                    self.take_bin(b)
+            if self.batcher.busy:
+                self.step()
 
     def take_bin(self, b) -> None:
-        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
-        seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+        seqs, seeds = self._take(b)
         now = time.monotonic()
-        try:
-            staged = self.engine.stage(as_tensor(b.tokens), as_tensor(b.cu_seqlens), int(b.max_seqlen))
-            staged.wait_copied()
-        except Exception:  # noqa: BLE001 - routed: each document goes alone, then dead-letters
-            log.exception("staging a bin failed; its documents go alone")
-            staged = None
-        finally:
-            self.packer.release(b.slot)
-        m = self.metrics
-        m.bin_fill.observe(self.config.fill(int(b.num_tokens), len(seqs)))
-        m.bins.inc()
-        m.input_tokens.inc(int(b.num_tokens))
+        staged = stage_bin(self.engine, self.packer, b)
+        self._count_bin(int(b.num_tokens), len(seqs))
         if staged is None:
             self._alone([(s, seed) for s, seed in zip(seqs, seeds) if s is not None], now)
             return

@@ -34,25 +34,21 @@ import logging
 import threading
 import time
 
-from worker.packer.config import PackerConfig
+from worker.pipeline.gpu_stage import GpuStage
 from worker.pipeline.inflight import mark_bin
-from worker.pipeline.stage import Shared
-from worker.remote.process import EngineProcess, EngineProcessError
-from worker.pipeline.gpu import BinSink
+from worker.pipeline.stage import record_failure, run_stage
+from worker.remote.process import EngineProcessError
 
 log = logging.getLogger(__name__)
 
 
-class ProcessGpuLoop:
+class ProcessGpuLoop(GpuStage):
+    """`engine` is an EngineProcess (worker/remote/process.py)."""
+
     AHEAD = 1  # bins queued there behind the running one
 
-    def __init__(self, *, engine: EngineProcess, packer, shared: Shared, finishing: BinSink,
-                 config: PackerConfig, seed: int = 0) -> None:
-        self.engine, self.packer, self.registry, self.finishing = engine, packer, shared.registry, finishing
-        self.metrics, self.config, self.seed = shared.metrics, config, seed
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.busy_since: float | None = None
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
         self._room = threading.Semaphore(self.AHEAD + 1)
         self._freed = threading.Event()  # a result arrived: the model may be free
         self._lock = threading.Lock()
@@ -63,56 +59,77 @@ class ProcessGpuLoop:
         self._progress = time.monotonic()  # the last result, or the send that found nothing in flight
         self._sending_since: float | None = None  # a send under way (it blocks while the engine's pipe is full)
 
+    # ---- the two threads, each under the stage contract ------------------------------------------
     def run(self) -> None:
-        rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
+        """The sender (this thread) and the receiver it starts; the first failure of either stops both."""
+        rx = threading.Thread(target=run_stage, args=(self, self._receive, log, "gpu stage"),
+                              kwargs={"traceback": False}, name="ribbon-gpu-results", daemon=True)
         rx.start()
-        try:
-            while not self.stop.is_set() and self.error is None:
-                if not self._inflight:
-                    self.metrics.gpu_heartbeat = time.monotonic()
-                if not self._room.acquire(timeout=0.05):
-                    continue
-                self._freed.clear()
-                if self._inflight and not self.packer.full_bin_pending():
-                    self._room.release()  # not a backlog: cut the next bin when the model is free
-                    self._freed.wait(0.01)
-                    continue
-                b = self.packer.next_bin(0.05)
-                if b is None:
-                    self._room.release()
-                    continue
-                self._send(b)
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
+        run_stage(self, self._send_loop, log, "gpu stage", traceback=False)
         rx.join(1.0)
 
+    def _send_loop(self) -> None:
+        while not self.stop.is_set() and self.error is None:
+            if not self._inflight:
+                self.metrics.gpu_heartbeat = time.monotonic()
+            b = self._next_bin()
+            if b is not None:
+                self._send(b)
+
+    def _receive(self) -> None:
+        while not self.stop.is_set() and self.error is None:
+            msg = self.engine.receive(0.05)
+            if msg is not None:
+                self._received(msg)
+            else:
+                self._idle()
+
+    # ---- sending: when to cut a bin, and the send ----------------------------------------------
+    def _next_bin(self):
+        """A bin to send now, or None (no room, not a backlog while a bin runs, or none due)."""
+        if not self._room.acquire(timeout=0.05):
+            return None
+        self._freed.clear()
+        if self._inflight and not self.packer.full_bin_pending():
+            self._room.release()  # not a backlog: cut the next bin when the model is free
+            self._freed.wait(0.01)
+            return None
+        b = self.packer.next_bin(0.05)
+        if b is None:
+            self._room.release()
+        return b
+
     def _send(self, b) -> None:
-        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
-        seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+        seqs, seeds = self._take(b)
         with self._lock:  # registered before the result can arrive
             self._sending_since = time.monotonic()
             try:
-                bin_id = self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
-                                              [s is not None for s in seqs])
+                bin_id = self._send_bin(b, seqs, seeds)
             finally:
                 self._sending_since = None
-                self.packer.release(b.slot)  # send_bin copied the slot
             if not self._inflight:
                 self._progress = time.monotonic()
             self._inflight[bin_id] = (seqs, int(b.num_tokens))
             if self.busy_since is None:
                 self.busy_since = time.monotonic()
 
-    def _receive(self) -> None:
+    def _send_bin(self, b, seqs: list, seeds: list[int]) -> int:
+        """The bin into the engine process's pipe; its slot released once copied. Returns its id there."""
         try:
-            while not self.stop.is_set() and self.error is None:
-                msg = self.engine.receive(0.05)
-                if msg is not None and msg[0] == "done":
-                    self._done(*msg[1:])
-                elif self.stall_s is not None and self.stalled_s() >= self.stall_s:
-                    self._stalled()
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
+            return self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
+                                        [s is not None for s in seqs])
+        finally:
+            self.packer.release(b.slot)  # send_bin copied the slot
+
+    # ---- receiving -------------------------------------------------------------------------------
+    def _received(self, msg: tuple) -> None:
+        if msg[0] == "done":
+            self._done(*msg[1:])
+
+    def _idle(self) -> None:
+        """No message this while: a stall past `stall_s` kills the engine process."""
+        if self.stall_s is not None and self.stalled_s() >= self.stall_s:
+            self._stalled()
 
     def stalled_s(self) -> float:
         """Seconds without a result while bins are in flight or one is being sent (0 when neither). No lock:
@@ -124,8 +141,9 @@ class ProcessGpuLoop:
         """The engine process stopped making progress: kill it (a send blocked on its full pipe then fails,
         and nothing waits on it at exit) and stop the stage."""
         pid = getattr(getattr(self.engine, "proc", None), "pid", None)
-        self._fail(EngineProcessError(f"the engine process (pid {pid}) returned no bin for {self.stall_s:.0f} s "
-                                      "(pipeline.stall_timeout_s): it was killed"))  # first: the reason that stays
+        stall = EngineProcessError(f"the engine process (pid {pid}) returned no bin for {self.stall_s:.0f} s "
+                                   "(pipeline.stall_timeout_s): it was killed")
+        record_failure(self, stall, log, "gpu stage", traceback=False)  # first: the reason that stays
         self.engine.kill()
 
     def _done(self, bin_id: int, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int) -> None:
@@ -140,25 +158,18 @@ class ProcessGpuLoop:
         seqs, num_tokens = entry
         self.metrics.gpu_heartbeat = time.monotonic()
         mark_bin([s.doc for s in seqs if s is not None], t0, t1)
-        self._count(len(seqs), num_tokens, t1 - t0, bin_errors, oom_splits)
+        self._count_bin(num_tokens, len(seqs))
+        self._count_run(len(seqs), t1 - t0, t1 - t0, bin_errors, oom_splits)
         self.finishing.submit_bin(list(zip(seqs, outs)), (t1 - t0) / max(1, len(seqs)))
 
-    def _count(self, n: int, num_tokens: int, gpu_s: float, bin_errors: int, oom_splits: int) -> None:
+    def _count_run(self, n: int, busy_s: float, span_s: float, bin_errors: int, oom_splits: int) -> None:
+        """What one message of the engine process reports: `n` documents back, `busy_s` of the model's
+        time, a step (or bin) of `span_s`, failed bins, and its OOM splits so far."""
         m = self.metrics
-        m.bin_fill.observe(self.config.fill(num_tokens, n))
-        m.bins.inc()
         m.model_documents.inc(n)
-        m.gpu_seconds.inc(gpu_s)
-        m.bin_seconds.observe(gpu_s)
-        m.input_tokens.inc(num_tokens)
+        m.gpu_seconds.inc(busy_s)
+        m.bin_seconds.observe(span_s)
         if bin_errors:
             m.model_errors.inc(bin_errors)
-        seen = self.engine.stats["oom_splits"]  # the engine process's count, over every stage it served
-        if oom_splits > seen:
-            m.oom_splits.inc(oom_splits - seen)
-            self.engine.stats["oom_splits"] = oom_splits
-
-    def _fail(self, exc: BaseException) -> None:
-        if self.error is None:
-            self.error = exc
-            log.error("gpu stage failed: %s", exc)
+        # the engine process's count, over every stage it served
+        self.engine.stats["oom_splits"] = self._count_oom_splits(oom_splits, self.engine.stats["oom_splits"])

@@ -18,11 +18,10 @@ Contract: ProcessGpuLoop's (worker.pipeline.gpu_proxy), with these differences:
 
 from __future__ import annotations
 
-import threading
 import time
 
-from worker.pipeline.inflight import mark_bin
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.inflight import mark_bin
 
 
 class ContinuousProcessGpuLoop(ProcessGpuLoop):
@@ -33,23 +32,13 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         self._docs = 0  # documents in flight
         self._weight = 0  # their weight (prompt + reserve)
 
-    def run(self) -> None:
-        rx = threading.Thread(target=self._receive, name="ribbon-gpu-results", daemon=True)
-        rx.start()
-        try:
-            while not self.stop.is_set() and self.error is None:
-                if not self._inflight:
-                    self.metrics.gpu_heartbeat = time.monotonic()
-                self._freed.clear()
-                if not self._may_send():
-                    self._freed.wait(0.01)
-                    continue
-                b = self.packer.next_bin(0.05 if not self._docs else 0.005)
-                if b is not None:
-                    self._send(b)
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
-        rx.join(1.0)
+    def _next_bin(self):
+        """A bin to send now, or None (the seats and the budget in flight are taken, or none due)."""
+        self._freed.clear()
+        if not self._may_send():
+            self._freed.wait(0.01)
+            return None
+        return self.packer.next_bin(0.05 if not self._docs else 0.005)
 
     def _may_send(self) -> bool:
         with self._lock:
@@ -60,16 +49,11 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         return docs < 2 * seats and weight < 2 * budget and self.packer.full_bin_pending()
 
     def _send(self, b) -> None:
-        seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]
-        seeds = [s.doc.seed(self.seed, s.index) if s is not None else 0 for s in seqs]
+        seqs, seeds = self._take(b)
         live = [s for s in seqs if s is not None]
         now = time.monotonic()
         with self._lock:  # registered before a result can arrive
-            try:
-                bin_id = self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), seeds,
-                                              [s is not None for s in seqs])
-            finally:
-                self.packer.release(b.slot)  # send_bin copied the slot
+            bin_id = self._send_bin(b, seqs, seeds)
             if live:
                 self._inflight[bin_id] = (seqs, int(b.num_tokens))
                 self._left[bin_id], self._sent[bin_id] = len(live), now
@@ -77,19 +61,15 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
                 self._weight += sum(self.config.weight(s.prompt_tokens) for s in live)
                 if self.busy_since is None:
                     self.busy_since = now
-        m = self.metrics
-        m.bin_fill.observe(self.config.fill(int(b.num_tokens), len(seqs)))
-        m.bins.inc()
-        m.input_tokens.inc(int(b.num_tokens))
+        self._count_bin(int(b.num_tokens), len(seqs))
 
-    def _receive(self) -> None:
-        try:
-            while not self.stop.is_set() and self.error is None:
-                msg = self.engine.receive(0.05)
-                if msg is not None and msg[0] == "docs":
-                    self._docs_back(*msg[1:])
-        except BaseException as exc:  # noqa: BLE001 - reported to the app, which stops the worker
-            self._fail(exc)
+    def _received(self, msg: tuple) -> None:
+        if msg[0] == "docs":
+            self._docs_back(*msg[1:])
+
+    def _idle(self) -> None:
+        """No stall watch here (results come per document, not per bin); the engine process dying still
+        stops the stage (EngineProcessError from `receive`)."""
 
     def _docs_back(self, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int, busy_s: float) -> None:
         pairs, starts = [], []
@@ -108,19 +88,10 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
                     del self._inflight[bin_id], self._left[bin_id], self._sent[bin_id]
             self.busy_since = t1 if self._docs else None
         self._freed.set()
-        m = self.metrics
-        m.gpu_heartbeat = time.monotonic()
-        m.gpu_seconds.inc(busy_s)
-        m.bin_seconds.observe(t1 - t0)
-        if bin_errors:
-            m.model_errors.inc(bin_errors)
-        seen = self.engine.stats["oom_splits"]
-        if oom_splits > seen:
-            m.oom_splits.inc(oom_splits - seen)
-            self.engine.stats["oom_splits"] = oom_splits
+        self.metrics.gpu_heartbeat = time.monotonic()
+        self._count_run(len(pairs), busy_s, t1 - t0, bin_errors, oom_splits)
         if not pairs:
             return
         for (seq, _), start in zip(pairs, starts):
             mark_bin([seq.doc], start, t1)
-        m.model_documents.inc(len(pairs))
         self.finishing.submit_bin(pairs, busy_s / len(pairs))

@@ -1,20 +1,23 @@
-"""The ingest thread: it alone owns the Kafka consumer (and never touches CUDA).
+"""The ingest thread: it alone owns the Kafka consumer (and never touches CUDA), and runs the steps in order.
 
-poll → decode → validate → preprocess (digest, highlights, compaction: worker/pipeline/preprocess.py, in worker
-processes when pipeline.preprocess_processes > 0) → plan (prompt, tokenize, chunk) → packer.submit;
+    poll and decode (worker/pipeline/source.py: records → Docs, bad ones → dead letters)
+    → preprocess (digest, highlights, compaction: worker/pipeline/preprocess.py, in worker processes
+      when pipeline.preprocess_processes > 0) → plan (token gate, prompt, chunks: worker/pipeline/planner.py)
+    → registry.add → packer.submit_many
 in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
-Bad input is completed at once with a dead-letter record. Rebalance callbacks
-run here, inside poll. Backpressure pauses every assigned partition above a
-high watermark and resumes below a low one; polling goes on while paused,
-so the group never sees this consumer as stuck.
+Between polls: the commit channel with delivery, chunked documents' combine rounds, backpressure
+(worker/pipeline/backpressure.py), lag and held reports (worker/pipeline/progress.py). Rebalance
+callbacks run here, inside poll. Polling goes on while partitions are paused, so the group never
+sees this consumer as stuck.
 
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
   once per document, taken back in fetch order), the token gate of compaction, the planner and
   tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
-  round back through `combine_q`).
-- May block: in the poll (`take`: at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
+  round back through `combine_q`); the consumer's side of the commit channel with delivery
+  (worker/pipeline/commits.py: group metadata and revokes out, at_least_once offsets in).
+- May block: in the poll (at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
   waits for the pool's batches and for delivery's last transaction of those partitions; an assign
   asks the group coordinator for the committed offsets, at most 10 s), in
   planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
@@ -40,16 +43,17 @@ import numpy as np
 from confluent_kafka import KafkaException
 
 from worker.digest.prepared import PrepareOptions
-from worker.kafka.clients import Factory, start_positions, take
+from worker.kafka.clients import Factory, start_positions
 from worker.kafka.config import offset_reset
-from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.backpressure import Backpressure, Watermarks
+from worker.pipeline.commits import Commits
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text, prompt_texts
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
 from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
+from worker.pipeline.source import Source
 from worker.pipeline.stage import Shared, run_stage
 
 log = logging.getLogger(__name__)
@@ -78,7 +82,7 @@ class Downstream:
 
 
 class Ingest:
-    def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, delivery,
+    def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, commits: Commits,
                  downstream: Downstream):
         planner, settings = downstream.planner, config.settings
         tracker, metrics = shared.tracker, shared.metrics
@@ -88,14 +92,14 @@ class Ingest:
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer = tracker, shared.registry, downstream.packer
-        self.planner, self.delivery, self.metrics = planner, delivery, metrics
+        self.planner, self.metrics = planner, metrics
+        self.commits = commits  # the one channel with delivery (worker/pipeline/commits.py)
         self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.stop = threading.Event()          # leave: close the consumer
-        self.batch = settings.pipeline.poll_batch  # tokenized in one batch (the fast tokenizer spreads it over cores)
         self.consumer = None
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
@@ -110,6 +114,7 @@ class Ingest:
         # Line topics: records become windows, and closed windows documents (worker/pipeline/lines.py).
         self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
             if settings.windowing.enabled else None
+        self.source = Source(settings, shared, self.lines, self.guard)  # the poll and the decoding
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -126,9 +131,9 @@ class Ingest:
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
         next_lag = 0.0
         while not self.stop.is_set():
-            # Delivery never calls the consumer (calls into one consumer are serialized): hand it
+            # Delivery never calls the consumer (calls into one consumer are serialized): publish
             # the group metadata for its transactions, and commit what it delivered (at_least_once).
-            self.delivery.group_metadata = self.consumer.consumer_group_metadata()
+            self.commits.publish(self.consumer.consumer_group_metadata())
             self._commit_delivered(asynchronous=True)
             self._plan_combines()
             if self.lines is not None:  # windows that time (or a drain) closed
@@ -139,7 +144,7 @@ class Ingest:
                 self._report_held()
                 next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
             # short polls while batches are in the pool: their documents go on as soon as they are back
-            msgs = take(self.consumer, self.batch, 0.005 if len(self.batches) else 0.05)
+            msgs = self.source.poll(self.consumer, 0.005 if len(self.batches) else 0.05)
             # While draining, polled messages are not registered: their offsets never commit,
             # so whoever owns the partition next gets them again.
             if msgs and not self.stop_polling.is_set():
@@ -148,16 +153,10 @@ class Ingest:
             self._take_prepared(block=not msgs or self.stop_polling.is_set())
 
     def _commit_delivered(self, asynchronous: bool) -> None:
-        offsets: dict = {}
-        while True:
-            try:
-                for tp in self.delivery.to_commit.get_nowait():
-                    offsets[(tp.topic, tp.partition)] = tp
-            except queue.Empty:
-                break
+        offsets = self.commits.take()
         if offsets:
             try:
-                self.consumer.commit(offsets=list(offsets.values()), asynchronous=asynchronous)
+                self.consumer.commit(offsets=offsets, asynchronous=asynchronous)
             except KafkaException as exc:
                 log.warning("offset commit failed (%s); those outputs may repeat", exc.args[0])
 
@@ -171,35 +170,8 @@ class Ingest:
 
     # ---- messages -----------------------------------------------------------------
     def _ingest(self, msgs: list) -> None:
-        good: list[Doc] = []
-        wall = time.time()
-        for m in msgs:
-            if m.error() is not None:
-                if not m.error().name() == "_PARTITION_EOF":
-                    log.warning("consume error: %s", m.error())
-                continue
-            tp = (m.topic(), m.partition())
-            epoch = self.tracker.epoch(tp)
-            if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
-                continue  # not ours any more
-            self.metrics.consumed.inc()
-            kind, ts_ms = m.timestamp()
-            if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
-                self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
-            if self.lines is not None and self.lines.takes(tp[0]):
-                try:
-                    good.extend(self.lines.add(m, tp, epoch))
-                except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
-                    self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
-                continue
-            try:
-                doc = self._take_in(m, tp, epoch)
-            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard (worker/pipeline/guard.py)
-                self.guard.failed("decode", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
-                continue
-            if doc is not None:
-                good.append(doc)
-        self._submit(good)
+        """Polled records (worker/pipeline/source.py) → documents → the preprocessing pool."""
+        self._submit(self.source.documents(msgs))
         self._take_prepared(block=False)
 
     def _submit(self, good: list[Doc]) -> None:
@@ -207,18 +179,6 @@ class Ingest:
         if good:
             self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
                                 [d.meta.get("kind") for d in good])
-
-    def _take_in(self, m, tp, epoch: int) -> Doc | None:
-        """One polled record as a Doc, or None when it was dead-lettered as bad input."""
-        try:
-            msg = decode_input(m.value(), max_bytes=self.s.kafka.max_message_bytes)
-        except BadMessage as err:
-            self._dead_letter(tp, epoch, m.offset(), m.key(), m.value(), err.error_class, err.message, m.headers())
-            return None
-        doc_id = msg.id or default_id(tp[0], tp[1], m.offset())
-        meta = {"id": doc_id, "source": msg.source, "kind": msg.kind, "attributes": msg.attributes}
-        return Doc(tp, epoch, m.offset(), m.key(), doc_id, msg.document, meta, time.monotonic(),
-                   raw=m.value(), headers=tuple(m.headers() or ()))
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
@@ -360,7 +320,7 @@ class Ingest:
         self._not_ready_if_empty(consumer, partitions)
         # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
         # The metadata is taken here, inside the callback: the consumer admits this re-entrant call.
-        self.delivery.flush_and_forget(tps, group_metadata=consumer.consumer_group_metadata())
+        self.commits.revoke(tps, group_metadata=consumer.consumer_group_metadata())
         self._commit_delivered(asynchronous=False)
         log.info("revoked %s", tps)
 

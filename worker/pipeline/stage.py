@@ -7,9 +7,10 @@ A stage is one thread that alone owns its resources (the consumer, the engine, t
 - Stopping is asked from outside (each stage's `stop` event, or `Finishing.stop()`); the app then
   joins the thread, in the order docs/architecture.md gives.
 - Between stages only the seams named there: the tracker, the registry, the packer, the finishing
-  queue, the wake of delivery.
+  queue, the wake of delivery, and the commit channel between ingest and delivery
+  (worker/pipeline/commits.py).
 
-`run_stage` is the one catch-record-stop block every `run()` goes through.
+`run_stage` is the one catch-record-stop block every stage thread's body goes through.
 """
 
 from __future__ import annotations
@@ -47,20 +48,27 @@ class Shared:
 
 def run_stage(stage: Stage, body: Callable[[], None], log: logging.Logger, what: str,
               cleanup: Callable[[], None] | None = None, traceback: bool = True) -> None:
-    """Run `body`; an exception is recorded on `stage.error` (the first one wins) and logged as
-    "`what` failed" on the stage's own logger; `cleanup` runs however `body` ends."""
+    """Run `body`; an exception is recorded on `stage.error` (`record_failure`); `cleanup` runs however
+    `body` ends."""
     try:
         body()
     except BaseException as exc:  # noqa: BLE001 - recorded for the app, which stops the worker
-        if stage.error is None:
-            stage.error = exc
-            if traceback:
-                log.exception("%s failed", what)
-            else:
-                log.error("%s failed: %s", what, exc)
+        record_failure(stage, exc, log, what, traceback)
     finally:
         if cleanup is not None:
             cleanup()
+
+
+def record_failure(stage: Stage, exc: BaseException, log: logging.Logger, what: str, traceback: bool = True) -> None:
+    """`exc` on `stage.error` unless a failure is there already (the first one wins), logged once as
+    "`what` failed" on the stage's own logger. For a failure a stage finds without an exception
+    raised (a stall it watches for), and for `run_stage`."""
+    if stage.error is None:
+        stage.error = exc
+        if traceback:
+            log.error("%s failed", what, exc_info=exc)
+        else:
+            log.error("%s failed: %s", what, exc)
 
 
 class EngineLike(Protocol):

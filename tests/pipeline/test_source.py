@@ -1,0 +1,60 @@
+"""The poll's decoding (worker/pipeline/source.py): each record becomes a Doc, a dead letter, or nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+from ingest_fakes import Msg
+from stage_fakes import Wake
+
+from worker.config.settings import load_settings
+from worker.messages.models import parse_dead_letter_headers
+from worker.observability.metrics import Metrics
+from worker.pipeline.deadletter import DeadLetters
+from worker.pipeline.guard import Guard
+from worker.pipeline.inflight import DocRegistry
+from worker.pipeline.source import Source
+from worker.pipeline.stage import Shared
+from worker.pipeline.tracker import OffsetTracker
+
+
+@dataclass
+class Failed(Msg):
+    """A consume error in the poll's batch (the record carries no data)."""
+
+    code: str = "_TRANSPORT"
+
+    def error(self):
+        return type("Err", (), {"name": lambda _self: self.code})()
+
+
+def make_source() -> tuple[Source, OffsetTracker, Metrics]:
+    tracker, metrics = OffsetTracker(), Metrics()
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
+                     wake=Wake())
+    source = Source(load_settings(environ={}), Shared(tracker, DocRegistry(), metrics, dl), None,
+                    Guard(dl, metrics))
+    tracker.assign(("in", 0))
+    return source, tracker, metrics
+
+
+def test_good_records_become_documents_and_bad_ones_dead_letters_with_their_reason():
+    source, tracker, metrics = make_source()
+    docs = source.documents([Msg(orjson.dumps({"text": "disk full on upf-1", "source": "upf-1"}), 0),
+                             Msg(b"{bad", 1), Msg(orjson.dumps({"text": "link down"}), 2)])
+    assert [(d.offset, d.text, d.meta["source"]) for d in docs] == [(0, "disk full on upf-1", "upf-1"),
+                                                                     (2, "link down", None)]
+    for d in docs:
+        tracker.complete(d.tp, d.epoch, d.offset, ())
+    (ready,) = tracker.take_ready()
+    (record,) = ready.records
+    assert record.topic == "dlq" and parse_dead_letter_headers(record.headers).error_class == "invalid_json"
+    assert metrics.consumed._value.get() == 3
+
+
+def test_consume_errors_and_records_of_partitions_no_longer_ours_are_skipped_unregistered():
+    source, tracker, metrics = make_source()
+    docs = source.documents([Failed(None, 0), Failed(None, 0, code="_PARTITION_EOF"),
+                             Msg(orjson.dumps({"text": "x"}), 5, _partition=3)])
+    assert docs == [] and tracker.pending() == 0 and metrics.consumed._value.get() == 0
