@@ -134,6 +134,8 @@ class Ingest:
             if self.lines is not None:  # windows that time (or a drain) closed
                 self._submit(self.lines.due(self.stop_polling.is_set()))
             self._backpressure()
+            if self.lines is not None:
+                self.lines.hold(self.paused)  # time paused is not a key's silence (its gap)
             if time.monotonic() >= next_lag:
                 self._report_lag()
                 self._report_held()
