@@ -182,3 +182,50 @@ def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one
     assert sum(len(r.offsets) for r in tracker.take_ready()) == 62 and tracker.pending_documents() == 0
     ing._backpressure()
     assert ing.consumer.resumed == [["tp0", "tp1"]]
+
+
+class Topic(Polled):
+    def __init__(self, value, key, offset, topic) -> None:
+        super().__init__(value, key, offset)
+        self._topic = topic
+
+    def topic(self):
+        return self._topic
+
+
+def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched():
+    from ingest_fakes import PausingConsumer
+
+    class Fetched(PausingConsumer):
+        def __init__(self, topic: str, n: int) -> None:
+            super().__init__()
+            self.left = [Topic(f"l{i}".encode(), None, i, topic) for i in range(n)]
+
+        def consume(self, num_messages, timeout):
+            assert timeout == 0  # never waits: only what is already fetched
+            out, self.left = self.left[:num_messages], self.left[num_messages:]
+            return out
+
+    from worker.pipeline.ingest import LINE_POLLS, Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.stage import Shared
+    from worker.pipeline.deadletter import DeadLetters
+    from worker.pipeline.inflight import DocRegistry
+    from worker.observability.metrics import Metrics
+    from stage_fakes import Wake
+
+    tracker = OffsetTracker()
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs,docs",
+                               "RIBBON_WINDOWING__TOPICS": "logs", "RIBBON_PIPELINE__POLL_BATCH": "4",
+                               "RIBBON_MODEL__MODE": "digest"})
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
+    ing = Ingest(config=IngestConfig(s, Watermarks(100, 50, 10, 5)), shared=Shared(tracker, DocRegistry(), Metrics(), dl),
+                 make_consumer=PausingConsumer, delivery=None, downstream=Downstream(finished=lambda doc, text: True))
+    ing.consumer = Fetched("logs", 1000)
+    first = ing.consumer.consume(4, 0)
+    assert len(ing._more_lines(first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
+    ing.consumer = Fetched("logs", 10)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 10  # all there was
+    ing.consumer = Fetched("docs", 1000)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
+    ing.consumer = Fetched("logs", 3)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
