@@ -47,7 +47,7 @@ import orjson
 from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
 from bench import windows_capacity
-from bench.results_io import RESULTS, save
+from bench.results_io import RESULTS, machine_name, save
 from worker.bench.parts import random_checkpoint
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
@@ -224,7 +224,7 @@ def run(args, bootstrap: str, broker=None) -> dict:
     records = sum(o["window"]["records"] for o in outs)
     out_bytes = sum(len(v) for v in values)
     return {
-        "benchmark": "windows", "machine": platform.node(), "python": platform.python_version(),
+        "benchmark": "windows", "machine": machine_name(args.device), "python": platform.python_version(),
         "settings": {k: getattr(args, k) for k in ("records", "hosts", "rate", "partitions", "gap_s", "max_length_s",
                                                    "max_open_s", "mode", "model", "device", "compression")},
         "stream_s": round(stream_s, 1), "records_sent": sent[0], "records_covered": records,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from bench.results_io import save
+from bench.results_io import machine_name, save
 from worker.bench.e2e import _sample, engine_only, overhead_parts
 from worker.bench.loadgen import OutputReader
 from worker.bench.parts import load_parts
@@ -164,7 +164,7 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
     finally:
         cleanup()
     return {
-        "benchmark": "windows-capacity", "machine": platform.node(), "device": device, "backend": backend,
+        "benchmark": "windows-capacity", "machine": machine_name(args.device), "device": device, "backend": backend,
         "settings": {k: getattr(args, k) for k in ("records", "hosts", "partitions", "gap_s", "max_length_s",
                                                    "max_open_s", "max_lines", "model", "arch_config", "device",
                                                    "max_new_tokens", "token_budget", "process", "compression")},

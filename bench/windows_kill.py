@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import signal
 import subprocess
@@ -31,7 +30,7 @@ from pathlib import Path
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from bench.results_io import RESULTS, save
+from bench.results_io import RESULTS, machine_name, save
 from bench.windows import wait_assigned
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker
@@ -176,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             rc = proc.wait(120)
             final = committed(broker.bootstrap, group, t["in"], args.partitions)
     ends = [1 + max((o for p, o in inputs if p == part), default=-1) for part in range(args.partitions)]
-    result = {"benchmark": "windows_kill", "machine": platform.node(), "settings": vars(args).copy(),
+    result = {"benchmark": "windows_kill", "machine": machine_name(), "settings": vars(args).copy(),
               "seconds": round(time.time() - started, 1), "kills": args.kills, "records_sent": stream.sent,
               **coverage(inputs, outs), "last_worker_exit_code": rc,
               "committed_after_each_kill": history[1:], "committed_final": final, "input_end_offsets": ends,

@@ -116,17 +116,43 @@ def test_max_open_closes_every_window_of_the_partition_for_a_commit_point():
     assert w.open_windows == 1  # the record that found the partition past max_open starts afresh
 
 
-def test_full_caps_open_windows_and_bytes():
-    w, _ = windower()
-    w2 = Windower(Rules(max_windows=2, max_held_bytes=1 << 20), Clock())
-    w2.add(TP, 1, "a", 0, "x")
-    assert not w2.full()
-    w2.add(TP, 1, "b", 1, "x")
-    assert w2.full()
-    w3 = Windower(Rules(max_held_bytes=10), Clock())
-    w3.add(TP, 1, "a", 0, "0123456789")
-    assert w3.full()
-    assert w3.drop([TP]) == 1 and not w3.full()
+def test_a_cap_closes_the_oldest_windows_instead_of_waiting_for_their_gap():
+    clock = Clock()
+    w2 = Windower(Rules(max_windows=3, max_held_bytes=1 << 20), clock)
+    assert w2.add(TP, 1, "a", 0, "x") == [] and w2.add(TP2, 1, "b", 0, "x") == []
+    clock.t += 1
+    w2.add(TP, 1, "a", 1, "y")  # a's window stays the oldest: opened first
+    (closed,) = w2.add(TP, 1, "c", 2, "x")  # the third open window reaches max_windows
+    assert (closed.key, closed.offsets, closed.reason) == ("a", [0, 1], "max_held")
+    assert w2.open_windows == 2 and w2.held_records == 2 and not w2.full()
+    w3 = Windower(Rules(max_held_bytes=25), clock)
+    assert w3.add(TP, 1, "a", 0, "0123456789") == []
+    assert w3.add(TP, 1, "b", 1, "0123456789") == []
+    (closed,) = w3.add(TP2, 1, "c", 0, "0123")  # 27 bytes held: a's window goes
+    assert closed.key == "a" and w3.held_bytes == 16 and not w3.full()
+    assert w3.drop([TP]) == 1 and w3.held_bytes == 5 and w3.held_records == 1 and w3.open_windows == 1
+
+
+def test_time_paused_is_not_a_gap_but_max_length_still_counts():
+    w, clock = windower(gap_s=10.0, max_length_s=45.0)
+    w.add(TP, 1, "a", 0, "one")
+    clock.t += 4
+    w.hold(True)  # ingest paused its partitions: a's next records may wait unread in the topic
+    clock.t += 20
+    assert w.due() == []  # 24 s without a record, but only 4 s of them reading
+    w.hold(False)
+    clock.t += 5.9
+    assert w.add(TP, 1, "a", 1, "two") == []  # 9.9 s of reading: still the same window
+    clock.t += 9.9
+    assert w.due() == []
+    clock.t += 0.1
+    (closed,) = w.due()  # 10 s of reading since its latest record
+    assert closed.offsets == [0, 1] and closed.reason == "gap"
+    w.add(TP, 1, "b", 2, "x")
+    w.hold(True)
+    clock.t += 45
+    (closed,) = w.due()  # a pause never holds a window past max_length
+    assert closed.reason == "max_length"
 
 
 def test_flush_and_a_new_epoch_drop_the_old_windows():
@@ -189,11 +215,14 @@ def test_interleaved_windows_commit_only_where_none_straddles():
     t.complete(TP, e, 0, (rec("a"),))
     assert t.take_ready() == []  # b is open: committing 0 (or 0..4) would lose or repeat records
     assert t.holding() and t.holding()[0][1] == 0
+    assert (t.pending(), t.pending_documents()) == (6, 4)  # a closed window is one document, waiting or not
     t.group(TP, e, [1, 3, 5])
+    assert t.pending_documents() == 2
     t.complete(TP, e, 1, (rec("b"),))
     (ready,) = t.take_ready()
     assert ready.offsets == tuple(range(6)) and ready.next_offset == 6
     assert [r.value for r in ready.records] == [b"a", b"b"]
+    assert t.pending() == t.pending_documents() == 0
 
 
 def test_a_window_commits_alone_when_it_straddles_nothing_and_a_put_back_run_stays_whole():
@@ -211,3 +240,4 @@ def test_a_window_commits_alone_when_it_straddles_nothing_and_a_put_back_run_sta
     assert again.offsets == (10, 11) and again.records == ready.records
     (rest,) = t.take_ready()
     assert rest.offsets == (12,)  # 13 is unfinished
+    assert t.pending_documents() == t.pending() == 1

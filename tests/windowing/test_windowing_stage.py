@@ -144,7 +144,7 @@ class Polled(Msg):
         return 0
 
 
-def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
+def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one_document():
     from stage_fakes import Wake
     from ingest_fakes import PausingConsumer
 
@@ -155,23 +155,79 @@ def test_ingest_pauses_at_the_window_caps_not_at_the_messages_in_open_windows():
     from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
     from worker.pipeline.stage import Shared
 
-    tracker, metrics = OffsetTracker(), Metrics()
+    tracker, metrics, finished = OffsetTracker(), Metrics(), []
     s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs",
                                "RIBBON_WINDOWING__MAX_WINDOWS": "3", "RIBBON_MODEL__MODE": "digest"})
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
     ing = Ingest(config=IngestConfig(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),
-                 make_consumer=PausingConsumer, commits=Commits(tracker), downstream=Downstream(finished=lambda doc, text: True))
+                 make_consumer=PausingConsumer, commits=Commits(tracker),
+                 downstream=Downstream(finished=lambda doc, text: finished.append(doc) or True))
     ing.consumer = ing.make_consumer()
     tracker.assign(TP)
     ing._ingest([Polled(f"flood {i}".encode(), b"flood", i) for i in range(50)])  # 50 in flight, one window
     ing._backpressure()
     assert ing.consumer.paused == [] and metrics.registry.get_sample_value("ribbon_open_windows") == 1
-    ing._ingest([Polled(b"x", k, 50 + i) for i, k in enumerate((b"a", b"b"))])
-    ing._backpressure()
-    assert ing.consumer.paused == [["tp0", "tp1"]] and metrics.registry.get_sample_value("ribbon_open_windows") == 3
-    for doc in ing.lines.due(draining=True):  # the windows close, and their outputs commit
+    ing._ingest([Polled(b"x", k, 50 + i) for i, k in enumerate((b"a", b"b"))])  # the third open window: a cap
+    ing._take_prepared(block=True)
+    ing._backpressure()  # the flood's window closed to make room: 50 records, one document on its way
+    assert ing.consumer.paused == [] and metrics.registry.get_sample_value("ribbon_open_windows") == 2
+    assert metrics.registry.get_sample_value("ribbon_windows_closed_total", {"reason": "max_held"}) == 1
+    assert tracker.pending() == 52 and tracker.pending_documents() == 3  # 1 closed window + 2 open records
+    ing._ingest([Polled(b"y", f"k{i}".encode(), 52 + i) for i in range(10)])  # each opens one, closing the oldest
+    ing._take_prepared(block=True)
+    ing._backpressure()  # 11 closed windows in flight: above high_messages (10) documents
+    assert ing.consumer.paused == [["tp0", "tp1"]]
+    for doc in finished + ing.lines.due(draining=True):  # the last windows close, and every output commits
         tracker.complete(doc.tp, doc.epoch, doc.offset, ())
-    assert sum(len(r.offsets) for r in tracker.take_ready()) == 52
+    assert sum(len(r.offsets) for r in tracker.take_ready()) == 62 and tracker.pending_documents() == 0
     ing._backpressure()
     assert ing.consumer.resumed == [["tp0", "tp1"]]
+
+
+class Topic(Polled):
+    def __init__(self, value, key, offset, topic) -> None:
+        super().__init__(value, key, offset)
+        self._topic = topic
+
+    def topic(self):
+        return self._topic
+
+
+def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched():
+    from ingest_fakes import PausingConsumer
+
+    class Fetched(PausingConsumer):
+        def __init__(self, topic: str, n: int) -> None:
+            super().__init__()
+            self.left = [Topic(f"l{i}".encode(), None, i, topic) for i in range(n)]
+
+        def consume(self, num_messages, timeout):
+            assert timeout == 0  # never waits: only what is already fetched
+            out, self.left = self.left[:num_messages], self.left[num_messages:]
+            return out
+
+    from worker.pipeline.commits import Commits
+    from worker.pipeline.ingest import LINE_POLLS, Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.stage import Shared
+    from worker.pipeline.deadletter import DeadLetters
+    from worker.pipeline.inflight import DocRegistry
+    from worker.observability.metrics import Metrics
+    from stage_fakes import Wake
+
+    tracker = OffsetTracker()
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs,docs",
+                               "RIBBON_WINDOWING__TOPICS": "logs", "RIBBON_PIPELINE__POLL_BATCH": "4",
+                               "RIBBON_MODEL__MODE": "digest"})
+    dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
+    ing = Ingest(config=IngestConfig(s, Watermarks(100, 50, 10, 5)), shared=Shared(tracker, DocRegistry(), Metrics(), dl),
+                 make_consumer=PausingConsumer, commits=Commits(tracker), downstream=Downstream(finished=lambda doc, text: True))
+    ing.consumer = Fetched("logs", 1000)
+    first = ing.consumer.consume(4, 0)
+    assert len(ing._more_lines(first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
+    ing.consumer = Fetched("logs", 10)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 10  # all there was
+    ing.consumer = Fetched("docs", 1000)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
+    ing.consumer = Fetched("logs", 3)
+    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched

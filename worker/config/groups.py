@@ -259,15 +259,17 @@ class WindowingSettings(_Group):
     key_regex: str | None = Field(None, description="regular expression over the line whose first group (or group "
                                                     "'key') is the key, e.g. a syslog host")
     gap_s: float = Field(10.0, gt=0.0, le=86_400.0, description="a key's window closes after this long without a "
-                                                               "record (session gap)")
+                                                               "record while reading (session gap; time with the "
+                                                               "partitions paused by backpressure does not count)")
     max_length_s: float = Field(60.0, gt=0.0, le=86_400.0, description="a window closes this long after it opened")
     max_lines: int = Field(2_000, ge=1, le=1_000_000, description="a window closes at this many records")
     max_bytes: int = Field(262_144, ge=64, le=64 << 20, description="a window closes at this many bytes of text")
     max_open_s: float = Field(60.0, gt=0.0, le=86_400.0, description="open windows hold their partition's "
                               "committed offset back at most this long: then all of that partition's windows close")
-    max_windows: int = Field(10_000, ge=1, description="open windows at most: above, ingest pauses its partitions")
-    max_held_bytes: int = Field(268_435_456, ge=1_024, description="text held in open windows at most: above, "
-                                                                  "ingest pauses its partitions")
+    max_windows: int = Field(10_000, ge=1, description="open windows at most: at it, the oldest windows "
+                                                     "close (closed_by max_held)")
+    max_held_bytes: int = Field(268_435_456, ge=1_024, description="text held in open windows at most: at it, "
+                                                                  "the oldest windows close (closed_by max_held)")
     multiline: bool = Field(True, description="join continuation lines (stack frames, Caused by:, goroutine dumps) "
                                               "to their first line")
 

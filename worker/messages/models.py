@@ -158,7 +158,7 @@ class WindowInfo(_Out):
     end: str | None = Field(description="the latest record timestamp, ISO 8601 UTC")
     records: int = Field(ge=1, description="records in the window (its offsets within the ranges, of this key)")
     events: int = Field(ge=1, description="events after multiline joins")
-    closed_by: Literal["gap", "max_length", "max_lines", "max_bytes", "max_open", "flush"]
+    closed_by: Literal["gap", "max_length", "max_lines", "max_bytes", "max_open", "max_held", "flush"]
     offsets: list[SourceOffsets] = Field(min_length=1, description="source offset range per partition")
 
 

@@ -5,9 +5,10 @@ Contract:
   the reorder set, spilled bytes). Ingest calls `update` once per loop turn on its own thread (the
   consumer is never called from another); polling goes on while paused, so the group never sees
   the consumer as stuck.
-- Pauses while draining, above `high_tokens` pending in the packer, above `high_messages` in flight
-  (records held in open windows are capped by windowing.* instead, so they do not count), or while
-  windowing is full; resumes only when none of that holds and both counts are below the low marks.
+- Pauses while draining, above `high_tokens` pending in the packer, above `high_messages` documents in
+  flight (a closed window counts as one, whether on its way or waiting for its partition's commit
+  point; records held in open windows are capped by windowing.* instead, so they do not count), or
+  while windowing is full; resumes only when none of that holds and both counts are below the low marks.
 - Never blocks beyond the consumer's own pause/resume calls; raises nothing of its own.
 """
 
@@ -37,7 +38,9 @@ class Backpressure:
         """Measure, then pause or resume `consumer`'s whole assignment when the watermarks say so."""
         tokens = packer.stats().pending_tokens if packer is not None else 0
         inflight = self.tracker.pending()
-        windowed = lines.held_records() if lines is not None else 0  # capped by windowing.* instead
+        # Documents, not records: a closed window counts once (its records wait for their partition's
+        # commit point as cheap offsets), and open windows' records are capped by windowing.* instead.
+        docs = self.tracker.pending_documents() - lines.held_records() if lines is not None else inflight
         full = lines is not None and lines.full()
         m = self.metrics
         m.pending_tokens.set(tokens)
@@ -45,9 +48,9 @@ class Backpressure:
         m.reorder.set(self.tracker.waiting())
         m.spilled.set(self.dead_letters.spool.held_bytes)
         want_pause = draining or tokens > self.marks.high_tokens or \
-            inflight - windowed > self.marks.high_messages or full
+            docs > self.marks.high_messages or full
         want_resume = not draining and tokens < self.marks.low_tokens and \
-            inflight - windowed < self.marks.low_messages and not full
+            docs < self.marks.low_messages and not full
         parts = consumer.assignment()
         if want_pause and not self.paused:
             consumer.pause(parts)

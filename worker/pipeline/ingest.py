@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 
 MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
 POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
+LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
 
 
 FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
@@ -139,18 +140,33 @@ class Ingest:
             if self.lines is not None:  # windows that time (or a drain) closed
                 self._submit(self.lines.due(self.stop_polling.is_set()))
             self._backpressure()
+            if self.lines is not None:
+                self.lines.hold(self.paused)  # time paused is not a key's silence (its gap)
             if time.monotonic() >= next_lag:
                 self._report_lag()
                 self._report_held()
                 next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
             # short polls while batches are in the pool: their documents go on as soon as they are back
             msgs = self.source.poll(self.consumer, 0.005 if len(self.batches) else 0.05)
+            if self.lines is not None:
+                msgs = self._more_lines(msgs)
             # While draining, polled messages are not registered: their offsets never commit,
             # so whoever owns the partition next gets them again.
             if msgs and not self.stop_polling.is_set():
                 self._ingest(msgs)
             # polled batches come back from the pool in order; with nothing new polled, wait for them
             self._take_prepared(block=not msgs or self.stop_polling.is_set())
+
+    def _more_lines(self, msgs: list) -> list:
+        """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
+        polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
+        digest pool and the tokenizer as one batch instead of one window at a time."""
+        chunk = msgs
+        while len(chunk) >= self.source.batch and len(msgs) < LINE_POLLS * self.source.batch and \
+                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
+            chunk = self.consumer.consume(num_messages=self.source.batch, timeout=0)
+            msgs = msgs + chunk
+        return msgs
 
     def _commit_delivered(self, asynchronous: bool) -> None:
         offsets = self.commits.take()

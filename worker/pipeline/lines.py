@@ -12,7 +12,10 @@ and the preprocessing pool:
 - `drop(tps)`: a revoke or a loss forgets the partitions' open windows; their
   records were never committed, so whoever owns the partition next reads them
   again and forms the windows anew.
-- `full()`: the memory caps (ingest pauses its partitions).
+- `hold(paused)`: ingest paused or resumed its partitions (a paused key's
+  silence is not a gap: its records may be waiting in the topic).
+- `full()`: the memory caps (reached only between a record and the windows it
+  closes to make room: worker/windowing/windows.py `max_held`).
 
 A closed window becomes one `Doc` (first offset, key, text of its events) and
 its offsets are registered as one group in the offset tracker: its output
@@ -68,6 +71,10 @@ class LineStream:
             self.metrics.open_windows.set(self.windows.open_windows)
             self.metrics.window_bytes.set(self.windows.held_bytes)
         return self.windows.full()
+
+    def hold(self, paused: bool) -> None:
+        """Ingest's partitions paused (or resumed): paused time does not count toward a key's gap."""
+        self.windows.hold(paused)
 
     def held_records(self) -> int:
         return self.windows.held_records

@@ -57,6 +57,8 @@ class _Partition:
     committed: int | None = None  # the next offset to consume after what is committed (None: not known yet)
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)  # a window's first offset -> all its offsets
     reach: dict[int, int] = field(default_factory=dict)  # offset in a group -> the group's last offset
+    sizes: dict[int, int] = field(default_factory=dict)  # a seen window's first offset -> its offsets' count
+    followers: int = 0  # seen offsets of windows past each window's first (a window counts as one document)
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,8 @@ class OffsetTracker:
             if p is None or p.epoch != epoch or not offsets:
                 return False
             p.groups[offsets[0]] = tuple(offsets)
+            p.sizes[offsets[0]] = len(offsets)
+            p.followers += len(offsets) - 1
             for off in offsets[:-1]:
                 p.reach[off] = offsets[-1]
             return True
@@ -165,6 +169,8 @@ class OffsetTracker:
                     off = p.seen.popleft()
                     p.seen_at.popleft()
                     p.reach.pop(off, None)
+                    if p.sizes:
+                        p.followers -= p.sizes.pop(off, 1) - 1
                     recs.extend(p.done.pop(off))
                     offs.append(off)
                 size += sum(r.size for r in recs)
@@ -202,6 +208,12 @@ class OffsetTracker:
         """Offsets seen but not yet taken (in flight or waiting in the reorder buffer)."""
         with self._lock:
             return sum(len(p.seen) for p in self._parts.values())
+
+    def pending_documents(self) -> int:
+        """As `pending`, with a closed window's offsets counted once: the documents in flight or waiting
+        (a window of 400 records is one document to process and one output to hold)."""
+        with self._lock:
+            return sum(len(p.seen) - p.followers for p in self._parts.values())
 
     def waiting(self) -> int:
         """Completed offsets held back behind an unfinished one (the reorder buffer's size)."""

@@ -2,14 +2,19 @@
 
 A record joins the open window of its (partition, key), or opens one. A window
 closes on whichever comes first (the `reason` it carries):
-- `gap`: no record for its key for `gap_s` (a session window, as Kafka Streams'
-  and Vector's `reduce` expire_after);
+- `gap`: no record for its key for `gap_s` of reading (a session window, as Kafka
+  Streams' and Vector's `reduce` expire_after). Time while ingest has its
+  partitions paused (`hold(True)`, backpressure) does not count: the key's next
+  records may be waiting in the topic, unread;
 - `max_length`: `max_length_s` since it opened;
 - `max_lines` / `max_bytes`: it holds that many records (or bytes of text). A
   continuation line (worker/windowing/multiline.py) still joins its event first:
   a stack trace is never cut from its first line by a count;
 - `max_open`: its partition's committed offset has been held for `max_open_s`
   (see below); every open window of that partition closes at once;
+- `max_held`: a memory cap (`max_windows` open windows, `max_held_bytes` of
+  text) is reached: the oldest open windows close at once until it is not, as
+  Vector's reduce and Fluent Bit flush on their limits, so reading goes on;
 - `revoked` never produces a window: a revoke drops the partition's windows.
 
 Exactly-once without a state store: a window is committed with its output in
@@ -21,10 +26,12 @@ its last such point is `max_open_s` old, all its windows close. After a crash or
 a rebalance, consumption resumes at the committed offset, which is such a
 point: the windows simply form again from the records after it.
 
-Memory: `held_bytes` and `open_windows` are what the ingest stage compares with
-its caps (`full()`): above either, it pauses its partitions until windows
-close. A key never holds more than one window of `max_bytes`, so one key's
-flood closes its own windows quickly and cannot take the others' room.
+Memory: `held_bytes` and `open_windows` stay within the caps: the record that
+reaches one closes the oldest windows (`max_held`, returned by `add`). `full()`
+is still what the ingest stage checks before it pauses (it holds only between
+that record and its windows' close). A key never holds more than one window of
+`max_bytes`, so one key's flood closes its own windows quickly and cannot take
+the others' room.
 
 Pure: no Kafka, no threads; time comes from the injected `clock`
 (time.monotonic in the worker, a fake in tests). Not thread-safe: the ingest
@@ -34,6 +41,7 @@ thread owns it.
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
@@ -77,6 +85,7 @@ class Window:
     size: int = 0                    # bytes of text held
     joiner: Joiner = field(default_factory=Joiner)
     first: object = None             # the first record's extras (e.g. its kind), for the output
+    last_held: float = 0.0           # the windower's paused seconds at its latest record
     reason: str = ""                 # why it closed
     closed: float | None = None      # clock() when it closed
 
@@ -96,15 +105,35 @@ class Windower:
         self._open: dict[TopicPartition, dict[Hashable, Window]] = {}
         self._since: dict[TopicPartition, float] = {}  # the partition's first record since no window was open
         self.held_bytes = 0
+        self._held_records = 0
+        self._order: OrderedDict[tuple[TopicPartition, Hashable], Window] = OrderedDict()  # open, oldest first
+        self._held_s = 0.0                      # seconds spent paused (hold), up to _held_at
+        self._held_at: float | None = None      # clock() when the current pause began, None while reading
+
+    def hold(self, paused: bool) -> None:
+        """Ingest paused (or resumed) its partitions: paused time does not count toward a key's gap."""
+        if paused and self._held_at is None:
+            self._held_at = self.clock()
+        elif not paused and self._held_at is not None:
+            self._held_s += self.clock() - self._held_at
+            self._held_at = None
+
+    def _held(self, now: float) -> float:
+        """Seconds paused so far (at `now`)."""
+        return self._held_s + (now - self._held_at if self._held_at is not None else 0.0)
+
+    def _silent(self, w: Window, now: float, held: float) -> float:
+        """Seconds of reading since `w`'s latest record."""
+        return (now - w.last) - (held - w.last_held)
 
     @property
     def open_windows(self) -> int:
-        return sum(len(w) for w in self._open.values())
+        return len(self._order)
 
     @property
     def held_records(self) -> int:
         """Records in open windows (bounded by the caps here, not by the in-flight message watermarks)."""
-        return sum(w.records for ws in self._open.values() for w in ws.values())
+        return self._held_records
 
     def full(self) -> bool:
         """At either memory cap: the ingest stage pauses until windows close."""
@@ -125,8 +154,10 @@ class Windower:
             closed = [self._close(tp, k, "max_open", now) for k in sorted(windows, key=lambda k: windows[k].opened)]
         windows = self._open.setdefault(tp, {})
         w = windows.get(key)
-        if w is not None and (now - w.last >= r.gap_s or now - w.opened >= r.max_length_s):
-            closed.append(self._close(tp, key, "gap" if now - w.last >= r.gap_s else "max_length", now))
+        held = self._held(now)
+        if w is not None and (self._silent(w, now, held) >= r.gap_s or now - w.opened >= r.max_length_s):
+            closed.append(self._close(tp, key, "gap" if self._silent(w, now, held) >= r.gap_s else "max_length",
+                                      now))
             w = None
         elif w is not None and self._full(w) and not (r.multiline and continues(line)):
             closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
@@ -136,20 +167,34 @@ class Windower:
             if not windows:
                 self._since[tp] = now
             w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first)
-        size = len(line.encode("utf-8", "surrogatepass")) + 1
+            self._order[(tp, key)] = w
+        size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
         w.joiner.add(line)
         w.offsets.append(offset)
-        w.last, w.size = now, w.size + size
+        w.last, w.last_held, w.size = now, held, w.size + size
         self.held_bytes += size
+        self._held_records += 1
         if ts_ms is not None:
             w.first_ts_ms = ts_ms if w.first_ts_ms is None else min(w.first_ts_ms, ts_ms)
             w.last_ts_ms = ts_ms if w.last_ts_ms is None else max(w.last_ts_ms, ts_ms)
+        if self.full():
+            closed.extend(self._make_room(now))
         return closed
+
+    def _make_room(self, now: float) -> list[Window]:
+        """At a memory cap: close the oldest open windows until below both caps (`max_held`)."""
+        r = self.rules
+        out = []
+        while self._order and (len(self._order) >= r.max_windows or self.held_bytes >= r.max_held_bytes):
+            w = next(iter(self._order.values()))
+            out.append(self._close(w.tp, w.key, "max_held", now))
+        return out
 
     def due(self, now: float | None = None) -> list[Window]:
         """The windows that time has closed (gap, max_length, max_open), oldest first."""
         now = self.clock() if now is None else now
         r = self.rules
+        held = self._held(now)
         out: list[Window] = []
         for tp in list(self._open):
             windows = self._open[tp]
@@ -157,9 +202,11 @@ class Windower:
                 for key in sorted(windows, key=lambda k: windows[k].opened):
                     out.append(self._close(tp, key, "max_open", now))
                 continue
-            for key in [k for k, w in windows.items() if now - w.last >= r.gap_s or now - w.opened >= r.max_length_s]:
+            for key in [k for k, w in windows.items()
+                        if self._silent(w, now, held) >= r.gap_s or now - w.opened >= r.max_length_s]:
                 w = windows[key]
-                out.append(self._close(tp, key, "gap" if now - w.last >= r.gap_s else "max_length", now))
+                out.append(self._close(tp, key, "gap" if self._silent(w, now, held) >= r.gap_s else "max_length",
+                                       now))
         out.sort(key=lambda w: w.opened)
         return out
 
@@ -180,6 +227,9 @@ class Windower:
             windows = self._open.pop(tp, {})
             self._since.pop(tp, None)
             n += len(windows)
+            for key in windows:
+                del self._order[(tp, key)]
+            self._held_records -= sum(w.records for w in windows.values())
             self.held_bytes -= sum(w.size for w in windows.values())
         return n
 
@@ -191,6 +241,8 @@ class Windower:
         w = windows.pop(key)
         w.reason, w.closed = reason, now
         self.held_bytes -= w.size
+        self._held_records -= w.records
+        del self._order[(tp, key)]
         if not windows:
             del self._open[tp]
             self._since.pop(tp, None)  # no window open: the partition's offset may commit through here
