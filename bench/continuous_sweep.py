@@ -29,29 +29,16 @@ import logging
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from worker.bench.e2e import CORPORA, model_texts
+from worker.bench.e2e import CORPORA, model_texts, pack_bins
 from worker.bench.parts import load_parts
 from worker.pipeline.planner import PlanLimits, Planner
 
 
 def pack(parts, prompts: list[list[int]]) -> list[tuple]:
     """The prompts through the real packer: bins as (tokens, cu_seqlens, max_seqlen, prompt indices)."""
-
-    p = parts.packer
-    for i, ids in enumerate(prompts):
-        p.submit(i, np.asarray(ids, dtype=np.int32), 0)
-    bins, n = [], 0
-    while n < len(prompts):
-        b = p.next_bin(1.0)
-        if b is None:
-            continue
-        bins.append((np.array(b.tokens), np.array(b.cu_seqlens), int(b.max_seqlen), [int(s) for s in b.seq_ids]))
-        n += len(b.seq_ids)
-        p.release(b.slot)
-    return bins
+    return [b[:4] for b in pack_bins(parts.packer, prompts)]
 
 
 def _at(marks: list[tuple[float, int]], wall: float, n: int, share: float = 0.8) -> float:

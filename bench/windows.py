@@ -82,13 +82,7 @@ def produce_steady(bootstrap: str, topic: str, args, sent: list[int], input_byte
     start = time.monotonic()
     for i, (host, line) in enumerate(syslog_stream(args.records, args.hosts, seed=args.seed, rate=args.rate)):
         value = line.encode()
-        while True:
-            try:
-                p.produce(topic, value=value, key=host.encode())
-                break
-            except BufferError:
-                p.poll(0.05)
-        p.poll(0)
+        windows_capacity.send(p, topic, value, host.encode())
         sent[0], input_bytes[0] = i + 1, input_bytes[0] + len(value)
         time.sleep(max(0.0, start + (i + 1) / args.rate - time.monotonic()))
     if p.flush(60):

@@ -56,6 +56,17 @@ class RecordingPacker(Packer):
         self.submitted.extend(np.array(t, dtype=np.int32) for _, t, _ in items)
 
 
+def send(p, topic: str, value: bytes, key: bytes) -> None:
+    """One record, waiting for deliveries while the producer's local queue is full."""
+    while True:
+        try:
+            p.produce(topic, value=value, key=key)
+            break
+        except BufferError:
+            p.poll(0.05)
+    p.poll(0)
+
+
 def overhead_pct(end_to_end_per_s: float, engine_per_s: float) -> float:
     """The worker's cost as e2e reports it: the share of the engine's rate the worker does not reach."""
     if engine_per_s <= 0:
@@ -70,13 +81,7 @@ def produce_backlog(bootstrap: str, topic: str, args) -> dict:
     t0 = time.monotonic()
     for host, line in syslog_stream(args.records, args.hosts, seed=args.seed, rate=args.rate):
         value = line.encode()
-        while True:
-            try:
-                p.produce(topic, value=value, key=host.encode())
-                break
-            except BufferError:
-                p.poll(0.05)
-        p.poll(0)
+        send(p, topic, value, host.encode())
         n, size = n + 1, size + len(value)
     if p.flush(120):
         raise RuntimeError("input not acknowledged")

@@ -59,23 +59,29 @@ def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     return texts, time.perf_counter() - t0
 
 
+def pack_bins(packer, prompts: list[list[int]]) -> list[tuple]:
+    """The prompts through the real packer: bins as (tokens, cu_seqlens, max_seqlen, prompt indices,
+    tokens in the bin), the arrays copied out of the packer's slots."""
+    for i, ids in enumerate(prompts):
+        packer.submit(i, np.asarray(ids, dtype=np.int32), 0)
+    bins, n = [], 0
+    while n < len(prompts):
+        b = packer.next_bin(1.0)
+        if b is None:
+            continue
+        bins.append((np.array(b.tokens), np.array(b.cu_seqlens), int(b.max_seqlen), [int(s) for s in b.seq_ids],
+                     int(b.num_tokens)))
+        n += len(b.seq_ids)
+        packer.release(b.slot)
+    return bins
+
+
 def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
                 continuous: bool = False) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
     prompts come from, when some are chunks); continuous: through the continuous batcher."""
     p = parts.packer
-    for i, ids in enumerate(prompts):
-        p.submit(i, np.asarray(ids, dtype=np.int32), 0)
-    bins, n = [], 0
-    while n < len(prompts):
-        b = p.next_bin(1.0)
-        if b is None:
-            continue
-        tok = torch.as_tensor(b.tokens).clone()
-        cu = torch.as_tensor(b.cu_seqlens).clone()
-        bins.append((tok, cu, int(b.max_seqlen), [int(s) for s in b.seq_ids], int(b.num_tokens)))
-        n += len(b.seq_ids)
-        p.release(b.slot)
+    bins = [(torch.from_numpy(t), torch.from_numpy(c), mx, ids, nt) for t, c, mx, ids, nt in pack_bins(p, prompts)]
     eng = parts.engine
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
         wall, out_tokens = (_time_there_continuous if continuous else _time_there)(eng, bins, seeds)
