@@ -5,7 +5,12 @@ in FP8 e4m3 through torch._scaled_mm with row-wise scales; decode keeps the bf16
   bf16 weights (decode is bound by reading weights, and keeping it bf16 keeps its accuracy; the
   FP8 copy costs half the bf16 weights' memory).
 - Activations: one scale per token (row amax / 448), computed on the fly inside the compiled layer
-  (torch.compile fuses the amax, the division and the cast around the GEMM).
+  (torch.compile fuses the amax, the division and the cast into the kernel that makes the GEMM's
+  input, e.g. the RMSNorm before the merged q/k/v GEMM; no fp32 copy of an activation is written).
+  q/k/v and gate/up are one merged GEMM each (merge.py), so each input is quantized once.
+- The GEMM: cuBLASLt through torch._scaled_mm with the two scale vectors and the bias in its
+  epilogue; `fast_accum` (model.fp8_fast_accum) lets Hopper's FP8 tensor cores accumulate without
+  cuBLAS's periodic promotion to fp32 (bench/fp8_prefill.py measures speed and error both ways).
 - Which GEMMs: every nn.Linear of the decoder layers and the merged q/k/v and gate/up GEMMs
   (merge.py); a call with fewer than `min_rows` rows (decode batches, small prefill steps) uses the
   bf16 weights. The LM head (last positions only) and attention are unchanged.
@@ -27,36 +32,56 @@ log = logging.getLogger(__name__)
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
+FAST_ACCUM = True  # model.fp8_fast_accum's default
 
 
-def quantize_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x: [M, K] -> (fp8 [M, K], float32 scales [M, 1]) with x ~= q * scale per row."""
-    scale = x.abs().amax(dim=-1, keepdim=True).float().clamp(min=1e-12) / FP8_MAX  # [M, 1]
+def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
+    """x: [M, K] -> (fp8 [M, K], float32 scales [M, 1]) with x ~= q * scale per row.
+
+    math: "fp32" divides in fp32 (the weights at load; the default); "native" multiplies by the
+    reciprocal in x's dtype (bf16), the same result to within one bf16 rounding before the e4m3 one
+    (bench/fp8_prefill.py measured both)."""
+    amax = x.abs().amax(dim=-1, keepdim=True).float().clamp(min=1e-12)  # [M, 1]
+    if math == "native":
+        inv = (FP8_MAX / amax).to(x.dtype)  # [M, 1]
+        return (x * inv).clamp(-FP8_MAX, FP8_MAX).to(FP8), 1.0 / inv.float()
+    scale = amax / FP8_MAX  # [M, 1]
     return (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8), scale
 
 
 class Fp8Gemm(nn.Module):
-    """y = x @ W^T + b, FP8 for calls of >= min_rows rows, else the bf16 weight."""
+    """y = x @ W^T + b, FP8 for calls of >= min_rows rows, else the bf16 weight.
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, min_rows: int = MIN_ROWS):
+    The attributes below are plain values read inside the compiled layer (dynamo guards them, so a
+    change recompiles): fast_accum, bias_in_gemm (the bias in cuBLASLt's epilogue, else an add that
+    inductor fuses into the next kernel) and quant (quantize_rows' math)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, min_rows: int = MIN_ROWS,
+                 fast_accum: bool = FAST_ACCUM):
         super().__init__()
         q, scale = quantize_rows(weight.detach())  # [N, K] fp8, [N, 1]
         self.register_buffer("w_fp8", q, persistent=False)  # [N, K]
         self.register_buffer("w_scale", scale.t().contiguous(), persistent=False)  # [1, N]
         self._bf16 = (weight, bias)  # not registered: the model owns them
         self.min_rows = min_rows
+        self.fast_accum = fast_accum
+        self.bias_in_gemm = True
+        self.quant = "fp32"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self._bf16
         x2 = x.reshape(-1, x.shape[-1])  # [M, K]
         if x2.shape[0] < self.min_rows:
             return nn.functional.linear(x, weight, bias)
-        a, a_scale = quantize_rows(x2)  # [M, K] fp8, [M, 1]
+        a, a_scale = quantize_rows(x2, self.quant)  # [M, K] fp8, [M, 1]
+        in_gemm = bias is not None and self.bias_in_gemm and x2.is_cuda
         if x2.is_cuda:
-            y = torch._scaled_mm(a, self.w_fp8.t(), scale_a=a_scale, scale_b=self.w_scale, out_dtype=x.dtype)  # [M, N]
+            y = torch._scaled_mm(a, self.w_fp8.t(), scale_a=a_scale, scale_b=self.w_scale,
+                                 bias=bias if in_gemm else None, out_dtype=x.dtype,
+                                 use_fast_accum=self.fast_accum)  # [M, N]
         else:  # emulated: the same quantized operands, fp32 math
             y = ((a.float() @ self.w_fp8.float().t()) * a_scale * self.w_scale).to(x.dtype)  # [M, N]
-        if bias is not None:
+        if bias is not None and not in_gemm:
             y = y + bias
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
@@ -64,10 +89,10 @@ class Fp8Gemm(nn.Module):
 class Fp8Linear(nn.Module):
     """Stands in for an nn.Linear of a decoder layer (keeps it as `.linear`)."""
 
-    def __init__(self, linear: nn.Linear, min_rows: int = MIN_ROWS):
+    def __init__(self, linear: nn.Linear, min_rows: int = MIN_ROWS, fast_accum: bool = FAST_ACCUM):
         super().__init__()
         self.linear = linear
-        self.gemm = Fp8Gemm(linear.weight, linear.bias, min_rows)
+        self.gemm = Fp8Gemm(linear.weight, linear.bias, min_rows, fast_accum)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.gemm(x)
@@ -81,7 +106,7 @@ def check_fp8(device: torch.device) -> None:
                                  f"{'.'.join(map(str, torch.cuda.get_device_capability(device)))}", "none")
 
 
-def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS) -> int:
+def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_accum: bool = FAST_ACCUM) -> int:
     """Give every decoder layer's GEMMs an FP8 path (before compile_layers). Returns how many."""
     check_fp8(device)
     n = 0
@@ -89,10 +114,15 @@ def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS) -> int
         for parent in list(layer.modules()):
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
-                    setattr(parent, name, Fp8Linear(child, min_rows))
+                    setattr(parent, name, Fp8Linear(child, min_rows, fast_accum))
                     n += 1
                 elif isinstance(child, Merged) and child.gemm is None:
-                    child.gemm = Fp8Gemm(child.weight, child.bias, min_rows)
+                    child.gemm = Fp8Gemm(child.weight, child.bias, min_rows, fast_accum)
                     n += 1
-    log.info("fp8 prefill GEMMs", extra={"gemms": n, "min_rows": min_rows})
+    log.info("fp8 prefill GEMMs", extra={"gemms": n, "min_rows": min_rows, "fast_accum": fast_accum})
     return n
+
+
+def fp8_gemms(base) -> list[Fp8Gemm]:
+    """Every Fp8Gemm of base's decoder layers (benchmarks switch their attributes)."""
+    return [m for m in base.modules() if isinstance(m, Fp8Gemm)]
