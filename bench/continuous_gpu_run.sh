@@ -7,9 +7,9 @@
 # output lengths), once bin at a time and once with continuous batching (which also times the engine
 # alone both ways over the same bins, and runs a steady 90% load). fp8: bench/fp8_prefill.py on the 7B
 # stress mix (every variant; FP8_ARGS adds arguments, e.g. "--variants default --no-gemms").
-# sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each continuous setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at
-# each check_every in BIN_K (e.g. 8,16). e2e takes PREFILL and
-# REFILL (the settings' defaults when unset). Results (JSON, logs) in $OUT.
+# sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each continuous
+# setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at each
+# check_every in BIN_K (e.g. 8,16). e2e takes PREFILL and REFILL (the settings' defaults when unset). Results (JSON, logs) in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-../../.whl}/*.whl || exit 1
