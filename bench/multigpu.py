@@ -13,7 +13,7 @@ alone, then all of `--gpus`. Each child's
 /metrics is sampled every 0.2 s: its summaries, the time its model ran (GPU busy fraction over the
 run) and the partitions it held (from its `assigned`/`revoked` log lines).
 
-Kill (N > 1, after the N-GPU run, same workers): documents at `--kill-load` of the measured N-GPU
+Kill (after the last run, same workers; with one GPU its only child): documents at `--kill-load` of the measured N-GPU
 rate for `--kill-seconds`; a quarter in, the last child gets SIGKILL. Reported: every document
 summarized (none lost), the supervisor's restart of that child (new pid, ready again), and the other
 children's longest stretch without a new summary from the kill until the restarted child is ready
@@ -282,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     try:
         with EmbeddedBroker(log_path=tmp / "broker.log") as broker:
-            for label, use in (("1gpu", gpus[:1]), (f"{len(gpus)}gpu", gpus)):
+            plan = [("1gpu", gpus[:1])] + ([(f"{len(gpus)}gpu", gpus)] if len(gpus) > 1 else [])
+            for label, use in plan:
                 run = Run(a, broker, model, use, label, log, a.base_port)
                 r: dict = {}
                 try:
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                     ok &= all(x["summaries_read"] == x["documents"] for x in reps)
                     print(f"{label}: {r['docs_per_s']:.1f} docs/s ({r['summaries_read']}/{r['documents']} in "
                           f"{r['wall_s']:.2f} s), children {r['children']}, partitions {r['partitions']}", flush=True)
-                    if len(use) > 1 and not a.no_kill:
+                    if use is plan[-1][1] and not a.no_kill:  # the last run (on one GPU: its only child)
                         n = max(1, int(a.kill_load * r["docs_per_s"] * a.kill_seconds))
                         k = r["kill"] = run.kill_one(documents(n, "kill", 12), n / a.kill_seconds, a.timeout,
                                                      a.ready_timeout)
