@@ -148,6 +148,7 @@ class Run:
                     "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": str(a.max_new_tokens),
                     "RIBBON_PACKER__TOKEN_BUDGET": str(a.token_budget), "RIBBON_SERVER__PORT": str(base_port),
                     "RIBBON_LOG_FORMAT": "json", "RIBBON_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"})
+        env.update(kv.split("=", 1) for kv in a.env)
         self.since = log.stat().st_size if log.exists() else 0
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "worker", "run", "--gpus", ",".join(map(str, gpus)), "--device", a.device]
@@ -268,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kill-load", type=float, default=0.5, help="the kill run's load, a fraction of the N-GPU rate")
     ap.add_argument("--kill-seconds", type=float, default=40.0)
     ap.add_argument("--no-kill", action="store_true")
+    ap.add_argument("--env", action="append", default=[], metavar="RIBBON_X=V",
+                    help="a further setting of the children (repeatable), e.g. RIBBON_MODEL__PROCESS=on")
     ap.add_argument("--skip-single", action="store_true", help="only the run on all of --gpus")
     ap.add_argument("--ready-timeout", type=float, default=240.0)
     ap.add_argument("--timeout", type=float, default=180.0, help="per backlog or kill run, after producing")
@@ -283,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         model = random_checkpoint(a.arch_config, tmp)
     else:  # `ribbon run` refuses the name tiny-random (it never publishes noise): hand its children a folder
         model = str(make_tiny_checkpoint(tmp / "tiny")) if a.model == "tiny-random" else a.model
-    result: dict = {"machine": machine, "broker": a.broker, "gpus": gpus, "device": a.device, "model": a.arch_config or a.model,
+    result: dict = {"machine": machine, "broker": a.broker, "env": a.env, "gpus": gpus, "device": a.device, "model": a.arch_config or a.model,
                     "documents": a.documents, "corpus": "short", "partitions": a.partitions,
                     "max_new_tokens": a.max_new_tokens, "token_budget": a.token_budget,
                     "session_timeout_ms": a.session_timeout_ms, "runs": {},
