@@ -8,14 +8,16 @@ One engine (merged GEMMs, compiled layers, Triton prefill attention, as in produ
   scales (fast accumulation off and on) and tensor-wise scales: TFLOP/s, and each FP8 GEMM's error
   against the same quantized operands multiplied in fp32 (what fast accumulation costs by itself);
 - prefill of the whole mix in bf16, then with the same layers' GEMMs in FP8 (worker/engine/fp8.py) in
-  each variant of VARIANTS, then the fastest FP8 variant and bf16 at --big-chunk tokens per bin;
+  each variant of VARIANTS (fast accumulation, the bias in the GEMM, quantization math, the MLP's
+  SiLU-multiply and quantization in one kernel: fp8_kernel.py), then the fastest FP8 variant and bf16
+  at --big-chunk tokens per bin;
 - each variant's accuracy against bf16 at the last position of the first --acc-docs documents: mean
   |logit difference| (also over the mean |logit|, and against the variant without fast accumulation),
   top-1 agreement; greedy agreement of --gen-docs documents over --gen-tokens tokens for the code's
   default variant (decode is bf16 in both: FP8 changes the prefill's KV and first token). Random
   weights give logits without a dominant token, so top-1 and greedy agreement say little here; real
   weights: bench/fp8_accuracy.py;
-- a kernel profile of one bin in bf16 and in the default variant (CUDA time per token by kind).
+- a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
 Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
 
@@ -32,18 +34,31 @@ from torch import nn
 
 from worker.bench.engine import MODELS, _prefix, _ribbon_prefill, _stage, make_mix
 from worker.bench.engine_profile import profile
-from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, quantize_layers, quantize_rows
+from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
 
-# name -> the attributes every Fp8Gemm gets (fp8.py); "fp8" is the plain path: cuBLAS's fp32 promotion, bias
-# added after the GEMM, activations divided in fp32
+# name -> the attributes every Fp8Gemm gets and every Fp8Mlp's kernel (fp8.py); "fp8" is the plain path:
+# cuBLAS's fp32 promotion, bias added after the GEMM, activations divided in fp32, inductor's fusion of the
+# MLP's SiLU-multiply with the quantization of down_proj's input
+_FAST = {"fast_accum": True, "bias_in_gemm": True, "quant": "fp32"}
 VARIANTS = {
-    "fp8": {"fast_accum": False, "bias_in_gemm": False, "quant": "fp32"},
-    "fp8+fast_accum": {"fast_accum": True, "bias_in_gemm": False, "quant": "fp32"},
-    "fp8+fast_accum+bias_in_gemm": {"fast_accum": True, "bias_in_gemm": True, "quant": "fp32"},
-    "fp8+fast_accum+bias_in_gemm+native_quant": {"fast_accum": True, "bias_in_gemm": True, "quant": "native"},
+    "fp8": {"fast_accum": False, "bias_in_gemm": False, "quant": "fp32", "mlp_kernel": "none"},
+    "fp8+fast_accum": {"fast_accum": True, "bias_in_gemm": False, "quant": "fp32", "mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm": _FAST | {"mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm+native_quant": _FAST | {"quant": "native", "mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_two_pass": _FAST | {"mlp_kernel": "two_pass"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass": _FAST | {"mlp_kernel": "one_pass"},
 }
+
+
+def _apply(gemms, mlps, variant: dict) -> None:
+    for g in gemms:
+        for k, v in variant.items():
+            if k != "mlp_kernel":
+                setattr(g, k, v)
+    for m in mlps:
+        m.kernel = variant["mlp_kernel"]
 
 
 def _logits(eng, docs):
@@ -229,16 +244,16 @@ def main(argv=None) -> int:
     res["fp8_gemms"] = quantize_layers(eng.base, dev)
     eng.free()  # decode graphs are recaptured around the new modules
     res["fp8_quantize_s"] = time.perf_counter() - t0
-    modules = fp8_gemms(eng.base)
-    default = {k: getattr(modules[0], k) for k in VARIANTS["fp8"]}
+    modules, mlps = fp8_gemms(eng.base), fp8_mlps(eng.base)
+    res["fp8_mlps"] = len(mlps)
+    default = {k: getattr(modules[0], k) for k in VARIANTS["fp8"] if k != "mlp_kernel"}
+    default["mlp_kernel"] = mlps[0].kernel if mlps else "none"
     res["default_variant"] = next((n for n, v in VARIANTS.items() if v == default), json.dumps(default))
     names = list(VARIANTS) if a.variants == "all" else (
         [res["default_variant"]] if a.variants == "default" else a.variants.split(","))
     base_logits = None
     for name in names:
-        for g in modules:
-            for k, v in VARIANTS[name].items():
-                setattr(g, k, v)
+        _apply(modules, mlps, VARIANTS[name])
         prefill(name, a.chunk)
         if f"{name}@{a.chunk}" not in res["prefill"]:
             continue
@@ -248,14 +263,11 @@ def main(argv=None) -> int:
         res["accuracy"][name] = _accuracy(lb, lf, base_logits if name != "fp8" else None)
         if name == res["default_variant"]:
             res["accuracy"][name] |= _agreement(gb, _greedy(eng, docs[: a.gen_docs]))
-            guarded(f"profile {name}", lambda n=name: prof(n))
-        save()
+        guarded(f"profile {name}", lambda n=name: prof(n))
     fp8_runs = {k: v for k, v in res["prefill"].items() if v["variant"] != "bf16"}
     if fp8_runs and a.big_chunk:
         best = max(fp8_runs.values(), key=lambda r: r["tokens_per_s"])["variant"]
-        for g in modules:
-            for k, v in VARIANTS[best].items():
-                setattr(g, k, v)
+        _apply(modules, mlps, VARIANTS[best])
         prefill(best, a.big_chunk)
     bf16 = res["prefill"].get(f"bf16@{a.chunk}", {}).get("tokens_per_s")
     res["summary"] = {k: {"tokens_per_s": v["tokens_per_s"], "speedup_vs_bf16": v["tokens_per_s"] / bf16 if bf16 else None}

@@ -7,7 +7,7 @@ import pytest
 import torch
 from engine_helpers import _docs, _stage
 
-from worker.engine.fp8 import Fp8Gemm, fp8_gemms, quantize_rows
+from worker.engine.fp8 import Fp8Gemm, Fp8Mlp, fp8_gemms, fp8_mlps, quantize_rows, silu_mul_quant
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.config.settings import ModelSettings
@@ -63,6 +63,27 @@ def test_an_fp8_engine_prefills_close_to_the_full_precision_engine(tmp_path):
     assert {g.fast_accum for g in fp8_gemms(off.base)} == {False}
 
 
+def test_the_fused_mlp_matches_the_models_own_mlp_and_traces_with_dynamic_rows(tmp_path):
+    path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
+    docs = _docs(12, 20, 60, 500, seed=3)
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
+    mlps = fp8_mlps(eng.base)
+    assert len(mlps) == len(eng.base.layers) and all(isinstance(layer.mlp, Fp8Mlp) for layer in eng.base.layers)
+    assert {m.kernel for m in mlps} == {"two_pass"}
+    fused = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]: silu_mul_quant (torch math off CUDA)
+    for m in mlps:
+        m.kernel = "none"
+    inner = eng.prefill_last_logits(_stage(eng, docs))  # the model's MLP: the same quantization of the same h
+    torch.testing.assert_close(fused, inner, rtol=1e-4, atol=1e-4)
+    for m in mlps:
+        m.kernel = "two_pass"
+    x = torch.randn(3, 100, eng.base.config.hidden_size)
+    mlp = eng.base.layers[0].mlp
+    traced = torch.compile(mlp, backend="aot_eager", dynamic=True, fullgraph=True)  # the op's fake shapes
+    torch.testing.assert_close(traced(x), mlp(x))
+    torch.testing.assert_close(traced(x[:, :70]), mlp(x[:, :70]))
+
+
 def test_fp8_is_a_settings_error_on_a_gpu_without_fp8(monkeypatch):
     from worker.engine import fp8
     from worker.engine.errors import EngineSettingError
@@ -97,3 +118,20 @@ def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu(fast_accum, quant):
     gemm.bias_in_gemm = False
     assert rel(gemm(x).float(), got) < 4e-3  # the bias added after the GEMM: the same up to a rounding
     assert rel(got, x.float() @ w.float().t() + b.float()) < 0.05  # FP8 against the bf16 operands
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.parametrize("one_pass", [False, True])
+def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(one_pass):
+    g = torch.Generator(device="cuda").manual_seed(3)
+    gu = (torch.randn(3000, 2 * 18_944, device="cuda", generator=g) * 4).to(torch.bfloat16)
+    gu[7] = 0  # a row of zeros: scale at its floor, codes 0
+    q, s = silu_mul_quant(gu, one_pass)  # the Triton kernel
+    rq, rs = silu_mul_quant(gu.cpu(), one_pass)  # torch on the CPU
+    rq, rs = rq.cuda(), rs.cuda()
+    assert q.dtype == torch.float8_e4m3fn and q.shape == (3000, 18_944) and s.shape == (3000, 1)
+    assert ((s - rs).abs() / rs).max().item() < 2**-7  # at most a bf16 rounding of the row's largest |h|
+    assert (q.float() != rq.float()).float().mean().item() < 0.02  # a code differs only at a rounding tie
+    assert rel(q.float() * s, rq.float() * rs) < 1e-2
+    assert torch.equal(q[7].float(), torch.zeros(18_944, device="cuda"))

@@ -33,6 +33,7 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
 FAST_ACCUM = True  # model.fp8_fast_accum's default
+MLP_KERNEL = "two_pass"  # Fp8Mlp.kernel's default
 
 
 def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,17 +74,22 @@ class Fp8Gemm(nn.Module):
         x2 = x.reshape(-1, x.shape[-1])  # [M, K]
         if x2.shape[0] < self.min_rows:
             return nn.functional.linear(x, weight, bias)
-        a, a_scale = quantize_rows(x2, self.quant)  # [M, K] fp8, [M, 1]
-        in_gemm = bias is not None and self.bias_in_gemm and x2.is_cuda
-        if x2.is_cuda:
+        y = self.scaled(*quantize_rows(x2, self.quant), x.dtype)  # [M, N]
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+    def scaled(self, a: torch.Tensor, a_scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """a: fp8 [M, K] with float32 row scales [M, 1] -> (a * a_scale) @ W^T + b in dtype, [M, N]."""
+        bias = self._bf16[1]
+        in_gemm = bias is not None and self.bias_in_gemm and a.is_cuda
+        if a.is_cuda:
             y = torch._scaled_mm(a, self.w_fp8.t(), scale_a=a_scale, scale_b=self.w_scale,
-                                 bias=bias if in_gemm else None, out_dtype=x.dtype,
+                                 bias=bias if in_gemm else None, out_dtype=dtype,
                                  use_fast_accum=self.fast_accum)  # [M, N]
         else:  # emulated: the same quantized operands, fp32 math
-            y = ((a.float() @ self.w_fp8.float().t()) * a_scale * self.w_scale).to(x.dtype)  # [M, N]
+            y = ((a.float() @ self.w_fp8.float().t()) * a_scale * self.w_scale).to(dtype)  # [M, N]
         if bias is not None and not in_gemm:
             y = y + bias
-        return y.reshape(*x.shape[:-1], y.shape[-1])
+        return y
 
 
 class Fp8Linear(nn.Module):
@@ -96,6 +102,61 @@ class Fp8Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.gemm(x)
+
+
+@torch.library.custom_op("ribbon::silu_mul_quant", mutates_args=())
+def silu_mul_quant(gu: torch.Tensor, one_pass: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """gu: [M, 2I] (gate | up) -> quantize_rows(silu(gate) * up): (fp8 [M, I], float32 [M, 1]).
+    CUDA: one Triton kernel (fp8_kernel.py); elsewhere the same math in torch."""
+    if not gu.is_cuda:
+        gate, up = gu.chunk(2, dim=-1)
+        return quantize_rows(nn.functional.silu(gate) * up)
+    from worker.engine import fp8_kernel  # noqa: PLC0415 triton: optional, CUDA builds only
+
+    gu = gu if gu.stride(-1) == 1 else gu.contiguous()
+    q = torch.empty((gu.shape[0], gu.shape[1] // 2), device=gu.device, dtype=FP8)
+    scale = torch.empty((gu.shape[0], 1), device=gu.device, dtype=torch.float32)
+    if gu.shape[0]:
+        fp8_kernel.launch(gu, q, scale, one_pass)
+    return q, scale
+
+
+@silu_mul_quant.register_fake
+def _(gu: torch.Tensor, one_pass: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    return gu.new_empty((gu.shape[0], gu.shape[1] // 2), dtype=FP8), gu.new_empty((gu.shape[0], 1), dtype=torch.float32)
+
+
+class Fp8Mlp(nn.Module):
+    """Stands in for a gated SiLU MLP whose gate/up GEMM is merged (merge.py) and FP8: for calls of
+    >= min_rows rows, merged GEMM -> silu_mul_quant (one kernel: SiLU, multiply, row amax, cast) ->
+    FP8 down GEMM; other calls (and kernel "none": inductor's fusion) run the model's own MLP (`.inner`).
+    kernel: "two_pass" | "one_pass" | "none" (fp8_kernel.py; bench/fp8_prefill.py measured them)."""
+
+    def __init__(self, mlp: nn.Module, group: Merged, down: Fp8Gemm, min_rows: int):
+        super().__init__()
+        self.inner = mlp
+        self._parts = (group, down)  # not registered: inner owns them
+        self.min_rows = min_rows
+        self.kernel = MLP_KERNEL
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x2 = x.reshape(-1, x.shape[-1])  # [M, H]
+        if self.kernel == "none" or x2.shape[0] < self.min_rows:
+            return self.inner(x)
+        group, down = self._parts
+        q, scale = torch.ops.ribbon.silu_mul_quant(group.gemm(x2), self.kernel == "one_pass")  # [M, I], [M, 1]
+        y = down.scaled(q, scale, x.dtype)  # [M, H]
+        return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+def _fused_mlp(mlp: nn.Module, min_rows: int) -> Fp8Mlp | None:
+    """An Fp8Mlp for this MLP if it is the gated SiLU form with merged FP8 gate/up and FP8 down_proj."""
+    group, down, act = (getattr(mlp, n, None) for n in ("merged_gate_up", "down_proj", "act_fn"))
+    if not (isinstance(group, Merged) and isinstance(group.gemm, Fp8Gemm) and isinstance(down, Fp8Linear)):
+        return None
+    if type(act).__name__ not in ("SiLU", "SiLUActivation") or len(group.sizes) != 2 or group.sizes[0] != group.sizes[1]:
+        return None
+    return Fp8Mlp(mlp, group, down.gemm, min_rows)
 
 
 def check_fp8(device: torch.device) -> None:
@@ -119,6 +180,10 @@ def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_a
                 elif isinstance(child, Merged) and child.gemm is None:
                     child.gemm = Fp8Gemm(child.weight, child.bias, min_rows, fast_accum)
                     n += 1
+        mlp = getattr(layer, "mlp", None)
+        fused = _fused_mlp(mlp, min_rows) if mlp is not None else None
+        if fused is not None:
+            layer.mlp = fused
     log.info("fp8 prefill GEMMs", extra={"gemms": n, "min_rows": min_rows, "fast_accum": fast_accum})
     return n
 
@@ -126,3 +191,8 @@ def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_a
 def fp8_gemms(base) -> list[Fp8Gemm]:
     """Every Fp8Gemm of base's decoder layers (benchmarks switch their attributes)."""
     return [m for m in base.modules() if isinstance(m, Fp8Gemm)]
+
+
+def fp8_mlps(base) -> list[Fp8Mlp]:
+    """Every Fp8Mlp of base's decoder layers (benchmarks switch their kernel)."""
+    return [m for m in base.modules() if isinstance(m, Fp8Mlp)]
