@@ -145,15 +145,15 @@ def _one_gemm(w: torch.Tensor, m: int, g: torch.Generator) -> dict:
 
 def _kinds(prof: dict, tokens: int) -> dict:
     """CUDA time per token by kind of kernel, from profile()'s top kernels (the rest: other)."""
-    us = {"gemm": 0.0, "attention": 0.0, "triton_fused": 0.0}
+    us = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0}
     for k in prof["top"]:
         name = k["name"]
         if "prefill_kernel" in name or "flash" in name or "attn" in name:
             kind = "attention"
         elif "nvjet" in name or "gemm" in name.lower() or "xmma" in name or "cutlass" in name:
             kind = "gemm"
-        elif name.startswith("triton_"):
-            kind = "triton_fused"
+        elif name.startswith("triton_") or "silu_mul_quant" in name:  # inductor's fusions, fp8_kernel.py
+            kind = "elementwise"
         else:
             continue
         us[kind] += k["us"]

@@ -33,7 +33,7 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
 FAST_ACCUM = True  # model.fp8_fast_accum's default
-MLP_KERNEL = "two_pass"  # Fp8Mlp.kernel's default
+MLP_KERNEL = "one_pass"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py)
 
 
 def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
