@@ -15,7 +15,7 @@ from worker.cli.main import build_parser
 from worker.demo.run import highlights_text
 from worker.observability.joinwatch import JoinWatch
 from worker.cli.produce import Split, count_documents, documents, produce_file
-from worker.observability.logs import FIELDS, JsonFormatter, RepeatFilter
+from worker.observability.logs import FIELDS, JsonFormatter, RepeatFilter, setup_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,8 +142,6 @@ def test_every_named_log_message_exists_with_its_arguments():
 
 
 def test_json_lines_stream(capsys):
-    from worker.observability.logs import setup_logging
-
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
@@ -154,3 +152,21 @@ def test_json_lines_stream(capsys):
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_supervised_childs_lines_name_its_gpu(fmt, capsys):
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        setup_logging("INFO", fmt, gpu="1")
+        logging.getLogger("ribbon.test").info("assigned %s", [("in", 3)])
+        setup_logging("INFO", fmt, gpu="")  # outside the supervisor: no tag
+        logging.getLogger("ribbon.test").info("assigned %s", [("in", 4)])
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+    tagged, plain = capsys.readouterr().err.strip().splitlines()
+    if fmt == "json":
+        assert orjson.loads(tagged)["gpu"] == "1" and "gpu" not in orjson.loads(plain)
+    else:
+        assert "[gpu1] ribbon.test: assigned [('in', 3)]" in tagged and "[gpu" not in plain

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from worker.cli.supervisor import (BACKOFF_MAX_S, BACKOFF_START_S, HEALTHY_AFTER_S, Child, Supervisor,
                                    make_children)
-from worker.config.errors import EXIT_FAILED
+from worker.config.errors import EXIT_FAILED, EXIT_USAGE
 from worker.kafka.identity import resolve_identity
 
 EXIT_3 = [sys.executable, "-c", "import sys; sys.exit(3)"]
@@ -132,3 +132,21 @@ def test_sigterm_is_forwarded_and_a_child_that_ignores_it_is_killed(tmp_path: Pa
     assert (tmp_path / "out-0").read_text().splitlines()[-1] == "term"
     assert children[1].proc.returncode == -signal.SIGKILL  # past stop_timeout_s: killed, not waited on forever
     assert rc == [EXIT_FAILED]
+
+
+def test_a_child_with_a_bad_setting_stops_them_all_instead_of_restarting(tmp_path: Path):
+    env = {"PATH": "/usr/bin:/bin", "FAKE_OUT": str(tmp_path / "out")}
+    children = make_children([0, 1], ["run"], 0, "cpu", env)
+    children[0].command = [sys.executable, "-c", OBEDIENT]
+    # exits 2 as a worker does on a bad setting, once its sibling is up (so the sibling is stopped, not never started)
+    children[1].command = [sys.executable, "-c", "import os, sys, time\n"
+                           f"while not os.path.exists({str(tmp_path / 'out-0')!r}): time.sleep(0.02)\n"
+                           "sys.exit(2)"]
+    sup = Supervisor(children, stop_timeout_s=10)
+    rc: list[int] = []
+    t = threading.Thread(target=lambda: rc.append(sup.run()))
+    t.start()
+    t.join(30)
+    assert not t.is_alive() and rc == [EXIT_USAGE]  # on its own, without a signal
+    assert children[1].codes == [2] and children[1].restarts == 0
+    assert (tmp_path / "out-0").read_text().splitlines()[-1] == "term"  # the healthy sibling drained

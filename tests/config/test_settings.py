@@ -231,6 +231,13 @@ def test_client_config_exactly_once(tmp_path: Path) -> None:
     assert "sasl.password" not in producer
 
 
+def test_supervised_children_are_separate_static_members(tmp_path: Path, monkeypatch) -> None:
+    k = _kafka(tmp_path, bootstrap_servers="b:9092", group_id="g", worker_slot=3, group_instance_id="w3")
+    monkeypatch.setenv("RIBBON_GPU_INDEX", "1")  # set by `ribbon run --gpus` for its second child
+    consumer, producer = kafka_client_config(k)
+    assert consumer["group.instance.id"] == "w3-gpu1" and producer["transactional.id"].endswith("-3-gpu1")
+
+
 def test_client_config_at_least_once_and_extras_override(tmp_path: Path) -> None:
     k = _kafka(tmp_path, delivery="at_least_once",
                consumer_extra='{"auto.offset.reset": "latest", "fetch.min.bytes": 10}',

@@ -36,9 +36,10 @@ def _reader_consumer(bootstrap: str, topic: str, partitions: int):
 
 
 def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, seen: dict, ready=None,
-          windows: bool = False) -> None:
+          windows: bool = False, prefix: str = "") -> None:
     """Summaries by id: (time read, timing_ms, tokens), until n are read or the deadline passes.
-    windows: outputs of windows, until their windows hold n records; each value adds the window's records."""
+    windows: outputs of windows, until their windows hold n records; each value adds the window's records.
+    prefix: only ids that start with it count (the topic may hold an earlier load's summaries)."""
     c = _reader_consumer(bootstrap, topic, partitions)
     if ready is not None:
         ready.set()
@@ -48,7 +49,7 @@ def _read(bootstrap: str, topic: str, partitions: int, n: int, deadline: float, 
             for m in take(c, 1000, 0.05):
                 if m.error() is None:
                     o = orjson.loads(m.value())
-                    if o["id"] not in seen:
+                    if o["id"] not in seen and o["id"].startswith(prefix):
                         records = (o["window"]["records"],) if windows else ()
                         seen[o["id"]] = (time.monotonic(), o["timing_ms"], o["tokens"], *records)
                         got += records[0] if windows else 1
@@ -72,11 +73,12 @@ def _produce_at(bootstrap: str, topic: str, docs: list[dict], rate: float, sent:
     p.flush(30)
 
 
-def _start_reader(conn, bootstrap, topic, partitions, n, deadline, windows=False) -> tuple[threading.Thread, dict]:
+def _start_reader(conn, bootstrap, topic, partitions, n, deadline, windows=False,
+                  prefix: str = "") -> tuple[threading.Thread, dict]:
     """The reader thread, once its consumer is assigned; then "ready" to the parent."""
     seen: dict = {}
     ready = threading.Event()
-    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, deadline, seen, ready, windows))
+    t = threading.Thread(target=_read, args=(bootstrap, topic, partitions, n, deadline, seen, ready, windows, prefix))
     t.start()
     ready.wait(30)
     conn.send(("ready",))
@@ -91,17 +93,17 @@ def _quiet_gc() -> None:
     gc.disable()
 
 
-def _read_main(conn, bootstrap, topic, partitions, n, timeout_s, windows=False) -> None:
+def _read_main(conn, bootstrap, topic, partitions, n, timeout_s, windows=False, prefix="") -> None:
     _quiet_gc()
-    reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s, windows)
+    reader, seen = _start_reader(conn, bootstrap, topic, partitions, n, time.monotonic() + timeout_s, windows, prefix)
     reader.join()
     conn.send(("done", seen))
 
 
-def _load_main(conn, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s) -> None:
+def _load_main(conn, bootstrap, in_topic, out_topic, partitions, docs, rate, timeout_s, prefix="") -> None:
     _quiet_gc()
     deadline = time.monotonic() + len(docs) / rate + timeout_s
-    reader, seen = _start_reader(conn, bootstrap, out_topic, partitions, len(docs), deadline)
+    reader, seen = _start_reader(conn, bootstrap, out_topic, partitions, len(docs), deadline, prefix=prefix)
     if conn.recv() != ("go",):
         return
     conn.send(("started", time.monotonic()))
@@ -141,9 +143,9 @@ class OutputReader(_Child):
     windows=True: outputs of windows, read until their windows hold n records; {id: (t, timing_ms, tokens, records)}."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float,
-                 windows: bool = False) -> None:
+                 windows: bool = False, prefix: str = "") -> None:
         self.timeout_s = timeout_s
-        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s, windows)
+        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s, windows, prefix)
 
     def result(self) -> dict:
         try:
@@ -166,10 +168,11 @@ class SteadyLoad(_Child):
     """Produces `docs` at `rate` and reads the output topic, in its own process. `start()` begins the
     producing and returns its start time; `result()` returns (sent {id: t}, seen {id: (t, timing_ms, tokens)})."""
 
-    def __init__(self, topics: Topics, docs: list[dict], rate: float, timeout_s: float) -> None:
+    def __init__(self, topics: Topics, docs: list[dict], rate: float, timeout_s: float, prefix: str = "") -> None:
+        """prefix: the common start of the docs' ids, when the output topic holds an earlier load's summaries."""
         self.wait_s = len(docs) / rate + timeout_s + 30
         t = topics
-        super().__init__(_load_main, t.bootstrap, t.input, t.output, t.partitions, docs, rate, timeout_s)
+        super().__init__(_load_main, t.bootstrap, t.input, t.output, t.partitions, docs, rate, timeout_s, prefix)
 
     def start(self) -> float:
         self.conn.send(("go",))

@@ -11,7 +11,9 @@ client. Each child is `ribbon run` with the same flags, plus:
 
 Life cycle: a child that exits while the supervisor is not stopping is started
 again after a back-off (1 s, doubling to 30 s; back to 1 s once a child has run
-for 60 s). SIGTERM/SIGINT is forwarded to every child, which drains and
+for 60 s). A child that exits 2 (a bad setting or invocation: every child has
+the same settings, and a restart cannot fix them) stops them all, and the
+supervisor exits 2. SIGTERM/SIGINT is forwarded to every child, which drains and
 commits; the supervisor waits for all of them (up to drain_timeout_s + 30 s,
 then SIGKILL) and exits 0 if every child exited 0, else 1. A second signal is
 forwarded as well (the children then exit at once). Children run in their own
@@ -33,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.config.errors import EXIT_FAILED, StartupError
+from worker.config.errors import EXIT_FAILED, EXIT_USAGE, StartupError
 from worker.kafka.identity import GPU_INDEX_ENV
 from worker.observability.logs import setup_logging
 
@@ -107,6 +109,7 @@ class Supervisor:
         self.children, self.stop_timeout_s, self.clock = children, stop_timeout_s, clock
         self.signals: list[int] = []
         self.wake = threading.Event()
+        self.usage_error: Child | None = None  # a child that exited 2: a bad setting, the same for every child
 
     def on_signal(self, signum: int, _frame: Any) -> None:
         self.signals.append(signum)
@@ -118,11 +121,19 @@ class Supervisor:
     def run(self) -> int:
         for c in self.children:
             c.start(self.clock())
-        while not self.signals:
+        while not self.signals and self.usage_error is None:
             now = self.clock()
             for c in self.children:
                 self._tend(c, now)
             self.wake.wait(0.2)
+        if self.usage_error is not None:  # restarting cannot fix a setting: stop the others, exit 2
+            log.error("child gpu%d exited with code %d (a bad setting or invocation; its line above names it): "
+                      "stopping every child", self.usage_error.gpu, EXIT_USAGE)
+            for c in self.children:
+                if c.proc is not None and c.proc.poll() is None:
+                    c.proc.send_signal(signal.SIGTERM)
+            self._stop()
+            return EXIT_USAGE
         return self._stop()
 
     def _tend(self, c: Child, now: float) -> None:
@@ -138,6 +149,9 @@ class Supervisor:
                 c.backoff_s = BACKOFF_START_S
             return
         c.codes.append(code)
+        if code == EXIT_USAGE:
+            self.usage_error = c
+            return
         c.proc, c.due = None, now + c.backoff_s
         log.warning("child gpu%d exited with code %d; restarting in %.0f s", c.gpu, code, c.backoff_s)
         c.backoff_s = min(BACKOFF_MAX_S, c.backoff_s * 2)

@@ -10,11 +10,12 @@ any other librdkafka property through and override the derived ones.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from worker.config.settings import KafkaSettings, SettingsError
-from worker.kafka.identity import IdentityError, resolve_identity
+from worker.kafka.identity import GPU_INDEX_ENV, IdentityError, resolve_identity
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,9 @@ def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfi
         "fetch.max.bytes": fetch_max,
         "receive.message.max.bytes": max(100_000_000, fetch_max + 512),
     }
-    if s.group_instance_id is not None:
-        consumer["group.instance.id"] = s.group_instance_id
+    if s.group_instance_id is not None:  # under `run --gpus` each child is a member of its own: `<id>-gpuN`
+        gpu = os.environ.get(GPU_INDEX_ENV)
+        consumer["group.instance.id"] = f"{s.group_instance_id}-gpu{gpu}" if gpu else s.group_instance_id
     producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max,
                 "compression.type": s.compression_type}
     if s.delivery == "exactly_once":

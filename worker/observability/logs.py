@@ -10,12 +10,15 @@ were held back on the next one that passes.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import time
 from collections.abc import Callable
 
 import orjson
+
+from worker.kafka.identity import GPU_INDEX_ENV
 
 _STD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -101,11 +104,28 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-def setup_logging(level: str, fmt: str) -> None:
+class GpuTag(logging.Filter):
+    """Under `ribbon run --gpus`, each child's lines name its GPU: a `gpu` key in JSON, `[gpuN]` in text
+    (the children share the supervisor's stderr, so their lines interleave)."""
+
+    def __init__(self, gpu: str) -> None:
+        super().__init__()
+        self.gpu = gpu
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.gpu = self.gpu
+        return True
+
+
+def setup_logging(level: str, fmt: str, gpu: str | None = None) -> None:
+    """gpu: this process's GPU index under the supervisor (default: RIBBON_GPU_INDEX, unset outside it)."""
+    gpu = os.environ.get(GPU_INDEX_ENV) if gpu is None else gpu
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else
-                         logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    text = "%(asctime)s %(levelname)s " + ("[gpu%(gpu)s] " if gpu else "") + "%(name)s: %(message)s"
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(text))
     handler.addFilter(RepeatFilter())
+    if gpu:
+        handler.addFilter(GpuTag(gpu))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
