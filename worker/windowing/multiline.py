@@ -32,6 +32,8 @@ class Joiner:
     `add(line)` returns True when the line continued the open event, False when it started one.
     `events` holds the joined events in order; `lines` counts the records taken in."""
 
+    __slots__ = ("enabled", "events", "lines")
+
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
         self.events: list[str] = []

@@ -70,7 +70,7 @@ class Rules:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Window:
     """An open (then closed) window of one key in one partition."""
 
