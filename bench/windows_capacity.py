@@ -75,6 +75,13 @@ def overhead_pct(end_to_end_per_s: float, engine_per_s: float) -> float:
     return 100.0 * (1.0 - end_to_end_per_s / engine_per_s)
 
 
+def process_cpu_s() -> float:
+    """CPU seconds of this process so far, every thread (the tokenizer's and torch's pools too); the broker,
+    the output reader, an engine process and the preprocessing pool's processes are processes of their own."""
+    t = os.times()
+    return t.user + t.system
+
+
 def thread_cpu_s(native_id: int | None) -> float | None:
     """CPU seconds (user + system) of one thread of this process so far (Linux /proc; None elsewhere)."""
     try:
@@ -109,7 +116,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     timeline: list[dict] = []
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(worker, timeline, stop), daemon=True)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), process_cpu_s()
     sampler.start()
     worker.start()
     worker.ingest.assigned.wait(60)
@@ -122,6 +129,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     t_consumed = time.monotonic()
     drained = worker.drain(max(1.0, deadline - time.monotonic()))  # the stream's end: its last windows close
     read = reader.result()
+    cpu = process_cpu_s() - cpu0
     t1 = max((v[0] for v in read.values()), default=time.monotonic())
     stop.set()
     sampler.join(5)
@@ -148,7 +156,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
             "input_tokens_per_s": round(in_tok / steady, 1), "output_tokens_per_s": round(out_tok / steady, 1),
             "bins": bins, "gpu_busy_s": round(busy, 3), "gpu_busy_fraction": round(busy / steady, 3),
             "overhead_s": overhead_parts(timeline, t_assigned - t0, t1 - t_assigned, busy, bins),
-            "threads_cpu_s": threads_cpu, "digest": digest,
+            "process_cpu_s": round(cpu, 3), "threads_cpu_s": threads_cpu, "digest": digest,
             "prompts": packer.submitted}
 
 
@@ -171,7 +179,9 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
             produced = produce_backlog(broker.bootstrap, topics["in"], args)
             e2e = drain_windows(settings, parts, broker.bootstrap, topics, produced["records"], args.timeout_s)
         prompts = e2e.pop("prompts")
+        cpu0 = process_cpu_s()
         only = engine_only(parts, prompts, list(range(len(prompts))), e2e["windows"])
+        only["process_cpu_s"] = process_cpu_s() - cpu0
         only = {k: round(v, 3) if isinstance(v, float) else v for k, v in only.items()}
         only["windows_per_s"] = only.pop("docs_per_s")
         eng = parts.engine
@@ -208,6 +218,7 @@ def report(r: dict, out: str) -> None:
           f"first; {e['bins']} bins (engine only: {o['bins']}), the model busy {100 * e['gpu_busy_fraction']:.0f}% "
           f"of the time; beyond the model's time (s): {e['overhead_s']}; threads' CPU s: {e['threads_cpu_s']}; "
           f"digest passes: {e['digest']}")
+    print(f"this process's CPU s: end to end {e['process_cpu_s']:.2f}, engine only {o['process_cpu_s']:.2f}")
     print(f"worker overhead: {r['worker_overhead_pct']:.1f}% of engine-only windows/s; wrote {out}")
 
 
