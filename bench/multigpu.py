@@ -119,10 +119,13 @@ def partitions_held(log: Path, since: int) -> dict[str, list[int]]:
             if not line.startswith(b"{"):
                 continue
             rec = orjson.loads(line)
+            if rec.get("msg", "").startswith("child gpu") and " started pid " in rec["msg"]:
+                held.pop(str(rec.get("gpu")), None)  # a (re)started child holds nothing yet
+                continue
             if rec.get("gpu") is None or rec.get("msg", "").split(" ")[0] not in ("assigned", "revoked", "lost"):
                 continue
             parts = {p for _, p in rec.get("partitions", [])}
-            mine = held.setdefault(rec["gpu"], set())
+            mine = held.setdefault(str(rec["gpu"]), set())
             mine |= parts if rec["msg"].startswith("assigned") else set()
             mine -= parts if not rec["msg"].startswith("assigned") else set()
     return {f"gpu{g}": sorted(p) for g, p in sorted(held.items())}
@@ -131,7 +134,7 @@ def partitions_held(log: Path, since: int) -> dict[str, list[int]]:
 class Run:
     """One `ribbon run --gpus` supervisor over fresh topics."""
 
-    def __init__(self, a, broker: EmbeddedBroker, model: str, gpus: list[int], label: str, log: Path,
+    def __init__(self, a, broker, model: str, gpus: list[int], label: str, log: Path,
                  base_port: int) -> None:
         self.gpus, self.label, self.log = gpus, label, log
         self.topics = Topics(broker.bootstrap, f"in-{label}", f"out-{label}", a.partitions)
@@ -145,6 +148,7 @@ class Run:
                     "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": str(a.max_new_tokens),
                     "RIBBON_PACKER__TOKEN_BUDGET": str(a.token_budget), "RIBBON_SERVER__PORT": str(base_port),
                     "RIBBON_LOG_FORMAT": "json", "RIBBON_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"})
+        env.update(kv.split("=", 1) for kv in a.env)
         self.since = log.stat().st_size if log.exists() else 0
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         cmd = [sys.executable, "-m", "worker", "run", "--gpus", ",".join(map(str, gpus)), "--device", a.device]
@@ -217,13 +221,16 @@ class Run:
             edges = [t_kill, *rises, end]
             pauses[f"gpu{gpu}"] = max(b - a for a, b in zip(edges[:-1], edges[1:]))
         latencies = sorted(seen[i][0] - sent[i] for i in seen if i in sent)
+        series = {f"gpu{gpu}": [(round(t - t_kill, 2), None if c is None else int(c["summaries"]), ready)
+                                for t, c, ready in self.sampler.series[port] if t_kill - 2.0 <= t <= end + 2.0]
+                  for gpu, port in zip(self.gpus, self.ports)}  # (s from the kill, summaries, ready)
         return {"documents": len(docs), "rate_docs_per_s": rate, "killed": f"gpu{victim}",
                 "killed_pid": before[victim], "restarted_pid": after.get(victim),
                 "kill_at_s": t_kill - t0, "summarized": len(seen), "lost": sorted(set(sent) - set(seen)),
                 "restart_ready_after_kill_s": None if t_back is None else t_back - t_kill,
                 "other_children_longest_pause_s": pauses,
                 "latency_s": {"p50": latencies[len(latencies) // 2], "max": latencies[-1]} if latencies else None,
-                "partitions_after": partitions_held(self.log, self.since)}
+                "partitions_after": partitions_held(self.log, self.since), "series_from_kill": series}
 
     def stop(self, timeout_s: float = 120.0) -> int | None:
         self.sampler.halt.set()
@@ -256,10 +263,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--token-budget", default="524288", help="packer.token_budget (524,288: the 0.5B "
                                                               "architecture's autotuned budget on the H200)")
+    ap.add_argument("--broker", choices=["embedded", "apache"], default="embedded",
+                    help="the embedded broker (Tansu), or the tests' one-node Apache Kafka")
     ap.add_argument("--session-timeout-ms", type=int, default=10_000, help="kafka.session_timeout_ms")
     ap.add_argument("--kill-load", type=float, default=0.5, help="the kill run's load, a fraction of the N-GPU rate")
     ap.add_argument("--kill-seconds", type=float, default=40.0)
     ap.add_argument("--no-kill", action="store_true")
+    ap.add_argument("--env", action="append", default=[], metavar="RIBBON_X=V",
+                    help="a further setting of the children (repeatable), e.g. RIBBON_MODEL__PROCESS=on")
+    ap.add_argument("--skip-single", action="store_true", help="only the run on all of --gpus")
     ap.add_argument("--ready-timeout", type=float, default=240.0)
     ap.add_argument("--timeout", type=float, default=180.0, help="per backlog or kill run, after producing")
     ap.add_argument("--base-port", type=int, default=19464)
@@ -274,15 +286,23 @@ def main(argv: list[str] | None = None) -> int:
         model = random_checkpoint(a.arch_config, tmp)
     else:  # `ribbon run` refuses the name tiny-random (it never publishes noise): hand its children a folder
         model = str(make_tiny_checkpoint(tmp / "tiny")) if a.model == "tiny-random" else a.model
-    result: dict = {"machine": machine, "gpus": gpus, "device": a.device, "model": a.arch_config or a.model,
+    result: dict = {"machine": machine, "broker": a.broker, "env": a.env, "gpus": gpus, "device": a.device, "model": a.arch_config or a.model,
                     "documents": a.documents, "corpus": "short", "partitions": a.partitions,
                     "max_new_tokens": a.max_new_tokens, "token_budget": a.token_budget,
                     "session_timeout_ms": a.session_timeout_ms, "runs": {},
                     "command": "python -m bench.multigpu " + " ".join(argv if argv is not None else sys.argv[1:])}
     ok = True
     try:
-        with EmbeddedBroker(log_path=tmp / "broker.log") as broker:
+        if a.broker == "apache":  # the tests' one-node Apache Kafka (Maven Central jars, `make test` fetches them)
+            sys.path.insert(0, str(ROOT))
+            from tests.apache_kafka import ApacheKafka  # noqa: PLC0415 - only for --broker apache
+
+            broker_cm = ApacheKafka(log_path=tmp / "broker.log")
+        else:
+            broker_cm = EmbeddedBroker(log_path=tmp / "broker.log")
+        with broker_cm as broker:
             plan = [("1gpu", gpus[:1])] + ([(f"{len(gpus)}gpu", gpus)] if len(gpus) > 1 else [])
+            plan = plan[-1:] if a.skip_single else plan
             for label, use in plan:
                 run = Run(a, broker, model, use, label, log, a.base_port)
                 r: dict = {}

@@ -3,7 +3,7 @@
 # the 0.5B architecture (random weights), DOCS documents (default 6,000, the `short` corpus as
 # bench/gpu_run.sh) on an input topic of 8 partitions, REPEATS backlogs each (default 2, the median
 # reported), then kill -9 of one child under a steady load (bench/multigpu.py). GPUS=0: the single-GPU
-# kind (one run, its child killed). Results and the
+# kind (one run, its child killed). MULTI_ARGS: more flags (e.g. --skip-single). Results and the
 # supervisors' log land in $OUT: multigpu_h200x<N>.json. WHL: the wheels' folder (default .whl).
 set -uo pipefail
 WHL=${WHL:-.whl}
@@ -14,5 +14,5 @@ nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv | tee
 N=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l); [ "${GPUS:-all}" = all ] || N=$(echo $GPUS | tr ',' '\n' | wc -l)
 timeout ${MULTI_TIMEOUT:-480} python3 -m bench.multigpu --arch-config config/models/qwen2.5-0.5b.json --gpus ${GPUS:-all} \
   --documents ${DOCS:-6000} --repeats ${REPEATS:-2} --max-new-tokens 64 --token-budget ${TOKEN_BUDGET:-524288} \
-  --log $OUT/multigpu_supervisors.log --out $OUT/multigpu_h200x$N.json 2>&1 | grep -v '^%' | grep -v 'Writing model'
+  ${MULTI_ARGS:-} --log $OUT/multigpu_supervisors.log --out $OUT/multigpu_h200x$N.json 2>&1 | grep -v '^%' | grep -v 'Writing model'
 echo "exit ${PIPESTATUS[0]}"
