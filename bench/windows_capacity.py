@@ -18,6 +18,7 @@ worker_overhead_pct = 100 * (1 - windows/s end to end / windows/s engine only), 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import threading
@@ -74,6 +75,22 @@ def overhead_pct(end_to_end_per_s: float, engine_per_s: float) -> float:
     return 100.0 * (1.0 - end_to_end_per_s / engine_per_s)
 
 
+def process_cpu_s() -> float:
+    """CPU seconds of this process so far, every thread (the tokenizer's and torch's pools too); the broker,
+    the output reader, an engine process and the preprocessing pool's processes are processes of their own."""
+    t = os.times()
+    return t.user + t.system
+
+
+def thread_cpu_s(native_id: int | None) -> float | None:
+    """CPU seconds (user + system) of one thread of this process so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = open(f"/proc/self/task/{native_id}/stat").read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 3)
+
+
 def produce_backlog(bootstrap: str, topic: str, args) -> dict:
     """Every record as fast as the producer goes; (records, bytes, seconds to acknowledged)."""
     p = clients.producer(plain_config(bootstrap).tool_producer())
@@ -99,7 +116,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     timeline: list[dict] = []
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(worker, timeline, stop), daemon=True)
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), process_cpu_s()
     sampler.start()
     worker.start()
     worker.ingest.assigned.wait(60)
@@ -112,6 +129,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     t_consumed = time.monotonic()
     drained = worker.drain(max(1.0, deadline - time.monotonic()))  # the stream's end: its last windows close
     read = reader.result()
+    cpu = process_cpu_s() - cpu0
     t1 = max((v[0] for v in read.values()), default=time.monotonic())
     stop.set()
     sampler.join(5)
@@ -120,6 +138,9 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
     closed = {s.labels["reason"]: int(s.value) for m in worker.metrics.registry.collect()
               if m.name == "ribbon_windows_closed" for s in m.samples if s.name.endswith("_total")}
+    threads_cpu = {t.name: thread_cpu_s(t.native_id) for t in threading.enumerate() if t.name.startswith("ribbon-")}
+    digest = {"cpu_s": round(float(sample("ribbon_digest_seconds_total") or 0.0), 3),
+              "ingest_wait_s": round(float(sample("ribbon_digest_wall_seconds_total") or 0.0), 3)}
     worker.close()
     t_first = t0 + next((x["t"] for x in timeline if x["consumed"] > 0), t_assigned - t0)
     steady = t1 - t_first
@@ -135,6 +156,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
             "input_tokens_per_s": round(in_tok / steady, 1), "output_tokens_per_s": round(out_tok / steady, 1),
             "bins": bins, "gpu_busy_s": round(busy, 3), "gpu_busy_fraction": round(busy / steady, 3),
             "overhead_s": overhead_parts(timeline, t_assigned - t0, t1 - t_assigned, busy, bins),
+            "process_cpu_s": round(cpu, 3), "threads_cpu_s": threads_cpu, "digest": digest,
             "prompts": packer.submitted}
 
 
@@ -157,7 +179,9 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
             produced = produce_backlog(broker.bootstrap, topics["in"], args)
             e2e = drain_windows(settings, parts, broker.bootstrap, topics, produced["records"], args.timeout_s)
         prompts = e2e.pop("prompts")
+        cpu0 = process_cpu_s()
         only = engine_only(parts, prompts, list(range(len(prompts))), e2e["windows"])
+        only["process_cpu_s"] = process_cpu_s() - cpu0
         only = {k: round(v, 3) if isinstance(v, float) else v for k, v in only.items()}
         only["windows_per_s"] = only.pop("docs_per_s")
         eng = parts.engine
@@ -192,7 +216,9 @@ def report(r: dict, out: str) -> None:
     print(f"{e['windows']} windows covering {e['records_covered']:,} records ({e['records_per_s']:,.0f} records/s "
           f"end to end), closed by {e['closed_by']}; every record consumed {e['all_consumed_s']:.2f} s after the "
           f"first; {e['bins']} bins (engine only: {o['bins']}), the model busy {100 * e['gpu_busy_fraction']:.0f}% "
-          f"of the time; beyond the model's time (s): {e['overhead_s']}")
+          f"of the time; beyond the model's time (s): {e['overhead_s']}; threads' CPU s: {e['threads_cpu_s']}; "
+          f"digest passes: {e['digest']}")
+    print(f"this process's CPU s: end to end {e['process_cpu_s']:.2f}, engine only {o['process_cpu_s']:.2f}")
     print(f"worker overhead: {r['worker_overhead_pct']:.1f}% of engine-only windows/s; wrote {out}")
 
 

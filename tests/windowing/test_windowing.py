@@ -1,6 +1,8 @@
 """The window assembly rules with a fake clock, the multiline joins, and the tracker's window groups."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.windowing.multiline import Joiner, continues
@@ -241,3 +243,36 @@ def test_a_window_commits_alone_when_it_straddles_nothing_and_a_put_back_run_sta
     (rest,) = t.take_ready()
     assert rest.offsets == (12,)  # 13 is unfinished
     assert t.pending_documents() == t.pending() == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=80), st.randoms(use_true_random=False),
+       st.sampled_from([None, 1, 3]))
+def test_takes_that_remember_their_scan_equal_takes_that_scan_afresh(keys, rnd, max_records):
+    """Interleaved windows of up to five keys close and complete in a random order, with takes in between:
+    the tracker that goes on from its last scan takes exactly what one that rescans every time takes."""
+    fresh, kept = OffsetTracker(), OffsetTracker()
+    epochs = (fresh.assign(TP), kept.assign(TP))
+    by_key: dict[int, list[int]] = {}
+    for off, key in enumerate(keys):
+        for t, e in zip((fresh, kept), epochs):
+            t.see(TP, e, off)
+        by_key.setdefault(key, []).append(off)
+    windows = list(by_key.values())
+    rnd.shuffle(windows)
+    for w in windows:
+        for t, e in zip((fresh, kept), epochs):
+            t.group(TP, e, w)
+            t.complete(TP, e, w[0], (rec(str(w[0])),))
+        for _ in range(rnd.randint(0, 2)):
+            for p in fresh._parts.values():
+                p.scan = None
+            taken = fresh.take_ready(max_records)
+            assert taken == kept.take_ready(max_records)
+            if taken and rnd.random() < 0.3:  # an aborted transaction: the runs go back and out again
+                fresh.put_back(taken)
+                kept.put_back(taken)
+    for p in fresh._parts.values():
+        p.scan = None
+    assert fresh.take_ready() == kept.take_ready()
+    assert fresh.pending() == kept.pending() == 0

@@ -111,6 +111,9 @@ def digest_prompt(d: dict, compacted: str) -> str:
     return "\n".join(digest_lines(d)) + "\n" + compacted
 
 
+BYTE_MARGIN = 0.5  # kept_by_bytes: the share of the token gate's byte allowance that needs no count
+
+
 @dataclass(frozen=True)
 class DocumentText:
     text: str              # what goes to the model after the instruction
@@ -127,6 +130,17 @@ def candidates(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving:
         out.append(DocumentText(digest_prompt(a.digest, c.text), True, 0, 0) if c.applied
                    else DocumentText(raw, False, 0, 0))
     return out
+
+
+def kept_by_bytes(raw: str, prompt: str, *, min_saving: float) -> bool:
+    """True when a digest prompt is kept on the bytes alone, without counting the raw text's tokens: it has
+    at most BYTE_MARGIN of the (1 - min_saving) share of the raw bytes. The token gate would keep it too unless
+    the prompt held over 1 / BYTE_MARGIN times as many tokens per byte as the raw text."""
+    return _nbytes(prompt) <= BYTE_MARGIN * (1.0 - min_saving) * _nbytes(raw)
+
+
+def _nbytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def token_gate(raws: Sequence[str], texts: list[DocumentText], *, min_saving: float, count: CountFn) -> list[DocumentText]:

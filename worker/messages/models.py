@@ -121,7 +121,9 @@ class InputCoordinates(_Out):
 
 class TokenCounts(_Out):
     input: int = Field(ge=0, description="prompt tokens over all chunks")
-    document: int = Field(0, ge=0, description="tokens of the raw document, before compaction (0 in digest mode)")
+    document: int = Field(0, ge=0, description="tokens of the raw document, before compaction (0 in digest mode, "
+                                               "and for a window whose compacted prompt was kept on its bytes: "
+                                               "not counted)")
     output: int = Field(ge=0, description="generated tokens over all passes")
     chunks: int = Field(ge=1, description="1 unless the document was longer than the budget")
 

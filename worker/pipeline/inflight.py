@@ -42,7 +42,7 @@ class Doc:
     raw: bytes | None = None        # the original value, for the dead-letter topic
     headers: tuple = ()             # the input record's headers: carried to the output (worker/kafka/headers.py)
     prepared: Prepared | None = None  # the digest pass (ingest, preprocess pool): digest, highlights, prompt
-    document_tokens: int = 0        # tokens of the raw document (before compaction; 0 when not counted)
+    document_tokens: int | None = 0  # tokens of the raw document (before compaction); None: not counted
     prefill_s: float | None = None  # its share of its bins' prefill and decode seconds (traces; None: unknown)
     decode_s: float | None = None
     window: object = None           # a closed window (worker/windowing/windows.py) when the document is one

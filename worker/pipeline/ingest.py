@@ -225,8 +225,9 @@ class Ingest:
 
     def _register(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
         doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-        doc.document_tokens = doc.document_tokens or plan.document_tokens
-        self.metrics.document_tokens.inc(doc.document_tokens)
+        if doc.document_tokens is not None:  # None: a window kept compacted by its bytes, not counted
+            doc.document_tokens = doc.document_tokens or plan.document_tokens
+            self.metrics.document_tokens.inc(doc.document_tokens)
         return self._sequences(doc, plan)
 
     def _passed(self, docs: list[Doc], preps: list) -> list[Doc]:

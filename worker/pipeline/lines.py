@@ -88,7 +88,7 @@ class LineStream:
             return self.due(False)
         ts_kind, ts_ms = m.timestamp()
         closed = self.windows.add(tp, epoch, key, m.offset(), line, ts_ms if ts_kind != 0 else None, kind)
-        return self._docs(closed)
+        return self._docs(closed) if closed else []
 
     def due(self, draining: bool) -> list[Doc]:
         return self._docs(self.windows.flush() if draining else self.windows.due())
@@ -108,7 +108,7 @@ class LineStream:
         except UnicodeDecodeError as exc:
             raise NoLine("invalid_utf8", f"not UTF-8 at byte {exc.start}") from None
         obj, kind = None, None
-        if text.lstrip().startswith("{"):
+        if text[:1] == "{" or (text[:1].isspace() and text.lstrip().startswith("{")):
             try:
                 obj = orjson.loads(value)
             except orjson.JSONDecodeError as exc:

@@ -43,7 +43,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
         input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
         summary=summary.strip(),
         highlights=p.highlights, digest=p.digest, mode=settings.model.mode, model=model_name,
-        tokens={"input": doc.input_tokens, "document": doc.document_tokens, "output": doc.output_tokens,
+        tokens={"input": doc.input_tokens, "document": doc.document_tokens or 0, "output": doc.output_tokens,
                 "chunks": doc.chunks},
         truncated=doc.truncated,
         timing_ms={"queued": round(queued * 1e3, 3), "gpu": round(doc.gpu_s * 1e3, 3),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.digest.prompt import DocumentText, token_gate
+from worker.digest.prompt import DocumentText, kept_by_bytes, token_gate
 from worker.pipeline.slices import bounded_count, groups, nbytes, slices
 
 PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
@@ -161,16 +161,27 @@ def combine_text(parts: Sequence[str]) -> str:
 
 
 def prompt_texts(docs: Sequence, digest, count: CountFn, metrics) -> list[str]:
-    """The text each document's prompt is made from: its digest prompt or its raw text (the token gate of
-    compaction, `digest` the digest.* settings). Sets each document's `document_tokens` when it compacts."""
+    """The text each document's prompt is made from: its digest prompt or its raw text (the gate of
+    compaction, `digest` the digest.* settings). Sets each document's `document_tokens` when it compacts.
+
+    A window (a document assembled from many line records) whose digest prompt passes `kept_by_bytes` keeps
+    it without a token count: its raw text, the largest text of the pass, is never tokenized, and its
+    `document_tokens` is None (not counted). Every other digest prompt passes the token gate: the raw and
+    the compacted texts counted in one batch."""
     texts = [d.text for d in docs]
     if not digest.compaction:
         return texts
     chosen = [DocumentText(d.prepared.prompt, True, 0, 0) if d.prepared.prompt is not None
               else DocumentText(d.text, False, 0, 0) for d in docs]
+    by_bytes = [d.window is not None and c.compacted and kept_by_bytes(d.text, c.text, min_saving=digest.min_saving)
+                for d, c in zip(docs, chosen)]
+    counted = [i for i, b in enumerate(by_bytes) if not b]
     # Counting the raw documents' tokens is work the planner does anyway without compaction.
-    chosen = token_gate(texts, chosen, min_saving=digest.min_saving, count=count)
-    for doc, c in zip(docs, chosen):
-        doc.document_tokens = c.raw_tokens
+    gated = token_gate([texts[i] for i in counted], [chosen[i] for i in counted], min_saving=digest.min_saving,
+                       count=count)
+    for i, c in zip(counted, gated):
+        chosen[i] = c
+    for doc, c, b in zip(docs, chosen, by_bytes):
+        doc.document_tokens = None if b else c.raw_tokens
         metrics.compacted.inc(c.compacted)
     return [c.text for c in chosen]

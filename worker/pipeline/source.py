@@ -45,20 +45,24 @@ class Source:
         (consume errors, partitions no longer ours) skipped."""
         good: list[Doc] = []
         wall = time.time()
+        epochs: dict = {}  # per partition, for this call: rebalances run inside poll, never in here
+        consumed = 0
+        age = self.metrics.record_age
         for m in msgs:
             if m.error() is not None:
                 if not m.error().name() == "_PARTITION_EOF":
                     log.warning("consume error: %s", m.error())
                 continue
             tp = (m.topic(), m.partition())
-            epoch = self.tracker.epoch(tp)
+            epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
-            self.metrics.consumed.inc()
+            consumed += 1
             kind, ts_ms = m.timestamp()
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
-                self.metrics.record_age.observe(max(0.0, wall - ts_ms / 1e3))
+                age.observe(max(0.0, wall - ts_ms / 1e3))
             good.extend(self._one(m, tp, epoch))
+        self.metrics.consumed.inc(consumed)
         return good
 
     def _one(self, m, tp, epoch: int) -> list[Doc]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,11 @@ class _Partition:
     groups: dict[int, tuple[int, ...]] = field(default_factory=dict)  # a window's first offset -> all its offsets
     reach: dict[int, int] = field(default_factory=dict)  # offset in a group -> the group's last offset
     sizes: dict[int, int] = field(default_factory=dict)  # a seen window's first offset -> its offsets' count
+    # _committable's progress over a complete prefix of `seen` that has no cut point yet (offsets, records,
+    # bytes, reach): the next call goes on from there. Set back to None whenever the prefix changes (a take
+    # or a put_back); `see`, `group` and `complete` never change it (a group's offsets are not done before
+    # it closes, and done offsets stay done).
+    scan: tuple[int, int, int, int] | None = None
     followers: int = 0  # seen offsets of windows past each window's first (a window counts as one document)
 
 
@@ -185,6 +191,7 @@ class OffsetTracker:
                 p = self._parts.get(r.tp)
                 if p is None or p.epoch != r.epoch:
                     continue  # revoked meanwhile: another consumer will redo them
+                p.scan = None  # the prefix changes
                 # The run's records ride on its first offset; the others carry none.
                 # The run goes out whole again: its offsets reach its last (no retake ends inside it).
                 now = time.monotonic()
@@ -227,10 +234,15 @@ class OffsetTracker:
 
 def _committable(p: _Partition, max_records: int | None, max_bytes: int | None, size: int) -> int:
     """How many of `p.seen` to take: the longest complete prefix that ends where no group straddles
-    (within `max_records` records and, past the first, `max_bytes` in all, counting `size` taken so far)."""
-    best = n = records = 0
-    reach = -1
-    for off in p.seen:
+    (within `max_records` records and, past the first, `max_bytes` in all, counting `size` taken so far).
+
+    Interleaved windows keep a long complete prefix without a cut point until the last of them closes;
+    `p.scan` remembers how far such a prefix was read, so each call reads only the offsets after it
+    (the limits stop a scan only past a cut point, so none stopped inside the remembered prefix)."""
+    best = 0
+    n, records, nbytes, reach = p.scan or (0, 0, 0, -1)
+    size += nbytes
+    for off in islice(p.seen, n, None):
         recs = p.done.get(off)
         if recs is None:
             break
@@ -239,8 +251,9 @@ def _committable(p: _Partition, max_records: int | None, max_bytes: int | None, 
         nxt = sum(r.size for r in recs)
         if max_bytes is not None and size and size + nxt > max_bytes and best:
             break
-        n, records, size = n + 1, records + len(recs), size + nxt
+        n, records, size, nbytes = n + 1, records + len(recs), size + nxt, nbytes + nxt
         reach = max(reach, p.reach.get(off, off))
         if reach <= off:
             best = n  # no group straddles the end of this prefix
+    p.scan = None if best else (n, records, nbytes, reach)
     return best

@@ -16,13 +16,14 @@ from __future__ import annotations
 import re
 
 # One regular expression (compiled once): the start rule is "anything that is not a continuation".
-CONTINUATION = re.compile(r"(?:[ \t]|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )")
-GO_FRAME = re.compile(r"[\w./*()\[\]-]+\(.*\)")
+CONTINUATION = re.compile(r"(?:[ \t]|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
+                          r"|[\w./*()\[\]-]+\(.*\)\Z"  # a Go stack frame's function line, whole
+                          r"|\Z")  # empty
 
 
 def continues(line: str) -> bool:
     """True when `line` continues the event before it (see the module docstring)."""
-    return line == "" or bool(CONTINUATION.match(line)) or bool(GO_FRAME.fullmatch(line))
+    return CONTINUATION.match(line) is not None
 
 
 class Joiner:
@@ -30,6 +31,8 @@ class Joiner:
 
     `add(line)` returns True when the line continued the open event, False when it started one.
     `events` holds the joined events in order; `lines` counts the records taken in."""
+
+    __slots__ = ("enabled", "events", "lines")
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled

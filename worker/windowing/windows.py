@@ -70,7 +70,7 @@ class Rules:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Window:
     """An open (then closed) window of one key in one partition."""
 
@@ -147,21 +147,26 @@ class Windower:
         r = self.rules
         closed: list[Window] = []
         windows = self._open.get(tp)
-        if windows and next(iter(windows.values())).epoch != epoch:  # the partition came back: old windows go
-            self.drop([tp])
-            windows = None
-        if windows and now - self._since.get(tp, now) >= r.max_open_s:
-            closed = [self._close(tp, k, "max_open", now) for k in sorted(windows, key=lambda k: windows[k].opened)]
-        windows = self._open.setdefault(tp, {})
+        if windows:
+            if next(iter(windows.values())).epoch != epoch:  # the partition came back: old windows go
+                self.drop([tp])
+                windows = None
+            elif now - self._since.get(tp, now) >= r.max_open_s:
+                closed = [self._close(tp, k, "max_open", now)
+                          for k in sorted(windows, key=lambda k: windows[k].opened)]
+                windows = None
+        if windows is None:
+            windows = self._open.setdefault(tp, {})
         w = windows.get(key)
         held = self._held(now)
-        if w is not None and (self._silent(w, now, held) >= r.gap_s or now - w.opened >= r.max_length_s):
-            closed.append(self._close(tp, key, "gap" if self._silent(w, now, held) >= r.gap_s else "max_length",
-                                      now))
-            w = None
-        elif w is not None and self._full(w) and not (r.multiline and continues(line)):
-            closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
-            w = None
+        if w is not None:
+            silent = (now - w.last) - (held - w.last_held) >= r.gap_s  # _silent
+            if silent or now - w.opened >= r.max_length_s:
+                closed.append(self._close(tp, key, "gap" if silent else "max_length", now))
+                w = None
+            elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (r.multiline and continues(line)):
+                closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
+                w = None
         if w is None:
             windows = self._open.setdefault(tp, {})
             if not windows:
@@ -175,9 +180,13 @@ class Windower:
         self.held_bytes += size
         self._held_records += 1
         if ts_ms is not None:
-            w.first_ts_ms = ts_ms if w.first_ts_ms is None else min(w.first_ts_ms, ts_ms)
-            w.last_ts_ms = ts_ms if w.last_ts_ms is None else max(w.last_ts_ms, ts_ms)
-        if self.full():
+            if w.first_ts_ms is None:
+                w.first_ts_ms = w.last_ts_ms = ts_ms
+            elif ts_ms < w.first_ts_ms:
+                w.first_ts_ms = ts_ms
+            elif ts_ms > w.last_ts_ms:
+                w.last_ts_ms = ts_ms
+        if len(self._order) >= r.max_windows or self.held_bytes >= r.max_held_bytes:  # full()
             closed.extend(self._make_room(now))
         return closed
 
@@ -232,9 +241,6 @@ class Windower:
             self._held_records -= sum(w.records for w in windows.values())
             self.held_bytes -= sum(w.size for w in windows.values())
         return n
-
-    def _full(self, w: Window) -> bool:
-        return w.records >= self.rules.max_lines or w.size >= self.rules.max_bytes
 
     def _close(self, tp: TopicPartition, key: Hashable, reason: str, now: float) -> Window:
         windows = self._open[tp]
