@@ -6,10 +6,10 @@
 # document stopping after a length drawn from bench/results/stop_lengths_cpu.json (SmolLM2's measured
 # output lengths), once bin at a time and once with continuous batching (which also times the engine
 # alone both ways over the same bins, and runs a steady 90% load). fp8: bench/fp8_prefill.py on the 7B
-# stress mix. sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each
-# continuous setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at
-# each check_every in BIN_K (e.g. 8,16). e2e takes PREFILL and
-# REFILL (the settings' defaults when unset). Results (JSON, logs) in $OUT.
+# stress mix (every variant; FP8_ARGS adds arguments, e.g. "--variants default --no-gemms").
+# sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each continuous
+# setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at each
+# check_every in BIN_K (e.g. 8,16). e2e takes PREFILL and REFILL (the settings' defaults when unset). Results (JSON, logs) in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-../../.whl}/*.whl || exit 1
@@ -37,6 +37,7 @@ for stage in "$@"; do
              --out $OUT/e2e-${mode}${SUFFIX:-}_h200.json 2>&1 \
              | grep -v '^%' | grep -v 'Writing model' | tee $OUT/e2e-${mode}${SUFFIX:-}_h200.txt | tail -12
          done ;;
-    fp8) timeout ${FP8_TIMEOUT:-300} python3 bench/fp8_prefill.py --out $OUT 2>&1 | grep -v '^%' | tail -8 ;;
+    fp8) timeout ${FP8_TIMEOUT:-360} python3 bench/fp8_prefill.py --out $OUT ${FP8_ARGS:-} 2>&1 | grep -v '^%' \
+           > $OUT/fp8_prefill_h200.txt; grep -E "tok/s|Error|error" $OUT/fp8_prefill_h200.txt | tail -20 ;;
   esac
 done

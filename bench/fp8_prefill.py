@@ -1,13 +1,24 @@
 """FP8 prefill against bf16 on one GPU: Qwen2.5-7B architecture (random weights), the stress mix.
 
-    python bench/fp8_prefill.py --out $OUT [--model 7b] [--chunk 65536] [--gen-docs 32] [--gen-tokens 64]
+    python bench/fp8_prefill.py --out $OUT [--model 7b] [--chunk 65536] [--big-chunk 131072]
+        [--variants all] [--acc-docs 128] [--gen-docs 32] [--gen-tokens 64]
 
-One engine (merged GEMMs, compiled layers, Triton prefill attention, as in production): bf16 prefill
-tok/s and last-position logits over the whole mix, then the same layers given FP8 GEMMs
-(worker/engine/fp8.py) and the same again. Accuracy: mean |logit difference| at each document's last
-position (also over the mean |logit|), top-1 agreement there, and greedy agreement of `gen-docs`
-documents over `gen-tokens` tokens (decode is bf16 in both; FP8 changes the prefill's KV and first
-token). Writes fp8_prefill_<gpu>.json.
+One engine (merged GEMMs, compiled layers, Triton prefill attention, as in production); in one run:
+- GEMMs alone: each GEMM shape of a decoder layer at --chunk rows, bf16 against FP8 with row-wise
+  scales (fast accumulation off and on) and tensor-wise scales: TFLOP/s, and each FP8 GEMM's error
+  against the same quantized operands multiplied in fp32 (what fast accumulation costs by itself);
+- prefill of the whole mix in bf16, then with the same layers' GEMMs in FP8 (worker/engine/fp8.py) in
+  each variant of VARIANTS (fast accumulation, the bias in the GEMM, quantization math, the MLP's
+  SiLU-multiply and quantization in one kernel: fp8_kernel.py), then the fastest FP8 variant and bf16
+  at --big-chunk tokens per bin;
+- each variant's accuracy against bf16 at the last position of the first --acc-docs documents: mean
+  |logit difference| (also over the mean |logit|, and against the variant without fast accumulation),
+  top-1 agreement; greedy agreement of --gen-docs documents over --gen-tokens tokens for the code's
+  default variant (decode is bf16 in both: FP8 changes the prefill's KV and first token). Random
+  weights give logits without a dominant token, so top-1 and greedy agreement say little here; real
+  weights: bench/fp8_accuracy.py;
+- a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
+Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
 
 from __future__ import annotations
@@ -19,13 +30,38 @@ import time
 from pathlib import Path
 
 import torch
+from torch import nn
 
-from worker.bench.engine import MODELS, _ribbon_prefill, _stage, make_mix
-from worker.engine.fp8 import quantize_layers
+from worker.bench.engine import MODELS, _prefix, _ribbon_prefill, _stage, make_mix
+from worker.bench.engine_profile import profile
+from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
+from worker.engine.merge import Merged
+
+# name -> the attributes every Fp8Gemm gets and every Fp8Mlp's kernel (fp8.py); "fp8" is the plain path:
+# cuBLAS's fp32 promotion, bias added after the GEMM, activations divided in fp32, inductor's fusion of the
+# MLP's SiLU-multiply with the quantization of down_proj's input
+_FAST = {"fast_accum": True, "bias_in_gemm": True, "quant": "fp32"}
+VARIANTS = {
+    "fp8": {"fast_accum": False, "bias_in_gemm": False, "quant": "fp32", "mlp_kernel": "none"},
+    "fp8+fast_accum": {"fast_accum": True, "bias_in_gemm": False, "quant": "fp32", "mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm": _FAST | {"mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm+native_quant": _FAST | {"quant": "native", "mlp_kernel": "none"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_two_pass": _FAST | {"mlp_kernel": "two_pass"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass": _FAST | {"mlp_kernel": "one_pass"},
+}
 
 
-def _logits(eng, docs, chunk: int):
+def _apply(gemms, mlps, variant: dict) -> None:
+    for g in gemms:
+        for k, v in variant.items():
+            if k != "mlp_kernel":
+                setattr(g, k, v)
+    for m in mlps:
+        m.kernel = variant["mlp_kernel"]
+
+
+def _logits(eng, docs):
     out = []
     for i in range(0, len(docs), 64):
         out.append(eng.prefill_last_logits(_stage(eng, docs, list(range(i, min(i + 64, len(docs)))))))
@@ -37,61 +73,208 @@ def _greedy(eng, docs):
     return [o.token_ids for o in eng.generate(_stage(eng, docs, list(range(len(docs)))))]
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="7b", choices=["7b", "0.5b"])
-    ap.add_argument("--chunk", type=int, default=65_536, help="prefill tokens per bin / forward")
-    ap.add_argument("--gen-docs", type=int, default=32)
-    ap.add_argument("--gen-tokens", type=int, default=64)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-
-    dev = torch.device("cuda")
-    model = random_model(MODELS[a.model], dev, torch.bfloat16)
-    eng = engine_for_model(model, None, name=f"qwen2.5-{a.model}-random", max_new_tokens=a.gen_tokens,
-                           chunk_tokens=a.chunk)
-    eng.eos_ids = ()  # random weights: every document runs gen_tokens
-    docs = make_mix("stress", model.config.vocab_size)
-    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "model": f"qwen2.5-{a.model} (random weights)",
-           "mix": "stress (400 documents: 60-175 and 2,420-2,660 tokens alternating)", "tokens": sum(map(len, docs)),
-           "chunk_tokens": a.chunk, "compiled_layers": eng.compiled, "merged": eng.merged,
-           "prefill_kernel": eng.prefill_kernel}
-    out = Path(a.out) / f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json"
-
-    def save():
-        out.write_text(json.dumps(res, indent=1))
-
-    runs = {}
-    for name in ("bf16", "fp8"):
-        if name == "fp8":
-            t0 = time.perf_counter()
-            res["fp8_gemms"] = quantize_layers(eng.base, dev)
-            eng.free()  # decode graphs are recaptured around the new modules
-            res["fp8_quantize_s"] = time.perf_counter() - t0
-        best = _ribbon_prefill(eng, model, docs, a.chunk)  # after its own warm-up bin
-        logits = _logits(eng, docs, a.chunk)
-        gen = _greedy(eng, docs[: a.gen_docs])
-        runs[name] = (logits, gen)
-        res[name] = best
-        print(f"{name}: prefill {best['tokens_per_s']:,.0f} tok/s ({best['wall_s']:.2f} s, {best['bins']} bins)",
-              file=sys.stderr)
-        save()
-    (lb, gb), (lf, gf) = runs["bf16"], runs["fp8"]
-    diff = (lb - lf).abs()
+def _agreement(gb, gf) -> dict:
     agree = total = same = 0
     for x, y in zip(gb, gf):
         n = 0
         while n < min(len(x), len(y)) and x[n] == y[n]:
             n += 1
         agree, total, same = agree + n, total + max(len(x), len(y), 1), same + (x == y)
-    res["accuracy"] = {"mean_abs_logit_diff": diff.mean().item(), "mean_abs_logit_bf16": lb.abs().mean().item(),
-                       "relative": (diff.mean() / lb.abs().mean()).item(), "max_abs_logit_diff": diff.max().item(),
-                       "top1_agreement_last_position": (lb.argmax(-1) == lf.argmax(-1)).float().mean().item(),
-                       "greedy_token_agreement": agree / total, "greedy_identical_docs": f"{same}/{len(gb)}",
-                       "greedy_docs": len(gb), "greedy_tokens": a.gen_tokens}
-    res["speedup"] = res["fp8"]["tokens_per_s"] / res["bf16"]["tokens_per_s"]
+    return {"greedy_token_agreement": agree / total, "greedy_identical_docs": f"{same}/{len(gb)}"}
+
+
+def _accuracy(lb: torch.Tensor, lf: torch.Tensor, base: torch.Tensor | None) -> dict:
+    diff = (lb - lf).abs()
+    out = {"mean_abs_logit_diff": diff.mean().item(), "mean_abs_logit_bf16": lb.abs().mean().item(),
+           "relative": (diff.mean() / lb.abs().mean()).item(), "max_abs_logit_diff": diff.max().item(),
+           "top1_agreement_last_position": (lb.argmax(-1) == lf.argmax(-1)).float().mean().item()}
+    if base is not None:  # against the variant without fast accumulation: its own share of the difference
+        out["mean_abs_logit_diff_vs_fp8"] = (base - lf).abs().mean().item()
+    return out
+
+
+def _time_ms(fn, reps: int = 10) -> float:
+    for _ in range(3):
+        fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for a, b in ev:
+        a.record()
+        fn()
+        b.record()
+    torch.cuda.synchronize()
+    return sorted(a.elapsed_time(b) for a, b in ev)[reps // 2]
+
+
+def gemm_bench(layer: nn.Module, m: int) -> dict:
+    """Each GEMM of one decoder layer (merged ones as one) at m rows; random activations of unit scale."""
+    g = torch.Generator(device="cuda").manual_seed(0)
+    out = {name: _one_gemm(mod.weight.detach(), m, g) for name, mod in layer.named_modules()
+           if isinstance(mod, (nn.Linear, Merged))}
+    torch.cuda.empty_cache()
+    return out
+
+
+def _one_gemm(w: torch.Tensor, m: int, g: torch.Generator) -> dict:
+    n, k = w.shape  # [N, K]
+    x = torch.randn(m, k, device="cuda", dtype=w.dtype, generator=g)  # [M, K]
+    a, sa = quantize_rows(x)  # [M, K], [M, 1]
+    wq, sw = quantize_rows(w)  # [N, K], [N, 1]
+    sw_row = sw.t().contiguous()  # [1, N]
+    ta = (x.abs().amax().float() / FP8_MAX).reshape(())
+    tw = (w.abs().amax().float() / FP8_MAX).reshape(())
+    at, wt = (x.float() / ta).to(FP8), (w.float() / tw).to(FP8)
+    rows = {"bf16": lambda: nn.functional.linear(x, w),
+            "fp8_rowwise": lambda: torch._scaled_mm(a, wq.t(), scale_a=sa, scale_b=sw_row, out_dtype=w.dtype),
+            "fp8_rowwise_fast_accum": lambda: torch._scaled_mm(a, wq.t(), scale_a=sa, scale_b=sw_row,
+                                                               out_dtype=w.dtype, use_fast_accum=True),
+            "fp8_tensorwise_fast_accum": lambda: torch._scaled_mm(at, wt.t(), scale_a=ta, scale_b=tw,
+                                                                  out_dtype=w.dtype, use_fast_accum=True)}
+    flop = 2.0 * m * n * k
+    res = {"n": n, "k": k, "m": m}
+    for key, fn in rows.items():
+        res[f"{key}_tflops"] = flop / (_time_ms(fn) * 1e-3) / 1e12
+    s = slice(0, min(m, 2_048))  # errors on the first rows: fp32 references of [rows, N]
+    exact = (a[s].float() @ wq.float().t()) * sa[s] * sw_row  # the quantized operands, fp32 math
+    full = x[s].float() @ w.float().t()
+    for key in ("fp8_rowwise", "fp8_rowwise_fast_accum"):
+        y = rows[key]()[s].float()
+        res[f"{key}_err_vs_exact_fp8"] = ((y - exact).norm() / exact.norm()).item()
+        res[f"{key}_err_vs_bf16_operands"] = ((y - full).norm() / full.norm()).item()
+    return res
+
+
+def _kinds(prof: dict, tokens: int) -> dict:
+    """CUDA time per token by kind of kernel, from profile()'s top kernels (the rest: other)."""
+    us = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0}
+    for k in prof["top"]:
+        name = k["name"]
+        if "prefill_kernel" in name or "flash" in name or "attn" in name:
+            kind = "attention"
+        elif "nvjet" in name or "gemm" in name.lower() or "xmma" in name or "cutlass" in name:
+            kind = "gemm"
+        elif name.startswith("triton_") or "silu_mul_quant" in name:  # inductor's fusions, fp8_kernel.py
+            kind = "elementwise"
+        else:
+            continue
+        us[kind] += k["us"]
+    us["other"] = prof["kernel_us_total"] - sum(us.values())
+    return {f"{k}_us_per_token": v / tokens for k, v in us.items()} | {
+        "kernel_us_per_token": prof["kernel_us_total"] / tokens, "wall_s": prof["wall_s"],
+        "top": prof["top"][:12]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="7b", choices=["7b", "0.5b"])
+    ap.add_argument("--chunk", type=int, default=65_536, help="prefill tokens per bin / forward")
+    ap.add_argument("--big-chunk", type=int, default=131_072, help="the fastest variant and bf16 again at this "
+                                                                   "bin size (0: not)")
+    ap.add_argument("--variants", default="all", help="comma-separated names of VARIANTS, 'default' (the code's "
+                                                      "default variant only) or 'all'")
+    ap.add_argument("--acc-docs", type=int, default=128)
+    ap.add_argument("--gen-docs", type=int, default=32)
+    ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--no-gemms", action="store_true", help="skip the GEMMs-alone table")
+    ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: a smoke run of this script's logic
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+
+    dev = torch.device(a.device)
+    model = random_model(MODELS[a.model], dev, torch.bfloat16)
+    eng = engine_for_model(model, None, name=f"qwen2.5-{a.model}-random", max_new_tokens=a.gen_tokens,
+                           chunk_tokens=a.chunk)
+    eng.eos_ids = ()  # random weights: every document runs gen_tokens
+    docs = make_mix("stress", model.config.vocab_size)
+    acc_docs, one_bin = docs[: a.acc_docs], _prefix(docs, a.chunk, 0)
+    bin_tokens = sum(len(docs[i]) for i in one_bin)
+    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "model": f"qwen2.5-{a.model} (random weights)",
+           "mix": "stress (400 documents: 60-175 and 2,420-2,660 tokens alternating)", "tokens": sum(map(len, docs)),
+           "chunk_tokens": a.chunk, "compiled_layers": eng.compiled, "merged": eng.merged,
+           "prefill_kernel": eng.prefill_kernel, "variants": VARIANTS, "prefill": {}, "accuracy": {}, "errors": {},
+           "accuracy_docs": len(acc_docs), "greedy_docs": a.gen_docs, "greedy_tokens": a.gen_tokens,
+           "greedy_note": "random weights: logits without a dominant token, so top-1 and greedy agreement are "
+                          "near chance for any perturbation; real weights: fp8_accuracy_cpu.json",
+           "command": "python bench/fp8_prefill.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+    out = Path(a.out) / f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json"
+
+    def save():
+        out.write_text(json.dumps(res, indent=1))
+
+    def prefill(name: str, chunk: int) -> None:
+        try:
+            best = _ribbon_prefill(eng, model, docs, chunk)  # after its own warm-up bin
+        except Exception as e:  # noqa: BLE001 one variant failing must not lose the others' figures
+            res["errors"][f"{name}@{chunk}"] = repr(e)[:500]
+            print(f"{name} @ {chunk}: {e!r}", file=sys.stderr)
+            save()
+            return
+        res["prefill"][f"{name}@{chunk}"] = best | {"variant": name, "chunk_tokens": chunk}
+        print(f"{name} @ {chunk}: prefill {best['tokens_per_s']:,.0f} tok/s ({best['wall_s']:.2f} s, "
+              f"{best['bins']} bins)", file=sys.stderr)
+        save()
+
+    def guarded(tag: str, fn) -> None:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 a side measurement failing must not lose the prefill figures
+            res["errors"][tag] = repr(e)[:500]
+            print(f"{tag}: {e!r}", file=sys.stderr)
+        save()
+
+    def prof(tag: str) -> None:
+        p = profile(lambda: eng.prefill_last_logits(_stage(eng, docs, one_bin)), Path(a.out) / f"fp8_profile_{tag}.txt")
+        res.setdefault("profile_one_bin", {"tokens": bin_tokens})[tag] = _kinds(p, bin_tokens)
+
+    def gemms() -> None:
+        t0 = time.perf_counter()
+        res["gemms"] = gemm_bench(eng.base.layers[0], a.chunk)
+        res["gemms_s"] = time.perf_counter() - t0
+
+    if not a.no_gemms:
+        guarded("gemms", gemms)
+
+    prefill("bf16", a.chunk)
+    lb = _logits(eng, acc_docs)
+    gb = _greedy(eng, docs[: a.gen_docs])
+    guarded("profile bf16", lambda: prof("bf16"))
+    if a.big_chunk:
+        prefill("bf16", a.big_chunk)
+
+    t0 = time.perf_counter()
+    res["fp8_gemms"] = quantize_layers(eng.base, dev)
+    eng.free()  # decode graphs are recaptured around the new modules
+    res["fp8_quantize_s"] = time.perf_counter() - t0
+    modules, mlps = fp8_gemms(eng.base), fp8_mlps(eng.base)
+    res["fp8_mlps"] = len(mlps)
+    default = {k: getattr(modules[0], k) for k in VARIANTS["fp8"] if k != "mlp_kernel"}
+    default["mlp_kernel"] = mlps[0].kernel if mlps else "none"
+    res["default_variant"] = next((n for n, v in VARIANTS.items() if v == default), json.dumps(default))
+    names = list(VARIANTS) if a.variants == "all" else (
+        [res["default_variant"]] if a.variants == "default" else a.variants.split(","))
+    base_logits = None
+    for name in names:
+        _apply(modules, mlps, VARIANTS[name])
+        prefill(name, a.chunk)
+        if f"{name}@{a.chunk}" not in res["prefill"]:
+            continue
+        lf = _logits(eng, acc_docs)
+        if name == "fp8":
+            base_logits = lf
+        res["accuracy"][name] = _accuracy(lb, lf, base_logits if name != "fp8" else None)
+        if name == res["default_variant"]:
+            res["accuracy"][name] |= _agreement(gb, _greedy(eng, docs[: a.gen_docs]))
+        guarded(f"profile {name}", lambda n=name: prof(n))
+    fp8_runs = {k: v for k, v in res["prefill"].items() if v["variant"] != "bf16"}
+    if fp8_runs and a.big_chunk:
+        best = max(fp8_runs.values(), key=lambda r: r["tokens_per_s"])["variant"]
+        _apply(modules, mlps, VARIANTS[best])
+        prefill(best, a.big_chunk)
+    bf16 = res["prefill"].get(f"bf16@{a.chunk}", {}).get("tokens_per_s")
+    res["summary"] = {k: {"tokens_per_s": v["tokens_per_s"], "speedup_vs_bf16": v["tokens_per_s"] / bf16 if bf16 else None}
+                      for k, v in res["prefill"].items()}
     save()
-    print(json.dumps({k: res[k] for k in ("accuracy", "speedup")}), file=sys.stderr)
+    print(json.dumps({"summary": res["summary"], "accuracy": res["accuracy"], "default": res["default_variant"]},
+                     indent=1), file=sys.stderr)
     return 0
 
 

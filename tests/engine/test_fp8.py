@@ -7,7 +7,7 @@ import pytest
 import torch
 from engine_helpers import _docs, _stage
 
-from worker.engine.fp8 import Fp8Gemm, quantize_rows
+from worker.engine.fp8 import Fp8Gemm, Fp8Mlp, fp8_gemms, fp8_mlps, quantize_rows, silu_mul_quant
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.config.settings import ModelSettings
@@ -19,6 +19,17 @@ def test_row_quantization_round_trips_within_e4m3_precision():
     assert q.dtype == torch.float8_e4m3fn and scale.shape == (64, 1)
     back = q.float() * scale
     assert ((back - x).abs() / x.abs().amax(dim=1, keepdim=True)).max() < 2**-4  # 3 mantissa bits, per-row scale
+
+
+def test_native_row_quantization_matches_the_fp32_one_to_within_a_bf16_rounding():
+    x = (torch.randn(64, 256, generator=torch.Generator().manual_seed(4)) * torch.logspace(-3, 3, 64)[:, None]).bfloat16()
+    q, scale = quantize_rows(x)
+    qn, scale_n = quantize_rows(x, "native")
+    assert qn.dtype == torch.float8_e4m3fn and scale_n.dtype == torch.float32 and scale_n.shape == (64, 1)
+    assert ((scale_n - scale).abs() / scale).max() < 2**-8  # the reciprocal rounded to bf16
+    err = ((qn.float() * scale_n - x.float()).abs() / x.float().abs().amax(dim=1, keepdim=True)).max()
+    assert err < 2**-4
+    assert (qn.float() != q.float()).float().mean() < 0.1  # a double rounding changes few codes
 
 
 def test_fp8_gemm_is_close_to_the_full_precision_one_and_small_calls_keep_full_precision():
@@ -44,8 +55,33 @@ def test_an_fp8_engine_prefills_close_to_the_full_precision_engine(tmp_path):
     # (bf16-rounded weights give ~2%); the H200 benchmark reports the figure for a 7B architecture
     assert 0 < diff < 0.4
     assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.5
-    off = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=10**6)
+    off = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8", fp8_fast_accum=False),
+                      fp8_min_rows=10**6)
     assert torch.equal(off.prefill_last_logits(_stage(off, docs)), a)  # below min_rows: the full-precision path
+    assert {g.fast_accum for g in fp8_gemms(fp8.base)} == {True}  # model.fp8_fast_accum reaches every GEMM
+    assert len(fp8_gemms(off.base)) == len(fp8_gemms(fp8.base)) > 0
+    assert {g.fast_accum for g in fp8_gemms(off.base)} == {False}
+
+
+def test_the_fused_mlp_matches_the_models_own_mlp_and_traces_with_dynamic_rows(tmp_path):
+    path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
+    docs = _docs(12, 20, 60, 500, seed=3)
+    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
+    mlps = fp8_mlps(eng.base)
+    assert len(mlps) == len(eng.base.layers) and all(isinstance(layer.mlp, Fp8Mlp) for layer in eng.base.layers)
+    assert {m.kernel for m in mlps} == {"one_pass"}
+    fused = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]: silu_mul_quant (torch math off CUDA)
+    for m in mlps:
+        m.kernel = "none"
+    inner = eng.prefill_last_logits(_stage(eng, docs))  # the model's MLP: the same quantization of the same h
+    torch.testing.assert_close(fused, inner, rtol=1e-4, atol=1e-4)
+    for m in mlps:
+        m.kernel = "one_pass"
+    x = torch.randn(3, 100, eng.base.config.hidden_size)
+    mlp = eng.base.layers[0].mlp
+    traced = torch.compile(mlp, backend="aot_eager", dynamic=True, fullgraph=True)  # the op's fake shapes
+    torch.testing.assert_close(traced(x), mlp(x))
+    torch.testing.assert_close(traced(x[:, :70]), mlp(x[:, :70]))
 
 
 def test_fp8_is_a_settings_error_on_a_gpu_without_fp8(monkeypatch):
@@ -58,16 +94,44 @@ def test_fp8_is_a_settings_error_on_a_gpu_without_fp8(monkeypatch):
         fp8.check_fp8(torch.device("cuda"))
 
 
+def rel(y: torch.Tensor, r: torch.Tensor) -> float:
+    return ((y - r).norm() / r.norm()).item()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
-def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu():
+@pytest.mark.parametrize("fast_accum", [False, True])
+@pytest.mark.parametrize("quant", ["fp32", "native"])
+def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu(fast_accum, quant):
     g = torch.Generator(device="cuda").manual_seed(2)
-    w = torch.randn(512, 256, device="cuda", generator=g).to(torch.bfloat16)
-    x = torch.randn(2048, 256, device="cuda", generator=g).to(torch.bfloat16)
-    gemm = Fp8Gemm(w, None, min_rows=1024)
-    got = gemm(x).float()  # torch._scaled_mm, row-wise scales
-    a, s = quantize_rows(x)
-    want = (a.float() @ gemm.w_fp8.float().t()) * s * gemm.w_scale
-    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)  # bf16 output rounding
-    ref = x.float() @ w.float().t()
-    assert ((got - ref).norm() / ref.norm()).item() < 0.05
+    w = torch.randn(512, 2048, device="cuda", generator=g).to(torch.bfloat16)
+    b = torch.randn(512, device="cuda", generator=g).to(torch.bfloat16)
+    x = torch.randn(2048, 2048, device="cuda", generator=g).to(torch.bfloat16)
+    gemm = Fp8Gemm(w, b, min_rows=1024, fast_accum=fast_accum)
+    gemm.quant = quant
+    got = gemm(x).float()  # torch._scaled_mm, row-wise scales, the bias in its epilogue
+    a, s = quantize_rows(x, quant)
+    want = (a.float() @ gemm.w_fp8.float().t()) * s * gemm.w_scale + b.float()
+    # the fp32-promoting GEMM differs from exact fp32 math by the bf16 output rounding (~2**-9); fast
+    # accumulation keeps fewer bits in the tensor cores' adds (errors up to ~2% are reported for long K)
+    assert rel(got, want) < (2e-2 if fast_accum else 4e-3)
+    gemm.bias_in_gemm = False
+    assert rel(gemm(x).float(), got) < 4e-3  # the bias added after the GEMM: the same up to a rounding
+    assert rel(got, x.float() @ w.float().t() + b.float()) < 0.05  # FP8 against the bf16 operands
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.parametrize("one_pass", [False, True])
+def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(one_pass):
+    g = torch.Generator(device="cuda").manual_seed(3)
+    gu = (torch.randn(3000, 2 * 18_944, device="cuda", generator=g) * 4).to(torch.bfloat16)
+    gu[7] = 0  # a row of zeros: scale at its floor, codes 0
+    q, s = silu_mul_quant(gu, one_pass)  # the Triton kernel
+    rq, rs = silu_mul_quant(gu.cpu(), one_pass)  # torch on the CPU
+    rq, rs = rq.cuda(), rs.cuda()
+    assert q.dtype == torch.float8_e4m3fn and q.shape == (3000, 18_944) and s.shape == (3000, 1)
+    assert ((s - rs).abs() / rs).max().item() < 2**-7  # at most a bf16 rounding of the row's largest |h|
+    assert (q.float() != rq.float()).float().mean().item() < 0.02  # a code differs only at a rounding tie
+    assert rel(q.float() * s, rq.float() * rs) < 1e-2
+    assert torch.equal(q[7].float(), torch.zeros(18_944, device="cuda"))

@@ -87,6 +87,11 @@ class ModelSettings(_Group):
                             "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
                             "(docs/engine.md: speed and accuracy)",
     )
+    fp8_fast_accum: bool = Field(
+        True, description="fp8: the prefill GEMMs accumulate in the FP8 tensor cores' own precision instead of "
+                          "promoting to fp32 every few steps (torch._scaled_mm use_fast_accum); faster, with a "
+                          "small extra error (docs/engine.md: both measured)",
+    )
     batching: Literal["continuous", "bin"] = Field(
         "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
                            "the decode batch as they finish and the next documents' prefill takes their seats "

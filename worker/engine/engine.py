@@ -82,6 +82,7 @@ class EngineOptions:
     stop_lengths: tuple[int, ...] = ()
     quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
     fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
+    fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; model.fp8_fast_accum)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
 
@@ -114,7 +115,7 @@ class Engine:
             merge_projections(self.base)
         self.quantization = options.quantization
         if options.quantization == "fp8":  # before compile: the compiled layers fuse the activation quantization
-            quantize_layers(self.base, self.device, options.fp8_min_rows)
+            quantize_layers(self.base, self.device, options.fp8_min_rows, options.fp8_fast_accum)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)

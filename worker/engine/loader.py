@@ -90,6 +90,7 @@ def options_from(settings) -> EngineOptions:
         compile=getattr(settings, "compile", "auto"),
         batching=getattr(settings, "batching", "bin"),
         quantization=getattr(settings, "quantization", "none"),
+        fp8_fast_accum=getattr(settings, "fp8_fast_accum", True),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 131_072),
         refill_fraction=getattr(settings, "refill_fraction", 0.25),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
