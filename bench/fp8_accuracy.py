@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from worker.bench.e2e import model_texts
+from worker.bench.engine import greedy_agreement
 from worker.config.settings import ModelSettings, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine
@@ -53,12 +54,6 @@ def main(argv=None) -> int:
     lb = fp8.prefill_last_logits(fp8.stage(ribbon, cu_t, mx))
     ga = [o.token_ids for o in full.generate(full.stage(ribbon, cu_t, mx))]
     gb = [o.token_ids for o in fp8.generate(fp8.stage(ribbon, cu_t, mx))]
-    agree = total = same = 0
-    for x, y in zip(ga, gb):
-        n = 0
-        while n < min(len(x), len(y)) and x[n] == y[n]:
-            n += 1
-        agree, total, same = agree + n, total + max(len(x), len(y), 1), same + (x == y)
     diff = (la - lb).abs()
     out = {"model": "SmolLM2-135M-Instruct (GGUF Q4_1 dequantized; fp32 reference on the CPU)",
            "fp8": "emulated e4m3 GEMMs, per-channel weight and per-token activation scales, prefill only",
@@ -66,7 +61,7 @@ def main(argv=None) -> int:
            "mean_abs_logit_diff": diff.mean().item(), "mean_abs_logit": la.abs().mean().item(),
            "relative": (diff.mean() / la.abs().mean()).item(),
            "top1_agreement_last_position": (la.argmax(-1) == lb.argmax(-1)).float().mean().item(),
-           "greedy_token_agreement": agree / total, "greedy_identical_docs": f"{same}/{len(ga)}",
+           **greedy_agreement(ga, gb),
            "seconds": time.perf_counter() - t0, "command": "python bench/fp8_accuracy.py " + " ".join(argv or sys.argv[1:])}
     Path(a.out).write_text(json.dumps(out, indent=1))
     print(json.dumps(out))

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from worker.bench.engine import MODELS, _prefix, _ribbon_prefill, _stage, make_mix
+from worker.bench.engine import MODELS, _prefix, _ribbon_prefill, _stage, greedy_agreement, make_mix
 from worker.bench.engine_profile import profile
 from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
@@ -71,16 +71,6 @@ def _logits(eng, docs):
 
 def _greedy(eng, docs):
     return [o.token_ids for o in eng.generate(_stage(eng, docs, list(range(len(docs)))))]
-
-
-def _agreement(gb, gf) -> dict:
-    agree = total = same = 0
-    for x, y in zip(gb, gf):
-        n = 0
-        while n < min(len(x), len(y)) and x[n] == y[n]:
-            n += 1
-        agree, total, same = agree + n, total + max(len(x), len(y), 1), same + (x == y)
-    return {"greedy_token_agreement": agree / total, "greedy_identical_docs": f"{same}/{len(gb)}"}
 
 
 def _accuracy(lb: torch.Tensor, lf: torch.Tensor, base: torch.Tensor | None) -> dict:
@@ -262,7 +252,7 @@ def main(argv=None) -> int:
             base_logits = lf
         res["accuracy"][name] = _accuracy(lb, lf, base_logits if name != "fp8" else None)
         if name == res["default_variant"]:
-            res["accuracy"][name] |= _agreement(gb, _greedy(eng, docs[: a.gen_docs]))
+            res["accuracy"][name] |= greedy_agreement(gb, _greedy(eng, docs[: a.gen_docs]))
         guarded(f"profile {name}", lambda n=name: prof(n))
     fp8_runs = {k: v for k, v in res["prefill"].items() if v["variant"] != "bf16"}
     if fp8_runs and a.big_chunk:

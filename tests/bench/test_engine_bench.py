@@ -28,3 +28,11 @@ def test_bench_bins_come_from_the_product_packer(budget, reserve, n):
     assert sorted(seen) == list(range(n))
     total = sum(len(d) + reserve for d in docs)
     assert len(weights) <= -(-total // budget) + 2  # close to the fewest bins the weights allow
+
+
+def test_greedy_agreement_counts_tokens_up_to_the_first_difference():
+    from worker.bench.engine import greedy_agreement
+
+    out = greedy_agreement([[1, 2, 3, 4], [5, 6], []], [[1, 2, 9, 4], [5, 6], []])
+    # doc 1: 2 of 4 agree before the first difference; doc 2: 2 of 2; the empty pair counts 0 of 1
+    assert out == {"greedy_token_agreement": 4 / 7, "greedy_identical_docs": "2/3"}

@@ -352,3 +352,15 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def greedy_agreement(ref: list[list[int]], other: list[list[int]]) -> dict:
+    """Greedy outputs of two engines over the same documents: the share of tokens agreeing up to each
+    document's first difference, and how many documents are identical."""
+    agree = total = same = 0
+    for x, y in zip(ref, other):
+        n = 0
+        while n < min(len(x), len(y)) and x[n] == y[n]:
+            n += 1
+        agree, total, same = agree + n, total + max(len(x), len(y), 1), same + (x == y)
+    return {"greedy_token_agreement": agree / total, "greedy_identical_docs": f"{same}/{len(ref)}"}
