@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.bench.engine import make_mix, product_bins
+from worker.bench.engine import greedy_agreement, make_mix, product_bins
 
 
 @pytest.mark.parametrize("budget,reserve,n", [(32_768, 0, 400), (16_384, 128, 60)])
@@ -31,8 +31,6 @@ def test_bench_bins_come_from_the_product_packer(budget, reserve, n):
 
 
 def test_greedy_agreement_counts_tokens_up_to_the_first_difference():
-    from worker.bench.engine import greedy_agreement
-
     out = greedy_agreement([[1, 2, 3, 4], [5, 6], []], [[1, 2, 9, 4], [5, 6], []])
     # doc 1: 2 of 4 agree before the first difference; doc 2: 2 of 2; the empty pair counts 0 of 1
     assert out == {"greedy_token_agreement": 4 / 7, "greedy_identical_docs": "2/3"}
