@@ -5,7 +5,7 @@
 # e2e: the 0.5B architecture (random weights) on 3,000 `short` documents with max_new_tokens 128, each
 # document stopping after a length drawn from bench/results/stop_lengths_cpu.json (SmolLM2's measured
 # output lengths), once bin at a time and once with continuous batching (which also times the engine
-# alone both ways over the same bins, and runs a steady 90% load). fp8: bench/fp8_prefill.py on the 7B
+# alone both ways over the same bins, and runs a steady 90% load; RUNS engine-only and end-to-end pairs, default 3). fp8: bench/fp8_prefill.py on the 7B
 # stress mix (every variant; FP8_ARGS adds arguments, e.g. "--variants default --no-gemms").
 # sweep: bench/continuous_sweep.py, the engine alone over the same bins, bin at a time and each continuous
 # setting in SETTINGS (prefill_step_tokens:refill_fraction:lag[:check_every],...), bin at a time at each
@@ -30,8 +30,8 @@ for stage in "$@"; do
              | grep -v '^%' | grep -v 'Writing model' | tee $OUT/continuous-sweep_h200.txt | tail -20 ;;
     e2e) for mode in ${MODES:-bin continuous}; do
            extra=""; [ $mode = continuous ] && extra="--steady ${STEADY-0.9} --steady-seconds ${STEADY_S:-30}"
-           timeout ${E2E_TIMEOUT:-200} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
-             --documents ${DOCS:-3000} --max-new-tokens 128 --runs 1 --token-budget ${TOKEN_BUDGET:-524288} \
+           timeout ${E2E_TIMEOUT:-320} python3 -m worker bench e2e --arch-config config/models/qwen2.5-0.5b.json \
+             --documents ${DOCS:-3000} --max-new-tokens 128 --runs ${RUNS:-3} --token-budget ${TOKEN_BUDGET:-524288} \
              --batching $mode --stop-lengths $LENGTHS ${PREFILL:+--prefill-step-tokens $PREFILL} \
              ${REFILL:+--refill-fraction $REFILL} $extra \
              --out $OUT/e2e-${mode}${SUFFIX:-}_h200.json 2>&1 \

@@ -6,7 +6,8 @@ Side by side in one process, on the same documents, the same engine instance
   end to end:  the documents on the embedded broker's input topic; the full worker (consume,
                decode, validate, tokenize, pack, generate, produce + commit in transactions)
                until every summary is readable (read_committed) on the output topic.
-The worker's own cost is 1 - e2e/engine. Group-join time is reported apart (it is start-up,
+The worker's own cost is 1 - e2e/engine, per pair (each end-to-end run follows an engine-only run
+of its own; `--runs` pairs, the median reported). Group-join time is reported apart (it is start-up,
 not throughput): "steady" figures run from the first assignment.
 """
 
@@ -332,11 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     tok_s = time.perf_counter() - t0
     seeds = list(range(len(prompts)))
-    only = engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous")
+    # Each end-to-end run follows an engine-only run of its own: the overhead is a pair's ratio, so a
+    # slow or fast stretch of the device (run to run the engine alone varies by a few %) is in both.
+    onlys, runs = [], []
+    for _ in range(max(1, a.runs)):
+        onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous"))
+        runs.append(end_to_end(settings, parts, docs, a.timeout))
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
     only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
                  if a.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
-    runs = [end_to_end(settings, parts, docs, a.timeout) for _ in range(max(1, a.runs))]
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
     steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
@@ -345,7 +350,9 @@ def main(argv: list[str] | None = None) -> int:
 
     device = (getattr(eng, "device_name", None) or torch.cuda.get_device_name()) if eng.device.type == "cuda" \
         else platform.processor() or "cpu"
-    overheads = [100.0 * (1.0 - r["docs_per_s"] / only["docs_per_s"]) for r in runs]
+    overheads = [100.0 * (1.0 - r["docs_per_s"] / o["docs_per_s"]) for r, o in zip(runs, onlys)]
+    mid = int(np.argsort(overheads)[len(runs) // 2])  # the median pair
+    only = onlys[mid]
     result = {
         "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
         "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
@@ -355,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
         "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
         "refill_fraction": settings.model.refill_fraction,
-        "engine_only": only, "engine_only_bin_at_a_time": only_bins, "end_to_end": runs[int(np.argsort(overheads)[len(runs) // 2])], "runs": runs,
+        "engine_only": only, "engine_only_runs": onlys, "engine_only_bin_at_a_time": only_bins,
+        "end_to_end": runs[mid], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
         "steady_load": steady, "capacity_docs_per_s": capacity,
@@ -367,12 +375,14 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
     also = (("engine, bins", only_bins),) if only_bins else ()
-    for name, r in (("engine only", only), *also, *((f"end to end {i + 1}", r) for i, r in enumerate(runs))):
+    pairs = [(f"{name} {i + 1}", r) for i, (o, e) in enumerate(zip(onlys, runs))
+             for name, r in (("engine only", o), ("end to end", e))]
+    for name, r in (*pairs, *also):
         print(f"{name:14}{r['docs_per_s']:10.1f}{r['input_tokens_per_s']:12.0f}{r['output_tokens_per_s']:12.0f}"
               f"{r.get('steady_s', r['wall_s']):9.2f}")
     for i, r in enumerate(runs):
         pub = r["publication"]
-        print(f"run {i + 1}: {r['bins']} bins (engine only: {only['bins']}); the model ran "
+        print(f"run {i + 1}: {r['bins']} bins (engine only: {onlys[i]['bins']}); the model ran "
               f"{100 * r['gpu_busy_fraction']:.0f}% of the steady time; at 80% of the model's work "
               f"{100 * pub.get('published', 0):.1f}% published ({100 * pub.get('model_finished', 0):.1f}% finished "
               f"by the model; {100 * pub['crossing_bin']['published']:.1f}% {pub['crossing_bin']['after_s']:.2f} s "
@@ -386,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                for k, v in r["overhead_s"].items()))
     for label, r in steady.items():
         report(r, f"steady {label} of capacity")
-    print(f"worker overhead (median of {len(runs)}): {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
+    print(f"worker overhead (median of {len(runs)} pairs): {result['worker_overhead_pct']:.1f}% of engine-only docs/s "
           f"(group join excluded); tokenize {result['tokenize_docs_per_s']:.0f} docs/s; wrote {out}")
     ok = all(r["summaries"] == len(docs) for r in runs) and all(r["summaries"] == r["documents"]
                                                                  for r in steady.values())

@@ -8,13 +8,18 @@ mode, the English rendering. Runs on the ingest thread or in a worker process of
 worker/pipeline/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
 pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
 for the dead-letter topic); the others go on.
+
+In a pool process given the model's tokenizer (`use_tokenizer`: a copy of its Rust backend), each
+document with a digest prompt also gets the token counts of the compaction gate (`raw_tokens`,
+`prompt_tokens`: the raw text and the digest prompt, counted as the planner's `count` does, specials
+split as text), so the ingest thread does not tokenize the raw document to decide.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from worker.digest.compact import compact
 from worker.digest.document import analyze_document
@@ -39,6 +44,8 @@ class Prepared:
     summary: str | None           # digest mode: the digest in English
     seconds: float                # CPU seconds of this document's pass
     error: str | None = None      # the pass failed: why (the document goes to the dead-letter topic)
+    raw_tokens: int | None = None     # the gate's counts, when the pool counted them (see use_tokenizer):
+    prompt_tokens: int | None = None  # tokens of the raw text and of `prompt`; None: not counted here
 
 
 def highlights(a, k: int) -> list[str]:
@@ -68,13 +75,42 @@ def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) 
     return Prepared(a.digest, hl, prompt, summary, time.thread_time() - t0)
 
 
+_tokenizer = None  # this process's copy of the model's tokenizer backend (tokenizers.Tokenizer), if given
+_max_bytes: int | None = None  # a longer raw text is left to the planner's count (by slices, never whole)
+
+
+def use_tokenizer(backend, max_bytes: int | None = None) -> None:
+    """Count the gate's tokens in this process from now on (a pool process's initializer calls it) with
+    `backend`, a `tokenizers.Tokenizer` (the model tokenizer's `backend_tokenizer`); None: do not count.
+    Special tokens in a text count as text, as the planner's `count` (split_special_tokens) does. A raw
+    text over `max_bytes` (pipeline.max_document_bytes) is not counted here."""
+    global _tokenizer, _max_bytes
+    if backend is not None:
+        backend.encode_special_tokens = True
+    _tokenizer, _max_bytes = backend, max_bytes
+
+
+def _fits(text: str) -> bool:
+    return _max_bytes is None or (len(text) if text.isascii() else len(text.encode())) <= _max_bytes
+
+
 def prepare_many(texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
                  o: PrepareOptions) -> list[Prepared]:
-    """prepare() of each document; one that raises gets `error` (routed to the dead-letter topic by ingest)."""
+    """prepare() of each document; one that raises gets `error` (routed to the dead-letter topic by ingest).
+    With a tokenizer (use_tokenizer), the documents with a digest prompt get the gate's counts, in one batch."""
     out = []
     for text, source, kind in zip(texts, sources, kinds):
         try:
             out.append(prepare(text, source, kind, o))
         except Exception as exc:  # noqa: BLE001 - routed: ingest dead-letters this document with the reason
             out.append(Prepared(None, [], None, None, 0.0, f"{type(exc).__name__}: {exc}"))
+    if _tokenizer is not None:
+        gated = [i for i, p in enumerate(out) if p.prompt is not None and _fits(texts[i])]
+        if gated:
+            t0 = time.thread_time()
+            enc = _tokenizer.encode_batch([t for i in gated for t in (texts[i], out[i].prompt)], add_special_tokens=False)
+            share = (time.thread_time() - t0) / len(gated)
+            for j, i in enumerate(gated):
+                out[i] = replace(out[i], raw_tokens=len(enc[2 * j].ids), prompt_tokens=len(enc[2 * j + 1].ids),
+                                 seconds=out[i].seconds + share)
     return out

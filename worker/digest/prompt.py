@@ -151,10 +151,15 @@ def token_gate(raws: Sequence[str], texts: list[DocumentText], *, min_saving: fl
     out = list(texts)
     counts = count([t for i in todo for t in (raws[i], texts[i].text)])
     for j, i in enumerate(todo):
-        raw_n, n = counts[2 * j], counts[2 * j + 1]
-        keep = n <= (1.0 - min_saving) * raw_n
-        out[i] = DocumentText(texts[i].text if keep else raws[i], keep, raw_n, n if keep else raw_n)
+        out[i] = gate_counted(raws[i], texts[i].text, counts[2 * j], counts[2 * j + 1], min_saving=min_saving)
     return out
+
+
+def gate_counted(raw: str, prompt: str, raw_n: int, n: int, *, min_saving: float) -> DocumentText:
+    """The token gate on counts already made: the digest prompt (`n` tokens) if it has at most
+    (1 - min_saving) of the raw document's `raw_n`, else the raw document."""
+    keep = n <= (1.0 - min_saving) * raw_n
+    return DocumentText(prompt if keep else raw, keep, raw_n, n if keep else raw_n)
 
 
 def document_texts(raws: Sequence[str], analyses: Sequence[Analysis], *, min_saving: float,

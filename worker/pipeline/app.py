@@ -222,7 +222,7 @@ class Worker:
             return Planner(self.engine.prompt_ids,
                            lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
                                                               split_special_tokens=True)["input_ids"]],
-                           limits, prompt_batch=self.engine.prompt_ids_batch)
+                           limits, prompt_batch=self.engine.prompt_ids_batch, tokenizer=tok)
         except ValueError as exc:
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 

@@ -61,6 +61,18 @@ log = logging.getLogger(__name__)
 MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
 POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
 LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
+COLD_FIRST = 8  # documents in the first piece of a batch split while the model waits (see _submit)
+
+
+def cold_pieces(n: int, first: int) -> list[int]:
+    """Sizes of doubling pieces of a batch of `n`: first, 2*first, 4*first, ..., a piece taken only while
+    what stays after it fills the next (twice as large); the last piece takes the rest. Sums to n."""
+    out, size, left = [], max(1, first), n
+    while left - size >= 2 * size:
+        out.append(size)
+        left -= size
+        size *= 2
+    return [*out, left] if left else out
 
 
 FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
@@ -124,7 +136,9 @@ class Ingest:
     def _loop(self) -> None:
         processes = auto_processes(self.s.pipeline.preprocess_processes)
         if processes:
-            self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s)
+            self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s,
+                                           tokenizer=self._pool_tokenizer(),
+                                           max_text_bytes=self.s.pipeline.max_document_bytes)
             self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
             log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
         self.consumer = self.make_consumer()
@@ -191,10 +205,33 @@ class Ingest:
         self._take_prepared(block=False)
 
     def _submit(self, good: list[Doc]) -> None:
-        """Documents to the preprocessing pool (their passes come back in fetch order)."""
-        if good:
-            self.batches.submit(good, [d.text for d in good], [d.meta.get("source") for d in good],
-                                [d.meta.get("kind") for d in good])
+        """Documents to the preprocessing pool (their passes come back in fetch order). With nothing
+        upstream of the model (the pool empty, the packer holding nothing), a large batch goes in
+        doubling pieces (`cold_pieces`), each taken back as soon as it is ready, so the model starts
+        on the first few documents instead of waiting for the whole poll's digest and tokens."""
+        if not good:
+            return
+        sizes = [len(good)]
+        if len(good) > COLD_FIRST and not len(self.batches) and self._model_starved():
+            sizes = cold_pieces(len(good), COLD_FIRST)
+        start = 0
+        for n in sizes:
+            piece = good[start:start + n]
+            start += n
+            self.batches.submit(piece, [d.text for d in piece], [d.meta.get("source") for d in piece],
+                                [d.meta.get("kind") for d in piece])
+            if len(sizes) > 1:
+                self._take_prepared(block=False)
+
+    def _pool_tokenizer(self):
+        """The planner's tokenizer backend, for the pool to count the compaction gate's tokens (None: counted
+        here; a tokenizer without a Rust backend, or no compaction)."""
+        tok = getattr(self.planner, "tokenizer", None)
+        return getattr(tok, "backend_tokenizer", None) if self.prepare_options.compaction else None
+
+    def _model_starved(self) -> bool:
+        """Generative mode, and the packer holds nothing: the model waits for whatever comes next."""
+        return self.planner is not None and self.packer.stats().pending_seqs == 0
 
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""

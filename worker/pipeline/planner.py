@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from worker.digest.prompt import DocumentText, kept_by_bytes, token_gate
+from worker.digest.prompt import DocumentText, gate_counted, kept_by_bytes, token_gate
 from worker.pipeline.slices import bounded_count, groups, nbytes, slices
 
 PromptFn = Callable[[str], list[int]]                    # document -> prompt token ids
@@ -38,9 +38,11 @@ class PlanLimits:
 
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, limits: PlanLimits,
-                 prompt_batch: BatchPromptFn | None = None):
+                 prompt_batch: BatchPromptFn | None = None, tokenizer=None):
         """`limits.max_text_bytes`: a longer document is counted by slices and chunked without being
-        tokenized whole (worker/pipeline/slices.py)."""
+        tokenized whole (worker/pipeline/slices.py). `tokenizer`: the one `count` uses (a Hugging Face
+        tokenizer), for the preprocessing pool to count the compaction gate with (None: only here)."""
+        self.tokenizer = tokenizer
         max_prompt_tokens, max_input_tokens = limits.max_prompt_tokens, limits.max_input_tokens
         truncate, max_new_tokens, max_text_bytes = limits.truncate, limits.max_new_tokens, limits.max_text_bytes
         self.max_text_bytes = max_text_bytes
@@ -166,8 +168,9 @@ def prompt_texts(docs: Sequence, digest, count: CountFn, metrics) -> list[str]:
 
     A window (a document assembled from many line records) whose digest prompt passes `kept_by_bytes` keeps
     it without a token count: its raw text, the largest text of the pass, is never tokenized, and its
-    `document_tokens` is None (not counted). Every other digest prompt passes the token gate: the raw and
-    the compacted texts counted in one batch."""
+    `document_tokens` is None (not counted). Every other digest prompt passes the token gate: on the counts
+    the preprocessing pool made (`Prepared.raw_tokens`, `prompt_tokens`) where it made them, else the raw
+    and the compacted texts counted here in one batch with `count`."""
     texts = [d.text for d in docs]
     if not digest.compaction:
         return texts
@@ -175,8 +178,15 @@ def prompt_texts(docs: Sequence, digest, count: CountFn, metrics) -> list[str]:
               else DocumentText(d.text, False, 0, 0) for d in docs]
     by_bytes = [d.window is not None and c.compacted and kept_by_bytes(d.text, c.text, min_saving=digest.min_saving)
                 for d, c in zip(docs, chosen)]
-    counted = [i for i, b in enumerate(by_bytes) if not b]
-    # Counting the raw documents' tokens is work the planner does anyway without compaction.
+    # Counts made in the preprocessing pool (worker/digest/prepared.py) decide there; the rest are counted
+    # here. Counting the raw documents' tokens is work the planner does anyway without compaction.
+    pooled = [i for i, b in enumerate(by_bytes) if not b and chosen[i].compacted
+              and docs[i].prepared.raw_tokens is not None]
+    for i in pooled:
+        p = docs[i].prepared
+        chosen[i] = gate_counted(texts[i], p.prompt, p.raw_tokens, p.prompt_tokens, min_saving=digest.min_saving)
+    done = set(pooled)
+    counted = [i for i, b in enumerate(by_bytes) if not b and i not in done]
     gated = token_gate([texts[i] for i in counted], [chosen[i] for i in counted], min_saving=digest.min_saving,
                        count=count)
     for i, c in zip(counted, gated):

@@ -28,7 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
 from typing import Generic, TypeVar
 
-from worker.digest.prepared import PrepareOptions, Prepared, prepare_many
+from worker.digest.prepared import PrepareOptions, Prepared, prepare_many, use_tokenizer
 from worker.remote.lifeline import die_with_parent
 
 T = TypeVar("T")
@@ -158,15 +158,27 @@ class InOrder(Generic[T]):
             return 0.0
 
 
+def _start_process(tokenizer, max_bytes: int | None) -> None:
+    """A pool process's initializer: it dies with the worker, and counts the gate's tokens when given the
+    model's tokenizer backend."""
+    die_with_parent()
+    use_tokenizer(tokenizer, max_bytes)
+
+
 class Preprocessor:
-    def __init__(self, processes: int, options: PrepareOptions, timeout_s: float | None = None) -> None:
+    def __init__(self, processes: int, options: PrepareOptions, timeout_s: float | None = None,
+                 tokenizer=None, max_text_bytes: int | None = None) -> None:
+        """`tokenizer`: the model tokenizer's Rust backend (`backend_tokenizer`), copied into each pool
+        process so that the compaction gate's counts are made there for raw texts of at most
+        `max_text_bytes` (worker/digest/prepared.py); None: the ingest thread counts."""
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
         if processes:
             ctx = start_forkserver()
-            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=die_with_parent)
+            self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
+                                             initargs=(tokenizer if options.compaction else None, max_text_bytes))
             # start every process now (imports, the templater's tables), not on the first batch
             try:
                 list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
