@@ -51,3 +51,4 @@ _.in_memory  # worker/pipeline/spill.py: values kept in memory after a disk fail
 _.file_bytes  # worker/pipeline/spill.py: the spill file's size
 StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step (tests, benchmarks)
 SlotAllocator.largest_free  # worker/engine/slots.py: the largest free interval (tests)
+_.encode_special_tokens  # tokenizers.Tokenizer: read by the Rust backend (special tokens split as text)

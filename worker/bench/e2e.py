@@ -309,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                                                  "end-to-end capacity, e.g. 0.5,0.9")
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
-    ap.add_argument("--batching", choices=["bin", "continuous"], default="bin", help="model.batching")
+    ap.add_argument("--batching", choices=["bin", "continuous"], default=None,
+                    help="model.batching (default: the setting's, continuous)")
     ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
     ap.add_argument("--refill-fraction", type=float, default=None, help="model.refill_fraction (continuous)")
     ap.add_argument("--stop-lengths", default=None,
@@ -337,11 +338,11 @@ def main(argv: list[str] | None = None) -> int:
     # slow or fast stretch of the device (run to run the engine alone varies by a few %) is in both.
     onlys, runs = [], []
     for _ in range(max(1, a.runs)):
-        onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=a.batching == "continuous"))
+        onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=settings.model.batching == "continuous"))
         runs.append(end_to_end(settings, parts, docs, a.timeout))
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
     only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
-                 if a.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
+                 if settings.model.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
     steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
@@ -360,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
         "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "batching": a.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
+        "batching": settings.model.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
         "refill_fraction": settings.model.refill_fraction,
         "engine_only": only, "engine_only_runs": onlys, "engine_only_bin_at_a_time": only_bins,
         "end_to_end": runs[mid], "runs": runs,

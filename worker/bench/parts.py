@@ -42,10 +42,9 @@ def load_parts(a: argparse.Namespace, overrides: dict | None = None):
                                         "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
-                                        "model.batching": getattr(a, "batching", "bin"),
                                         "model.stop_lengths_file": getattr(a, "stop_lengths", None),
                                         **_given(a, prefill_step_tokens="model.prefill_step_tokens",
-                                                 refill_fraction="model.refill_fraction"),
+                                                 refill_fraction="model.refill_fraction", batching="model.batching"),
                                         **(overrides or {})})
     parts = build_parts(settings)
 

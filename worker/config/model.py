@@ -93,9 +93,9 @@ class ModelSettings(_Group):
                           "small extra error (docs/engine.md: both measured)",
     )
     batching: Literal["continuous", "bin"] = Field(
-        "bin", description="bin: a bin's documents run and are handed back together; continuous: documents leave "
-                           "the decode batch as they finish and the next documents' prefill takes their seats "
-                           "(docs/engine.md: on the H200 it ties bin with SmolLM2's output lengths, so not the default)",
+        "continuous", description="continuous: documents leave the decode batch as they finish and the next "
+                                  "documents' prefill takes their seats; bin: a bin's documents run and are handed "
+                                  "back together (docs/engine.md: both measured end to end on the H200)",
     )
     prefill_step_tokens: int = Field(
         131_072, ge=256, le=1_048_576,

@@ -74,7 +74,7 @@ class EngineOptions:
     merge: str = "auto"  # "auto" | "on" | "off": q/k/v and gate/up as one GEMM each (merge.py)
     # "auto" | "triton" | "fa2" | "fa2_expanded" (measurement only: K/V heads repeated, the old torch 2.11 path)
     prefill_kernel: str = "auto"  # fused backends' prefill attention (attention.want_prefill_kernel)
-    batching: str = "bin"  # "bin" (generate, a bin at a time) | "continuous" (Engine.batcher): the worker's choice
+    batching: str = "continuous"  # "continuous" (Engine.batcher) | "bin" (generate, a bin at a time): the worker's choice
     prefill_step_tokens: int = 131_072  # continuous batching: prompt tokens prefilled per scheduling step
     refill_fraction: float = 0.25  # continuous batching: share of the seats free before waiting documents join
     # Benchmarks only (random weights never stop by themselves): document stops after
