@@ -226,8 +226,9 @@ class Ingest:
     def _pool_tokenizer(self):
         """The planner's tokenizer backend, for the pool to count the compaction gate's tokens (None: counted
         here; a tokenizer without a Rust backend, or no compaction)."""
-        tok = getattr(self.planner, "tokenizer", None)
-        return getattr(tok, "backend_tokenizer", None) if self.prepare_options.compaction else None
+        if self.planner is None or not self.prepare_options.compaction:
+            return None
+        return getattr(self.planner.tokenizer, "backend_tokenizer", None)
 
     def _model_starved(self) -> bool:
         """Generative mode, and the packer holds nothing: the model waits for whatever comes next."""

@@ -180,13 +180,15 @@ def prompt_texts(docs: Sequence, digest, count: CountFn, metrics) -> list[str]:
                 for d, c in zip(docs, chosen)]
     # Counts made in the preprocessing pool (worker/digest/prepared.py) decide there; the rest are counted
     # here. Counting the raw documents' tokens is work the planner does anyway without compaction.
-    pooled = [i for i, b in enumerate(by_bytes) if not b and chosen[i].compacted
-              and docs[i].prepared.raw_tokens is not None]
-    for i in pooled:
-        p = docs[i].prepared
-        chosen[i] = gate_counted(texts[i], p.prompt, p.raw_tokens, p.prompt_tokens, min_saving=digest.min_saving)
-    done = set(pooled)
-    counted = [i for i, b in enumerate(by_bytes) if not b and i not in done]
+    counted = []
+    for i, (doc, b) in enumerate(zip(docs, by_bytes)):
+        if b:
+            continue
+        p = doc.prepared
+        if chosen[i].compacted and p.raw_tokens is not None:
+            chosen[i] = gate_counted(texts[i], p.prompt, p.raw_tokens, p.prompt_tokens, min_saving=digest.min_saving)
+        else:
+            counted.append(i)
     gated = token_gate([texts[i] for i in counted], [chosen[i] for i in counted], min_saving=digest.min_saving,
                        count=count)
     for i, c in zip(counted, gated):

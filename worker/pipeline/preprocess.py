@@ -178,7 +178,7 @@ class Preprocessor:
         if processes:
             ctx = start_forkserver()
             self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
-                                             initargs=(tokenizer if options.compaction else None, max_text_bytes))
+                                             initargs=(tokenizer, max_text_bytes))
             # start every process now (imports, the templater's tables), not on the first batch
             try:
                 list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
