@@ -48,9 +48,9 @@ def stream(**env):
 def test_lines_and_keys_from_text_json_fields_regex_and_kafka_keys():
     ls, _, _ = stream(key_field="resource.service")
     assert ls.takes("logs") and not ls.takes("docs")
-    assert ls.read(b"plain line\n", b"k1") == ("plain line", "k1", None)
-    assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1") == ("vector line", "api", None)
-    assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None) == ("fluent bit", "", "syslog")
+    assert ls.read(b"plain line\n", b"k1")[:3] == ("plain line", "k1", None)
+    assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1")[:3] == ("vector line", "api", None)
+    assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None)[:3] == ("fluent bit", "", "syslog")
     rx, _, _ = stream(key_regex=r"^\S+ +\d+ [\d:]+ (\S+)")
     assert rx.read(b"Oct 11 22:14:15 host7 sshd[1]: hi", b"ignored")[1] == "host7"
     assert rx.read(b"no match here", b"fallback")[1] == "fallback"
@@ -231,3 +231,42 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
     assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
     ing.consumer = Fetched("logs", 3)
     assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
+
+
+SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time in ms)
+    (b'{"message": "sshd[1]: Failed password", "host": "web-1", "timestamp": "2024-05-01T12:00:00Z"}',
+     "sshd[1]: Failed password", "web-1", 1714564800000),
+    (b'{"log": "E0501 sync failed\\n", "kubernetes": {"pod_name": "ctrl-0", "container_name": "manager"},'
+     b' "@timestamp": 1714564801.5}', "E0501 sync failed", "ctrl-0/manager", 1714564801500),
+    (b'{"MESSAGE": "Started Session 4", "_HOSTNAME": "db-2", "__REALTIME_TIMESTAMP": "1714564803000000"}',
+     "Started Session 4", "db-2", 1714564803000),
+    (b'{"body": {"stringValue": "db down"}, "timeUnixNano": "1714564804000000000",'
+     b' "resource": {"attributes": [{"key": "host.name", "value": {"stringValue": "vm-9"}}]}}',
+     "db down", "vm-9", 1714564804000),
+]
+
+
+@pytest.mark.parametrize("value,line,key,time_ms", SHIPPED)
+def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
+    ls, tracker, _ = stream()
+    got = ls.read(value, None)
+    assert (got.line, got.key, got.time_ms) == (line, key, time_ms)
+    assert ls.read(value, b"kafka-key").key == "kafka-key"
+    epoch = tracker.assign(TP)
+    tracker.see(TP, epoch, 0)
+    ls.add(Msg(value, offset=0, ts=1), TP, epoch)
+    info = window_info(ls.due(True)[0])
+    assert info["key"] == key and info["start"] == info["end"] != "1970-01-01T00:00:00.001Z"
+
+
+@pytest.mark.parametrize("line,host", [
+    ("<34>1 2024-05-01T12:00:00.003Z amf-2.core sshd 811 - - Failed password", "amf-2.core"),
+    ("<13>Oct 11 22:14:15 host7 sshd[1]: hi", "host7"),
+    ("Oct  1 02:14:15 gw-3 kernel: eth0 down", "gw-3"),
+    ("2024-05-01T12:00:00+00:00 nas-1 smartd[5]: temp", "nas-1"),
+    ("Oct 11 22:14:15 sshd[1]: no host field", ""),
+    ("    at com.example.Main.run(Main.java:12)", ""),
+])
+def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host):
+    ls, _, _ = stream()
+    assert ls.read(line.encode(), None).key == host

@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
 from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
+from worker.messages.shippers import document_fields, read_record
 
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
@@ -336,6 +337,10 @@ def _decode_object(text: str) -> InputMessage:
         _check_depth(obj)
         if is_export(obj):
             return _from_export(obj, "otlp_json")
+        if obj.get("text") is None and obj.get("lines") is None:
+            record = read_record(obj)
+            if record is not None:
+                return _check_attributes(_validate(document_fields(obj, record)), text)
     return _check_attributes(_validate(obj), text)
 
 

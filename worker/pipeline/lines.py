@@ -27,15 +27,22 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from typing import NamedTuple
 
 import orjson
 
+from worker.messages.shippers import LINE_FIELDS, iso_ms, read_record
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
+from worker.windowing.hosts import host_of
 from worker.windowing.windows import Rules, Window, Windower
 
-LINE_FIELDS = ("text", "message", "log", "msg", "MESSAGE")  # Ribbon, Vector, Fluent Bit, logfmt-ish, journald
+
+class Line(NamedTuple):
+    line: str
+    key: str
+    kind: str | None
+    time_ms: int | None = None   # the record's own time field (a shipper's, worker/messages/shippers.py)
 
 
 class NoLine(ValueError):
@@ -82,12 +89,14 @@ class LineStream:
     def add(self, m, tp, epoch: int) -> list[Doc]:
         value = m.value()
         try:
-            line, key, kind = self.read(value, m.key())
+            line, key, kind, time_ms = self.read(value, m.key())
         except NoLine as err:
             self.dead_letter(tp, epoch, m.offset(), m.key(), value, err.error_class, err.message, m.headers())
             return self.due(False)
-        ts_kind, ts_ms = m.timestamp()
-        closed = self.windows.add(tp, epoch, key, m.offset(), line, ts_ms if ts_kind != 0 else None, kind)
+        if time_ms is None:
+            ts_kind, ts_ms = m.timestamp()
+            time_ms = ts_ms if ts_kind != 0 else None
+        closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind)
         return self._docs(closed) if closed else []
 
     def due(self, draining: bool) -> list[Doc]:
@@ -97,8 +106,8 @@ class LineStream:
         return self.windows.drop(list(tps))
 
     # ---- one record -------------------------------------------------------------------
-    def read(self, value: bytes | None, kafka_key: bytes | None) -> tuple[str, str, str | None]:
-        """(line, key, kind) of one record; NoLine when it has no line to window."""
+    def read(self, value: bytes | None, kafka_key: bytes | None) -> Line:
+        """(line, key, kind, time) of one record; NoLine when it has no line to window."""
         if value is None:
             raise NoLine("null_value", "a record without a value (a tombstone)")
         if len(value) > self.max_bytes:
@@ -107,22 +116,27 @@ class LineStream:
             text = value.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise NoLine("invalid_utf8", f"not UTF-8 at byte {exc.start}") from None
-        obj, kind = None, None
+        obj, kind, source, time_ms = None, None, None, None
         if text[:1] == "{" or (text[:1].isspace() and text.lstrip().startswith("{")):
             try:
                 obj = orjson.loads(value)
             except orjson.JSONDecodeError as exc:
                 raise NoLine("invalid_json", f"starts with '{{' but is not JSON: {exc}") from None
-            line = next((obj[f] for f in LINE_FIELDS if isinstance(obj.get(f), str)), None)
-            if line is None:
-                raise NoLine("missing_text", f"a JSON record with none of {', '.join(LINE_FIELDS)} as a string")
+            record = None if isinstance(obj.get("text"), str) else read_record(obj)
+            if record is None and not isinstance(obj.get("text"), str):
+                raise NoLine("missing_text", f"a JSON record with none of text, {', '.join(LINE_FIELDS)} as a string")
+            line = obj["text"] if record is None else record.line
+            if record is not None:
+                source, time_ms = record.source, record.time_ms
             kind = obj.get("kind") if isinstance(obj.get("kind"), str) else None
         else:
             line = text
         line = line.rstrip("\r\n")
-        return line, self._key(obj, line, kafka_key), kind
+        return Line(line, self._key(obj, line, kafka_key, source), kind, time_ms)
 
-    def _key(self, obj, line: str, kafka_key: bytes | None) -> str:
+    def _key(self, obj, line: str, kafka_key: bytes | None, source: str | None) -> str:
+        """key_field, key_regex, the Kafka key, the shipper's host (or pod, or resource), the syslog header's
+        host; else "" (one window per partition)."""
         if self.key_path is not None and isinstance(obj, dict):
             v = obj
             for part in self.key_path:
@@ -135,7 +149,7 @@ class LineStream:
                 return m.groupdict().get("key") or (m.group(1) if m.re.groups else m.group(0))
         if kafka_key is not None:
             return kafka_key.decode("utf-8", "replace")
-        return ""
+        return source or host_of(line) or ""
 
     # ---- closed windows ------------------------------------------------------------------
     def _docs(self, closed: list[Window]) -> list[Doc]:
@@ -161,12 +175,7 @@ def window_info(doc: Doc) -> dict | None:
     w = doc.window
     if w is None:
         return None
-    return {"key": w.key, "start": _iso(w.first_ts_ms), "end": _iso(w.last_ts_ms), "records": w.records,
+    return {"key": w.key, "start": iso_ms(w.first_ts_ms), "end": iso_ms(w.last_ts_ms), "records": w.records,
             "events": len(w.joiner.events), "closed_by": w.reason,
             "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
 
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1e3, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
