@@ -67,6 +67,32 @@ def test_every_ribbon_variable_is_a_valid_setting(workers):
         assert any(v.endswith(":/models:ro") for v in svc["volumes"]), f"{name}: weights not mounted read-only"
 
 
+def test_compose_variables_never_look_like_settings(tmp_path):
+    """The compose file's own variables (exported on the host to run `docker compose`) are no RIBBON_ names:
+    a host-side `ribbon` reads every RIBBON_ variable as a setting and exits 2 on an unknown one."""
+    names = sorted({m.group(1) for m in _INTERP.finditer(COMPOSE.read_text())})
+    assert names and not [n for n in names if n.startswith("RIBBON_")], names
+    no_file = tmp_path / "empty.toml"
+    no_file.write_text("")
+    load_settings(config_path=no_file, environ={n: "/srv/models" for n in names})  # raises on a RIBBON_ name
+
+
+def test_a_host_side_ribbon_runs_with_the_documented_compose_variables_exported(tmp_path):
+    import subprocess
+    import sys
+
+    documented = re.findall(r"^(\w+=\S+(?: \w+=\S+)*) docker compose up", (ROOT / "docs/operating.md").read_text(), re.M)
+    assert documented
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env.update(kv.split("=", 1) for line in documented for kv in line.split())
+    out = subprocess.run([sys.executable, "-m", "worker", "validate", "--help"], env=env, capture_output=True,
+                         text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run([sys.executable, "-c", "from worker.config.settings import load_settings; load_settings()"],
+                         env=env, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 0, out.stderr
+
+
 def test_workers_share_a_group_and_nothing_else_that_must_be_distinct(workers):
     settings = [s for _, s in workers.values()]
     assert len({s.kafka.group_id for s in settings}) == 1
