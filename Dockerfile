@@ -43,7 +43,7 @@ RUN python -m pip install --no-cache-dir /wheels/*.whl \
  && rm -rf /wheels \
  && python -c "import torch, torch.nn.attention.varlen, worker._core, worker.cli.main; print('torch', torch.__version__)"
 # Non-root, by number (Kubernetes' runAsNonRoot can check it); the autotune
-# cache (~/.cache/ribbon) is a volume in docker-compose.yml and deploy/k8s.
+# cache (~/.cache/ribbon) is a volume in docker-compose.yml and deploy/k8s/base.
 RUN groupadd --gid 10001 ribbon \
  && useradd --create-home --uid 10001 --gid 10001 ribbon \
  && mkdir -p /home/ribbon/.cache/ribbon /models \

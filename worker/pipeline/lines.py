@@ -77,6 +77,7 @@ class LineStream:
         if self.metrics is not None:
             self.metrics.open_windows.set(self.windows.open_windows)
             self.metrics.window_bytes.set(self.windows.held_bytes)
+            self.metrics.window_records.set(self.windows.held_records)
         return self.windows.full()
 
     def hold(self, paused: bool) -> None:
