@@ -77,11 +77,12 @@ ROWS: list[tuple[str, list[tuple]]] = [
             (f"sum by (instance) (ribbon_paused_partitions{{{I}}})", "paused partitions {{instance}}")]),
         ("Line windows", "Windows of one-line records open, the records they hold (read, not committed: KEDA "
          "takes them off the lag) and their text (windowing.*), and windows closed per second by the rule that "
-         "closed them.", "short", [
+         "closed them, and records read late (behind the watermark, windowing.time record/event).", "short", [
             (f"sum by (instance) (ribbon_open_windows{{{I}}})", "open {{instance}}"),
             (f"sum by (instance) (ribbon_window_held_records{{{I}}})", "records held {{instance}}"),
             (f"sum by (instance) (ribbon_window_held_bytes{{{I}}})", "bytes held {{instance}}", "bytes"),
-            (f"sum by (reason) (rate(ribbon_windows_closed_total{{{I}}}[{R}]))", "closed/s: {{reason}}", "ops")]),
+            (f"sum by (reason) (rate(ribbon_windows_closed_total{{{I}}}[{R}]))", "closed/s: {{reason}}", "ops"),
+            (f"sum(rate(ribbon_window_late_records_total{{{I}}}[{R}]))", "late records/s", "ops")]),
     ]),
     ("GPU and engine", [
         ("GPU busy", "Fraction of time the model ran.", "percentunit", [

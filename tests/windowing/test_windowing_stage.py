@@ -270,3 +270,44 @@ def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
 def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host):
     ls, _, _ = stream()
     assert ls.read(line.encode(), None).key == host
+
+
+class HeaderMsg(Msg):
+    def __init__(self, value, offset, ts, headers):
+        super().__init__(value, None, offset, ts)
+        self._h = headers
+
+    def headers(self):
+        return self._h
+
+
+def test_event_time_from_lines_and_shipper_fields_with_both_time_ranges_in_the_output():
+    ls, tracker, _ = stream(time="event", grace_s="5")
+    epoch = tracker.assign(TP)
+    values = [b"2024-05-01T12:00:00Z web-1 app: started",            # its own timestamp
+              b'{"message": "app: tick", "host": "web-1", "timestamp": "2024-05-01T12:00:02Z"}',
+              b"May  1 12:00:03 web-1 app: ok",                       # RFC 3164: the year of the Kafka timestamp
+              b"2024-05-01T11:59:40Z web-1 app: late by 23 s",
+              b"2024-05-01T12:00:30Z web-1 app: after a 27 s silence"]
+    docs = []
+    for off, v in enumerate(values):
+        tracker.see(TP, epoch, off)
+        docs += ls.add(HeaderMsg(v, off, 1_714_600_000_000, [("tenant", b"acme")]), TP, epoch)
+    (first,) = docs                              # the silence is a gap in event time
+    info = window_info(first)
+    assert (info["start"], info["end"], info["records"]) == ("2024-05-01T11:59:40.000Z", "2024-05-01T12:00:03.000Z", 4)
+    assert (info["clock"], info["late"], info["closed_by"]) == ("event", 1, "gap")
+    assert info["read_start"] is not None and info["read_end"] >= info["read_start"]
+    assert first.headers == (("tenant", b"acme"),) and first.key == b"web-1"
+
+
+def test_record_time_uses_the_kafka_timestamps():
+    ls, tracker, _ = stream(time="record")
+    epoch = tracker.assign(TP)
+    docs = []
+    for off, ts in enumerate([0, 1_000, 30_000]):
+        tracker.see(TP, epoch, off)
+        docs += ls.add(Msg(b'{"message": "m", "timestamp": "2030-01-01T00:00:00Z"}', b"k", off,
+                           ts=1_700_000_000_000 + ts), TP, epoch)
+    (first,) = docs
+    assert window_info(first)["end"] == "2023-11-14T22:13:21.000Z" and window_info(first)["records"] == 2

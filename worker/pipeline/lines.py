@@ -27,10 +27,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import NamedTuple
 
 import orjson
 
+from worker.digest.timeparse import parse_line
 from worker.messages.shippers import LINE_FIELDS, iso_ms, read_record
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
@@ -55,7 +57,7 @@ def rules_of(w) -> Rules:
     """Rules from the `windowing` settings group."""
     return Rules(gap_s=w.gap_s, max_length_s=w.max_length_s, max_lines=w.max_lines, max_bytes=w.max_bytes,
                  max_open_s=w.max_open_s, max_windows=w.max_windows, max_held_bytes=w.max_held_bytes,
-                 multiline=w.multiline)
+                 multiline=w.multiline, time=w.time, grace_s=w.grace_s)
 
 
 class LineStream:
@@ -68,6 +70,7 @@ class LineStream:
         self.max_bytes = settings.kafka.max_message_bytes
         self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/observability/metrics.py
         self.windows = Windower(rules_of(w), clock)
+        self.clock_kind = w.time
 
     def takes(self, topic: str) -> bool:
         return topic in self.topics
@@ -94,10 +97,16 @@ class LineStream:
         except NoLine as err:
             self.dead_letter(tp, epoch, m.offset(), m.key(), value, err.error_class, err.message, m.headers())
             return self.due(False)
-        if time_ms is None:
-            ts_kind, ts_ms = m.timestamp()
-            time_ms = ts_ms if ts_kind != 0 else None
-        closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind)
+        ts_kind, ts_ms = m.timestamp()
+        kafka_ms = ts_ms if ts_kind != 0 else None
+        if self.clock_kind == "record":
+            time_ms = kafka_ms
+        elif time_ms is None:
+            time_ms = (line_time_ms(line, kafka_ms) if self.clock_kind == "event" else None) or kafka_ms
+        late = self.windows.late_records
+        closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind, m.headers())
+        if self.metrics is not None and self.windows.late_records > late:
+            self.metrics.late_records.inc()
         return self._docs(closed) if closed else []
 
     def due(self, draining: bool) -> list[Doc]:
@@ -167,8 +176,25 @@ class LineStream:
             doc = Doc(w.tp, w.epoch, first, w.key.encode() if w.key else None, doc_id, text, meta,
                       w.closed if w.closed is not None else time.monotonic(), raw=text.encode())
             doc.window = w
+            doc.headers = tuple(w.headers or ())   # the headers all its records carry, equal (e.g. a tenant)
             docs.append(doc)
         return docs
+
+
+def line_time_ms(line: str, near_ms: int | None) -> int | None:
+    """The timestamp at the start of `line` (worker/digest/timeparse.py), in ms since the epoch; a time without a
+    year (RFC 3164) takes the year of `near_ms` (the Kafka timestamp), else the current one. Times without a zone
+    are read as UTC."""
+    stamp = parse_line(line)
+    if stamp is None:
+        return None
+    if not stamp.text.startswith("--"):
+        return int(stamp.seconds * 1e3)
+    year = datetime.fromtimestamp((near_ms if near_ms is not None else time.time() * 1e3) / 1e3, tz=timezone.utc).year
+    try:
+        return int(datetime.fromisoformat(f"{year}{stamp.text[1:]}").replace(tzinfo=timezone.utc).timestamp() * 1e3)
+    except ValueError:   # 29 February of a year without one
+        return None
 
 
 def window_info(doc: Doc) -> dict | None:
@@ -177,6 +203,7 @@ def window_info(doc: Doc) -> dict | None:
     if w is None:
         return None
     return {"key": w.key, "start": iso_ms(w.first_ts_ms), "end": iso_ms(w.last_ts_ms), "records": w.records,
-            "events": len(w.joiner.events), "closed_by": w.reason,
+            "events": len(w.joiner.events), "closed_by": w.reason, "clock": w.clock, "late": w.late,
+            "read_start": iso_ms(w.read_first_ms), "read_end": iso_ms(w.read_last_ms),
             "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
 
