@@ -98,6 +98,20 @@ def test_produce_lines_keys(tmp_path):
     assert [k for k, _ in lines(path, LineKey(constant="c"))] == [b"c"] * 3
 
 
+def test_produce_lines_gives_continuation_lines_the_key_of_the_line_before(tmp_path):
+    """A stack trace's lines carry no syslog header: keyed by the line before, they stay in its host's window."""
+    path = tmp_path / "app.log"
+    path.write_text("stray line before any header\n"
+                    "Oct 11 22:14:15 h1 app: java.lang.IllegalStateException: boom\n"
+                    "\tat com.example.Main.run(Main.java:12)\n"
+                    "Caused by: java.io.IOException: disk\n"
+                    "Oct 11 22:14:16 h2 app: fine\n"
+                    "    wrapped tail of h2's message\n")
+    keys = [k for k, _ in lines(path, LineKey(regex=r"^\S+ +\d+ [\d:]+ (\S+)", constant="c"))]
+    assert keys == [b"c", b"h1", b"h1", b"h1", b"h2", b"h2"]
+    assert [k for k, _ in lines(path, LineKey(regex=r"^\S+ +\d+ [\d:]+ (\S+)"))][:3] == [None, b"h1", b"h1"]
+
+
 @pytest.mark.parametrize("args,message", [
     (["--key", "x"], "--key needs --lines"),
     (["--lines", "--key-regex", "("], "--key-regex is not a regular expression"),
