@@ -47,6 +47,7 @@ _.log_message
 too_deep  # worker/messages/jsonwalk.py, called by worker/messages/models.py
 is_export  # worker/messages/otlp.py, called by worker/messages/models.py
 from_proto  # worker/messages/otlp.py, called by worker/messages/models.py
+document_fields  # worker/messages/shippers.py, called by worker/messages/models.py
 _.in_memory  # worker/pipeline/spill.py: values kept in memory after a disk failure
 _.file_bytes  # worker/pipeline/spill.py: the spill file's size
 StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step (tests, benchmarks)
