@@ -356,3 +356,19 @@ def test_the_sasl_overlay_gives_the_worker_keda_and_the_topic_job_one_secret(tmp
     base_script = DOCS["Job/ribbon-topics"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
     topics = lambda text: re.findall(r"--topic (\S+) --partitions (\d+)", text)  # noqa: E731
     assert topics(script) == topics(base_script)
+
+
+def test_the_digest_overlay_runs_without_a_gpu_or_a_model(tmp_path):
+    docs = _render(K8S / "overlays" / "digest")
+    assert "Job/ribbon-model-fill" not in docs and "PersistentVolumeClaim/ribbon-models" not in docs
+    sts = docs["StatefulSet/ribbon-worker"]
+    pod = sts["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert "nvidia.com/gpu" not in str(c["resources"]) and "tolerations" not in pod and "initContainers" not in pod
+    assert c["image"].endswith(":0.1.0-digest")
+    assert "models" not in {v["name"] for v in pod["volumes"]} | {m["name"] for m in c["volumeMounts"]}
+    env = _container_env(sts, "worker", docs)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    s = load_settings(config_path=empty, environ={k: v for k, v in env.items() if k.startswith("RIBBON_")})
+    assert (s.model.mode, s.model.device) == ("digest", "cpu")
