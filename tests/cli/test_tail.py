@@ -86,3 +86,24 @@ def test_a_missing_topic_and_bad_flags_are_one_line(broker, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["tail", "--bootstrap-servers", broker.bootstrap, "--last", "0"])
     assert exc.value.code == 2
+
+
+def test_follow_waits_for_new_summaries(broker, new_topic):
+    import io
+    import threading
+
+    from confluent_kafka import Producer
+
+    from worker.cli.tail import TailOptions, tail
+    from worker.kafka.config import plain_config
+
+    topic = new_topic("out")
+    out, done = io.StringIO(), threading.Event()
+    t = threading.Thread(target=lambda: (tail(plain_config(broker.bootstrap), TailOptions(topic, follow=True, limit=1),
+                                              out), done.set()), daemon=True)
+    t.start()
+    assert not done.wait(1.0), "with --follow, the end of the topic is no reason to stop"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "compression.type": "zstd"})
+    p.produce(topic, _summary(7, {"ERROR": 1}), key=b"late-host")
+    assert p.flush(10) == 0
+    assert done.wait(60) and "summary number 7" in out.getvalue()
