@@ -279,6 +279,8 @@ def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
     ("Oct  1 02:14:15 gw-3 kernel: eth0 down", "gw-3"),
     ("2024-05-01T12:00:00+00:00 nas-1 smartd[5]: temp", "nas-1"),
     ("Oct 11 22:14:15 sshd[1]: no host field", ""),
+    ("2024-05-01T12:00:00Z ERROR db down", ""),
+    ("2024-05-01T12:00:00.123Z info main.go:12 started", ""),
     ("    at com.example.Main.run(Main.java:12)", ""),
 ])
 def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host):

@@ -5,7 +5,8 @@
 
 A line without such a header (a continuation, an application's own format) has no host; a 3164 line
 without a host field (`Oct 11 22:14:15 sshd[7]: ...`) has none either: the word after the time must be
-followed by a space, not by `[` or `:` as a program tag is.
+followed by a space, not by `[` or `:` as a program tag is, and it is no level word (`2024-05-01T12:00:00Z
+ERROR db down` is an application's line with no host).
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ _RFC3164 = re.compile(r"(?:<\d{1,3}>)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d
                       r"(?P<host>[A-Za-z0-9][\w.-]*) ")
 
 
+LEVEL_WORDS = frozenset(("trace", "debug", "dbg", "info", "notice", "warn", "warning", "err", "error", "crit",
+                         "critical", "fatal", "alert", "emerg", "panic", "severe"))
+
+
 def host_of(line: str) -> str | None:
     m = _RFC5424.match(line) or _RFC3164.match(line)
-    return m.group("host") if m is not None else None
+    if m is None or m.group("host").lower() in LEVEL_WORDS:
+        return None
+    return m.group("host")
