@@ -27,8 +27,10 @@ CASES = [
     (VECTOR_K8S, "GET /healthz 200", "api-7d9f/api", "2024-05-01T12:00:01.000Z", "vector", None),
     (FLUENT_BIT, "E0501 12:00:02 controller.go:114] sync failed", "ctrl-0/manager", "2024-05-01T12:00:02.500Z",
      "fluent-bit", None),
-    (JOURNALD, JOURNALD["MESSAGE"], "db-2", "2024-05-01T12:00:03.000Z", "journald", "ERROR"),
-    (OTLP_RECORD, "db down", "vm-9", "2024-05-01T12:00:04.000Z", "otlp", "ERROR"),
+    (JOURNALD, "2024-05-01T12:00:03.000Z ERROR [db-2] " + JOURNALD["MESSAGE"], "db-2", "2024-05-01T12:00:03.000Z",
+     "journald", "ERROR"),
+    (OTLP_RECORD, "2024-05-01T12:00:04.000Z ERROR [vm-9] db down", "vm-9", "2024-05-01T12:00:04.000Z", "otlp",
+     "ERROR"),
     (HOSTNAME_ONLY, "disk 91% full", "nas-1", "2024-05-01T12:00:05.000Z", "json", None),
 ]
 
@@ -77,3 +79,14 @@ def test_resource_attributes_as_an_object_and_vector_resources():
     assert read_record({"body": "x", "resource": {"attributes": {"k8s.pod.name": "p-1"}}}).source == "p-1"
     assert read_record({"message": "x", "resources": {"service.name": "svc"}}).source == "svc"
     assert read_record({"host": "h"}) is None
+
+
+def test_a_records_level_field_reaches_the_digest():
+    """journald keeps the level in PRIORITY, not in MESSAGE: written into the line's header, the digest counts it."""
+    from worker.digest.document import analyze_document
+
+    msg = decode_input(orjson.dumps(JOURNALD), max_bytes=1 << 20)
+    digest = analyze_document(msg.document).digest
+    assert digest["severity"] == {"ERROR": 1} and digest["span"]["first"] == "2024-05-01T12:00:03Z"
+    plain = decode_input(orjson.dumps(VECTOR), max_bytes=1 << 20)   # no level field: the raw line, verbatim
+    assert plain.document == VECTOR["message"]

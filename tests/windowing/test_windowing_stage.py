@@ -254,9 +254,13 @@ SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time
      b' "@timestamp": 1714564801.5}', "E0501 sync failed", "ctrl-0/manager", 1714564801500),
     (b'{"MESSAGE": "Started Session 4", "_HOSTNAME": "db-2", "__REALTIME_TIMESTAMP": "1714564803000000"}',
      "Started Session 4", "db-2", 1714564803000),
+    (b'{"MESSAGE": "Failed to start nginx", "_HOSTNAME": "db-2", "PRIORITY": "3", "__REALTIME_TIMESTAMP": "1714564803000000"}',
+     "2024-05-01T12:00:03.000Z ERROR [db-2] Failed to start nginx", "db-2", 1714564803000),
     (b'{"body": {"stringValue": "db down"}, "timeUnixNano": "1714564804000000000",'
      b' "resource": {"attributes": [{"key": "host.name", "value": {"stringValue": "vm-9"}}]}}',
      "db down", "vm-9", 1714564804000),
+    (b'{"body": "db down", "severityText": "Warning", "timeUnixNano": 1714564804000000000, "hostname": "vm-9"}',
+     "2024-05-01T12:00:04.000Z WARNING [vm-9] db down", "vm-9", 1714564804000),
 ]
 
 

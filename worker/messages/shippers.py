@@ -1,6 +1,8 @@
 """Log shippers' JSON records (Vector, Fluent Bit, journald, an OTLP log record) read as one line each.
 
-    read_record(obj)             -> Record(line, source, time_ms, level, shape), or None when `obj` holds no line
+    read_record(obj)             -> Record(line, source, time_ms, level, shape), or None when `obj` holds no line;
+                                    Record.text is the line as a document holds it (with a header when the
+                                    record has a level field)
     document_fields(obj, record) -> the input fields of a one-line document made of it (models.py)
     iso_ms(ms)                   -> milliseconds since the epoch as ISO 8601 UTC
 
@@ -49,6 +51,16 @@ class Record:
     level: str | None = None
     shape: str = "json"            # vector | fluent-bit | journald | otlp | json: which fields were read
 
+    @property
+    def text(self) -> str:
+        """The line as a document holds it. A record with a level field (journald's PRIORITY, an OTLP
+        severity, a parsed `level`) carries its header in fields, not in its message: it is written as an
+        OTLP record's line is (otlp.py), `<time> <LEVEL> [<source>] <message>`, so the digest reads its time
+        and level; a record without one is its message verbatim (a raw line keeps its own header)."""
+        if self.level is None:
+            return self.line
+        return f"{iso_ms(self.time_ms) or '-'} {self.level.split()[0].upper()} [{self.source or '-'}] {self.line}"
+
 
 def read_record(obj: dict[str, Any]) -> Record | None:
     """The shipper record's line, source, time and level; None when none of LINE_FIELDS holds a line."""
@@ -70,7 +82,7 @@ def document_fields(obj: dict[str, Any], record: Record) -> dict:
         if v is not None:
             attributes.setdefault(k, v)
     source = obj.get("source") if isinstance(obj.get("source"), str) else record.source
-    return {"text": record.line, "id": obj.get("id"), "source": source,
+    return {"text": record.text, "id": obj.get("id"), "source": source,
             "kind": obj.get("kind") if obj.get("kind") is not None else "log", "attributes": attributes}
 
 

@@ -135,7 +135,7 @@ class LineStream:
             record = None if isinstance(obj.get("text"), str) else read_record(obj)
             if record is None and not isinstance(obj.get("text"), str):
                 raise NoLine("missing_text", f"a JSON record with none of text, {', '.join(LINE_FIELDS)} as a string")
-            line = obj["text"] if record is None else record.line
+            line = obj["text"] if record is None else record.text
             if record is not None:
                 source, time_ms = record.source, record.time_ms
             kind = obj.get("kind") if isinstance(obj.get("kind"), str) else None
