@@ -110,3 +110,42 @@ TEST(templater_rejects_bad_config) {
   auto run = [&c] { return ribbon::analyze_templates("x", c); };
   CHECK_THROWS(run(), std::invalid_argument);
 }
+
+// Issue 37: one variable, one type. A hex-looking value with or without letters is one variable.
+TEST(templater_hex_values_with_or_without_letters_share_a_template) {
+  const Analysis a = ribbon::analyze_templates(
+      "iar 003a90fc dear 00b360e8\niar 00106210 dear 0244c1dc\niar 0010a210 dear 02440000", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "iar <hex> dear <hex>");
+  CHECK(!a.templates.empty() && a.templates[0].vars.size() == 2 && a.templates[0].vars[0].kind == VarKind::kHex);
+  CHECK(a.num_values.empty());  // hex ids are not magnitudes: no outlier scoring of them
+  CHECK(kind_of("3a90fc", VarKind::kHex));
+}
+
+TEST(templater_keeps_punctuation_after_a_variable_constant) {
+  const Analysis a = ribbon::analyze_templates(
+      "Received disconnect from 10.0.0.1: 11: Bye Bye\nReceived disconnect from 10.0.0.2: 12: Bye Bye", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Received disconnect from <ip>: <n>: Bye Bye");
+}
+
+TEST(templater_reads_an_empty_value_as_empty_not_the_next_key) {
+  const Analysis a = ribbon::analyze_templates("auth failure; logname= uid=0 euid=7 ruser= rhost=10.0.0.1", config());
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "auth failure; logname= uid=<n> euid=<n> ruser= rhost=<*>");
+}
+
+TEST(templater_reads_a_date_in_words_as_one_variable) {
+  const Analysis a = ribbon::analyze_templates(
+      "connection from 10.0.0.1 () at Sun Jul 17 01:47:22 2005\nconnection from 10.0.0.9 () at Mon Jul 18 11:07:02 2005",
+      config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "connection from <ip> () at <ts>");
+}
+
+TEST(templater_keeps_names_with_a_digit_constant) {
+  CHECK(constant("jk2_init()"));
+  CHECK(constant("mod_jk2"));
+  CHECK(constant("log4j"));
+  CHECK(kind_of("blk_38865049064139660", VarKind::kOther));
+  CHECK(kind_of("user_1234", VarKind::kOther));
+}
