@@ -340,7 +340,7 @@ Analysis Templater::analyze(std::string_view text) const {
       for (size_t t = 0; t < toks.size(); ++t) {
         key += seps[t];
         key.push_back('\x01');
-        if (toks[t].var) key += placeholder(toks[t].kind);
+        if (toks[t].var) key += placeholder(toks[t].kind == VarKind::kHex ? VarKind::kNumber : toks[t].kind);
         else key.append(text.substr(toks[t].start, toks[t].len));
         key.push_back('\x02');
       }
@@ -360,6 +360,9 @@ Analysis Templater::analyze(std::string_view text) const {
         raws.push_back(std::move(r));
       }
       Raw& r = raws[it->second];
+      if (!fresh)  // one variable, one type: a hex-looking value with or without letters (00106210, 003a90fc)
+        for (size_t t = 0; t < toks.size(); ++t)
+          if (toks[t].var && toks[t].kind == VarKind::kHex) r.kinds[t] = VarKind::kHex;
       ++r.count;
       r.last = line_no;
       line_raw.push_back(it->second);

@@ -29,6 +29,26 @@ bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4:
   return i == t.size();
 }
 
+// A name with a digit or two inside (jk2_init(), mod_jk2, log4j, utf8_decode): letters, '_' and runs of at most
+// two digits, starting with a letter, with a letter that cannot be hex or a '_' (so "ab12cd" stays an id).
+bool digit_name(std::string_view t) {
+  if (t.size() >= 2 && t.substr(t.size() - 2) == "()") t.remove_suffix(2);
+  if (t.empty() || !is_alpha(t[0])) return false;
+  size_t run = 0, letters = 0;
+  bool plain = false;
+  for (char c : t) {
+    if (is_digit(c)) {
+      if (++run > 2) return false;
+      continue;
+    }
+    run = 0;
+    if (!is_alpha(c) && c != '_') return false;
+    ++letters;
+    if (!is_hex(c)) plain = true;
+  }
+  return plain && letters >= 3;
+}
+
 bool closes(char open, char c) { return (open == '(' && c == ')') || (open == '[' && c == ']') || (open == '{' && c == '}'); }
 
 // The end (one past ')') of "(...)" opening at `at` right after a name, when no whitespace or bracket
@@ -123,6 +143,47 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
     toks.swap(kt);
     seps.swap(ks);
   }
+}
+
+// A date written in words and numbers (Sun Jul 17 01:47:22 2005, 17 Jul 2005) is one time variable: a run of
+// time tokens and short integers joined by single spaces, holding a month or weekday name or two time tokens.
+void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
+  auto part = [&](const Token& t) {
+    if (!t.var) return 0;
+    if (t.kind == VarKind::kTime) return is_digit(line[t.start - base]) ? 2 : 3;  // 3: a calendar word
+    if (t.kind != VarKind::kNumber || t.len > 4) return 0;
+    for (size_t c = 0; c < t.len; ++c)
+      if (!is_digit(line[t.start - base + c])) return 0;
+    return 1;
+  };
+  std::vector<Token> kt;
+  std::vector<std::string> ks{seps[0]};
+  for (size_t k = 0; k < toks.size();) {
+    size_t e = k + 1;  // the run [k, e)
+    int times = 0;
+    bool word = false;
+    if (part(toks[k]) > 0) {
+      times = part(toks[k]) >= 2;
+      word = part(toks[k]) == 3;
+      while (e < toks.size() && seps[e] == " " && part(toks[e]) > 0) {
+        times += part(toks[e]) >= 2;
+        word = word || part(toks[e]) == 3;
+        ++e;
+      }
+    }
+    Token t = toks[k];
+    if (e - k >= 2 && (word || times >= 2)) {
+      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
+      t.kind = VarKind::kTime;
+    } else {
+      e = k + 1;
+    }
+    kt.push_back(t);
+    ks.push_back(seps[e]);
+    k = e;
+  }
+  toks.swap(kt);
+  seps.swap(ks);
 }
 
 }  // namespace
@@ -243,10 +304,20 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       }
     }
     flush_sep();
-    const std::string_view t = line.substr(i, j - i);
+    std::string_view t = line.substr(i, j - i);
     VarKind kind = VarKind::kOther;
     bool var = classify_token(t, kind);
-    if (!var && seps.back().find('=') != std::string::npos) {  // the value of key=value
+    bool trail = false;  // a variable's trailing ':' or '.' is punctuation of the line (10.0.0.1: 11: Bye)
+    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.') && t[t.size() - 2] != t.back()) {
+      VarKind k2 = VarKind::kOther;
+      if (classify_token(t.substr(0, t.size() - 1), k2)) {
+        t.remove_suffix(1);
+        --j;
+        var = trail = true;
+        kind = k2;
+      }
+    }
+    if (!var && !seps.back().empty() && seps.back().back() == '=') {  // the value of key=value
       var = true;
       kind = VarKind::kOther;
     }
@@ -259,11 +330,15 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
     }
     i = j;
+    if (trail) sep.push_back(line[i++]);
   }
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
   if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
   seps.push_back(sep);
   fuse_quantities(line, base, toks, seps);
+  bool timed = false;
+  for (const Token& t : toks) timed = timed || (t.var && t.kind == VarKind::kTime);
+  if (timed) fuse_times(toks, seps, line, base);
 }
 
 bool clock_candidate(std::string_view line) {
@@ -377,7 +452,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
                       c == '+' || c == ',';
              })) {
     kind = VarKind::kTime;
-  } else if (all_hex && t.size() >= 8 && hexletters > 0) {
+  } else if (all_hex && t.size() >= 6 && hexletters > 0) {
     kind = VarKind::kHex;
   } else {
     double v = 0.0;
@@ -386,7 +461,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
     size_t unit = 0;
     while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;
     if (i + unit == t.size() && unit <= 6 && dots <= 1 && parse_number(t, v)) kind = VarKind::kNumber;
-    else if (short_name(t)) return false;
+    else if (short_name(t) || digit_name(t)) return false;
   }
   return true;
 }
