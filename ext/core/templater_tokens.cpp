@@ -305,17 +305,26 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     }
     flush_sep();
     std::string_view t = line.substr(i, j - i);
+    const size_t colon = t.size() > 3 && is_alpha(t[0]) ? t.find(':') : std::string_view::npos;
+    if (colon != std::string_view::npos && colon >= 2 && colon + 1 < t.size() && t[colon + 1] != '/' &&
+        t[colon + 1] != ':' && std::all_of(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(colon),
+                                           [](char ch) { return is_alpha(ch) || ch == '_'; })) {
+      VarKind k2 = VarKind::kOther;  // Name:value (PendingReds:0, vCores:8): the name constant, the value a variable
+      if (classify_token(t.substr(colon + 1), k2)) {
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(colon), false, VarKind::kOther});
+        seps.emplace_back(":");
+        i += colon + 1;
+        t = line.substr(i, j - i);
+      }
+    }
     VarKind kind = VarKind::kOther;
     bool var = classify_token(t, kind);
-    bool trail = false;  // a variable's trailing ':' or '.' is punctuation of the line (10.0.0.1: 11: Bye)
+    bool trail = false;  // a token's trailing ':' or '.' is punctuation of the line (10.0.0.1: 11: Bye)
     if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.') && t[t.size() - 2] != t.back()) {
-      VarKind k2 = VarKind::kOther;
-      if (classify_token(t.substr(0, t.size() - 1), k2)) {
-        t.remove_suffix(1);
-        --j;
-        var = trail = true;
-        kind = k2;
-      }
+      t.remove_suffix(1);
+      --j;
+      trail = true;
+      var = classify_token(t, kind);
     }
     if (!var && !seps.back().empty() && seps.back().back() == '=') {  // the value of key=value
       var = true;

@@ -149,3 +149,10 @@ TEST(templater_keeps_names_with_a_digit_constant) {
   CHECK(kind_of("blk_38865049064139660", VarKind::kOther));
   CHECK(kind_of("user_1234", VarKind::kOther));
 }
+
+TEST(templater_splits_a_name_glued_to_its_value) {
+  const Analysis a = ribbon::analyze_templates("After: PendingReds:0 ContAlloc:12\nAfter: PendingReds:3 ContAlloc:9", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "After: PendingReds:<n> ContAlloc:<n>");
+  CHECK(kind_of("http://example.org/a", VarKind::kOther));
+}
