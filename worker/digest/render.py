@@ -172,7 +172,7 @@ def _pm(pm: dict) -> str:
     if pm.get("begin") or pm.get("end"):
         head += f", {pm.get('begin') or '?'} to {pm.get('end') or '?'}"
     head += f": {_count(pm['objects'])} objects ({_count(pm['cells'])} cells), {pm['counters']} counters"
-    head += f", {len(pm['nonzero'])} non-zero."
+    head += f", {pm.get('nonzero_total', len(pm['nonzero']))} non-zero."
     if pm["failure_counters"]:
         head += " Failure counters: " + "; ".join(
             f"{c['name']} {c['total']:g} over {c['objects']} objects (most {c['max']:g} at {c['max_object']})"
