@@ -21,6 +21,13 @@ from worker.digest.templates import analyze
 
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 KEYS = ("ga", "pa", "fga", "fta")
+_RUN = re.compile(r"<\*>(?:\s+<\*>)+")
+
+
+def join_runs(template: str) -> str:
+    """A run of variables separated by whitespace only as one `<*>`: the form of the benchmark's true templates
+    (its evaluator generalizes them so), given to both parsers alike."""
+    return _RUN.sub("<*>", template)
 
 
 def ribbon_templates(contents: list[str]) -> tuple[list[str], float]:
@@ -52,7 +59,7 @@ def system(name: str, contents: list[str], truth: list[str], drain: bool) -> dic
     runs = [("ribbon", ribbon_templates)] + ([("drain3_tuned", lambda c: drain_templates(name, c))] if drain else [])
     for key, parse in runs:
         templates, seconds = parse(contents)
-        row = metrics(contents, truth, [post_process(t) for t in templates])
+        row = metrics(contents, truth, [join_runs(post_process(t)) for t in templates])
         row["lines_per_s"] = round(len(contents) / max(seconds, 1e-9))
         out[key] = row
     return out
