@@ -319,8 +319,15 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     }
     VarKind kind = VarKind::kOther;
     bool var = classify_token(t, kind);
-    bool trail = false;  // a token's trailing ':' or '.' is punctuation of the line (10.0.0.1: 11: Bye)
-    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.') && t[t.size() - 2] != t.back()) {
+    if (t.size() >= 3 && t.front() == '\'' && t.back() == '\'') {  // 'value': the quotes are punctuation
+      seps.back().push_back('\'');
+      ++i;
+      t.remove_prefix(1);
+      var = classify_token(t.substr(0, t.size() - 1), kind);
+    }
+    bool trail = false;  // a token's trailing ':' '.' or quote is punctuation of the line (10.0.0.1: 11: Bye)
+    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.' || t.back() == '\'') &&
+        t[t.size() - 2] != t.back()) {
       t.remove_suffix(1);
       --j;
       trail = true;
@@ -432,6 +439,10 @@ bool classify_token(std::string_view t, VarKind& kind) {
     return true;
   }
   if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (t.size() >= 8 && std::all_of(t.begin(), t.end(), is_hex)) {  // ffffffff: a hex value without a digit
+      kind = VarKind::kHex;
+      return true;
+    }
     if (!calendar_word(t)) return false;
     kind = VarKind::kTime;
     return true;

@@ -120,6 +120,8 @@ TEST(templater_hex_values_with_or_without_letters_share_a_template) {
   CHECK(!a.templates.empty() && a.templates[0].vars.size() == 2 && a.templates[0].vars[0].kind == VarKind::kHex);
   CHECK(a.num_values.empty());  // hex ids are not magnitudes: no outlier scoring of them
   CHECK(kind_of("3a90fc", VarKind::kHex));
+  CHECK(kind_of("ffffffff", VarKind::kHex));
+  CHECK(constant("accepted"));
 }
 
 TEST(templater_keeps_punctuation_after_a_variable_constant) {
@@ -155,4 +157,11 @@ TEST(templater_splits_a_name_glued_to_its_value) {
   CHECK(a.templates.size() == 1);
   CHECK(!a.templates.empty() && a.templates[0].pattern == "After: PendingReds:<n> ContAlloc:<n>");
   CHECK(kind_of("http://example.org/a", VarKind::kOther));
+}
+
+TEST(templater_reads_single_quotes_around_a_value_as_punctuation) {
+  const Analysis a = ribbon::analyze_templates("creating device node '/udev/sda1'\ncreating device node '/udev/sdb'",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "creating device node '<*>'");
 }

@@ -21,6 +21,7 @@ from worker.digest.templates import analyze
 
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 KEYS = ("ga", "pa", "fga", "fta")
+_HEXLIKE = re.compile(r"[0-9a-fA-F]{4,}")
 _RUN = re.compile(r"<\*>(?:\s+<\*>)+")
 
 
@@ -30,12 +31,28 @@ def join_runs(template: str) -> str:
     return _RUN.sub("<*>", template)
 
 
+def loghub_form(t) -> str:
+    """A template in the benchmark's form: each placeholder `<*>`, but a variable that holds one value with no
+    digit (and not hex-looking) on every line of a template of two or more lines is that text (it never varies: part of the message,
+    as the digest's rendering shows it)."""
+    it = iter(t.vars)
+
+    def one(_m: re.Match) -> str:
+        v = next(it, None)
+        if (v is not None and t.count >= 2 and v.distinct == 1 and not v.distinct_capped and v.top
+                and not any(ch.isdigit() for ch in v.top[0][0]) and not _HEXLIKE.fullmatch(v.top[0][0])):
+            return v.top[0][0]
+        return "<*>"
+
+    return _PLACEHOLDER.sub(one, t.pattern)
+
+
 def ribbon_templates(contents: list[str]) -> tuple[list[str], float]:
     """Ribbon's template per line in the benchmark's form (placeholders `<*>`), and process CPU seconds."""
     t0 = time.process_time()
     tm = analyze(contents)
     seconds = time.process_time() - t0
-    forms = [_PLACEHOLDER.sub("<*>", t.pattern) for t in tm.templates]
+    forms = [loghub_form(t) for t in tm.templates]
     return [forms[k] if k >= 0 else "" for k in tm.line_template.tolist()], seconds
 
 
