@@ -317,22 +317,30 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
         t = line.substr(i, j - i);
       }
     }
-    VarKind kind = VarKind::kOther;
-    bool var = classify_token(t, kind);
-    if (t.size() >= 3 && t.front() == '\'' && t.back() == '\'') {  // 'value': the quotes are punctuation
+    if (t.size() >= 3 && is_digit(t.front()) && is_digit(t.back()) && t.find('_') != std::string_view::npos &&
+        std::all_of(t.begin(), t.end(), [](char ch) { return is_digit(ch) || ch == '_'; }) &&
+        t.find("__") == std::string_view::npos) {
+      size_t a = 0;  // numbers joined by '_' (30546173_4261722401): a number each, the '_' between them constant
+      for (size_t u = t.find('_'); u != std::string_view::npos; a = u + 1, u = t.find('_', a)) {
+        toks.push_back({static_cast<uint32_t>(base + i + a), static_cast<uint32_t>(u - a), true, VarKind::kNumber});
+        seps.emplace_back("_");
+      }
+      i += a;
+      t = line.substr(i, j - i);
+    }
+    // punctuation of the line, not of the value: a trailing ':' or '.' (10.0.0.1: 11: Bye) and quotes around it
+    size_t tail = 0;
+    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.') && t[t.size() - 2] != t.back()) tail = 1;
+    if (t.size() >= tail + 3 && t.front() == '\'' && t[t.size() - tail - 1] == '\'') {  // 'value'
       seps.back().push_back('\'');
       ++i;
       t.remove_prefix(1);
-      var = classify_token(t.substr(0, t.size() - 1), kind);
+      ++tail;
     }
-    bool trail = false;  // a token's trailing ':' '.' or quote is punctuation of the line (10.0.0.1: 11: Bye)
-    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.' || t.back() == '\'') &&
-        t[t.size() - 2] != t.back()) {
-      t.remove_suffix(1);
-      --j;
-      trail = true;
-      var = classify_token(t, kind);
-    }
+    t.remove_suffix(tail);
+    j -= tail;
+    VarKind kind = VarKind::kOther;
+    bool var = classify_token(t, kind);
     if (!var && !seps.back().empty() && seps.back().back() == '=') {  // the value of key=value
       var = true;
       kind = VarKind::kOther;
@@ -346,7 +354,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
     }
     i = j;
-    if (trail) sep.push_back(line[i++]);
+    for (; tail > 0; --tail) sep.push_back(line[i++]);
   }
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
   if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());

@@ -165,3 +165,25 @@ TEST(templater_reads_single_quotes_around_a_value_as_punctuation) {
   CHECK(a.templates.size() == 1);
   CHECK(!a.templates.empty() && a.templates[0].pattern == "creating device node '<*>'");
 }
+
+TEST(templater_shows_the_unit_every_value_of_a_quantity_shares) {
+  const Analysis a = ribbon::analyze_templates("renew lease for 70 seconds.\nrenew lease for 5 seconds.\n"
+                                               "took 3 ms then\ntook 2 sec then", config());
+  CHECK(a.templates.size() == 2);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "renew lease for <n> seconds.");
+  CHECK(a.templates.size() == 2 && a.templates[1].pattern == "took <n> then");
+  CHECK(!a.templates.empty() && a.templates[0].vars[0].top.size() == 2 && a.templates[0].vars[0].min == 5.0);
+}
+
+TEST(templater_reads_numbers_joined_by_underscores_as_numbers) {
+  const Analysis a = ribbon::analyze_templates("Session: 30546173_4261722401 initialized\nSession: 7_12 initialized",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Session: <n>_<n> initialized");
+}
+
+TEST(templater_reads_a_quoted_value_before_a_colon) {
+  const Analysis a = ribbon::analyze_templates("error for '0x00660011': too long\nerror for '0x0067000f': too long",
+                                               config());
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "error for '<hex>': too long");
+}
