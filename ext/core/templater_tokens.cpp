@@ -305,6 +305,19 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     }
     flush_sep();
     std::string_view t = line.substr(i, j - i);
+    const size_t slash = t.size() >= 3 ? t.find('/') : std::string_view::npos;
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < t.size() &&
+        t.find('/', slash + 1) == std::string_view::npos) {
+      VarKind k1 = VarKind::kOther, k2 = VarKind::kOther, whole = VarKind::kOther;
+      if (classify_token(t.substr(0, slash), k1) && classify_token(t.substr(slash + 1), k2) &&
+          !(classify_token(t, whole) && whole == VarKind::kTime)) {
+        // two values joined by one '/' (host-7/10.0.0.1:9000, 3/4): a variable each, the '/' constant
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(slash), true, k1});
+        seps.emplace_back("/");
+        i += slash + 1;
+        t = line.substr(i, j - i);
+      }
+    }
     const size_t colon = t.size() > 3 && is_alpha(t[0]) ? t.find(':') : std::string_view::npos;
     if (colon != std::string_view::npos && colon >= 2 && colon + 1 < t.size() && t[colon + 1] != '/' &&
         t[colon + 1] != ':' && std::all_of(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(colon),

@@ -187,3 +187,11 @@ TEST(templater_reads_a_quoted_value_before_a_colon) {
                                                config());
   CHECK(!a.templates.empty() && a.templates[0].pattern == "error for '<hex>': too long");
 }
+
+TEST(templater_reads_two_values_joined_by_a_slash_as_two) {
+  const Analysis a = ribbon::analyze_templates(
+      "Old: host-41/10.1.1.7:9000 New: host-41:9000\nOld: host-12/10.1.1.9:9000 New: host-12:9000", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Old: <*>/<ip> New: <*>");
+  CHECK(kind_of("12/31/2024", VarKind::kTime));
+}
