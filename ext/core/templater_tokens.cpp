@@ -230,8 +230,9 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     if (c == '"') {
       size_t close = i + 1;
       while (close < n && line[close] != '"') ++close;
+      const bool value = !in_quote && !sep.empty() && sep.back() == '=';  // key="a phrase": one value
       const bool phrase = close < n && line.substr(i + 1, close - i - 1).find(' ') != std::string_view::npos;
-      if (in_quote || phrase) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
+      if (in_quote || (phrase && !value)) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
         in_quote = !in_quote;
         sep.push_back(c);
         ++i;

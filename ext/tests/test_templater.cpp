@@ -195,3 +195,10 @@ TEST(templater_reads_two_values_joined_by_a_slash_as_two) {
   CHECK(!a.templates.empty() && a.templates[0].pattern == "Old: <*>/<ip> New: <*>");
   CHECK(kind_of("12/31/2024", VarKind::kTime));
 }
+
+TEST(templater_reads_a_quoted_phrase_after_a_key_as_one_value) {
+  const Analysis a = ribbon::analyze_templates("acquire lock=7, tag=\"View Lock\", uid=1\nacquire lock=9, tag=\"wifi\", uid=2",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "acquire lock=<n>, tag=<q>, uid=<n>");
+}

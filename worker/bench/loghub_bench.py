@@ -34,18 +34,18 @@ def join_runs(template: str) -> str:
 
 
 def loghub_form(t) -> str:
-    """A template in the benchmark's form: each placeholder `<*>`, but a variable that holds one value with no
+    """A template in the benchmark's form: each placeholder `<*>` (a quoted value `"<*>"`), but a variable that holds one value with no
     digit (not hex-looking, no path) on every line of a template of two or more lines is that text (it never varies: part of the message,
     as the digest's rendering shows it)."""
     it = iter(t.vars)
 
-    def one(_m: re.Match) -> str:
+    def one(m: re.Match) -> str:
         v = next(it, None)
         if (v is not None and t.count >= 2 and v.distinct == 1 and not v.distinct_capped and v.top
                 and not any(ch.isdigit() for ch in v.top[0][0]) and not _HEXLIKE.fullmatch(v.top[0][0])
                 and "/" not in v.top[0][0]):
             return v.top[0][0]
-        return "<*>"
+        return '"<*>"' if m.group(0) == "<q>" else "<*>"
 
     return _PLACEHOLDER.sub(one, t.pattern)
 
