@@ -324,7 +324,10 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
         t[colon + 1] != ':' && std::all_of(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(colon),
                                            [](char ch) { return is_alpha(ch) || ch == '_'; })) {
       VarKind k2 = VarKind::kOther;  // Name:value (PendingReds:0, vCores:8): the name constant, the value a variable
-      if (classify_token(t.substr(colon + 1), k2)) {
+      const std::string_view name = t.substr(0, colon), value = t.substr(colon + 1);
+      // a lowercase name may be a host (localhost:8080, wpad:80): host and port stay one value, whatever the port
+      const bool field = std::any_of(name.begin(), name.end(), [](char ch) { return (ch >= 'A' && ch <= 'Z') || ch == '_'; });
+      if (field && classify_token(value, k2)) {
         toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(colon), false, VarKind::kOther});
         seps.emplace_back(":");
         i += colon + 1;

@@ -202,3 +202,10 @@ TEST(templater_reads_a_quoted_phrase_after_a_key_as_one_value) {
   CHECK(a.templates.size() == 1);
   CHECK(!a.templates.empty() && a.templates[0].pattern == "acquire lock=<n>, tag=<q>, uid=<n>");
 }
+
+TEST(templater_keeps_a_host_and_its_port_one_value) {
+  const Analysis a = ribbon::analyze_templates("connect to wpad:80 failed\nconnect to proxy.example.org:5070 failed",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "connect to <*> failed");
+}
