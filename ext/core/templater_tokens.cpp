@@ -186,6 +186,43 @@ void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
   seps.swap(ks);
 }
 
+// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16 an17, frames a.b:1 c.d:2 e.f:3 g.h:4) is
+// one variable whatever its length: a run of four or more tokens joined by single spaces, each a variable of
+// one kind, or each a short name with the same letters before its digits.
+void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
+  auto stem = [&](const Token& t) -> std::string_view {  // "an" of an14; empty when not a short name with digits
+    const std::string_view s = line.substr(t.start - base, t.len);
+    size_t k = 0;
+    while (k < s.size() && is_alpha(s[k])) ++k;
+    if (t.var || k == 0 || k == s.size() || !short_name(s)) return {};
+    return s.substr(0, k);
+  };
+  auto same = [&](const Token& a, const Token& b) {
+    if (a.var || b.var) return a.var && b.var && a.kind == b.kind && a.kind != VarKind::kTime;
+    const std::string_view sa = stem(a);
+    return !sa.empty() && sa == stem(b);
+  };
+  std::vector<Token> kt;
+  std::vector<std::string> ks{seps[0]};
+  for (size_t k = 0; k < toks.size();) {
+    size_t e = k + 1;
+    while (e < toks.size() && seps[e] == " " && same(toks[k], toks[e])) ++e;
+    Token t = toks[k];
+    if (e - k >= 4 && (t.var || !stem(t).empty())) {
+      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
+      t.var = true;
+      t.kind = VarKind::kOther;
+    } else {
+      e = k + 1;
+    }
+    kt.push_back(t);
+    ks.push_back(seps[e]);
+    k = e;
+  }
+  toks.swap(kt);
+  seps.swap(ks);
+}
+
 }  // namespace
 
 // The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
@@ -380,6 +417,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
   bool timed = false;
   for (const Token& t : toks) timed = timed || (t.var && t.kind == VarKind::kTime);
   if (timed) fuse_times(toks, seps, line, base);
+  if (toks.size() >= 4) fold_lists(toks, seps, line, base);
 }
 
 bool clock_candidate(std::string_view line) {

@@ -209,3 +209,13 @@ TEST(templater_keeps_a_host_and_its_port_one_value) {
   CHECK(a.templates.size() == 1);
   CHECK(!a.templates.empty() && a.templates[0].pattern == "connect to <*> failed");
 }
+
+TEST(templater_reads_a_list_in_words_as_one_variable) {
+  const Analysis a = ribbon::analyze_templates(
+      "failed to resolve an14 an15 an16 an17 an18\nfailed to resolve an3 an4 an5 an6\n"
+      "Supported channels 1 2 3 4 5 6\nSupported channels 1 6 11 36", config());
+  CHECK(a.templates.size() == 2);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "failed to resolve <*>");
+  CHECK(a.templates.size() == 2 && a.templates[1].pattern == "Supported channels <*>");
+  CHECK(ribbon::analyze_templates("rx 1 2 3 ok", config()).templates[0].pattern == "rx <n> <n> <n> ok");
+}
