@@ -15,6 +15,11 @@ compact_chars
 raw_templates  # worker/digest/templates.py
 finish_reason  # worker/engine/engine.py: Generated, part of the engine's API
 _.profiling_enabled  # bench/digest.py: Drain3's config
+_.drain_depth  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
+_.drain_sim_th
+_.mask_prefix
+_.mask_suffix
+_.masking_instructions
 
 # Module __getattr__ (PEP 562): the engine package's lazy exports.
 __getattr__
