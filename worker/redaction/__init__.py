@@ -1,0 +1,13 @@
+"""Secrets out of everything the worker publishes (summaries, digests, highlights, prompts, spans, logs).
+
+    redactor(policy).text(s) -> (s', {kind: count})   worker/redaction/redact.py: the pass
+    scrub(s) -> s'                                     the same with the policy `install` set at start
+    Policy.of(settings.redaction)                      worker/redaction/policy.py
+The rules (detect-secrets' provider patterns and Ribbon's own) are in worker/redaction/rules.py;
+docs/digest.md says what is redacted, where, and what it costs.
+"""
+
+from worker.redaction.policy import Policy
+from worker.redaction.redact import install, redactor, scrub
+
+__all__ = ["Policy", "install", "redactor", "scrub"]

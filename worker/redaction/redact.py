@@ -1,0 +1,140 @@
+"""The redaction pass: a text in, the same text with each secret's value as `<redacted:kind>` out.
+
+    redactor(policy).text(s) -> (s', {kind: count})
+    scrub(s) -> s'   (the installed policy: log lines, span attributes, dead-letter reasons)
+
+Only the value goes: the key, the scheme (`Bearer`), the URL around a password and the rest of the
+line stay, and no line is added or removed, so line counts, templates and first-line numbers of the
+digest are those of the original. Cost: one scan of the whole text with the combined prefilter
+(worker/redaction/rules.py); only the lines it hits run the rules. Private key blocks span lines:
+their base64 lines are redacted between the BEGIN and END markers.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+
+from worker.redaction.policy import Policy
+from worker.redaction.rules import Rules, build_rules
+
+MARK = re.compile(r"<redacted:[a-z0-9_]+>")
+_PK_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:[^\n]*")
+_PK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+_B64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_PK_LINES = 400  # a block without its END marker is redacted this many lines on, at most
+
+
+def marker(kind: str) -> str:
+    return f"<redacted:{kind}>"
+
+
+class Redactor:
+    """Applies one policy's rules; immutable after construction, so threads and processes share it."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.rules: Rules | None = build_rules(policy) if policy.enabled else None
+
+    def text(self, text: str) -> tuple[str, dict[str, int]]:
+        """`text` with every secret's value replaced, and the count of each kind replaced."""
+        r = self.rules
+        if r is None:
+            return text, {}
+        counts: Counter[str] = Counter()
+        if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
+            text = _private_keys(text, counts)
+        starts = {text.rfind("\n", 0, m.start()) + 1 for m in r.prefilter.finditer(text)}
+        for rx in r.extra:
+            starts.update(text.rfind("\n", 0, m.start()) + 1 for m in rx.finditer(text))
+        if not starts:
+            return text, dict(counts)
+        pieces, at = [], 0
+        for s in sorted(starts):
+            e = text.find("\n", s)
+            e = len(text) if e < 0 else e
+            pieces += [text[at:s], self.line(text[s:e], counts)]
+            at = e
+        pieces.append(text[at:])
+        return "".join(pieces), dict(counts)
+
+    def line(self, line: str, counts: Counter[str]) -> str:
+        """One line with its secrets' values replaced; `counts` gains one per value."""
+        if self.rules is None:
+            return line
+        taken = [m.span() for m in MARK.finditer(line)] if "<redacted:" in line else []
+        spans: list[tuple[int, int, str]] = []
+        for rule in self.rules.line:
+            for m in rule.regex.finditer(line):
+                got = rule.span(m)
+                if got is None or any(got[0] < e and s < got[1] for s, e in taken):
+                    continue
+                spans.append(got)
+                taken.append(got[:2])
+        if not spans:
+            return line
+        out, at = [], 0
+        for s, e, kind in sorted(spans):
+            out += [line[at:s], marker(kind)]
+            counts[kind] += 1
+            at = e
+        out.append(line[at:])
+        return "".join(out)
+
+    def scrub(self, s: str) -> str:
+        return self.text(s)[0] if self.rules is not None else s
+
+
+def _private_keys(text: str, counts: Counter[str]) -> str:
+    """Each private key block's base64 (on the BEGIN line after the marker, or on the lines up to the END
+    marker) as one marker per line; markers, headers (Proc-Type: ...) and line prefixes stay."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _PK_BEGIN.search(lines[i])
+        if m is None:
+            i += 1
+            continue
+        counts["private_key"] += 1
+        head, rest = lines[i][:m.end()], lines[i][m.end():]
+        end = _PK_END.search(rest)
+        if end is not None or _B64_RUN.search(rest):  # the block on one line (JSON with \n escapes)
+            body = rest[:end.start()] if end is not None else rest
+            tail = rest[end.start():] if end is not None else ""
+            lines[i] = head + (marker("private_key") if _B64_RUN.search(body) else body) + tail
+            if end is not None:
+                i += 1
+                continue
+        j = i + 1
+        while j < len(lines) and j <= i + _PK_LINES:
+            end = _PK_END.search(lines[j])
+            if end is None and not _B64_RUN.search(lines[j]) and lines[j].strip() and ":" not in lines[j]:
+                break  # the block ended without its END marker (a cut log)
+            cut = end.start() if end is not None else len(lines[j])
+            lines[j] = _B64_RUN.sub(marker("private_key"), lines[j][:cut]) + lines[j][cut:]
+            if end is not None:
+                break
+            j += 1
+        i = j + 1
+    return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=8)
+def redactor(policy: Policy) -> Redactor:
+    """The process's redactor of `policy` (the rules compile once per process and policy)."""
+    return Redactor(policy)
+
+
+_installed = Policy()
+
+
+def install(policy: Policy) -> None:
+    """The policy `scrub` applies in this process (set once at start, from the settings)."""
+    global _installed
+    _installed = policy
+
+
+def scrub(s: str) -> str:
+    """`s` redacted by the installed policy (log lines, span attributes, dead-letter reasons)."""
+    return redactor(_installed).scrub(s) if s else s

@@ -1,0 +1,195 @@
+"""The redaction rules: which spans of a line are secrets, and of which kind.
+
+    build_rules(policy) -> Rules: the ordered line rules and the one prefilter that gates them
+
+Provider token formats come from detect-secrets (Yelp, Apache-2.0): the `denylist` regular expressions
+of its regex plugins (AWS, Azure storage, GitHub, GitLab, Slack, JWT, Stripe, SendGrid, npm, PyPI,
+OpenAI, Discord, Telegram, Twilio, Mailchimp, Square, IBM, Cloudant, SoftLayer, Artifactory), read
+from the installed package, so its maintained rule set is the one applied. Its credential words
+(`keyword.DENYLIST`) seed the key=value rule. Its IP and file-type keyword plugins are left out (an
+address is not a credential; its keyword regexes are per source language), and so are its
+high-entropy plugins as rules (they flag every quoted hash); their Shannon entropy is used for the
+"high-entropy token next to a credential word" rule. Written here, because detect-secrets has no
+rule for them or none that gives the value's span: key=value and JSON/logfmt fields (the value
+only), bearer/basic authorization, connection strings with a password, private key blocks
+(worker/redaction/redact.py), Google API keys and OAuth tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from detect_secrets.plugins import keyword as ds_keyword
+from detect_secrets.plugins.base import RegexBasedDetector
+
+from worker.redaction.policy import Policy
+
+# detect-secrets plugins applied (module, class); the rest are left out, as the docstring says
+_DS_PLUGINS = (
+    ("artifactory", "ArtifactoryDetector"), ("aws", "AWSKeyDetector"), ("azure_storage_key", "AzureStorageKeyDetector"),
+    ("cloudant", "CloudantDetector"), ("discord", "DiscordBotTokenDetector"), ("github_token", "GitHubTokenDetector"),
+    ("gitlab_token", "GitLabTokenDetector"), ("ibm_cloud_iam", "IbmCloudIamDetector"),
+    ("ibm_cos_hmac", "IbmCosHmacDetector"), ("jwt", "JwtTokenDetector"), ("mailchimp", "MailchimpDetector"),
+    ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
+    ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"), ("softlayer", "SoftlayerDetector"),
+    ("square_oauth", "SquareOAuthDetector"), ("stripe", "StripeDetector"), ("telegram_token", "TelegramBotTokenDetector"),
+    ("twilio", "TwilioKeyDetector"),
+)
+_KIND = {"JSON Web Token": "jwt", "AWS Access Key": "aws_key", "Azure Storage Account access key": "azure_key"}
+
+# Words that make `key = value` a credential: detect-secrets' DENYLIST and the issue's list.
+_WORDS = sorted({w.replace("_?", "[_-]?") for w in ds_keyword.DENYLIST} | {
+    "passphrase", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key", "master[_-]?key",
+    "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
+}, key=len, reverse=True)
+_PASSWORD = re.compile(r"(?i)pass|pwd|contrase")
+_KEY = r"(?P<key>[A-Za-z0-9_.-]*?(?:" + "|".join(_WORDS) + r"))"
+_VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
+KEY_VALUE = re.compile(r"(?i)(?<![A-Za-z0-9])" + _KEY + r"(?P<kq>\\?[\"']?)\s{0,3}(?::=|=>|=|:)\s{0,3}" + _VALUE)
+_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>|\[[^\]]*\]|\$\{[^}]*\}|"
+                          r"\{\{[^}]*\}\}|%[sdr]|\?+)")
+_SCHEME = re.compile(r"(?i)bearer|basic|token|digest|negotiate|ntlm|hmac\S*|aws4-hmac-sha256|oauth")
+
+AUTH_HEADER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/-]{8,}=*)")
+CONNECTION = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\"']+:(?P<v>[^\s@/\"']+)@[^\s/\"']")
+GOOGLE = re.compile(r"\bAIza[0-9A-Za-z_-]{35}|\bya29\.[0-9A-Za-z_-]{20,}")
+NEAR_WORD = re.compile(r"(?i)\b(?:password|passwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|"
+                       r"private[ _-]?key|credentials?)\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/=_.-]{16,})(?![\w+/=.-])")
+
+# Necessary conditions of the rules above and of detect-secrets' patterns, in one regex: a line without
+# any of them is not looked at again. Case-insensitive, so a superset of the case-sensitive patterns.
+PREFILTER_PARTS = (
+    r"pass", r"pwd", r"secret", r"token", r"key", r"auth", r"bearer", r"basic", r"credential", r"contrase", r"://",
+    r"eyJ", r"A3T|ABIA|ACCA|AKIA|ASIA|AKC|AP[\dA-F]", r"AIza|ya29\.", r"gh[pousr]_", r"gl[a-z]{2,6}-|GR1348941",
+    r"xox|hooks\.slack", r"[rs]k_live_", r"SG\.", r"sq0csp", r"pypi-", r"npm_", r"sk-", r"-us\d", r"AC[a-z0-9]{32}",
+    r"SK[a-z0-9]{32}", r"\d{8,10}:", r"[MNO][\w-]{23,25}\.", r"cloudant|softlayer",
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str | None                      # None: the kind comes from `span`
+    regex: re.Pattern
+    span: Callable[[re.Match], tuple[int, int, str] | None]  # the secret's (start, end, kind), or None: not one
+
+
+@dataclass(frozen=True)
+class Rules:
+    prefilter: re.Pattern               # the built-in rules' necessary conditions, one regex
+    extra: tuple[re.Pattern, ...]       # redaction.extra_patterns (each its own flags)
+    line: tuple[Rule, ...]
+
+
+def _slug(secret_type: str) -> str:
+    return _KIND.get(secret_type) or re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_").removesuffix("s")
+
+
+def _group_or_whole(kind: str) -> Callable[[re.Match], tuple[int, int, str] | None]:
+    """detect-secrets' span: its last group that took text when that is a value (8+ characters; a
+    shorter group is a prefix like `ghp`), else the whole match; edge quotes, spaces, `=` and `:` off."""
+    def span(m: re.Match) -> tuple[int, int, str] | None:
+        s, e = m.span()
+        for g in range(m.re.groups, 0, -1):
+            if m.group(g) and len(m.group(g)) >= 8:
+                s, e = m.span(g)
+                break
+        text = m.string
+        while s < e and text[s] in " \t\"'=:":
+            s += 1
+        while e > s and text[e - 1] in " \t\"'":
+            e -= 1
+        while e < len(text) and (text[e].isalnum() or text[e] in "_-+/=."):  # the rest of the token
+            e += 1
+        while e > s and text[e - 1] == ".":
+            e -= 1
+        return (s, e, kind) if e > s else None
+    return span
+
+
+def _detect_secrets_rules() -> list[Rule]:
+    import importlib  # noqa: PLC0415 - the plugin modules by name, once per process
+
+    out = []
+    for mod, cls in _DS_PLUGINS:
+        plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{mod}"), cls)
+        if not issubclass(plugin, RegexBasedDetector):
+            raise TypeError(f"detect-secrets {cls} is not regex-based")
+        kind = _slug(plugin.secret_type)
+        out += [Rule(kind, rx, _group_or_whole(kind)) for rx in plugin.denylist]
+    return out
+
+
+def shannon_entropy(s: str) -> float:
+    """Bits per character of `s` (detect-secrets' high-entropy plugins measure the same)."""
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values()) if n else 0.0
+
+
+def _high_entropy(m: re.Match) -> tuple[int, int, str] | None:
+    """A token after a credential word: letters and digits mixed and near-random (entropy of at least
+    3.5 bits per character, or 3.0 for hex), so words and counters stay."""
+    v = m.group("v")
+    if not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        return None
+    hexa = all(c in "0123456789abcdefABCDEF" for c in v)
+    return (*m.span("v"), "high_entropy") if shannon_entropy(v) >= (3.0 if hexa else 3.5) else None
+
+
+def _auth_header(m: re.Match) -> tuple[int, int, str] | None:
+    v = m.group("v")
+    if m.group("scheme").lower() == "basic":
+        try:
+            decoded = base64.b64decode(v + "=" * (-len(v) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return (*m.span("v"), "basic_auth") if b":" in decoded else None
+    if not (any(c.isdigit() for c in v) or len(v) >= 20):  # "Bearer authentication failed" is prose
+        return None
+    return (*m.span("v"), "bearer_token")
+
+
+def _key_value(allowed: frozenset[str]) -> Callable[[re.Match], tuple[int, int, str] | None]:
+    def span(m: re.Match) -> tuple[int, int, str] | None:
+        key = m.group("key")
+        if key.lower() in allowed:
+            return None
+        g = "qv" if m.group("q") is not None else "v"
+        v = m.group(g)
+        if not v or _PLACEHOLDER.fullmatch(v) or _SCHEME.fullmatch(v):
+            return None
+        low = key.lower()
+        password = bool(_PASSWORD.search(low))
+        if low.endswith("pwd") and v[:1] in "/~":  # PWD=/home/user is a directory (sudo, shells)
+            return None
+        if not password and v.isdigit() and len(v) < 6:  # token=5: a count, not a credential
+            return None
+        kind = "password" if password else "secret" if "secret" in low else "authorization" if "auth" in low \
+            else "token" if "token" in low else "credential" if "credential" in low else "api_key"
+        return (*m.span(g), kind)
+    return span
+
+
+def _extra(kind: str) -> Callable[[re.Match], tuple[int, int, str] | None]:
+    def span(m: re.Match) -> tuple[int, int, str] | None:
+        s, e = m.span(1) if m.re.groups else m.span()
+        return (s, e, kind) if e > s else None
+    return span
+
+
+def build_rules(policy: Policy) -> Rules:
+    """The line rules in the order they claim spans (a later rule skips text an earlier one took)."""
+    extra = [(kind, re.compile(rx)) for kind, rx in policy.extra_patterns]
+    line = [Rule("connection_string", CONNECTION, lambda m: (*m.span("v"), "connection_string")),
+            Rule("gcp_key", GOOGLE, _group_or_whole("gcp_key")),
+            *_detect_secrets_rules(),
+            Rule(None, AUTH_HEADER, _auth_header),
+            *[Rule(kind, rx, _extra(kind)) for kind, rx in extra],
+            Rule(None, KEY_VALUE, _key_value(policy.allowed_keys)),
+            Rule("high_entropy", NEAR_WORD, _high_entropy)]
+    return Rules(re.compile("(?i)" + "|".join(PREFILTER_PARTS)), tuple(rx for _, rx in extra), tuple(line))
