@@ -177,6 +177,8 @@ class Finishing:
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)
+        for kind, n in msg.redactions.items():  # counts only: the values never leave the redaction pass
+            self.metrics.redactions.labels(kind).inc(n)
         if msg.grounding is not None:
             count_grounding(self.metrics, msg.grounding)
         return True

@@ -17,7 +17,6 @@ import re
 from collections import Counter
 
 from worker.redaction.policy import Policy
-from worker.redaction.rules import Rules, build_rules
 
 MARK = re.compile(r"<redacted:[a-z0-9_]+>")
 _PK_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:[^\n]*")
@@ -35,7 +34,9 @@ class Redactor:
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
-        self.rules: Rules | None = build_rules(policy) if policy.enabled else None
+        from worker.redaction.rules import build_rules  # noqa: PLC0415 - detect-secrets loads on first use
+
+        self.rules = build_rules(policy) if policy.enabled else None
 
     def text(self, text: str) -> tuple[str, dict[str, int]]:
         """`text` with every secret's value replaced, and the count of each kind replaced."""
@@ -138,3 +139,35 @@ def install(policy: Policy) -> None:
 def scrub(s: str) -> str:
     """`s` redacted by the installed policy (log lines, span attributes, dead-letter reasons)."""
     return redactor(_installed).scrub(s) if s else s
+
+
+def scrub_tree(obj):
+    """A JSON-like value (the input's `attributes`) with its strings scrubbed; a string under a credential
+    key (`{"api_key": "..."}`) is redacted as the key=value rule redacts `api_key="..."`."""
+    if isinstance(obj, str):
+        return scrub(obj)
+    if isinstance(obj, list):
+        return [scrub_tree(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for k, v in obj.items():
+        if isinstance(v, str) and isinstance(k, str) and '"' not in v:
+            line = scrub(f'{k}="{v}"')
+            out[k] = line[len(k) + 2:-1] if line.startswith(f'{k}="') and line.endswith('"') else scrub(v)
+        else:
+            out[k] = scrub_tree(v)
+    return out
+
+
+def dead_letter_value(value: bytes | None) -> bytes | None:
+    """A dead letter's value: the original bytes (replay needs them), or, with redaction.dead_letters,
+    its UTF-8 text redacted (bytes that are not UTF-8 stay as they are)."""
+    if value is None or not (_installed.enabled and _installed.dead_letters):
+        return value
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+    clean = redactor(_installed).scrub(text)
+    return value if clean == text else clean.encode("utf-8")
