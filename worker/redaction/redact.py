@@ -22,6 +22,7 @@ MARK = re.compile(r"<redacted:[a-z0-9_]+>")
 _PK_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:[^\n]*")
 _PK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_PK_HITS = (b"PRIVATE KEY", b"PuTTY-User-Key")  # the prefilter's private-key alternatives
 _PK_LINES = 400  # a block without its END marker is redacted this many lines on, at most
 
 
@@ -44,11 +45,13 @@ class Redactor:
         if r is None:
             return text, {}
         counts: Counter[str] = Counter()
-        if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
-            text = _private_keys(text, counts)
-        starts = {text.rfind("\n", 0, m.start()) + 1 for m in r.prefilter.finditer(text)}
-        for rx in r.extra:
-            starts.update(text.rfind("\n", 0, m.start()) + 1 for m in rx.finditer(text))
+        raw = text.encode("utf-8", "replace")
+        hits = list(r.prefilter.finditer(raw))
+        ascii_ = text.isascii()
+        if any(m.group() in _PK_HITS for m in hits):
+            text = _private_keys(text, counts)  # lines stay lines: the hits' line numbers hold
+            ascii_ = False  # offsets moved: go by line numbers
+        starts = self._line_starts(text, raw, [m.start() for m in hits], ascii_)
         if not starts:
             return text, dict(counts)
         pieces, at = [], 0
@@ -59,6 +62,19 @@ class Redactor:
             at = e
         pieces.append(text[at:])
         return "".join(pieces), dict(counts)
+
+    def _line_starts(self, text: str, raw: bytes, hits: list[int], same_offsets: bool) -> set[int]:
+        """The start offsets of the lines the prefilter (at byte offsets `hits` of `raw`, the text's UTF-8)
+        or an extra pattern hits. Unless `same_offsets` (ASCII text, unchanged), byte offsets become
+        character offsets through the line count."""
+        r = self.rules
+        if same_offsets:
+            starts = {text.rfind("\n", 0, h) + 1 for h in hits}
+        else:
+            starts = _char_line_starts(text, raw, hits)
+        for rx in r.extra:
+            starts.update(text.rfind("\n", 0, m.start()) + 1 for m in rx.finditer(text))
+        return starts
 
     def line(self, line: str, counts: Counter[str]) -> str:
         """One line with its secrets' values replaced; `counts` gains one per value."""
@@ -85,6 +101,22 @@ class Redactor:
 
     def scrub(self, s: str) -> str:
         return self.text(s)[0] if self.rules is not None else s
+
+
+def _char_line_starts(text: str, raw: bytes, hits: list[int]) -> set[int]:
+    """Byte offsets of hits in `raw` (text's UTF-8) as the character offsets of their lines' starts."""
+    numbers, pos, n = set(), 0, 0
+    for h in hits:  # ascending, as the scan found them
+        n += raw.count(b"\n", pos, h)
+        pos = h
+        numbers.add(n)
+    starts, at, no = set(), 0, 0
+    for target in sorted(numbers):
+        while no < target:
+            at = text.index("\n", at) + 1
+            no += 1
+        starts.add(at)
+    return starts
 
 
 def _private_keys(text: str, counts: Counter[str]) -> str:

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import re2
 from detect_secrets.plugins import keyword as ds_keyword
 from detect_secrets.plugins.base import RegexBasedDetector
 
@@ -49,27 +50,38 @@ _WORDS = sorted({w.replace("_?", "[_-]?") for w in ds_keyword.DENYLIST} | {
     "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
 }, key=len, reverse=True)
 _PASSWORD = re.compile(r"(?i)pass|pwd|contrase")
-_KEY = r"(?P<key>[A-Za-z0-9_.-]*?(?:" + "|".join(_WORDS) + r"))"
+_WORD_RX = "|".join(_WORDS)
+_SEP = r"(?P<kq>\\?[\"']?)\s{0,3}(?::=|=>|=|:)\s{0,3}"
 _VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
-KEY_VALUE = re.compile(r"(?i)(?<![A-Za-z0-9])" + _KEY + r"(?P<kq>\\?[\"']?)\s{0,3}(?::=|=>|=|:)\s{0,3}" + _VALUE)
+# the key's last word, then the separator and the value; the key's start is found by scanning back (key_start)
+KEY_VALUE = re.compile(r"(?i)(?P<word>" + _WORD_RX + ")" + _SEP + _VALUE)
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>|\[[^\]]*\]|\$\{[^}]*\}|"
-                          r"\{\{[^}]*\}\}|%[sdr]|\?+)")
+                          r"\{\{[^}]*\}\}|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
 _SCHEME = re.compile(r"(?i)bearer|basic|token|digest|negotiate|ntlm|hmac\S*|aws4-hmac-sha256|oauth")
 
 AUTH_HEADER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/-]{8,}=*)")
 CONNECTION = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\"']+:(?P<v>[^\s@/\"']+)@[^\s/\"']")
 GOOGLE = re.compile(r"\bAIza[0-9A-Za-z_-]{35}|\bya29\.[0-9A-Za-z_-]{20,}")
-NEAR_WORD = re.compile(r"(?i)\b(?:password|passwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|"
-                       r"private[ _-]?key|credentials?)\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/=_.-]{16,})(?![\w+/=.-])")
+_NEAR = r"(?:password|passwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key|credentials?)"
+NEAR_WORD = re.compile(r"(?i)\b" + _NEAR + r"\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/=_.-]{16,})(?![\w+/=.-])")
 
-# Necessary conditions of the rules above and of detect-secrets' patterns, in one regex: a line without
-# any of them is not looked at again. Case-insensitive, so a superset of the case-sensitive patterns.
-PREFILTER_PARTS = (
-    r"pass", r"pwd", r"secret", r"token", r"key", r"auth", r"bearer", r"basic", r"credential", r"contrase", r"://",
-    r"eyJ", r"A3T|ABIA|ACCA|AKIA|ASIA|AKC|AP[\dA-F]", r"AIza|ya29\.", r"gh[pousr]_", r"gl[a-z]{2,6}-|GR1348941",
-    r"xox|hooks\.slack", r"[rs]k_live_", r"SG\.", r"sq0csp", r"pypi-", r"npm_", r"sk-", r"-us\d", r"AC[a-z0-9]{32}",
-    r"SK[a-z0-9]{32}", r"\d{8,10}:", r"[MNO][\w-]{23,25}\.", r"cloudant|softlayer",
-)
+# Necessary conditions of the rules above and of detect-secrets' patterns, as one RE2 expression (linear
+# time, one pass over the document's bytes): a line without a match is not looked at again. Provider
+# prefixes are case-sensitive, as their patterns are.
+PREFILTER = "|".join((
+    r"(?i:" + _WORD_RX + r")\\?[\"']?\s{0,3}(?::=|=>|=|:)",
+    r"(?i:bearer|basic)\s+[A-Za-z0-9._~+/-]{8,}",
+    r"://[^\s:/?#@\"']+:[^\s@/\"']+@",
+    r"(?i:" + _NEAR + r")[\s\"'(\[]{1,3}[A-Za-z0-9+/=_.-]{16}",
+    r"PRIVATE KEY|PuTTY-User-Key",
+    r"eyJ[A-Za-z0-9_=-]+\.|A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
+    r"AIza|ya29\.|gh[pousr]_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|xox[abposr]-",
+    r"hooks\.slack\.com|[rs]k_live_|SG\.|sq0csp-|pypi-Ag|T3BlbkFJ|[0-9a-z]{32}-us[0-9]|AC[a-z0-9]{32}|SK[a-z0-9]{32}",
+    r"[0-9]{8,10}:[0-9A-Za-z_-]{35}|[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.|AccountKey=",
+    r"(?i:aws).{0,20}(?i:key|pwd|pw|pass|token)|(?i:cloudant|softlayer|ibm|iam|cos|cloud|clou|cl|sl)[_-]?(?i:api)?"
+    r"[_-]?(?i:key|pwd|pw|pass|token|secret)",
+))
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class Rules:
-    prefilter: re.Pattern               # the built-in rules' necessary conditions, one regex
+    prefilter: object                   # re2 pattern: the built-in rules' necessary conditions, one expression
     extra: tuple[re.Pattern, ...]       # redaction.extra_patterns (each its own flags)
     line: tuple[Rule, ...]
 
@@ -154,9 +166,16 @@ def _auth_header(m: re.Match) -> tuple[int, int, str] | None:
     return (*m.span("v"), "bearer_token")
 
 
+def key_start(line: str, at: int) -> int:
+    """Where the key that ends with the word at `at` begins (letters, digits, _ . - before it)."""
+    while at > 0 and line[at - 1] in _KEY_CHARS:
+        at -= 1
+    return at
+
+
 def _key_value(allowed: frozenset[str]) -> Callable[[re.Match], tuple[int, int, str] | None]:
     def span(m: re.Match) -> tuple[int, int, str] | None:
-        key = m.group("key")
+        key = m.string[key_start(m.string, m.start("word")):m.end("word")]
         if key.lower() in allowed:
             return None
         g = "qv" if m.group("q") is not None else "v"
@@ -192,4 +211,4 @@ def build_rules(policy: Policy) -> Rules:
             *[Rule(kind, rx, _extra(kind)) for kind, rx in extra],
             Rule(None, KEY_VALUE, _key_value(policy.allowed_keys)),
             Rule("high_entropy", NEAR_WORD, _high_entropy)]
-    return Rules(re.compile("(?i)" + "|".join(PREFILTER_PARTS)), tuple(rx for _, rx in extra), tuple(line))
+    return Rules(re2.compile(PREFILTER.encode()), tuple(rx for _, rx in extra), tuple(line))
