@@ -55,9 +55,10 @@ _SEP = r"(?P<kq>\\?[\"']?)\s{0,3}(?::=|=>|=|:)\s{0,3}"
 _VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
 # the key's last word, then the separator and the value; the key's start is found by scanning back (key_start)
 KEY_VALUE = re.compile(r"(?i)(?P<word>" + _WORD_RX + ")" + _SEP + _VALUE)
+_KEY_PREFIX = re.compile(r"[A-Za-z_]{3,}=")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>|\[[^\]]*\]|\$\{[^}]*\}|"
-                          r"\{\{[^}]*\}\}|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
+_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>|\[[^\]]*\]|\$\{[^}]*\}?|"
+                          r"(?-i:\$[A-Z_][A-Z0-9_]*)|\{\{.*|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
 _SCHEME = re.compile(r"(?i)bearer|basic|token|digest|negotiate|ntlm|hmac\S*|aws4-hmac-sha256|oauth")
 
 AUTH_HEADER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/-]{8,}=*)")
@@ -112,6 +113,8 @@ def _group_or_whole(kind: str) -> Callable[[re.Match], tuple[int, int, str] | No
                 s, e = m.span(g)
                 break
         text = m.string
+        key = _KEY_PREFIX.match(text, s, e)  # AccountKey=...: the key stays
+        s = key.end() if key is not None else s
         while s < e and text[s] in " \t\"'=:":
             s += 1
         while e > s and text[e - 1] in " \t\"'":
