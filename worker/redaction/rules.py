@@ -12,7 +12,7 @@ high-entropy plugins as rules (they flag every quoted hash); their Shannon entro
 "high-entropy token next to a credential word" rule. Written here, because detect-secrets has no
 rule for them or none that gives the value's span: key=value and JSON/logfmt fields (the value
 only), bearer/basic authorization, connection strings with a password, private key blocks
-(worker/redaction/redact.py), Google API keys and OAuth tokens.
+(worker/redaction/redact.py), Google API keys and OAuth tokens, GitHub fine-grained tokens.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _KIND = {"JSON Web Token": "jwt", "AWS Access Key": "aws_key", "Azure Storage Ac
 
 # Words that make `key = value` a credential: detect-secrets' DENYLIST and the issue's list.
 _WORDS = sorted({w.replace("_?", "[_-]?") for w in ds_keyword.DENYLIST} | {
-    "passphrase", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key", "master[_-]?key",
+    "passphrase", "pass", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key", "master[_-]?key",
     "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
 }, key=len, reverse=True)
 _PASSWORD = re.compile(r"(?i)pass|pwd|contrase")
@@ -57,13 +57,14 @@ _VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
 KEY_VALUE = re.compile(r"(?i)(?P<word>" + _WORD_RX + ")" + _SEP + _VALUE)
 _KEY_PREFIX = re.compile(r"[A-Za-z_]{3,}=")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>|\[[^\]]*\]|\$\{[^}]*\}?|"
+_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>?|\[[^\]]*\]?|\$\{[^}]*\}?|"
                           r"(?-i:\$[A-Z_][A-Z0-9_]*)|\{\{.*|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
 _SCHEME = re.compile(r"(?i)bearer|basic|token|digest|negotiate|ntlm|hmac\S*|aws4-hmac-sha256|oauth")
 
 AUTH_HEADER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/-]{8,}=*)")
 CONNECTION = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s:/?#@\"']+:(?P<v>[^\s@/\"']+)@[^\s/\"']")
 GOOGLE = re.compile(r"\bAIza[0-9A-Za-z_-]{35}|\bya29\.[0-9A-Za-z_-]{20,}")
+GITHUB_PAT = re.compile(r"\bgithub_pat_[0-9A-Za-z_]{60,}")  # fine-grained tokens: not in detect-secrets 1.5
 _NEAR = r"(?:password|passwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key|credentials?)"
 NEAR_WORD = re.compile(r"(?i)\b" + _NEAR + r"\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/=_.-]{16,})(?![\w+/=.-])")
 
@@ -77,7 +78,7 @@ PREFILTER = "|".join((
     r"(?i:" + _NEAR + r")[\s\"'(\[]{1,3}[A-Za-z0-9+/=_.-]{16}",
     r"PRIVATE KEY|PuTTY-User-Key",
     r"eyJ[A-Za-z0-9_=-]+\.|A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
-    r"AIza|ya29\.|gh[pousr]_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|xox[abposr]-",
+    r"AIza|ya29\.|gh[pousr]_|github_pat_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|xox[abposr]-",
     r"hooks\.slack\.com|[rs]k_live_|SG\.|sq0csp-|pypi-Ag|T3BlbkFJ|[0-9a-z]{32}-us[0-9]|AC[a-z0-9]{32}|SK[a-z0-9]{32}",
     r"[0-9]{8,10}:[0-9A-Za-z_-]{35}|[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.|AccountKey=",
     r"(?i:aws).{0,20}(?i:key|pwd|pw|pass|token)|(?i:cloudant|softlayer|ibm|iam|cos|cloud|clou|cl|sl)[_-]?(?i:api)?"
@@ -148,12 +149,15 @@ def shannon_entropy(s: str) -> float:
 
 def _high_entropy(m: re.Match) -> tuple[int, int, str] | None:
     """A token after a credential word: letters and digits mixed and near-random (entropy of at least
-    3.5 bits per character, or 3.0 for hex), so words and counters stay."""
+    3.5 bits per character, 3.0 for hex), or 20+ letters of both cases at 4.0; words and counters stay."""
     v = m.group("v")
-    if not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+    if any(c.isdigit() for c in v) and any(c.isalpha() for c in v):
+        floor = 3.0 if all(c in "0123456789abcdefABCDEF" for c in v) else 3.5
+    elif len(v) >= 20 and any(c.islower() for c in v) and any(c.isupper() for c in v):
+        floor = 4.0  # letters only: random mixed case, not CamelCase words
+    else:
         return None
-    hexa = all(c in "0123456789abcdefABCDEF" for c in v)
-    return (*m.span("v"), "high_entropy") if shannon_entropy(v) >= (3.0 if hexa else 3.5) else None
+    return (*m.span("v"), "high_entropy") if shannon_entropy(v) >= floor else None
 
 
 def _auth_header(m: re.Match) -> tuple[int, int, str] | None:
@@ -186,10 +190,13 @@ def _key_value(allowed: frozenset[str]) -> Callable[[re.Match], tuple[int, int, 
         if not v or _PLACEHOLDER.fullmatch(v) or _SCHEME.fullmatch(v):
             return None
         low = key.lower()
+        bare_pass = m.group("word").lower() == "pass"
+        if bare_pass and low != "pass" and low[-5] not in "_.-":  # bypass=, compass=: not a password
+            return None
         password = bool(_PASSWORD.search(low))
         if low.endswith("pwd") and v[:1] in "/~":  # PWD=/home/user is a directory (sudo, shells)
             return None
-        if not password and v.isdigit() and len(v) < 6:  # token=5: a count, not a credential
+        if (bare_pass or not password) and v.isdigit() and len(v) < 6:  # token=5, pass=3: counts
             return None
         kind = "password" if password else "secret" if "secret" in low else "authorization" if "auth" in low \
             else "token" if "token" in low else "credential" if "credential" in low else "api_key"
@@ -209,6 +216,7 @@ def build_rules(policy: Policy) -> Rules:
     extra = [(kind, re.compile(rx)) for kind, rx in policy.extra_patterns]
     line = [Rule("connection_string", CONNECTION, lambda m: (*m.span("v"), "connection_string")),
             Rule("gcp_key", GOOGLE, _group_or_whole("gcp_key")),
+            Rule("github_token", GITHUB_PAT, _group_or_whole("github_token")),
             *_detect_secrets_rules(),
             Rule(None, AUTH_HEADER, _auth_header),
             *[Rule(kind, rx, _extra(kind)) for kind, rx in extra],
