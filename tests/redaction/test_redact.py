@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from worker.config.settings import SettingsError, load_settings
-from worker.redaction import Policy, redactor, scrub_tree
+from worker.redaction import Policy, redactor, scrub_headers, scrub_tree
 
 R = redactor(Policy())
 AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -104,3 +104,11 @@ def test_settings_round_trip_and_a_bad_pattern_names_its_setting():
     with pytest.raises(SettingsError) as e:
         load_settings(environ={"RIBBON_REDACTION__EXTRA_PATTERNS": '{"x": "("}'})
     assert "redaction.extra_patterns" in str(e.value) and "RIBBON_REDACTION__EXTRA_PATTERNS" in str(e.value)
+
+
+def test_output_headers_lose_credentials_and_keep_the_trace():
+    tp = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    got = scrub_headers([("traceparent", tp), ("authorization", b"Bearer abc123def456ghi"), ("x-api-key", b"k-99a7"),
+                         ("bin", b"\xff\xfe"), ("empty", None)])
+    assert got == (("traceparent", tp), ("authorization", b"Bearer <redacted:bearer_token>"),
+                   ("x-api-key", b"<redacted:api_key>"), ("bin", b"\xff\xfe"), ("empty", None))

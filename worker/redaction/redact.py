@@ -22,7 +22,7 @@ MARK = re.compile(r"<redacted:[a-z0-9_]+>")
 _PK_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:[^\n]*")
 _PK_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
-_PK_HITS = (b"PRIVATE KEY", b"PuTTY-User-Key")  # the prefilter's private-key alternatives
+_PK_HITS = (b"PRIVATE KEY", b"PuTTY-User-Key")  # the prefilter's private-key family
 _PK_LINES = 400  # a block without its END marker is redacted this many lines on, at most
 
 
@@ -82,7 +82,10 @@ class Redactor:
             return line
         taken = [m.span() for m in MARK.finditer(line)] if "<redacted:" in line else []
         spans: list[tuple[int, int, str]] = []
+        families = self.rules.families_of(line)
         for rule in self.rules.line:
+            if rule.family not in families:
+                continue
             for m in rule.regex.finditer(line):
                 got = rule.span(m)
                 if got is None or any(got[0] < e and s < got[1] for s, e in taken):
@@ -163,9 +166,11 @@ _installed = Policy()
 
 
 def install(policy: Policy) -> None:
-    """The policy `scrub` applies in this process (set once at start, from the settings)."""
+    """The policy `scrub` applies in this process (set once at start, from the settings); its rules are
+    compiled here, at start, not on the first document."""
     global _installed
     _installed = policy
+    redactor(policy)
 
 
 def scrub(s: str) -> str:
@@ -203,3 +208,20 @@ def dead_letter_value(value: bytes | None) -> bytes | None:
         return value
     clean = redactor(_installed).scrub(text)
     return value if clean == text else clean.encode("utf-8")
+
+
+def scrub_headers(headers):
+    """Record headers for the output topic: a UTF-8 value is scrubbed as `key=value` is (so an
+    `authorization` or `x-api-key` header loses its value); other bytes pass as they are."""
+    out = []
+    for k, v in headers or ():
+        if v is not None and _installed.enabled:
+            try:
+                text = v.decode("utf-8")
+            except UnicodeDecodeError:
+                out.append((k, v))
+                continue
+            clean = scrub_tree({k: text})[k]
+            v = v if clean == text else clean.encode("utf-8")
+        out.append((k, v))
+    return tuple(out)

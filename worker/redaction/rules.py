@@ -1,6 +1,6 @@
 """The redaction rules: which spans of a line are secrets, and of which kind.
 
-    build_rules(policy) -> Rules: the ordered line rules and the one prefilter that gates them
+    build_rules(policy) -> Rules: the ordered line rules, the one prefilter and the families that gate them
 
 Provider token formats come from detect-secrets (Yelp, Apache-2.0): the `denylist` regular expressions
 of its regex plugins (AWS, Azure storage, GitHub, GitLab, Slack, JWT, Stripe, SendGrid, npm, PyPI,
@@ -68,36 +68,46 @@ GITHUB_PAT = re.compile(r"\bgithub_pat_[0-9A-Za-z_]{60,}")  # fine-grained token
 _NEAR = r"(?:password|passwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key|private[ _-]?key|credentials?)"
 NEAR_WORD = re.compile(r"(?i)\b" + _NEAR + r"\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/=_.-]{16,})(?![\w+/=.-])")
 
-# Necessary conditions of the rules above and of detect-secrets' patterns, as one RE2 expression (linear
-# time, one pass over the document's bytes): a line without a match is not looked at again. Provider
-# prefixes are case-sensitive, as their patterns are.
-PREFILTER = "|".join((
-    r"(?i:" + _WORD_RX + r")\\?[\"']?\s{0,3}(?::=|=>|=|:)",
-    r"(?i:bearer|basic)\s+[A-Za-z0-9._~+/-]{8,}",
-    r"://[^\s:/?#@\"']+:[^\s@/\"']+@",
-    r"(?i:" + _NEAR + r")[\s\"'(\[]{1,3}[A-Za-z0-9+/=_.-]{16}",
-    r"PRIVATE KEY|PuTTY-User-Key",
-    r"eyJ[A-Za-z0-9_=-]+\.|A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
-    r"AIza|ya29\.|gh[pousr]_|github_pat_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|xox[abposr]-",
-    r"hooks\.slack\.com|[rs]k_live_|SG\.|sq0csp-|pypi-Ag|T3BlbkFJ|[0-9a-z]{32}-us[0-9]|AC[a-z0-9]{32}|SK[a-z0-9]{32}",
-    r"[0-9]{8,10}:[0-9A-Za-z_-]{35}|[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.|AccountKey=",
-    r"(?i:aws).{0,20}(?i:key|pwd|pw|pass|token)|(?i:cloudant|softlayer|ibm|iam|cos|cloud|clou|cl|sl)[_-]?(?i:api)?"
-    r"[_-]?(?i:key|pwd|pw|pass|token|secret)",
-))
+# Necessary conditions of the rules above and of detect-secrets' patterns, by family of rules, as RE2
+# expressions (linear time): their union scans a document's bytes once, and a line without a match is
+# not looked at again; on a line that matches, the set of families says which rules run. Provider
+# prefixes are case-sensitive, as their patterns are. detect-secrets' IBM, Cloudant and SoftLayer rules
+# run where their vendor's name is on the line (a bare `key = <44 characters>` is the key=value rule's).
+FAMILIES = {
+    "key_value": r"(?i:" + _WORD_RX + r")\\?[\"']?\s{0,3}(?::=|=>|=|:)",
+    "auth_header": r"(?i:bearer|basic)\s+[A-Za-z0-9._~+/-]{8}",
+    "connection": r"://[^\s:/?#@\"']+:[^\s@/\"']+@",
+    "near_word": r"(?i:" + _NEAR + r")[\s\"'(\[]{1,3}[A-Za-z0-9+/=_.-]{16}",
+    "provider": "|".join((
+        r"eyJ[A-Za-z0-9_=-]+\.|A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AKC[a-zA-Z0-9]{10}|AP[0-9A-F][a-zA-Z0-9]{8}",
+        r"AIza|ya29\.|gh[pousr]_|github_pat_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|xox[abposr]-",
+        r"hooks\.slack\.com|[rs]k_live_|SG\.|sq0csp-|pypi-Ag|T3BlbkFJ|-us[0-9]|AC[a-z0-9]{32}|SK[a-z0-9]{32}",
+        r"[0-9]{8,10}:[0-9A-Za-z_-]{35}|[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.|AccountKey=|_authToken",
+        r"(?i:aws).{0,20}(?i:key|pwd|pw|pass|token)|(?i:cloudant|softlayer|ibm|iam|cos|cloud|clou|cl|sl)[_-]?"
+        r"(?i:api)?[_-]?(?i:key|pwd|pw|pass|token|secret)|://[^\s:/]+:[^\s@]+@[\w-]+\.cloudant\.com")),
+    "private_key": r"PRIVATE KEY|PuTTY-User-Key",  # whole blocks, before the line rules (redact.py)
+}
 
 
 @dataclass(frozen=True)
 class Rule:
-    kind: str | None                      # None: the kind comes from `span`
+    family: str                           # the FAMILIES entry that gates it ("extra": always run)
     regex: re.Pattern
     span: Callable[[re.Match], tuple[int, int, str] | None]  # the secret's (start, end, kind), or None: not one
 
 
 @dataclass(frozen=True)
 class Rules:
-    prefilter: object                   # re2 pattern: the built-in rules' necessary conditions, one expression
+    prefilter: object                   # re2: the union of FAMILIES, one scan of a document
+    families: object                    # re2.Set of FAMILIES, one search of a line: which rules run there
+    names: tuple[str, ...]              # FAMILIES' names in the set's order
     extra: tuple[re.Pattern, ...]       # redaction.extra_patterns (each its own flags)
     line: tuple[Rule, ...]
+
+    def families_of(self, line: str) -> set[str]:
+        """The families whose conditions hold somewhere on `line` (and "extra")."""
+        hit = self.families.Match(line.encode("utf-8", "replace")) or ()
+        return {"extra", *(self.names[i] for i in hit)}
 
 
 def _slug(secret_type: str) -> str:
@@ -137,7 +147,7 @@ def _detect_secrets_rules() -> list[Rule]:
         if not issubclass(plugin, RegexBasedDetector):
             raise TypeError(f"detect-secrets {cls} is not regex-based")
         kind = _slug(plugin.secret_type)
-        out += [Rule(kind, rx, _group_or_whole(kind)) for rx in plugin.denylist]
+        out += [Rule("provider", rx, _group_or_whole(kind)) for rx in plugin.denylist]
     return out
 
 
@@ -214,12 +224,17 @@ def _extra(kind: str) -> Callable[[re.Match], tuple[int, int, str] | None]:
 def build_rules(policy: Policy) -> Rules:
     """The line rules in the order they claim spans (a later rule skips text an earlier one took)."""
     extra = [(kind, re.compile(rx)) for kind, rx in policy.extra_patterns]
-    line = [Rule("connection_string", CONNECTION, lambda m: (*m.span("v"), "connection_string")),
-            Rule("gcp_key", GOOGLE, _group_or_whole("gcp_key")),
-            Rule("github_token", GITHUB_PAT, _group_or_whole("github_token")),
+    line = [Rule("connection", CONNECTION, lambda m: (*m.span("v"), "connection_string")),
+            Rule("provider", GOOGLE, _group_or_whole("gcp_key")),
+            Rule("provider", GITHUB_PAT, _group_or_whole("github_token")),
             *_detect_secrets_rules(),
-            Rule(None, AUTH_HEADER, _auth_header),
-            *[Rule(kind, rx, _extra(kind)) for kind, rx in extra],
-            Rule(None, KEY_VALUE, _key_value(policy.allowed_keys)),
-            Rule("high_entropy", NEAR_WORD, _high_entropy)]
-    return Rules(re2.compile(PREFILTER.encode()), tuple(rx for _, rx in extra), tuple(line))
+            Rule("auth_header", AUTH_HEADER, _auth_header),
+            *[Rule("extra", rx, _extra(kind)) for kind, rx in extra],
+            Rule("key_value", KEY_VALUE, _key_value(policy.allowed_keys)),
+            Rule("near_word", NEAR_WORD, _high_entropy)]
+    families = re2.Set.SearchSet()
+    for pattern in FAMILIES.values():
+        families.Add(pattern.encode())
+    families.Compile()
+    union = re2.compile("|".join(f"(?:{p})" for p in FAMILIES.values()).encode())
+    return Rules(union, families, tuple(FAMILIES), tuple(rx for _, rx in extra), tuple(line))
