@@ -109,58 +109,77 @@ def _password(rng: random.Random) -> str:
                        _r(rng, B62 + "!@#%^*", rng.randrange(8, 20)), "hunter" + str(rng.randrange(10))))
 
 
-# each: (class, function(rng) -> (text, secrets))
+def _one(text: str, *secrets: str) -> tuple[str, tuple[str, ...]]:
+    return text, secrets
+
+
+def _db(r: random.Random) -> str:
+    return r.choice(("postgres", "mysql", "mongodb+srv", "redis", "amqp"))
+
+
+def _known(r: random.Random) -> str:
+    prefix, alphabet, n = r.choice(WHISPERS_KNOWN)
+    return prefix + _r(r, alphabet, n)
+
+
+def _basic(r: random.Random) -> str:
+    return base64.b64encode(f"{_r(r, string.ascii_lowercase, 5)}:{_password(r)}".encode()).decode()
+
+
+# (class, rng -> (text, the secret substrings)): each secret class in the line shapes logs carry it in
 def _shapes(rng: random.Random):
-    p = _password
-    yield "key=value", lambda r: (lambda s, k: (f"login failed for admin {k}={s} from 10.{r.randrange(255)}.1.3", (s,)))(
-        p(r), r.choice(WHISPERS_KEYS))
-    yield "key=value", lambda r: (lambda s, k: (f'{{"user": "u{r.randrange(99)}", "{k}": "{s}", "ok": false}}', (s,)))(
-        p(r), r.choice(WHISPERS_KEYS))
-    yield "key=value", lambda r: (lambda s, k: (f'level=error msg="auth" {k.upper()}="{s}" attempt={r.randrange(9)}',
-                                                (s,)))(p(r), r.choice(WHISPERS_KEYS))
-    yield "key=value", lambda r: (lambda s, k: (f"  {k}: {s}", (s,)))(_r(r, B62, 24), r.choice(WHISPERS_KEYS))
-    yield "key=value", lambda r: (lambda s: (f'payload={{\\"token\\":\\"{s}\\",\\"n\\":1}}', (s,)))(_r(r, B62, 30))
-    yield "key=value", lambda r: (lambda s: (f"GET /oauth/cb?code=x1&access_token={s}&state=9 HTTP/1.1", (s,)))(
-        _r(r, B62, 32))
-    yield "authorization", lambda r: (lambda s: (f"upstream 401 Authorization: Bearer {s}", (s,)))(_r(r, B62 + "-._~", 40))
-    yield "authorization", lambda r: (lambda s: (f'headers={{"authorization": "Bearer {s}"}}', (s,)))(_jwt(r))
-    yield "authorization", lambda r: (lambda s: (f"Authorization: Basic {s}", (s,)))(
-        base64.b64encode(f"{_r(r, string.ascii_lowercase, 5)}:{p(r)}".encode()).decode())
-    yield "jwt", lambda r: (lambda s: (f"session {s} rejected: expired", (s.split('.')[1],)))(_jwt(r))
-    yield "aws", lambda r: (lambda a, s: (f"WARN using key {a} secret={s}", (a, s)))(_aws_id(r), _aws_secret(r))
-    yield "aws", lambda r: (lambda a: (f"credentials loaded from env: {a}", (a,)))(_aws_id(r))
-    yield "aws", lambda r: (lambda s: (f'aws_secret_access_key = "{s}"', (s,)))(_aws_secret(r))
-    yield "gcp", lambda r: (lambda s: (f"maps request key=AIza{s} quota ok", (s,)))(_r(r, B62 + "_-", 35))
-    yield "gcp", lambda r: (lambda s: (f'{{"type": "service_account", "private_key_id": "{s}"}}', (s,)))(_r(r, HEX, 40))
-    yield "gcp", lambda r: (lambda s: (f"oauth ya29.{s} refreshed", (s,)))(_r(r, B62 + "_-", 60))
-    yield "azure", lambda r: (lambda s: (f"DefaultEndpointsProtocol=https;AccountName=st{r.randrange(99)};"
-                                         f"AccountKey={s};EndpointSuffix=core.windows.net", (s,)))(
-        _r(r, B62 + "+/", 86) + "==")
-    yield "azure", lambda r: (lambda s: (f"Endpoint=sb://ns{r.randrange(9)}.servicebus.windows.net/;"
-                                         f"SharedAccessKeyName=root;SharedAccessKey={s}", (s,)))(
-        _r(r, B62 + "+/", 43) + "=")
-    yield "azure", lambda r: (lambda s: (f'client_secret: "{s}"', (s,)))(_r(r, B62 + "~._-", 40))
-    yield "github", lambda r: (lambda s: (f"git clone https://x-access-token:{s}@github.com/o/r", (s,)))(
-        "ghs_" + _r(r, B62, 36))
-    yield "github", lambda r: (lambda s: (f"pushed with {s}", (s,)))(r.choice(("ghp_", "gho_", "ghu_", "ghr_"))
-                                                                     + _r(r, B62, 36))
-    yield "github", lambda r: (lambda s: (f"GITHUB_TOKEN {s}", (s,)))("github_pat_" + _r(r, B62 + "_", 82))
-    yield "gitlab", lambda r: (lambda s: (f"runner registered glrt-{s}", (s,)))(_r(r, B62 + "_-", 20))
-    yield "gitlab", lambda r: (lambda s: (f"PRIVATE-TOKEN: glpat-{s}", (s,)))(_r(r, B62 + "_-", 20))
-    yield "slack", lambda r: (lambda s: (f"notify via xoxb-{r.randrange(10**11, 10**12)}-{s}", (s,)))(
-        f"{r.randrange(10**12, 10**13)}-{_r(r, string.ascii_lowercase + string.digits, 24)}")
-    yield "slack", lambda r: (lambda s: (f"webhook https://hooks.slack.com/services/T{s}", (s,)))(
-        f"{_r(r, B62, 8)}/B{_r(r, B62, 8)}/{_r(r, B62, 24)}")
-    yield "connection string", lambda r: (lambda s: (f"connecting to {r.choice(('postgres', 'mysql', 'mongodb+srv', 'redis', 'amqp'))}"
-                                                     f"://app:{s}@db-{r.randrange(9)}.internal:5432/main", (f":{s}@",)))(p(r))
-    yield "connection string", lambda r: (lambda s: (f"Server=db;Database=x;User Id=sa;Password={s};", (s,)))(p(r))
-    yield "high entropy near a credential word", lambda r: (lambda s: (f"api key {s} accepted", (s,)))(_r(r, HEX, 32))
-    yield "high entropy near a credential word", lambda r: (lambda s: (f"rotated secret '{s}'", (s,)))(_r(r, B62, 28))
-    yield "private key", lambda r: (lambda b: ("-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(b)
-                                               + "\n-----END OPENSSH PRIVATE KEY-----", tuple(b)))(
-        [_r(r, B62 + "+/", 70) for _ in range(4)])
-    yield "known prefix (whispers)", lambda r: (lambda pre, a, n: (lambda s: (f"token={s} used", (s,)))(
-        pre + _r(r, a, n)))(*r.choice(WHISPERS_KNOWN))
+    p, k = _password, lambda r: r.choice(WHISPERS_KEYS)  # noqa: E731
+    return [
+        ("key=value", lambda r: (lambda s: _one(f"login failed for admin {k(r)}={s} from 10.{r.randrange(255)}.1.3",
+                                                s))(p(r))),
+        ("key=value", lambda r: (lambda s: _one(f'{{"user": "u{r.randrange(99)}", "{k(r)}": "{s}", "ok": false}}',
+                                                s))(p(r))),
+        ("key=value", lambda r: (lambda s: _one(f'level=error msg="auth" {k(r).upper()}="{s}" n={r.randrange(9)}',
+                                                s))(p(r))),
+        ("key=value", lambda r: (lambda s: _one(f"  {k(r)}: {s}", s))(_r(r, B62, 24))),
+        ("key=value", lambda r: (lambda s: _one(f'payload={{\\"token\\":\\"{s}\\",\\"n\\":1}}', s))(_r(r, B62, 30))),
+        ("key=value", lambda r: (lambda s: _one(f"GET /oauth/cb?code=x1&access_token={s}&state=9 HTTP/1.1", s))(
+            _r(r, B62, 32))),
+        ("authorization", lambda r: (lambda s: _one(f"upstream 401 Authorization: Bearer {s}", s))(
+            _r(r, B62 + "-._~", 40))),
+        ("authorization", lambda r: (lambda s: _one(f'headers={{"authorization": "Bearer {s}"}}', s))(_jwt(r))),
+        ("authorization", lambda r: (lambda s: _one(f"Authorization: Basic {s}", s))(_basic(r))),
+        ("jwt", lambda r: (lambda s: _one(f"session {s} rejected: expired", s.split(".")[1]))(_jwt(r))),
+        ("aws", lambda r: (lambda a, s: _one(f"WARN using key {a} secret={s}", a, s))(_aws_id(r), _aws_secret(r))),
+        ("aws", lambda r: (lambda a: _one(f"credentials loaded from env: {a}", a))(_aws_id(r))),
+        ("aws", lambda r: (lambda s: _one(f'aws_secret_access_key = "{s}"', s))(_aws_secret(r))),
+        ("gcp", lambda r: (lambda s: _one(f"maps request key=AIza{s} quota ok", s))(_r(r, B62 + "_-", 35))),
+        ("gcp", lambda r: (lambda s: _one(f'{{"type": "service_account", "private_key_id": "{s}"}}', s))(
+            _r(r, HEX, 40))),
+        ("gcp", lambda r: (lambda s: _one(f"oauth ya29.{s} refreshed", s))(_r(r, B62 + "_-", 60))),
+        ("azure", lambda r: (lambda s: _one(f"DefaultEndpointsProtocol=https;AccountName=st{r.randrange(99)};"
+                                            f"AccountKey={s};EndpointSuffix=core.windows.net", s))(
+            _r(r, B62 + "+/", 86) + "==")),
+        ("azure", lambda r: (lambda s: _one(f"Endpoint=sb://ns{r.randrange(9)}.servicebus.windows.net/;"
+                                            f"SharedAccessKeyName=root;SharedAccessKey={s}", s))(
+            _r(r, B62 + "+/", 43) + "=")),
+        ("azure", lambda r: (lambda s: _one(f'client_secret: "{s}"', s))(_r(r, B62 + "~._-", 40))),
+        ("github", lambda r: (lambda s: _one(f"git clone https://x-access-token:{s}@github.com/o/r", s))(
+            "ghs_" + _r(r, B62, 36))),
+        ("github", lambda r: (lambda s: _one(f"pushed with {s}", s))(
+            r.choice(("ghp_", "gho_", "ghu_", "ghr_")) + _r(r, B62, 36))),
+        ("github", lambda r: (lambda s: _one(f"GITHUB_TOKEN {s}", s))("github_pat_" + _r(r, B62 + "_", 82))),
+        ("gitlab", lambda r: (lambda s: _one(f"runner registered glrt-{s}", s))(_r(r, B62 + "_-", 20))),
+        ("gitlab", lambda r: (lambda s: _one(f"PRIVATE-TOKEN: glpat-{s}", s))(_r(r, B62 + "_-", 20))),
+        ("slack", lambda r: (lambda s: _one(f"notify via xoxb-{r.randrange(10**11, 10**12)}-{s}", s))(
+            f"{r.randrange(10**12, 10**13)}-{_r(r, string.ascii_lowercase + string.digits, 24)}")),
+        ("slack", lambda r: (lambda s: _one(f"webhook https://hooks.slack.com/services/T{s}", s))(
+            f"{_r(r, B62, 8)}/B{_r(r, B62, 8)}/{_r(r, B62, 24)}")),
+        ("connection string", lambda r: (lambda s: _one(
+            f"connecting to {_db(r)}://app:{s}@db-{r.randrange(9)}.internal:5432/main", f":{s}@"))(p(r))),
+        ("connection string", lambda r: (lambda s: _one(f"Server=db;Database=x;User Id=sa;Password={s};", s))(p(r))),
+        ("high entropy near a credential word", lambda r: (lambda s: _one(f"api key {s} accepted", s))(_r(r, HEX, 32))),
+        ("high entropy near a credential word", lambda r: (lambda s: _one(f"rotated secret '{s}'", s))(_r(r, B62, 28))),
+        ("private key", lambda r: (lambda b: _one("-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(b)
+                                                  + "\n-----END OPENSSH PRIVATE KEY-----", *b))(
+            [_r(r, B62 + "+/", 70) for _ in range(4)])),
+        ("known prefix (whispers)", lambda r: (lambda s: _one(f"token={s} used", s))(_known(r))),
+    ]
 
 
 def secret_cases(rng: random.Random, per_shape: int) -> list[Case]:
@@ -173,7 +192,9 @@ def secret_cases(rng: random.Random, per_shape: int) -> list[Case]:
 
 
 def lookalike_cases(rng: random.Random, n: int) -> list[Case]:
-    uuid = lambda: f"{_r(rng, HEX, 8)}-{_r(rng, HEX, 4)}-4{_r(rng, HEX, 3)}-a{_r(rng, HEX, 3)}-{_r(rng, HEX, 12)}"  # noqa: E731
+    def uuid() -> str:
+        return f"{_r(rng, HEX, 8)}-{_r(rng, HEX, 4)}-4{_r(rng, HEX, 3)}-a{_r(rng, HEX, 3)}-{_r(rng, HEX, 12)}"
+
     makers = {
         "block id": lambda: f"Received block blk_{rng.choice(('', '-'))}{rng.randrange(10**18, 10**19)} of size "
                             f"{rng.randrange(10**6)} from /10.250.{rng.randrange(255)}.{rng.randrange(255)}",

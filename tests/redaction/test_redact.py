@@ -67,7 +67,8 @@ def test_a_private_key_block_keeps_its_lines_and_markers():
     assert out.split("\n") == ["boot ok", "-----BEGIN RSA PRIVATE KEY-----", "<redacted:private_key>",
                                "<redacted:private_key>", "-----END RSA PRIVATE KEY-----", "done"]
     assert counts == {"private_key": 1}
-    one_line = '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n-----END PRIVATE KEY-----\\n"}'
+    one_line = ('{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEF\\n'
+                '-----END PRIVATE KEY-----\\n"}')
     out, counts = red(one_line)
     assert "MIIEvQ" not in out and counts == {"private_key": 1}
 
@@ -100,7 +101,8 @@ def test_settings_round_trip_and_a_bad_pattern_names_its_setting():
     s = load_settings(environ={"RIBBON_REDACTION__EXTRA_PATTERNS": '{"ticket": "T-(\\\\d+)"}',
                                "RIBBON_REDACTION__ALLOWED_KEYS": "csrf_token,Token_Type"})
     p = Policy.of(s.redaction)
-    assert p.enabled and p.extra_patterns == (("ticket", r"T-(\d+)"),) and p.allowed_keys == {"csrf_token", "token_type"}
+    assert p.enabled and p.extra_patterns == (("ticket", r"T-(\d+)"),)
+    assert p.allowed_keys == {"csrf_token", "token_type"}
     with pytest.raises(SettingsError) as e:
         load_settings(environ={"RIBBON_REDACTION__EXTRA_PATTERNS": '{"x": "("}'})
     assert "redaction.extra_patterns" in str(e.value) and "RIBBON_REDACTION__EXTRA_PATTERNS" in str(e.value)

@@ -185,7 +185,8 @@ def _stages(doc, now: float) -> list[tuple[str, float, float, dict[str, Any]]]:
     """The finished child spans of a document: (name, start, end, attributes), times in time.monotonic()."""
     cpu = getattr(doc.prepared, "seconds", None)
     digest_attrs = {"ribbon.digest.cpu_seconds": float(cpu)} if cpu is not None else {}
-    digest_attrs.update({f"ribbon.redactions.{k}": n for k, n in (getattr(doc.prepared, "redactions", None) or {}).items()})
+    found = getattr(doc.prepared, "redactions", None) or {}  # counts by kind, never a value (worker/redaction/)
+    digest_attrs.update({f"ribbon.redactions.{k}": n for k, n in found.items()})
     if doc.packed is None:  # no model round (digest mode): ingest handed it straight to finishing
         return [("ribbon.digest", doc.received, now, digest_attrs)]
     out = [("ribbon.digest", doc.received, doc.packed, digest_attrs)]

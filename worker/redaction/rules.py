@@ -39,15 +39,15 @@ _DS_PLUGINS = (
     ("ibm_cos_hmac", "IbmCosHmacDetector"), ("jwt", "JwtTokenDetector"), ("mailchimp", "MailchimpDetector"),
     ("npm", "NpmDetector"), ("openai", "OpenAIDetector"), ("pypi_token", "PypiTokenDetector"),
     ("sendgrid", "SendGridDetector"), ("slack", "SlackDetector"), ("softlayer", "SoftlayerDetector"),
-    ("square_oauth", "SquareOAuthDetector"), ("stripe", "StripeDetector"), ("telegram_token", "TelegramBotTokenDetector"),
-    ("twilio", "TwilioKeyDetector"),
+    ("square_oauth", "SquareOAuthDetector"), ("stripe", "StripeDetector"),
+    ("telegram_token", "TelegramBotTokenDetector"), ("twilio", "TwilioKeyDetector"),
 )
 _KIND = {"JSON Web Token": "jwt", "AWS Access Key": "aws_key", "Azure Storage Account access key": "azure_key"}
 
 # Words that make `key = value` a credential: detect-secrets' DENYLIST and the issue's list.
 _WORDS = sorted({w.replace("_?", "[_-]?") for w in ds_keyword.DENYLIST} | {
-    "passphrase", "pass", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key", "master[_-]?key",
-    "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
+    "passphrase", "pass", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key",
+    "master[_-]?key", "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
 }, key=len, reverse=True)
 _PASSWORD = re.compile(r"(?i)pass|pwd|contrase")
 _WORD_RX = "|".join(_WORDS)
@@ -57,8 +57,10 @@ _VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
 KEY_VALUE = re.compile(r"(?i)(?P<word>" + _WORD_RX + ")" + _SEP + _VALUE)
 _KEY_PREFIX = re.compile(r"[A-Za-z_]{3,}=")
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>?|\[[^\]]*\]?|\$\{[^}]*\}?|"
-                          r"(?-i:\$[A-Z_][A-Z0-9_]*)|\{\{.*|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
+# values that are no secret: empty words, masks, placeholders and templates, hex addresses, object reprs
+_PLACEHOLDER = re.compile(r"(?i)(?:null|none|nil|true|false|undefined|n/a|-|\**|x+|\.+|<[^>]*>?|\[[^\]]*\]?|"
+                          r"\$\{[^}]*\}?|(?-i:\$[A-Z_][A-Z0-9_]*)|\{\{.*|%[sdr]|\?+|[A-Za-z]+\{.*|0x[0-9a-fA-F]+|"
+                          r"[A-Za-z_$][\w$.]*@[0-9a-f]{4,})")
 _SCHEME = re.compile(r"(?i)bearer|basic|token|digest|negotiate|ntlm|hmac\S*|aws4-hmac-sha256|oauth")
 
 AUTH_HEADER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/-]{8,}=*)")
