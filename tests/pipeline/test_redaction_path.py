@@ -146,3 +146,21 @@ def test_the_worker_log_lines_hold_no_secret(caplog):
     with caplog.at_level(logging.WARNING):
         logging.getLogger("worker.test").warning("output of %s could not be built: %s", "d1", SECRET_LINES[2])
     assert "AKIAIOSFODNN7EXAMPLE" not in caplog.text and "<redacted:aws_key>" in caplog.text
+
+
+def test_a_window_of_line_records_publishes_no_secret():
+    settings = load_settings(environ={"RIBBON_MODEL__MODE": "digest", "RIBBON_WINDOWING__ENABLED": "true",
+                                      "RIBBON_KAFKA__INPUT_TOPICS": "logs", "RIBBON_WINDOWING__TOPICS": "logs",
+                                      "RIBBON_WINDOWING__MAX_LINES": "23", "RIBBON_WINDOWING__KEY_REGEX": r"Z (\S+) "})
+    ing, fin, tracker, _ = _stages(settings)
+    tracker.assign(("logs", 0))
+    lines = api_log().split("\n") + ["2024-05-01T10:00:59Z api-1 INFO GET /v1/items/1 200 3 ms"]
+    ing._ingest([Msg(line.encode(), off, _topic="logs", _ts=1_700_000_000 + off) for off, line in enumerate(lines)])
+    ing._take_prepared(block=True)
+    fin.stop()
+    fin.run()
+    (rec,) = [r for ready in tracker.take_ready() for r in ready.records]
+    out = orjson.loads(rec.value)
+    assert out["window"]["records"] == 23 and out["redactions"] == {"password": 1, "jwt": 1, "aws_key": 1, "secret": 1}
+    for secret in SECRETS:
+        assert secret not in rec.value.decode()
