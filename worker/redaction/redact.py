@@ -12,6 +12,7 @@ their base64 lines are redacted between the BEGIN and END markers.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import Counter
@@ -28,6 +29,25 @@ _PK_LINES = 400  # a block without its END marker is redacted this many lines on
 
 def marker(kind: str) -> str:
     return f"<redacted:{kind}>"
+
+
+class _Taken:
+    """Disjoint spans of a line, sorted: an earlier rule's span is not claimed again (log n a claim)."""
+
+    def __init__(self, spans=()) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for s, e in spans:
+            self.claim(s, e)
+
+    def claim(self, s: int, e: int) -> bool:
+        """Take [s, e) unless it overlaps a span taken before; True when taken."""
+        i = bisect.bisect_left(self.starts, s)
+        if (i > 0 and self.ends[i - 1] > s) or (i < len(self.starts) and self.starts[i] < e):
+            return False
+        self.starts.insert(i, s)
+        self.ends.insert(i, e)
+        return True
 
 
 class Redactor:
@@ -80,7 +100,7 @@ class Redactor:
         """One line with its secrets' values replaced; `counts` gains one per value."""
         if self.rules is None:
             return line
-        taken = [m.span() for m in MARK.finditer(line)] if "<redacted:" in line else []
+        taken = _Taken(m.span() for m in MARK.finditer(line)) if "<redacted:" in line else _Taken()
         spans: list[tuple[int, int, str]] = []
         families = self.rules.families_of(line)
         for rule in self.rules.line:
@@ -88,10 +108,8 @@ class Redactor:
                 continue
             for m in rule.regex.finditer(line):
                 got = rule.span(m)
-                if got is None or any(got[0] < e and s < got[1] for s, e in taken):
-                    continue
-                spans.append(got)
-                taken.append(got[:2])
+                if got is not None and taken.claim(got[0], got[1]):
+                    spans.append(got)
         if not spans:
             return line
         out, at = [], 0

@@ -47,12 +47,14 @@ _KIND = {"JSON Web Token": "jwt", "AWS Access Key": "aws_key", "Azure Storage Ac
 # Words that make `key = value` a credential: detect-secrets' DENYLIST and the issue's list.
 _WORDS = sorted({w.replace("_?", "[_-]?") for w in ds_keyword.DENYLIST} | {
     "passphrase", "pass", "token", "api[_-]?token", "secret[_-]?key", "access[_-]?key", "signing[_-]?key",
-    "master[_-]?key", "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?", "private[_-]?key[_-]?id",
+    "master[_-]?key", "encryption[_-]?key", "shared[_-]?access[_-]?key", "authorization", "credentials?",
+    "private[_-]?key[_-]?id",
 }, key=len, reverse=True)
 _PASSWORD = re.compile(r"(?i)pass|pwd|contrase")
 _WORD_RX = "|".join(_WORDS)
 _SEP = r"(?P<kq>\\?[\"']?)\s{0,3}(?::=|=>|=|:)\s{0,3}"
-_VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.*?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
+# a quoted value is looked for over 4,096 characters at most: a line of unclosed quotes costs linear time
+_VALUE = r"(?:(?P<q>\\?[\"'])(?P<qv>.{0,4096}?)(?P=q)|(?P<v>[^\s,;&\"'}\])]+))"
 # the key's last word, then the separator and the value; the key's start is found by scanning back (key_start)
 KEY_VALUE = re.compile(r"(?i)(?P<word>" + _WORD_RX + ")" + _SEP + _VALUE)
 _KEY_PREFIX = re.compile(r"[A-Za-z_]{3,}=")
