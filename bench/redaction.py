@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -130,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     mixed = [d.get("text") or "\n".join(d.get("lines") or []) for d in mixed_corpus(a.mixed_docs, seed=11)]
     costs = [cost("devlogs (13 x 2,000 lines)", [t for _, t in docs], a.repeats),
              cost(f"mixed corpus ({a.mixed_docs} documents)", mixed, a.repeats)]
-    result = {"benchmark": "redaction", "argv": sys.argv, "python": platform.python_version(),
+    result = {"benchmark": "redaction", "command": " ".join(["python -m bench.redaction", *(argv or sys.argv[1:])]),
+              "python": platform.python_version(), "load_average": os.getloadavg(),
               "labelled": lab, "ordinary": ordn, "cost": costs,
               "goals": {"recall": ">= 0.99", "ordinary_false_redaction_rate": "<= 0.001", "overhead": "<= 0.10"}}
     print(f"recall {lab['recall']:.4f} on {lab['secrets']} secrets; look-alikes changed "

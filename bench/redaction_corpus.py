@@ -187,7 +187,7 @@ def secret_cases(rng: random.Random, per_shape: int) -> list[Case]:
     for cls, make in _shapes(rng):
         for _ in range(per_shape):
             text, secrets = make(rng)
-            out.append(Case(text, "secret", cls, "generated", secrets))
+            out.append(Case(text, "secret", cls, "whispers" if "whispers" in cls else "generated", secrets))
     return out
 
 
