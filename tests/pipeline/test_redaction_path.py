@@ -164,3 +164,8 @@ def test_a_window_of_line_records_publishes_no_secret():
     assert out["window"]["records"] == 23 and out["redactions"] == {"password": 1, "jwt": 1, "aws_key": 1, "secret": 1}
     for secret in SECRETS:
         assert secret not in rec.value.decode()
+
+
+def test_a_bad_log_call_still_reaches_the_handler_and_raises_nothing():
+    record = logging.LogRecord("worker.test", logging.WARNING, __file__, 1, "%s and %s", ("one",), None)
+    assert Redact().filter(record) is True

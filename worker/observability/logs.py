@@ -110,7 +110,10 @@ class Redact(logging.Filter):
     installed redaction policy (worker/redaction/) before any formatter sees it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
+        try:
+            msg = record.getMessage()
+        except (TypeError, ValueError):  # a bad format call: the handler reports it as it would without us
+            return True
         clean = scrub(msg)
         if clean != msg:
             record.msg, record.args = clean, None
