@@ -6,8 +6,8 @@ Per document, first the redaction pass (worker/redaction/: secrets' values becom
 the redacted text comes back in `text` and replaces the document's), then from one templater pass:
 the digest (plain dicts, the output's `digest`), the highlights, the digest prompt (compacted text,
 when it passes the character gate) and, in digest mode, the English rendering. Runs on the ingest
-thread or in a worker process of worker/pipeline/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
-pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
+thread or in a worker process of worker/pipeline/preprocess.py: nothing here touches Kafka, torch or
+shared state, and the result pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
 for the dead-letter topic); the others go on.
 
 In a pool process given the model's tokenizer (`use_tokenizer`: a copy of its Rust backend), each
