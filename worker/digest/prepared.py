@@ -7,8 +7,8 @@ the redacted text comes back in `text` and replaces the document's), then from o
 the digest (plain dicts, the output's `digest`), the highlights, the digest prompt (compacted text,
 when it passes the character gate) and, in digest mode, the English rendering. Runs on the ingest
 thread or in a worker process of worker/pipeline/preprocess.py: nothing here touches Kafka, torch or
-shared state, and the result pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
-for the dead-letter topic); the others go on.
+shared state, and the result pickles cheaply (strings, dicts, lists). A document whose pass fails
+gets `error` set (its reason, for the dead-letter topic); the others go on.
 
 In a pool process given the model's tokenizer (`use_tokenizer`: a copy of its Rust backend), each
 document with a digest prompt also gets the token counts of the compaction gate (`raw_tokens`,
