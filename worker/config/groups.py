@@ -1,4 +1,4 @@
-"""The settings' groups (kafka, packer, model, digest, pipeline, windowing, server, tracing): typed,
+"""The settings' groups (kafka, packer, model, digest, pipeline, windowing, redaction, server, tracing): typed,
 frozen, validated; the root and its loading are in worker/config/settings.py (DESIGN.md section 3)."""
 
 from __future__ import annotations
@@ -293,6 +293,33 @@ class WindowingSettings(_Group):
                 re.compile(v)
             except re.error as exc:
                 raise ValueError(f"not a regular expression: {exc}") from None
+        return v
+
+
+class RedactionSettings(_Group):
+    """Secrets out of what the worker publishes (worker/redaction/, docs/digest.md)."""
+
+    enabled: bool = Field(True, description="replace credentials' values with <redacted:kind> before the digest "
+                                            "and the model, in spans and in log lines")
+    extra_patterns: dict[str, str] = Field(
+        {}, description="more secrets: kind -> regular expression (group 1, else the match, is replaced)",
+        json_schema_extra=_allowed("kind names of a-z 0-9 _; Python regular expressions"))
+    allowed_keys: tuple[str, ...] = Field((), description="key names (any case) whose values the key=value rule "
+                                                         "leaves alone, e.g. token_type")
+    dead_letters: bool = Field(False, description="redact dead letters' values too (replay then sends redacted "
+                                                  "text); off: they keep the original bytes, restrict the "
+                                                  "dead-letter topic by ACL")
+
+    @field_validator("extra_patterns")
+    @classmethod
+    def _patterns(cls, v: dict[str, str]) -> dict[str, str]:
+        for kind, rx in v.items():
+            if not re.fullmatch(r"[a-z0-9_]{1,40}", kind):
+                raise ValueError(f"kind {kind!r} is not 1-40 of a-z 0-9 _")
+            try:
+                re.compile(rx)
+            except re.error as exc:
+                raise ValueError(f"{kind}: not a regular expression: {exc}") from None
         return v
 
 

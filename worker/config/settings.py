@@ -23,14 +23,16 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from worker.config.groups import (
-    DigestSettings, KafkaSettings, PackerSettings, PipelineSettings, ServerSettings, TracingSettings, WindowingSettings,
+    DigestSettings, KafkaSettings, PackerSettings, PipelineSettings, RedactionSettings, ServerSettings, TracingSettings,
+    WindowingSettings,
     _topic,
 )
 from worker.config.model import ModelSettings
 from worker.config.load import SettingsError, env_var_for, layered_values, register_root, validation_error
 
 __all__ = [
-    "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "PipelineSettings", "ServerSettings",
+    "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "PipelineSettings", "RedactionSettings",
+    "ServerSettings",
     "Settings", "SettingsError", "TracingSettings", "WindowingSettings", "_topic",
     "cli_exit_on_error", "env_var_for", "load_settings",
 ]
@@ -49,6 +51,7 @@ class Settings(BaseSettings):
     digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
     windowing: WindowingSettings = WindowingSettings()
+    redaction: RedactionSettings = RedactionSettings()
     server: ServerSettings = ServerSettings()
     tracing: TracingSettings = TracingSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")

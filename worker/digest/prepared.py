@@ -2,12 +2,13 @@
 
     prepare_many(texts, sources, kinds, options) -> [Prepared]
 
-Per document, from one templater pass: the digest (plain dicts, the output's `digest`), the
-highlights, the digest prompt (compacted text, when it passes the character gate) and, in digest
-mode, the English rendering. Runs on the ingest thread or in a worker process of
-worker/pipeline/preprocess.py: nothing here touches Kafka, torch or shared state, and the result
-pickles cheaply (strings, dicts, lists). A document whose pass fails gets `error` set (its reason,
-for the dead-letter topic); the others go on.
+Per document, first the redaction pass (worker/redaction/: secrets' values become `<redacted:kind>`;
+the redacted text comes back in `text` and replaces the document's), then from one templater pass:
+the digest (plain dicts, the output's `digest`), the highlights, the digest prompt (compacted text,
+when it passes the character gate) and, in digest mode, the English rendering. Runs on the ingest
+thread or in a worker process of worker/pipeline/preprocess.py: nothing here touches Kafka, torch or
+shared state, and the result pickles cheaply (strings, dicts, lists). A document whose pass fails
+gets `error` set (its reason, for the dead-letter topic); the others go on.
 
 In a pool process given the model's tokenizer (`use_tokenizer`: a copy of its Rust backend), each
 document with a digest prompt also gets the token counts of the compaction gate (`raw_tokens`,
@@ -26,6 +27,7 @@ from worker.digest.document import analyze_document
 from worker.digest.prompt import digest_prompt
 from worker.digest.render import render
 from worker.digest.highlights import select
+from worker.redaction import Policy, redactor
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class PrepareOptions:
     compaction: bool         # build the digest prompt (generative mode with digest.compaction)
     min_saving: float        # digest.min_saving (the character gate; tokens are checked by the caller)
     render: bool             # digest mode: render the digest as the summary
+    redaction: Policy = Policy()  # secrets out before anything is made of the text (worker/redaction/)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,8 @@ class Prepared:
     error: str | None = None      # the pass failed: why (the document goes to the dead-letter topic)
     raw_tokens: int | None = None     # the gate's counts, when the pool counted them (see use_tokenizer):
     prompt_tokens: int | None = None  # tokens of the raw text and of `prompt`; None: not counted here
+    text: str | None = None       # the redacted text, when a secret was found (it replaces the document's text)
+    redactions: dict[str, int] | None = None  # secrets replaced, by kind (None: none)
 
 
 def highlights(a, k: int) -> list[str]:
@@ -64,6 +69,7 @@ def highlights(a, k: int) -> list[str]:
 
 def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) -> Prepared:
     t0 = time.thread_time()
+    text, found = redactor(o.redaction).text(text)
     lines = text.split("\n")
     a = analyze_document(text, lines)
     hl = highlights(a, o.highlights) if o.highlights else []
@@ -72,7 +78,8 @@ def prepare(text: str, source: str | None, kind: str | None, o: PrepareOptions) 
         c = compact(a, text, o.min_saving)
         prompt = digest_prompt(a.digest, c.text) if c.applied else None
     summary = render(a.digest, source, kind) if o.render else None
-    return Prepared(a.digest, hl, prompt, summary, time.thread_time() - t0)
+    return Prepared(a.digest, hl, prompt, summary, time.thread_time() - t0,
+                    text=text if found else None, redactions=found or None)
 
 
 _tokenizer = None  # this process's copy of the model's tokenizer backend (tokenizers.Tokenizer), if given
@@ -108,7 +115,8 @@ def prepare_many(texts: Sequence[str], sources: Sequence[str | None], kinds: Seq
         gated = [i for i, p in enumerate(out) if p.prompt is not None and _fits(texts[i])]
         if gated:
             t0 = time.thread_time()
-            enc = _tokenizer.encode_batch([t for i in gated for t in (texts[i], out[i].prompt)], add_special_tokens=False)
+            pairs = [t for i in gated for t in (out[i].text or texts[i], out[i].prompt)]
+            enc = _tokenizer.encode_batch(pairs, add_special_tokens=False)
             share = (time.thread_time() - t0) / len(gated)
             for j, i in enumerate(gated):
                 out[i] = replace(out[i], raw_tokens=len(enc[2 * j].ids), prompt_tokens=len(enc[2 * j + 1].ids),

@@ -194,6 +194,8 @@ class OutputMessage(_Out):
                                               "(null in digest mode)")
     window: WindowInfo | None = Field(None, description="where a window of one-line records came from; absent "
                                                         "for a document")
+    redactions: dict[str, int] = Field(default_factory=dict, description="secrets replaced with <redacted:kind> "
+                                       "before the digest and the model, counted by kind (never the values)")
     schema_version: Literal[4] = 4
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import orjson
 
 from worker.kafka.identity import GPU_INDEX_ENV
+from worker.redaction import scrub
 
 _STD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -71,7 +72,7 @@ class JsonFormatter(logging.Formatter):
         out.update({k: v for k, v in _fields(record).items() if k not in out})
         out.update({k: v for k, v in vars(record).items() if k not in _STD})
         if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
+            out["exc"] = record.exc_text or self.formatException(record.exc_info)
         return orjson.dumps(out, default=_jsonable).decode()
 
 
@@ -104,6 +105,24 @@ class RepeatFilter(logging.Filter):
         return True
 
 
+class Redact(logging.Filter):
+    """The worker's own log lines carry no secret: each message (and exception text) is scrubbed by the
+    installed redaction policy (worker/redaction/) before any formatter sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except (TypeError, ValueError):  # a bad format call: the handler reports it as it would without us
+            return True
+        clean = scrub(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        if record.exc_info and record.exc_info[1] is not None:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = scrub(text)
+        return True
+
+
 class GpuTag(logging.Filter):
     """Under `ribbon run --gpus`, each child's lines name its GPU: a `gpu` key in JSON, `[gpuN]` in text
     (the children share the supervisor's stderr, so their lines interleave)."""
@@ -123,6 +142,7 @@ def setup_logging(level: str, fmt: str, gpu: str | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     text = "%(asctime)s %(levelname)s " + ("[gpu%(gpu)s] " if gpu else "") + "%(name)s: %(message)s"
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(text))
+    handler.addFilter(Redact())
     handler.addFilter(RepeatFilter())
     if gpu:
         handler.addFilter(GpuTag(gpu))

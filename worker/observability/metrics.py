@@ -41,6 +41,8 @@ class Metrics:
                                 registry=r)
         self.dead_lettered = Counter("ribbon_dead_lettered_messages_total", "messages sent to the dead-letter topic",
                                      ["reason"], registry=r)
+        self.redactions = Counter("ribbon_redactions_total", "secrets replaced with <redacted:kind> in published "
+                                  "outputs (worker/redaction/), by kind", ["kind"], registry=r)
         self.input_tokens = Counter("ribbon_input_tokens_total", "prompt tokens run through the model", registry=r)
         self.output_tokens = Counter("ribbon_output_tokens_total", "tokens generated", registry=r)
         self.bins = Counter("ribbon_bins_total", "bins run on the model", registry=r)

@@ -48,6 +48,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from worker import __version__
 from worker.config.settings import SettingsError
+from worker.redaction import scrub
 
 TRACE_HEADERS = ("traceparent", "tracestate")
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -131,14 +132,14 @@ class DocTracer:
         a: dict[str, Any] = {"messaging.system": "kafka", "messaging.operation.type": "process",
                              "messaging.destination.name": doc.tp[0],
                              "messaging.destination.partition.id": str(doc.tp[1]),
-                             "messaging.kafka.offset": doc.offset, "messaging.message.id": doc.doc_id,
+                             "messaging.kafka.offset": doc.offset, "messaging.message.id": scrub(doc.doc_id),
                              "ribbon.tokens.input": doc.input_tokens, "ribbon.tokens.output": doc.output_tokens,
                              "ribbon.chunks": doc.chunks}
         if self.group:
             a["messaging.consumer.group.name"] = self.group
         for key in ("source", "kind"):
             if doc.meta.get(key):
-                a[f"ribbon.{key}"] = str(doc.meta[key])
+                a[f"ribbon.{key}"] = scrub(str(doc.meta[key]))  # as in log lines: no secret (worker/redaction/)
         return a
 
     def _remember(self, key: bytes, spans: _Open) -> None:
@@ -198,6 +199,8 @@ def _stages(doc, now: float) -> list[tuple[str, float, float, dict[str, Any]]]:
     """The finished child spans of a document: (name, start, end, attributes), times in time.monotonic()."""
     cpu = getattr(doc.prepared, "seconds", None)
     digest_attrs = {"ribbon.digest.cpu_seconds": float(cpu)} if cpu is not None else {}
+    found = getattr(doc.prepared, "redactions", None) or {}  # counts by kind, never a value (worker/redaction/)
+    digest_attrs.update({f"ribbon.redactions.{k}": n for k, n in found.items()})
     if doc.packed is None:  # no model round (digest mode): ingest handed it straight to finishing
         return [("ribbon.digest", doc.received, now, digest_attrs)]
     out = [("ribbon.digest", doc.received, doc.packed, digest_attrs)]

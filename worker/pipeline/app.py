@@ -43,6 +43,7 @@ from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.spill import Spool
 from worker.pipeline.stage import EngineLike, Shared
 from worker.pipeline.tracker import OffsetTracker
+from worker.redaction import Policy, install
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,7 @@ class Worker:
         """`parts` given: the caller owns its engine; else the worker builds it (seeing `stop` while an
         engine process starts) and closes an engine process with itself."""
         self.s = settings
+        install(Policy.of(settings.redaction))  # spans, log lines and dead letters of this process (worker/redaction/)
         self._own_engine = parts is None
         self.metrics = Metrics()
         self.gc = GcWatch(self.metrics.gc_pause)

@@ -4,8 +4,9 @@ Ingest (undecodable or invalid input, oversize plans, chunking that does not
 converge), the GPU loop's failures (through finishing) and finishing itself
 (a document whose output cannot be built) all call `DeadLetters.send`. It
 completes the input offset with a record for the dead-letter topic: the
-original bytes, the input's own headers, and Ribbon's reason headers
-(`error.class`, `error.message`, `source.*`, `worker.version`). The record then
+original bytes (redacted only with redaction.dead_letters: docs/digest.md),
+the input's own headers, and Ribbon's reason headers (`error.class`,
+`error.message` with any secret in it redacted, `source.*`, `worker.version`). The record then
 goes out with the offset like any summary: committed, never lost, in order.
 
 A large value (kafka.dead_letter_spill_bytes or more) waits for its commit on
@@ -26,6 +27,7 @@ from worker.kafka.headers import Header, dead_letter_headers_with_input
 from worker.pipeline.inflight import Doc
 from worker.pipeline.spill import Spool
 from worker.pipeline.tracker import OffsetTracker, Record, TopicPartition
+from worker.redaction import dead_letter_value, scrub
 
 
 class DeadLetters:
@@ -40,9 +42,10 @@ class DeadLetters:
     def send(self, tp: TopicPartition, epoch: int, offset: int, key: bytes | None, value: bytes | None,
              error_class: str, message: str, in_headers: Iterable[Header] | None = ()) -> bool:
         """Complete `offset` with a dead letter; False if its partition epoch is gone (revoked)."""
-        err = BadMessage(error_class, message)
+        err = BadMessage(error_class, scrub(message))  # a reason may quote the input (worker/redaction/)
         ribbon = dead_letter_headers(err, topic=tp[0], partition=tp[1], offset=offset, worker_version=__version__)
-        rec = Record(self.dlq_topic, key, self.spool.hold(value), dead_letter_headers_with_input(in_headers, ribbon))
+        rec = Record(self.dlq_topic, key, self.spool.hold(dead_letter_value(value)),
+                     dead_letter_headers_with_input(in_headers, ribbon))
         if not self.tracker.complete(tp, epoch, offset, (rec,)):
             return False
         self._count(error_class)

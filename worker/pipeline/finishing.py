@@ -43,6 +43,7 @@ from worker.messages.models import encode_output, output_key
 from worker.kafka.headers import output_headers
 from worker.pipeline.inflight import Doc, Seq
 from worker.pipeline.outputs import build_output
+from worker.redaction import scrub_headers
 from worker.pipeline.tracker import Record
 from worker.pipeline.stage import Shared, run_stage
 
@@ -170,13 +171,15 @@ class Finishing:
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)
             self.dead_letters.failure(doc, exc, "output_error")
             return False
-        headers = output_headers(doc.headers, doc.tp[0], doc.tp[1], doc.offset)
+        headers = output_headers(scrub_headers(doc.headers), doc.tp[0], doc.tp[1], doc.offset)
         if self.tracer is not None:  # the output's traceparent becomes the worker's document span
             headers = self.tracer.headers(doc, headers, now)
         rec = Record(self.output_topic, output_key(doc.key, msg), value, headers)
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)
+        for kind, n in msg.redactions.items():  # counts only: the values never leave the redaction pass
+            self.metrics.redactions.labels(kind).inc(n)
         if msg.grounding is not None:
             count_grounding(self.metrics, msg.grounding)
         return True

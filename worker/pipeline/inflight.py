@@ -47,6 +47,12 @@ class Doc:
     decode_s: float | None = None
     window: object = None           # a closed window (worker/windowing/windows.py) when the document is one
 
+    def take(self, prep: Prepared) -> None:
+        """Its digest pass; the pass's redacted text (worker/redaction/) is its text from here on."""
+        self.prepared = prep
+        if prep.text is not None:
+            self.text = prep.text
+
     def seed(self, base: int, index: int) -> int:
         """A reproducible seed per document (and chunk): reruns sample the same tokens."""
         return (zlib.crc32(self.doc_id.encode()) ^ (base * 2654435761) ^ (index * 40503)) & 0x7FFFFFFF

@@ -55,6 +55,7 @@ from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
 from worker.pipeline.source import Source
 from worker.pipeline.stage import Shared, run_stage
+from worker.redaction import Policy
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class Ingest:
         self.consumer = None
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
-            min_saving=settings.digest.min_saving, render=planner is None)
+            min_saving=settings.digest.min_saving, render=planner is None, redaction=Policy.of(settings.redaction))
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
         if auto_processes(settings.pipeline.preprocess_processes):
             start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
@@ -278,7 +279,7 @@ class Ingest:
                 self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error", prep.error,
                                   doc.headers)
                 continue
-            doc.prepared = prep
+            doc.take(prep)  # the redacted text replaces the document's (worker/redaction/)
             ok.append(doc)
         return ok
 
@@ -290,8 +291,7 @@ class Ingest:
         """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
         limit = self.planner.max_prompt_tokens
         if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
-            self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "oversize",
-                              f"a planned prompt exceeds {limit} tokens", doc.headers)
+            self.dead_letters.doc(doc, "oversize", f"a planned prompt exceeds {limit} tokens")
             return []
         out = []
         for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):

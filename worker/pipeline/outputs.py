@@ -15,6 +15,7 @@ from worker.messages.models import OutputMessage
 from worker.pipeline.grounding import check
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import window_info
+from worker.redaction import scrub_tree
 
 
 def prepared_of(doc: Doc, highlights: int) -> Prepared:
@@ -39,7 +40,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
     queued = (doc.first_gpu or now) - doc.received
     return OutputMessage(
         id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
-        attributes=doc.meta.get("attributes"),
+        attributes=scrub_tree(doc.meta.get("attributes")),
         input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
         summary=summary.strip(),
         highlights=p.highlights, digest=p.digest, mode=settings.model.mode, model=model_name,
@@ -52,6 +53,7 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
                    "model_done": round(_since(doc.received, doc.model_end), 3)},
         grounding=grounding,
         window=window_info(doc),
+        redactions=p.redactions or {},
     )
 
 

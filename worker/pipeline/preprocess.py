@@ -59,7 +59,8 @@ def start_forkserver() -> multiprocessing.context.BaseContext:
     *thread* that started it ends, so call this first on a thread that lasts (Ingest's constructor does,
     on the thread that builds the worker)."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["worker.remote.forkserver_lifeline", "worker.digest.prepared"])
+    ctx.set_forkserver_preload(["worker.remote.forkserver_lifeline", "worker.digest.prepared",
+                                "worker.redaction.rules"])
     forkserver.ensure_running()
     return ctx
 
