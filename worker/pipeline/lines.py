@@ -162,7 +162,7 @@ def window_info(doc: Doc) -> dict | None:
     if w is None:
         return None
     return {"key": w.key, "start": _iso(w.first_ts_ms), "end": _iso(w.last_ts_ms), "records": w.records,
-            "events": len(w.joiner.events), "closed_by": w.reason,
+            "events": w.joiner.event_count, "closed_by": w.reason,
             "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
 
 
