@@ -145,14 +145,15 @@ class Worker:
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
         self.tracer = make_tracer(settings)  # None unless an OTLP endpoint is configured
+        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
+                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
+                                        wake=lambda: self.delivery.wake(),
+                                        spool=Spool(settings.kafka.dead_letter_spill_bytes),
+                                        count_skipped=lambda reason: self.metrics.skipped.labels(reason).inc())
         self.delivery = Delivery(config=DeliveryConfig(settings, interval_s=pl.delivery_interval_ms / 1e3,
                                                        max_records=pl.delivery_max_records),
                                  make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics,
-                                 tracer=self.tracer)
-        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
-                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
-                                        wake=self.delivery.wake,
-                                        spool=Spool(settings.kafka.dead_letter_spill_bytes))
+                                 tracer=self.tracer, dead_letters=self.dead_letters)
         self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters)
         self.gpu: GpuLoop | None = None
         # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
