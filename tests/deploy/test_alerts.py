@@ -93,7 +93,7 @@ def test_every_alert_has_a_severity_a_runbook_section_and_a_firing_case():
         assert page == "docs/operating.md" and anchor in anchors, f"{name}: runbook {labels.get('runbook_url')}"
         assert name in fired, f"{name}: no promtool case where it fires"
     assert {n for n, r in ALERTS.items() if r["labels"]["severity"] == "critical"} == \
-        {"RibbonWorkerDown", "RibbonNoProgress"}
+        {"RibbonWorkerDown", "RibbonNoProgress", "RibbonPartitionStalled"}
 
 
 def _get(url: str) -> tuple[int, str]:
