@@ -294,9 +294,9 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
     except BadMessage:
         raise
     except RecursionError:
-        raise BadMessage("schema", "value: nests too deep to decode") from None
+        raise BadMessage("schema", "value: nests too deep to decode (RecursionError)") from None
     except MemoryError:
-        raise BadMessage("schema", "value: decoding it needs more memory than the worker has") from None
+        raise BadMessage("schema", "value: decoding it needs more memory than the worker has (MemoryError)") from None
     except Exception as exc:  # noqa: BLE001 - routed: any decoding failure is this message's dead letter
         # Our words, not the exception's text (which can quote the input): its class names what went wrong.
         raise BadMessage("schema", f"value: a shape the decoder does not read ({type(exc).__name__})") from None
