@@ -143,3 +143,23 @@ def test_the_lag_report_tells_an_idle_partition_from_one_whose_offset_fetch_neve
     clock.t += 11
     reports.lag(Consumer(group_offset))
     assert w.health()[0] is not stalls
+
+
+def test_the_worker_is_unready_then_failed_by_a_stalled_partition():
+    """The app's wiring: /readyz's reason (Worker.stalled) and the main loop's failure (Worker.failed)."""
+    from worker.config.settings import load_settings
+    from worker.pipeline.app import Worker
+    from worker.pipeline.commitwatch import PartitionStalled
+
+    settings = load_settings(environ={"RIBBON_MODEL__MODE": "digest", "RIBBON_SERVER__PORT": "0",
+                                      "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0",
+                                      "RIBBON_PIPELINE__STALL_TIMEOUT_S": "30"})
+    worker = Worker(settings, "127.0.0.1:9")  # not started: no thread, no connection
+    clock = Clock()
+    worker.watch.clock = clock
+    worker.shared.watch.observe({TP: State(None, None)})  # what ingest's lag report tells it
+    assert worker.stalled() is None and worker.failed() is None
+    clock.t += 30
+    assert worker.stalled().startswith("partition in/3 has committed nothing for 30 s") and worker.failed() is None
+    clock.t += 30
+    assert isinstance(worker.failed(), PartitionStalled) and "partition in/3" in str(worker.failed())
