@@ -1,7 +1,8 @@
 """Progress reports, made on the ingest thread (which owns the consumer) every pipeline.lag_interval_s.
 
 - `lag(consumer)`: per partition, the end offset less the committed one (`ribbon_consumer_lag_messages`)
-  and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`);
+  and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`); the same states go to the
+  commit watch (worker/pipeline/commitwatch.py), which tells a stalled partition from an idle one;
 - `held()`: how long each partition's oldest unfinished input has held its commits
   (`ribbon_held_partition_seconds`), and one warning per input past kafka.hold_warning_s.
 """
