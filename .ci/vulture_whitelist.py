@@ -58,3 +58,8 @@ _.file_bytes  # worker/pipeline/spill.py: the spill file's size
 StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step (tests, benchmarks)
 SlotAllocator.largest_free  # worker/engine/slots.py: the largest free interval (tests)
 _.encode_special_tokens  # tokenizers.Tokenizer: read by the Rust backend (special tokens split as text)
+
+# argparse reads an action's help when it prints --help (worker/cli/ops.py: the re-run's own --dlq-topic).
+_.help
+# Joiner.events: the joined events, for reports and tests (worker/windowing/multiline.py).
+_.events

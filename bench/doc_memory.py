@@ -133,15 +133,18 @@ def main(argv: list[str] | None = None) -> int:
                                                                   "is 4,000,000 by default)")
     ap.add_argument("--env", action="append", default=[], help="RIBBON_X=Y settings for the worker")
     ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--model", default="tiny-random", help="tiny-random (a tiny random Qwen2 built offline), "
+                                                              "or a model.path the worker resolves, e.g. smollm2-135m")
     ap.add_argument("--out", default=str(RESULTS / "doc_memory_cpu.json"))
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="doc-memory-"))
-    model = str(make_tiny_checkpoint(tmp / "tiny", arch="qwen2", seed=0))
+    model = str(make_tiny_checkpoint(tmp / "tiny", arch="qwen2", seed=0)) if args.model == "tiny-random" \
+        else args.model
     big = big_syslog(args.bytes)
     extra = dict(e.split("=", 1) for e in args.env)
     row = run(model, big, extra, args.timeout, tmp / "worker.log")
-    row["log"] = str(tmp / "worker.log")
+    row["log"], row["model"] = str(tmp / "worker.log"), args.model
     row["command"] = ["python", "-m", "bench.doc_memory", *(argv if argv is not None else sys.argv[1:])]
     print(f"{args.label}: {row['document_bytes']} bytes, idle {row['idle_rss_mib']} MiB, peak {row['peak_rss_mib']} "
           f"MiB, {row['summaries']} summaries, {row['dead_letters']} dead letters, {row['seconds']} s")

@@ -110,6 +110,7 @@ def test_rerun_from_a_timestamp_in_its_own_group_leaves_the_live_group_alone(bro
                   timestamp=T0 if i < 20 else T1)
         if i == 19:
             assert p.flush(10) == 0  # the embedded broker's time index is per batch: old and new apart
+    p.produce(t["input_topic"], value=b'{"text": "unterminated', partition=0, timestamp=T1)  # one dead letter
     assert p.flush(10) == 0
     live = f"live-{uuid.uuid4().hex[:6]}"
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": live})
@@ -122,14 +123,17 @@ def test_rerun_from_a_timestamp_in_its_own_group_leaves_the_live_group_alone(bro
                           "--rerun-group", rerun_group], env=env, cwd=ROOT, capture_output=True, text=True,
                          timeout=240)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "re-ran 10 offsets" in res.stdout and time.monotonic() - t_start < 240
+    assert "re-ran 11 offsets" in res.stdout and time.monotonic() - t_start < 240
+    (dead,) = consume_all(broker.bootstrap, t["dlq_topic"] + ".rerun", 1, timeout_s=30)  # its own topic
+    assert dict(dead.headers())["error.class"] == b"invalid_json"
+    assert consume_all(broker.bootstrap, t["dlq_topic"], 1, timeout_s=3) == []  # the live one: untouched
     want = {d["id"] for d in docs[20:]}
     got = by_id(read_until_ids(broker.bootstrap, t["output_topic"], want, 30))
     assert set(got) == want and all(len(v) == 1 for v in got.values())
     tps = [TopicPartition(t["input_topic"], q) for q in range(2)]
     assert [tp.offset for tp in c.committed(tps, timeout=10)] == [4, 7]  # the live group: untouched
     r = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": rerun_group})
-    assert [tp.offset for tp in r.committed(tps, timeout=10)] == [15, 15]
+    assert [tp.offset for tp in r.committed(tps, timeout=10)] == [16, 15]
     c.close()
     r.close()
 

@@ -97,7 +97,7 @@ def test_every_alert_has_a_severity_a_runbook_section_and_a_firing_case():
         assert "runbook_url" not in labels, f"{name}: a label would split the alert's series by it"
         assert name in fired, f"{name}: no promtool case where it fires"
     assert {n for n, r in ALERTS.items() if r["labels"]["severity"] == "critical"} == \
-        {"RibbonWorkerDown", "RibbonNoProgress", "RibbonNoReadyWorker"}
+        {"RibbonWorkerDown", "RibbonNoProgress", "RibbonNoReadyWorker", "RibbonPartitionStalled"}
 
 
 def _get(url: str) -> tuple[int, str]:

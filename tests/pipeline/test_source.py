@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import orjson
+from confluent_kafka import KafkaError
 from ingest_fakes import Msg
 from stage_fakes import Wake
 
@@ -14,7 +15,7 @@ from worker.observability.metrics import Metrics
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.source import Source
+from worker.pipeline.source import CONSUME_ERROR_TRIES, Source
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
 
@@ -26,7 +27,7 @@ class Failed(Msg):
     code: str = "_TRANSPORT"
 
     def error(self):
-        return type("Err", (), {"name": lambda _self: self.code})()
+        return KafkaError(getattr(KafkaError, self.code))
 
 
 def make_source() -> tuple[Source, OffsetTracker, Metrics]:
@@ -58,3 +59,45 @@ def test_consume_errors_and_records_of_partitions_no_longer_ours_are_skipped_unr
     docs = source.documents([Failed(None, 0), Failed(None, 0, code="_PARTITION_EOF"),
                              Msg(orjson.dumps({"text": "x"}), 5, _partition=3)])
     assert docs == [] and tracker.pending() == 0 and metrics.consumed._value.get() == 0
+
+
+class Consumer:
+    def __init__(self) -> None:
+        self.seeks: list = []
+
+    def seek(self, tp) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+    def consume(self, num_messages: int, timeout: float) -> list:
+        return []
+
+
+def test_a_batch_that_cannot_be_decompressed_is_skipped_as_a_dead_letter_after_bounded_tries():
+    """librdkafka fails a zstd batch that expands past receive.message.max.bytes at the same offset on
+    every fetch: the offset becomes a dead letter after CONSUME_ERROR_TRIES and the consumer seeks past it."""
+    source, tracker, metrics = make_source()
+    consumer = Consumer()
+    for _ in range(CONSUME_ERROR_TRIES - 1):
+        assert source.documents([Failed(None, 7, code="_BAD_COMPRESSION")]) == []
+        source.poll(consumer, 0)
+    assert tracker.pending() == 0 and consumer.seeks == []
+    assert source.documents([Failed(None, 7, code="_BAD_COMPRESSION")]) == []
+    source.poll(consumer, 0)
+    assert consumer.seeks == [("in", 0, 8)]
+    (ready,) = tracker.take_ready()
+    (record,) = ready.records
+    dl = parse_dead_letter_headers(record.headers)
+    assert (record.topic, record.key, record.value) == ("dlq", None, None)
+    assert (dl.error_class, dl.source_offset) == ("bad_compression", "7") and dl.worker_version
+    assert f"could not read this offset {CONSUME_ERROR_TRIES} times" in dl.error_message
+    assert metrics.consume_errors.labels("_BAD_COMPRESSION")._value.get() == CONSUME_ERROR_TRIES
+    assert metrics.dead_lettered.labels("bad_compression")._value.get() == 1
+
+
+def test_a_passing_consume_error_is_forgotten_once_its_partition_reads_again():
+    source, tracker, _ = make_source()
+    for _ in range(CONSUME_ERROR_TRIES - 1):
+        source.documents([Failed(None, 3, code="_BAD_MSG")])
+    assert len(source.documents([Msg(orjson.dumps({"text": "x"}), 3)])) == 1
+    source.documents([Failed(None, 4, code="_BAD_MSG")])
+    assert tracker.pending() == 1  # only the document: the error at 4 is a first try

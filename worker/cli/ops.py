@@ -45,6 +45,10 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
     rr.add_argument("--timeout", type=float, default=3600.0, help="give up after this many seconds (default 3600)")
     add_flags(rr, ["--bootstrap-servers", "--input-topic", "--output-topic", "--dlq-topic", "--group-id",
                    "--model", "--device", "--max-new-tokens", "--token-budget", "--log-level"])
+    for action in rr._actions:  # the re-run's own dead-letter topic: never the live one
+        if "--dlq-topic" in action.option_strings:
+            action.help = ("dead-letter topic of the re-run (default: kafka.dlq_topic + '.rerun', made when "
+                           "missing) [kafka.dlq_topic]")
 
     tl = sub.add_parser("tail", parents=[common],
                         help="print the summaries on the output topic (or the dead letters), one block each")

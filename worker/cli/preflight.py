@@ -100,14 +100,40 @@ class ClusterInfo:
     topics: dict[str, int]  # name -> partitions
 
 
-def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
-    """Metadata from the cluster within `timeout_s`, or StartupError (exit 3) naming kafka.bootstrap_servers."""
-    servers = conf.get("bootstrap.servers", "")
+def _admin(conf: dict[str, Any]) -> AdminClient:
     admin_conf = {k: v for k, v in conf.items() if k in _ADMIN_KEYS or k.startswith(("sasl.", "ssl."))}
     admin_conf["logger"] = PROBE_LOGGER
     admin_conf.setdefault("error_cb", lambda err: PROBE_LOGGER.debug("%s", err))
+    return AdminClient(admin_conf)
+
+
+def ensure_topic(conf: dict[str, Any], info: ClusterInfo, setting: str, name: str, partitions: int,
+                 timeout_s: float = 15.0) -> bool:
+    """Create topic `name` unless it exists (replication: up to 3, within the brokers); True if created.
+    StartupError naming `setting` when it cannot be made (no right to create topics, say)."""
+    if name in info.topics:
+        return False
+    from confluent_kafka.admin import NewTopic  # noqa: PLC0415 only this path makes topics
+
+    admin = _admin(conf)  # held until the future is done (a destroyed handle fails it)
+    fut = admin.create_topics([NewTopic(name, num_partitions=partitions,
+                                        replication_factor=max(1, min(3, info.brokers)))],
+                              operation_timeout=timeout_s, request_timeout=timeout_s)[name]
     try:
-        md = AdminClient(admin_conf).list_topics(timeout=timeout_s)
+        fut.result(timeout=timeout_s)
+    except KafkaException as exc:
+        if exc.args[0].name() == "TOPIC_ALREADY_EXISTS":
+            return False
+        raise StartupError(setting, f"topic {name!r} does not exist and could not be created ({exc.args[0].str()})",
+                           "an existing topic, or the right to create it") from None
+    return True
+
+
+def probe_cluster(conf: dict[str, Any], timeout_s: float) -> ClusterInfo:
+    """Metadata from the cluster within `timeout_s`, or StartupError (exit 3) naming kafka.bootstrap_servers."""
+    servers = conf.get("bootstrap.servers", "")
+    try:
+        md = _admin(conf).list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise StartupError("kafka.bootstrap_servers", f"cannot reach Kafka at {servers} within {timeout_s:g} s "
                            f"({exc.args[0].str() if exc.args else exc})", exit_code=EXIT_UNREACHABLE) from None

@@ -15,6 +15,9 @@
    offsets a commit does not pass until a later record comes.
 4. `--timeout` bounds the whole re-run, model load included: past it the worker
    drains and stops, and the command exits 1 saying how far it got.
+5. Dead letters go to a topic of the re-run's own: `--dlq-topic`, by default
+   `<kafka.dlq_topic>.rerun` (made when missing, as many partitions as the live
+   one), never the live dead-letter topic that `replay dlq` reads.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 from confluent_kafka import TopicPartition
 from tqdm import tqdm
 
-from worker.cli.preflight import check_model_path, probe_cluster, refuse_random_model
+from worker.cli.preflight import check_model_path, ensure_topic, probe_cluster, refuse_random_model
 from worker.cli.replay import end_offsets, parse_time, start_offsets
 from worker.cli.start import build_worker
 from worker.config.errors import EXIT_FAILED, StartupError
@@ -108,6 +111,11 @@ class Progress:
         return len(self.done) == len(self.rng)
 
 
+def rerun_dlq_topic(live_dlq: str) -> str:
+    """The re-run's dead-letter topic when --dlq-topic is not given: the live one's name + `.rerun`."""
+    return f"{live_dlq}.rerun"
+
+
 def rerun(settings: Any, args: Any) -> int:
     deadline = time.monotonic() + args.timeout
     k = settings.kafka
@@ -119,9 +127,13 @@ def rerun(settings: Any, args: Any) -> int:
         refuse_random_model(settings.model.path)
         check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
     setup_logging(settings.log_level, settings.log_format)
-    settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group})})
+    dlq = getattr(args, "set_kafka__dlq_topic", None) or rerun_dlq_topic(k.dlq_topic)
+    settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group, "dlq_topic": dlq})})
     consumer_conf, producer_conf = kafka_client_config(settings.kafka)
-    probe_cluster(producer_conf, 10.0)
+    info = probe_cluster(producer_conf, 10.0)
+    if ensure_topic(producer_conf, info, "kafka.dlq_topic", dlq, info.topics.get(k.dlq_topic, 1)):
+        log.info("created the re-run's dead-letter topic %s", dlq)
+    log.info("the re-run's dead letters go to %s", dlq)
     admin = clients.consumer(consumer_conf)
     timed_out = threading.Event()
     try:

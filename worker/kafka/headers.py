@@ -16,7 +16,8 @@ from collections.abc import Iterable
 Header = tuple[str, "bytes | None"]
 
 SOURCE_HEADERS = ("source.topic", "source.partition", "source.offset")
-RESERVED = frozenset({*SOURCE_HEADERS, "error.class", "error.message", "worker.version", "error.value_dropped"})
+RESERVED = frozenset({*SOURCE_HEADERS, "error.class", "error.message", "worker.version", "error.value_dropped",
+                      "error.headers_dropped"})
 
 
 def carried(headers: Iterable[Header] | None) -> tuple[Header, ...]:

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
-from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
+from worker.messages.otlp import InvalidExport, TooDeep, from_proto, is_export, read_export
 from worker.messages.shippers import document_fields, read_record
 
 ERROR_CLASSES = (
@@ -37,6 +37,7 @@ KNOWN_KINDS = ("log", "trace", "pm", "crash", "syslog")
 MAX_REASON_CHARS = 500
 MAX_JSON_DEPTH = 64  # levels of nested objects/arrays in `attributes` and unknown fields (the output encoder stops at 254)
 MAX_ATTRIBUTE_DEPTH = MAX_JSON_DEPTH
+ORJSON_MAX_DEPTH = 1024  # levels orjson.loads reads at most
 INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson makes larger ones floats
 MAX_HEADER_MESSAGE_BYTES = 1024
 MAX_INT_DIGITS = 400  # longer integers are refused unread (a double ends near 309 digits)
@@ -300,11 +301,23 @@ def decode_input(value: bytes | None, *, max_bytes: int) -> InputMessage:
         return _decode(value)
     except BadMessage:
         raise
+    except RecursionError:
+        raise BadMessage("schema", "value: nests too deep to decode (RecursionError)") from None
+    except MemoryError:
+        raise BadMessage("schema", "value: decoding it needs more memory than the worker has (MemoryError)") from None
     except Exception as exc:  # noqa: BLE001 - routed: any decoding failure is this message's dead letter
-        raise BadMessage("schema", f"value: decoding failed ({type(exc).__name__}: {exc})") from None
+        # Our words, not the exception's text (which can quote the input): its class names what went wrong.
+        raise BadMessage("schema", f"value: a shape the decoder does not read ({type(exc).__name__})") from None
 
 
 def _decode(value: bytes) -> InputMessage:
+    try:
+        return _decode_value(value)
+    except TooDeep as exc:
+        raise BadMessage("schema", str(exc)) from None
+
+
+def _decode_value(value: bytes) -> InputMessage:
     try:
         text = str(value, "utf-8")
     except UnicodeDecodeError as exc:
@@ -337,8 +350,11 @@ def _decode(value: bytes) -> InputMessage:
 
 def _decode_object(text: str) -> InputMessage:
     try:
-        obj = orjson.loads(text)  # at most 1024 levels (orjson's own limit: invalid_json beyond)
+        obj = orjson.loads(text)  # at most ORJSON_MAX_DEPTH levels (orjson's own limit: schema beyond)
     except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded"):  # orjson's own limit: nesting, a schema reason
+            raise BadMessage("schema", f"nests deeper than {ORJSON_MAX_DEPTH} levels of objects/arrays "
+                                       "(the JSON decoder's limit)") from None
         raise BadMessage("invalid_json", f"starts with '{{' but is not valid JSON: {exc}") from None
     if isinstance(obj, dict):
         _check_depth(obj)

@@ -2,7 +2,8 @@
 
     is_export(obj)     -> a decoded JSON object is an OTLP/JSON ExportLogsServiceRequest (`resourceLogs`,
                           and neither `text` nor `lines`)
-    from_proto(value)  -> the same object from binary protobuf bytes, or None when they are no logs export
+    from_proto(value)  -> the same object from binary protobuf bytes, or None when they are no logs export;
+                          TooDeep when they nest deeper than protobuf reads
     read_export(obj)   -> Export(lines, services), or BadMessage: `invalid_otlp` naming the place and
                           why, `empty_text` when it holds no log record
 
@@ -31,6 +32,15 @@ _SEVERITY = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")    # severityNu
 
 class InvalidExport(ValueError):
     """An OTLP export whose structure is wrong: the message names the place (`resourceLogs.0.scopeLogs`)."""
+
+
+class TooDeep(ValueError):
+    """A protobuf export nested deeper than the decoder reads (a `schema` dead letter, like deep JSON)."""
+
+
+# protobuf (upb) reads at most 100 levels of messages: with AnyValue → KeyValueList → KeyValue, a body
+# or attribute nested about 32 levels deep. Its DecodeError names the limit: "...MaxDepth".
+_DEPTH_WORDS = ("depth", "nest", "recursion")
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,12 @@ def from_proto(value: bytes) -> dict | None:
     msg = ExportLogsServiceRequest()
     try:
         msg.ParseFromString(value)
-    except (DecodeError, RecursionError):
+    except RecursionError:
+        raise TooDeep("an OTLP logs export (otlp_proto) nests deeper than the protobuf decoder reads") from None
+    except DecodeError as exc:
+        if any(w in str(exc).lower() for w in _DEPTH_WORDS):
+            raise TooDeep("an OTLP logs export (otlp_proto) nests deeper than the protobuf decoder reads "
+                          "(100 levels of messages: about 32 levels of nested values)") from None
         return None
     if not any(rec.time_unix_nano or rec.observed_time_unix_nano or rec.HasField("body")
                for rl in msg.resource_logs for sl in rl.scope_logs for rec in sl.log_records):
@@ -74,7 +89,7 @@ def from_proto(value: bytes) -> dict | None:
 def read_export(obj: dict) -> Export:
     """The records of an OTLP/JSON logs export as lines; InvalidExport naming the place when its structure is wrong."""
     lines: list[str] = []
-    services: list[str] = []
+    services: dict[str, None] = {}  # distinct, in order of appearance: a dict, so each lookup is O(1)
     for i, rl in enumerate(_array(obj, "resourceLogs", "resourceLogs")):
         where = f"resourceLogs.{i}"
         _object(rl, where)
@@ -82,21 +97,21 @@ def read_export(obj: dict) -> Export:
         _object(resource, f"{where}.resource")
         res = _attributes(resource.get("attributes"), f"{where}.resource.attributes")
         service = res.get("service.name") or res.get("host.name") or "-"
-        if service != "-" and service not in services:
-            services.append(service)
+        if service != "-":
+            services.setdefault(service)
         key = "scopeLogs" if "scopeLogs" in rl else "instrumentationLibraryLogs"
         for j, sl in enumerate(_array(rl, key, f"{where}.{key}")):
             _object(sl, f"{where}.{key}.{j}")
             for k, rec in enumerate(_array(sl, "logRecords", f"{where}.{key}.{j}.logRecords")):
                 lines.append(_line(rec, service, f"{where}.{key}.{j}.logRecords.{k}"))
-    return Export(lines, services)
+    return Export(lines, list(services))
 
 
 def _line(rec: Any, service: str, where: str) -> str:
     _object(rec, where)
     attrs = _attributes(rec.get("attributes"), f"{where}.attributes")
     extra = " ".join(f"{k}={v}" for k, v in attrs.items())
-    body = _any_value(rec.get("body")).replace("\r", " ").replace("\n", " ")
+    body = _any_value(rec.get("body"), f"{where}.body").replace("\r", " ").replace("\n", " ")
     return f"{_time(rec)} {_level(rec, where)} [{service}] {body}" + (f" {extra}" if extra else "")
 
 
@@ -128,26 +143,33 @@ def _object(v: Any, where: str) -> None:
         raise InvalidExport(f"{where}: a JSON {type(v).__name__}, not an object")
 
 
-def _any_value(v: Any) -> str:
-    """An AnyValue as text (nested arrays and key-value lists flattened, iteratively: no recursion)."""
+def _any_value(v: Any, where: str) -> str:
+    """An AnyValue as text (nested arrays and key-value lists flattened, iteratively: no recursion);
+    InvalidExport naming the place when an array or key-value list is not the shape OTLP gives it."""
     out: list[str] = []
-    stack: list[Any] = [v]
+    stack: list[Any] = [(v, where)]
     while stack:
         x = stack.pop()
         if isinstance(x, str):                       # a separator pushed below
             out.append(x)
-        elif not isinstance(x, dict):
+            continue
+        x, at = x
+        if not isinstance(x, dict):
             out.append("" if x is None else str(x))
         elif "arrayValue" in x or "kvlistValue" in x:
             kv = "kvlistValue" in x
-            items = (x.get("kvlistValue" if kv else "arrayValue") or {}).get("values") or []
+            name = "kvlistValue" if kv else "arrayValue"
+            holder = x[name] if x[name] is not None else {}
+            _object(holder, f"{at}.{name}")
+            items = _array(holder, "values", f"{at}.{name}.values")
             parts: list[Any] = []
-            for n, item in enumerate(items if isinstance(items, list) else []):
+            for n, item in enumerate(items):
                 parts.append("," if n else "")
-                if kv and isinstance(item, dict):
-                    parts += [f"{item.get('key')}=", item.get("value")]
+                if kv:
+                    _object(item, f"{at}.{name}.values.{n}")
+                    parts += [f"{item.get('key')}=", (item.get("value"), f"{at}.{name}.values.{n}.value")]
                 else:
-                    parts.append(item)
+                    parts.append((item, f"{at}.{name}.values.{n}"))
             stack.extend(reversed(parts))
         else:
             out.append(next((str(x[k]) for k in ("stringValue", "intValue", "doubleValue", "boolValue",
@@ -160,7 +182,8 @@ def _attributes(items: Any, where: str) -> dict[str, str]:
         return {}
     if not isinstance(items, list):
         raise InvalidExport(f"{where}: a JSON {type(items).__name__}, not an array")
-    return {str(a.get("key", "")): _any_value(a.get("value")) for a in items if isinstance(a, dict)}
+    return {str(a.get("key", "")): _any_value(a.get("value"), f"{where}.{n}.value")
+            for n, a in enumerate(items) if isinstance(a, dict)}
 
 
 def _time(rec: dict) -> str:

@@ -115,6 +115,13 @@ class Metrics:
         self.internal_errors = Counter("ribbon_internal_errors_total", "inputs whose processing raised in ingest "
                                        "(dead-lettered as internal_error; the stage went on)", ["stage", "exception"],
                                        registry=r)
+        self.skipped = Counter("ribbon_skipped_records_total", "input offsets committed with nothing produced: "
+                               "even the smallest dead letter was refused (logged at ERROR)", ["reason"], registry=r)
+        self.consume_errors = Counter("ribbon_consume_errors_total", "consumer errors tied to one input offset "
+                                      "(retried, then dead-lettered)", ["error"], registry=r)
+        self.stalled_seconds = Gauge("ribbon_partition_stalled_seconds", "how long an assigned partition with lag "
+                                     "has gone without a commit (0: progressing)", ["topic", "partition"],
+                                     registry=r)
         self._ready = Gauge("ribbon_ready", "1 while /readyz says ready (model loaded, partitions assigned)",
                             registry=r)
         self._starting = Gauge("ribbon_starting", "1 while the worker starts (model load, autotune, warm-up, "

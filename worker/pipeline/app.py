@@ -27,6 +27,7 @@ from worker.kafka.config import client_config
 from worker.observability.joinwatch import JoinWatch
 from worker.observability.tracing import make_tracer
 from worker.packer import Packer, PackerConfig, resolve_reserve
+from worker.pipeline.commitwatch import CommitWatch, LastProblem, PartitionStalled
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.delivery import Delivery, DeliveryConfig
 from worker.pipeline.inflight import DocRegistry
@@ -147,15 +148,18 @@ class Worker:
         self.clients = Clients(client_config(settings.kafka, bootstrap=bootstrap))
         pl = settings.pipeline
         self.tracer = make_tracer(settings)  # None unless an OTLP endpoint is configured
+        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
+                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
+                                        wake=lambda: self.delivery.wake(),
+                                        spool=Spool(settings.kafka.dead_letter_spill_bytes),
+                                        count_skipped=lambda reason: self.metrics.skipped.labels(reason).inc())
         self.delivery = Delivery(config=DeliveryConfig(settings, interval_s=pl.delivery_interval_ms / 1e3,
                                                        max_records=pl.delivery_max_records),
                                  make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics,
-                                 tracer=self.tracer)
-        self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
-                                        count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
-                                        wake=self.delivery.wake,
-                                        spool=Spool(settings.kafka.dead_letter_spill_bytes))
-        self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters)
+                                 tracer=self.tracer, dead_letters=self.dead_letters)
+        # Each assigned partition's commits watched: /readyz 503 at pipeline.stall_timeout_s, exit 1 at twice.
+        self.watch = CommitWatch(pl.stall_timeout_s)
+        self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters, self.watch)
         self.gpu: GpuLoop | None = None
         # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
         # an alert tells a worker that loads a model from one that is down.
@@ -211,7 +215,8 @@ class Worker:
         engine = self.gpu.stalled_s() if isinstance(self.gpu, ProcessGpuLoop) else 0.0
         if engine >= limit / 2:
             return f"the engine process has returned no bin for {engine:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
-        return None
+        ok, why = self.watch.health()
+        return None if ok else why
 
     def _planner(self, settings, parts: Parts) -> Planner:
         tok = self.engine.tokenizer
@@ -274,7 +279,9 @@ class Worker:
 
     def failed(self) -> BaseException | None:
         gpu_error = self.gpu.error if self.gpu is not None else None
-        return self.ingest.error or gpu_error or self.finishing.error or self.delivery.failure()
+        stalled = self.watch.failure()
+        return self.ingest.error or gpu_error or self.finishing.error or self.delivery.failure() or \
+            (PartitionStalled(stalled) if stalled is not None else None)
 
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
@@ -330,9 +337,15 @@ class Worker:
         stop = stop or install_signal_handlers()
         self.start(stop)
         join = JoinWatch(self.s.kafka.group_id, self.s.kafka.input_topics, lambda: self.metrics.ready)
-        while not stop.is_set() and self.failed() is None:
-            join.tick()  # a log line while the group join takes its time
-            stop.wait(0.2)
+        problems = LastProblem(self.watch)  # the last warning/error, for the stall's exit line
+        logging.getLogger("worker").addHandler(problems)
+        try:
+            while not stop.is_set() and self.failed() is None:
+                join.tick()  # a log line while the group join takes its time
+                self.watch.export(self.metrics.stalled_seconds)
+                stop.wait(0.2)
+        finally:
+            logging.getLogger("worker").removeHandler(problems)
         if self.failed() is not None:
             self.metrics.ready = False
             log.error("stopping without committing more: %s", self.failed())

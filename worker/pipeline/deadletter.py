@@ -13,31 +13,47 @@ A large value (kafka.dead_letter_spill_bytes or more) waits for its commit on
 disk, not in memory (worker/pipeline/spill.py): a dead letter is final, but it
 commits in order behind whatever its partition still processes.
 
+A record the broker refuses (too large: its value, key or headers; or invalid)
+is replaced here too (`refused`): a dead letter sure to fit, with no value, no
+key, the input's headers only when they are small, and Ribbon's headers (the
+coordinates, `error.class`, `error.message`, `worker.version`). When even that
+is refused, `skipped` logs the offset at ERROR and counts it
+(`ribbon_skipped_records_total`): its offset commits with nothing produced, so
+one record never stops its partition.
+
 Thread-safe (the tracker and the spool are); never blocks beyond their locks
 (and one file write for a spilled value).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from worker import __version__
 from worker.messages.models import BadMessage, dead_letter_headers
-from worker.kafka.headers import Header, dead_letter_headers_with_input
+from worker.kafka.headers import RESERVED, Header, carried, dead_letter_headers_with_input
 from worker.pipeline.inflight import Doc
 from worker.pipeline.spill import Spool
 from worker.pipeline.tracker import OffsetTracker, Record, TopicPartition
 from worker.redaction import dead_letter_value, scrub
+
+log = logging.getLogger(__name__)
+
+HEADER_BUDGET = 16_384  # bytes of input headers (names and values) a refused record's dead letter keeps at most
+REFUSED_CLASS = "output_refused"  # a summary the broker refused (a refused dead letter keeps its own class)
 
 
 class DeadLetters:
     """Builds dead-letter records and completes their offsets with them."""
 
     def __init__(self, *, dlq_topic: str, tracker: OffsetTracker, count: Callable[[str], None],
-                 wake: Callable[[], None], spool: Spool | None = None) -> None:
+                 wake: Callable[[], None], spool: Spool | None = None,
+                 count_skipped: Callable[[str], None] = lambda _reason: None) -> None:
         self.dlq_topic, self.tracker = dlq_topic, tracker
         self.spool = spool or Spool(threshold=0)  # 0: values stay in memory
         self._count, self._wake = count, wake  # metrics counter by error class; delivery's wake-up
+        self._count_skipped = count_skipped  # ribbon_skipped_records_total by reason
 
     def send(self, tp: TopicPartition, epoch: int, offset: int, key: bytes | None, value: bytes | None,
              error_class: str, message: str, in_headers: Iterable[Header] | None = ()) -> bool:
@@ -59,3 +75,47 @@ class DeadLetters:
     def failure(self, doc: Doc, exc: BaseException, error_class: str = "model_error") -> bool:
         """Dead-letter a document whose processing raised `exc` (the class and message are kept)."""
         return self.doc(doc, error_class, f"{type(exc).__name__}: {exc}")
+
+    def refused(self, rec: Record, reason: str) -> Record:
+        """The dead letter that replaces `rec` (a summary or a dead letter) after the broker refused it
+        (`reason`, e.g. msg_size_too_large): no value, no key, the input's headers only when they are at
+        most HEADER_BUDGET bytes, and the coordinates and the reason. Counted by its error class."""
+        mine = {k: (v or b"").decode("utf-8", "replace") for k, v in rec.headers if k in RESERVED}
+        topic = mine.get("source.topic") or "unknown"
+        partition, offset = _int(mine.get("source.partition")), _int(mine.get("source.offset"))
+        what = f"value {rec.size} B, key {len(rec.key or b'')} B, headers {_header_bytes(rec.headers)} B"
+        if "error.class" in mine:
+            error_class = mine["error.class"]
+            message = f"{mine.get('error.message', '')} [its dead letter ({what}) refused: {reason}]"
+        else:
+            error_class, message = REFUSED_CLASS, f"the output to {rec.topic} ({what}) was refused: {reason}"
+        theirs = carried(rec.headers)
+        extra: tuple[Header, ...] = (("error.value_dropped", reason.encode()),)
+        if _header_bytes(theirs) > HEADER_BUDGET:
+            extra += (("error.headers_dropped", f"{len(theirs)} headers, {_header_bytes(theirs)} B".encode()),)
+            theirs = ()
+        ribbon = dead_letter_headers(BadMessage(error_class, message), topic=topic, partition=partition,
+                                     offset=offset, worker_version=__version__)
+        log.warning("a record for %s was refused (%s; %s): its dead letter goes without value and key",
+                    rec.topic, reason, what, extra={"topic": topic, "partition": partition, "offset": offset,
+                                                    "error_class": error_class})
+        self._count(error_class)
+        return Record(self.dlq_topic, None, None, (*theirs, *ribbon, *extra))
+
+    def skipped(self, rec: Record, reason: str) -> None:
+        """Even the smallest dead letter for `rec` was refused: its offset commits with nothing produced."""
+        mine = {k: (v or b"").decode("utf-8", "replace") for k, v in rec.headers if k in RESERVED}
+        log.error("input %s/%s@%s skipped: even its dead letter without value, key and headers was refused by "
+                  "%s (%s); its offset commits with no output", mine.get("source.topic"), mine.get("source.partition"),
+                  mine.get("source.offset"), self.dlq_topic, reason,
+                  extra={"topic": mine.get("source.topic"), "partition": mine.get("source.partition"),
+                         "offset": mine.get("source.offset"), "reason": reason})
+        self._count_skipped(reason)
+
+
+def _int(text: str | None) -> int:
+    return int(text) if text is not None and text.isdigit() else 0
+
+
+def _header_bytes(headers: Iterable[Header]) -> int:
+    return sum(len(k.encode()) + len(v or b"") for k, v in headers)

@@ -46,6 +46,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from worker.kafka.clients import Factory
 from worker.pipeline.commits import Commits
+from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.spill import Spilled
 from worker.pipeline.stage import run_stage
 from worker.pipeline.tracker import OffsetTracker, Ready
@@ -53,7 +54,9 @@ from worker.pipeline.tracker import OffsetTracker, Ready
 log = logging.getLogger(__name__)
 
 
-VALUE_DROPPED = ("error.value_dropped", b"msg_size_too_large")  # header of a dead letter sent without its value
+# Errors that refuse one record (its size with key and headers, or its form), never the broker's state:
+# the record is replaced by a dead letter sure to fit (DeadLetters.refused), then skipped.
+REFUSALS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD})
 
 
 class FatalDeliveryError(RuntimeError):
@@ -86,7 +89,7 @@ class DeliveryConfig:
 
 class Delivery:
     def __init__(self, *, config: DeliveryConfig, make_producer: Factory, tracker: OffsetTracker, metrics,
-                 tracer=None):
+                 tracer=None, dead_letters: DeadLetters | None = None):
         settings, interval_s = config.settings, config.interval_s
         max_records, max_bytes = config.max_records, config.max_bytes
         self.s = settings
@@ -102,7 +105,13 @@ class Delivery:
         self.commits = Commits(tracker, wake=self.wake)  # the one channel with ingest (worker/pipeline/commits.py)
         self.busy = False  # a step is under way (drain waits for it)
         self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
-        self._refused: set[int] = set()  # id() of records the broker refused as too large (sent valueless next)
+        # Records the broker refused, by id(): (the record, what goes in its place: a dead letter sure to fit,
+        # or None once even that was refused: skipped). The record is held so that its id stays its own.
+        self._replaced: dict[int, tuple[object, object]] = {}
+        self.dead_letters = dead_letters or DeadLetters(
+            dlq_topic=settings.kafka.dlq_topic, tracker=tracker, wake=self.wake,
+            count=lambda cls: metrics.dead_lettered.labels(cls).inc(),
+            count_skipped=lambda reason: metrics.skipped.labels(reason).inc())
         self.producer = None
         self.error: BaseException | None = None
         self.started = threading.Event()
@@ -214,40 +223,55 @@ class Delivery:
             self.producer.poll(0)
 
     def _produce(self, rec, deadline: _Deadline, failed: list) -> None:
-        if id(rec) in self._refused:  # the broker refused it as too large before: its value stays behind
-            rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, (*rec.headers, VALUE_DROPPED))
-        value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
-        headers = list(rec.headers)
-        report = lambda err, _msg, rec=rec: failed.append((rec, err)) if err is not None else None  # noqa: E731
+        orig = rec
+        swap = self._replaced.get(id(rec))
+        if swap is not None and swap[0] is rec:  # refused before: its dead letter goes, or nothing (skipped)
+            rec = swap[1]
+            if rec is None:
+                return
         while True:
+            value = rec.value.read() if isinstance(rec.value, Spilled) else rec.value
+            report = lambda err, _msg, sent=rec: (  # noqa: E731
+                failed.append((orig, sent, err)) if err is not None else None)
             try:
-                self.producer.produce(rec.topic, value=value, key=rec.key, headers=headers or None,
+                self.producer.produce(rec.topic, value=value, key=rec.key, headers=list(rec.headers) or None,
                                       on_delivery=report)
                 return
             except BufferError:  # the producer's queue is full: wait for deliveries, not for ever
                 deadline.check("producing (the producer queue stayed full)")
                 self.producer.poll(0.05)
             except KafkaException as exc:
-                if exc.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE or value is None:
+                if exc.args[0].code() not in REFUSALS:
                     raise
-                # A record that can never be produced must not stall every partition: the dead-letter
-                # copy goes without the original bytes (its headers still say where they are).
-                log.warning("record for %s too large (%d bytes): dead-lettered without its value",
-                            rec.topic, len(value))
-                rec = type(rec)(self.s.kafka.dlq_topic, rec.key, None, rec.headers)
-                value, headers = None, [*rec.headers, VALUE_DROPPED]
+                rec = self._replace(orig, rec, exc.args[0])  # refused before it left (message.max.bytes)
+                if rec is None:
+                    return
+
+    def _replace(self, orig, sent, err: KafkaError):
+        """What goes in place of `orig` now that `sent` (it, or its dead letter) was refused with `err`: the
+        dead letter sure to fit, or None (skipped) when `sent` was that dead letter already."""
+        reason = err.name().lower()
+        if sent is not orig:
+            self.dead_letters.skipped(sent, reason)
+            self._replaced[id(orig)] = (orig, None)
+            return None
+        new = self.dead_letters.refused(sent, reason)
+        self._replaced[id(orig)] = (orig, new)
+        return new
 
     def _note_refused(self, failed: list) -> None:
-        """Records the broker refused as too large go without their value next time (or they would fail
-        every retry, and hold their partition for good)."""
-        for rec, err in failed:
-            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE and rec.value is not None and id(rec) not in self._refused:
-                log.warning("the broker refused a record for %s as too large (%d bytes): it goes to the "
-                            "dead-letter topic without its value", rec.topic, rec.size)
-                self._refused.add(id(rec))
+        """Records the broker refused go as their dead letter sure to fit next time, or are skipped (or they
+        would fail every retry, and hold their partition for good)."""
+        for orig, sent, err in failed:
+            swap = self._replaced.get(id(orig))
+            current = swap[1] if swap is not None and swap[0] is orig else orig
+            if err.code() in REFUSALS and current is sent:  # not handled yet (a report comes once per send)
+                self._replace(orig, sent, err)
 
     def _delivered(self, ready: list[Ready]) -> None:
-        self._refused.difference_update(id(rec) for r in ready for rec in r.records)
+        for r in ready:
+            for rec in r.records:
+                self._replaced.pop(id(rec), None)
 
     @staticmethod
     def _offsets(ready: list[Ready]) -> list:
@@ -318,7 +342,7 @@ class Delivery:
         left = self.producer.flush(self.op_timeout_s)
         if left or failed:
             log.warning("%d records unacknowledged, %d failed (%s); retrying", left, len(failed),
-                        failed[0][1] if failed else "flush timeout")
+                        failed[0][2] if failed else "flush timeout")
             self._note_refused(failed)
             return False
         self._delivered(ready)

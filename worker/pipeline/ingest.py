@@ -124,7 +124,7 @@ class Ingest:
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.assigned = threading.Event()
         self.error: BaseException | None = None
-        self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s)
+        self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s, shared.watch)
         # Line topics: records become windows, and closed windows documents (worker/pipeline/lines.py).
         self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
             if settings.windowing.enabled else None

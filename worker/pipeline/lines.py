@@ -203,7 +203,7 @@ def window_info(doc: Doc) -> dict | None:
     if w is None:
         return None
     return {"key": w.key, "start": iso_ms(w.first_ts_ms), "end": iso_ms(w.last_ts_ms), "records": w.records,
-            "events": len(w.joiner.events), "closed_by": w.reason, "clock": w.clock, "late": w.late,
+            "events": w.joiner.event_count, "closed_by": w.reason, "clock": w.clock, "late": w.late,
             "read_start": iso_ms(w.read_first_ms), "read_end": iso_ms(w.read_last_ms),
             "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
 

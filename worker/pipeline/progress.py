@@ -1,7 +1,8 @@
 """Progress reports, made on the ingest thread (which owns the consumer) every pipeline.lag_interval_s.
 
 - `lag(consumer)`: per partition, the end offset less the committed one (`ribbon_consumer_lag_messages`)
-  and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`);
+  and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`); the same states go to the
+  commit watch (worker/pipeline/commitwatch.py), which tells a stalled partition from an idle one;
 - `held()`: how long each partition's oldest unfinished input has held its commits
   (`ribbon_held_partition_seconds`), and one warning per input past kafka.hold_warning_s.
 """
@@ -10,12 +11,19 @@ from __future__ import annotations
 
 import logging
 
+from confluent_kafka import KafkaException, TopicPartition
+
+from worker.pipeline.commitwatch import CommitWatch, State
+
 log = logging.getLogger("worker.pipeline.ingest")  # the ingest thread's reports, under its logger
+
+COMMITTED_TIMEOUT_S = 1.0  # the group's committed offsets, asked only for partitions nothing was read from yet
 
 
 class ProgressReports:
-    def __init__(self, tracker, metrics, hold_warning_s: float) -> None:
+    def __init__(self, tracker, metrics, hold_warning_s: float, watch: CommitWatch | None = None) -> None:
         self.tracker, self.metrics, self.hold_warning_s = tracker, metrics, hold_warning_s
+        self.watch = watch  # told each partition's state every round (worker/pipeline/commitwatch.py)
         self._warned: set[tuple] = set()  # (tp, epoch, offset) already logged as slow
 
     def lag(self, consumer) -> None:
@@ -26,19 +34,50 @@ class ProgressReports:
         whose documents sit in the packer or on the model still shows them as lag.
         """
         parts = consumer.assignment()
-        if not parts:
-            return
-        for tp in consumer.position(parts):
+        states: dict = {}
+        for tp in consumer.position(parts) if parts else ():
             key = (tp.topic, tp.partition)
             committed, unfinished = self.tracker.progress(key)
             try:
                 _, high = consumer.get_watermark_offsets(tp, cached=True)
-            except Exception:  # noqa: BLE001 - no statistics yet for this partition: skip it this round
-                continue
+            except Exception:  # noqa: BLE001 - no statistics yet for this partition: its lag is unknown
+                high = -1
             start = committed if committed is not None else tp.offset  # nothing fetched: position = committed
+            states[key] = State(start if start is not None and start >= 0 else None, high if high >= 0 else None,
+                                unfinished)
             if high >= 0 and start is not None and start >= 0:
                 self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - start))
             self.metrics.unfinished.labels(tp.topic, str(tp.partition)).set(unfinished)
+        if self.watch is not None:
+            self.watch.observe(self._group_committed(consumer, states))
+
+    def _group_committed(self, consumer, states: dict) -> dict:
+        """Partitions nothing was read from since their assignment (an idle one, or one whose offset fetch
+        never returned) take the group's committed offset, asked with a short timeout: known and at most
+        one offset behind the high watermark, such a partition is idle, not stalled."""
+        unknown = [tp for tp, st in states.items() if st.committed is None]
+        if not unknown:
+            return states
+        try:
+            got = consumer.committed([TopicPartition(t, p) for t, p in unknown], timeout=COMMITTED_TIMEOUT_S)
+        except KafkaException:
+            return states  # not answered: the partitions stay unknown (behind)
+        for tp in got:
+            key, st = (tp.topic, tp.partition), states[(tp.topic, tp.partition)]
+            if tp.error is None and tp.offset >= 0:
+                states[key] = State(tp.offset, st.high, st.unfinished)
+            elif tp.error is None and st.high is not None:  # nothing committed yet: it starts at the low mark
+                low = self._low(consumer, tp)
+                states[key] = State(low, st.high, st.unfinished) if low is not None else st
+        return states
+
+    @staticmethod
+    def _low(consumer, tp) -> int | None:
+        try:
+            low, _ = consumer.get_watermark_offsets(tp, cached=True)
+        except Exception:  # noqa: BLE001 - no statistics for it yet
+            return None
+        return low if low >= 0 else None
 
     def held(self) -> None:
         """How long each partition's oldest unfinished input has held its commits; one warning per input

@@ -1,6 +1,8 @@
 """The poll and the decoding, on the ingest thread: the consumer's records in, documents out.
 
-    poll (`take`) → per record: consume error → logged | not ours any more → skipped
+    poll (`take`) → per record: consume error → logged; one tied to an offset (a batch that cannot be
+    decompressed or is corrupt) → after CONSUME_ERROR_TRIES the offset is a dead letter and the consumer
+    seeks past it | not ours any more → skipped
     → tracker.see(offset) → line topic: the window stream (worker/pipeline/lines.py)
     | else decode and validate (worker/messages/models.py) → Doc, or a dead letter
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 import logging
 import time
 
+from confluent_kafka import KafkaError, TopicPartition
+
 from worker.kafka.clients import take
 from worker.messages.models import BadMessage, decode_input, default_id
 from worker.pipeline.guard import Guard
@@ -28,6 +32,12 @@ from worker.pipeline.stage import Shared
 
 log = logging.getLogger(__name__)
 
+# Consumer errors that one offset causes, whatever the broker's state: librdkafka fetches that offset again
+# and fails again, for ever. After this many tries in a row the offset is skipped as a dead letter.
+OFFSET_ERRORS = {KafkaError._BAD_COMPRESSION: "bad_compression", KafkaError._BAD_MSG: "corrupt_record",
+                 KafkaError.INVALID_MSG: "corrupt_record", KafkaError.INVALID_RECORD: "corrupt_record"}
+CONSUME_ERROR_TRIES = 5
+
 
 class Source:
     def __init__(self, settings, shared: Shared, lines: LineStream | None, guard: Guard) -> None:
@@ -35,9 +45,18 @@ class Source:
         self.max_bytes, self.batch = settings.kafka.max_message_bytes, settings.pipeline.poll_batch
         self.tracker, self.metrics, self.dead_letters = shared.tracker, shared.metrics, shared.dead_letters
         self.lines, self.guard = lines, guard
+        self._tries: dict[tuple, int] = {}  # (topic, partition, offset) -> consume errors there in a row
+        self._seeks: list[TopicPartition] = []  # past offsets dead-lettered for a consume error
 
     def poll(self, consumer, timeout_s: float) -> list:
-        """Up to pipeline.poll_batch records (tokenized together later): what is fetched, at once."""
+        """Up to pipeline.poll_batch records (tokenized together later): what is fetched, at once. First the
+        consumer seeks past offsets that a consume error dead-lettered (`_offset_error`)."""
+        seeks, self._seeks = self._seeks, []
+        for tp in seeks:
+            try:
+                consumer.seek(tp)
+            except Exception as exc:  # noqa: BLE001 - the partition went meanwhile (revoked): nothing to skip
+                log.warning("seek past %s/%d@%d failed: %s", tp.topic, tp.partition, tp.offset - 1, exc)
         return take(consumer, self.batch, timeout_s)
 
     def documents(self, msgs: list) -> list[Doc]:
@@ -50,7 +69,9 @@ class Source:
         age = self.metrics.record_age
         for m in msgs:
             if m.error() is not None:
-                if not m.error().name() == "_PARTITION_EOF":
+                if m.error().code() in OFFSET_ERRORS and m.topic() is not None and (m.offset() or -1) >= 0:
+                    self._offset_error(m)
+                elif not m.error().name() == "_PARTITION_EOF":
                     log.warning("consume error: %s", m.error())
                 continue
             tp = (m.topic(), m.partition())
@@ -58,12 +79,35 @@ class Source:
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
             consumed += 1
+            if self._tries:  # the partition reads again: its earlier consume errors were passing ones
+                self._tries = {k: n for k, n in self._tries.items() if (k[0], k[1]) != tp}
             kind, ts_ms = m.timestamp()
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 age.observe(max(0.0, wall - ts_ms / 1e3))
             good.extend(self._one(m, tp, epoch))
         self.metrics.consumed.inc(consumed)
         return good
+
+    def _offset_error(self, m) -> None:
+        """A consume error at one offset: logged; at the CONSUME_ERROR_TRIES-th in a row, that offset is
+        completed with a dead letter (no value, no key: there are none to read) and skipped."""
+        tp, offset, err = (m.topic(), m.partition()), m.offset(), m.error()
+        key = (*tp, offset)
+        tries = self._tries[key] = self._tries.get(key, 0) + 1
+        self.metrics.consume_errors.labels(err.name()).inc()
+        log.warning("consume error at %s/%d@%d (try %d of %d): %s", tp[0], tp[1], offset, tries,
+                    CONSUME_ERROR_TRIES, err, extra={"topic": tp[0], "partition": tp[1], "offset": offset})
+        if tries < CONSUME_ERROR_TRIES:
+            return
+        del self._tries[key]
+        epoch = self.tracker.epoch(tp)
+        if epoch is None or not self.tracker.see(tp, epoch, offset):
+            return  # not ours any more
+        self.dead_letters.send(tp, epoch, offset, None, None, OFFSET_ERRORS[err.code()],
+                               f"the consumer could not read this offset {tries} times: {err.str()}")
+        self._seeks.append(TopicPartition(tp[0], tp[1], offset + 1))
+        log.error("input %s/%d@%d skipped as a dead letter after %d consume errors (%s)", tp[0], tp[1], offset,
+                  tries, err.name(), extra={"topic": tp[0], "partition": tp[1], "offset": offset})
 
     def _one(self, m, tp, epoch: int) -> list[Doc]:
         """One registered record's documents: a window stream's closed windows, its Doc, or none."""

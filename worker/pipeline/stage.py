@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from worker.observability.metrics import Metrics
+    from worker.pipeline.commitwatch import CommitWatch
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.inflight import DocRegistry
     from worker.pipeline.tracker import OffsetTracker
@@ -44,6 +45,7 @@ class Shared:
     registry: DocRegistry
     metrics: Metrics
     dead_letters: DeadLetters | None = None
+    watch: CommitWatch | None = None  # each partition's progress, told by ingest's lag reports
 
 
 def run_stage(stage: Stage, body: Callable[[], None], log: logging.Logger, what: str,

@@ -30,22 +30,38 @@ class Joiner:
     """Joins a stream of one key's lines into events; pure, no clock.
 
     `add(line)` returns True when the line continued the open event, False when it started one.
-    `events` holds the joined events in order; `lines` counts the records taken in."""
+    Lines are kept once, in order, with the index of each event's first line: joining is one
+    `"\n".join` at `text()` (linear in the text), never a growing string per continuation line.
+    `lines` counts the records taken in, `event_count` the events."""
 
-    __slots__ = ("enabled", "events", "lines")
+    __slots__ = ("enabled", "_lines", "_starts")
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self.events: list[str] = []
-        self.lines = 0
+        self._lines: list[str] = []
+        self._starts: list[int] = []  # index in _lines of each event's first line
+
+    @property
+    def lines(self) -> int:
+        return len(self._lines)
+
+    @property
+    def event_count(self) -> int:
+        return len(self._starts)
+
+    @property
+    def events(self) -> list[str]:
+        """The joined events, in order (built on each call: for reports and tests, not the hot path)."""
+        ends = [*self._starts[1:], len(self._lines)]
+        return ["\n".join(self._lines[a:b]) for a, b in zip(self._starts, ends)]
 
     def add(self, line: str) -> bool:
-        self.lines += 1
-        if self.enabled and self.events and continues(line):
-            self.events[-1] = f"{self.events[-1]}\n{line}"
-            return True
-        self.events.append(line)
-        return False
+        joined = self.enabled and bool(self._starts) and continues(line)
+        if not joined:
+            self._starts.append(len(self._lines))
+        self._lines.append(line)
+        return joined
 
     def text(self) -> str:
-        return "\n".join(self.events)
+        """Events are joined by a newline and so are an event's lines: the text is every line, joined once."""
+        return "\n".join(self._lines)

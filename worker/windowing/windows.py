@@ -8,8 +8,12 @@ closes on whichever comes first (the `reason` it carries):
   records may be waiting in the topic, unread;
 - `max_length`: `max_length_s` since it opened;
 - `max_lines` / `max_bytes`: it holds that many records (or bytes of text). A
-  continuation line (worker/windowing/multiline.py) still joins its event first:
-  a stack trace is never cut from its first line by a count;
+  continuation line (worker/windowing/multiline.py) counts like any record and
+  still joins a full window's open event, so a stack trace is not cut from its
+  first line by a count, but only up to twice the bounds: at `2 * max_lines`
+  records or `2 * max_bytes` bytes the window closes even mid-event, and the
+  rest of the event opens the next window (an endless event cannot hold one
+  window, or its memory, without bound);
 - `max_open`: its partition's committed offset has been held for `max_open_s`
   (see below); every open window of that partition closes at once;
 - `max_held`: a memory cap (`max_windows` open windows, `max_held_bytes` of
@@ -204,7 +208,9 @@ class Windower:
             if silent or too_long:
                 closed.append(self._close(tp, key, "gap" if silent else "max_length", now))
                 w = None
-            elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (r.multiline and continues(line)):
+            elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (
+                    r.multiline and w.size < 2 * r.max_bytes and len(w.offsets) < 2 * r.max_lines
+                    and continues(line)):  # a continuation's slack: up to twice the bounds, then it is cut
                 closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
                 w = None
         if w is None:
