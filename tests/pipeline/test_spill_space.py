@@ -109,7 +109,7 @@ def test_the_pods_tmp_has_a_size():
     import yaml
     from helpers import ROOT
 
-    docs = list(yaml.safe_load_all((ROOT / "deploy" / "k8s" / "statefulset.yaml").read_text()))
+    docs = list(yaml.safe_load_all((ROOT / "deploy" / "k8s" / "base" / "statefulset.yaml").read_text()))
     pod = next(d for d in docs if d and d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     tmp = next(m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/tmp")
