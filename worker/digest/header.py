@@ -1,0 +1,221 @@
+"""The header grammar: one regular expression that reads the header of any log line on its own.
+
+    HEADER: re.Pattern over a whole text (re.M), one match per line, groups named below
+    fields(m) / rows(text): per line (stamp, host, program, pid, level token, pri, message start)
+
+A line is read by itself (never by the lines around it or a format chosen for its document), so the
+same line reads the same in every document and window. The grammar is a sequence of optional parts,
+each tried in order and kept when it matches (no backtracking across parts: the parse is linear):
+
+1. an octet count and a syslog PRI `<13>`; with a version digit after it (`<13>1 `) the line is RFC
+   5424 and its fixed fields follow (time, host, app, procid, msgid, structured data); else RFC 3164;
+2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `I, [ts #pid]  INFO -- :` (Ruby),
+   klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and `I210503 ...`), `=INFO REPORT==== ts ===`,
+   `ERRO[0012]` (logrus), `ERROR:logger:` (Python), `WARNING: ` after `==> `;
+3. a timestamp of any common shape (`TS` below), bracketed or not, after at most four short leading
+   tokens when the first holds a digit, is `-` or is upper case (record ids, access logs' client
+   fields, a label column); an epoch or a date-only field may be followed by a node and a second
+   timestamp (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
+4. after a syslog-style time (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host prog[pid]: ` or `host prog: `;
+   otherwise a pid, a host when a level follows it, bracketed tags (`[main]`, `[pid 12]`, `(main|1)`,
+   `{{file.py:82}}`: one token or `key value` inside; a bracket holding more words is message text),
+   the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `Warning`, `LOG:`, a letter where a
+   letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:`), more tags and a logger
+   (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `).
+
+Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424-parser,
+pyparsing grammars of a format, grok pattern sets that need the format named); none finds the header
+of an unknown line, and a Python parser per line would cost several times this one regex pass.
+"""
+
+from __future__ import annotations
+
+import re
+
+from worker.digest.levels_table import SPELLINGS
+
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
+_FRAC = r"(?:[.,]\d{1,9}|:\d{3}(?!\d))?"
+_ZONES = "UTC|GMT|CET|CEST|EET|EEST|WET|WEST|MSK|IST|JST|KST|HKT|SGT|AEST|AEDT|EST|EDT|CST|CDT|MST|MDT|PST|PDT|BST"
+_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w:]))?"
+_HMS = r"\d{1,2}:\d{2}:\d{2}"
+# full timestamps, longest shapes first (each ends where the time does)
+_TS_PARTS = (
+    rf"\d{{4}}-\d{{2}}-\d{{2}}T{_HMS}{_FRAC}{_ZONE}",                                   # RFC 3339 (syslog writes it)
+    rf"\d{{4}}[-/.]\d{{2}}[-/.]\d{{2}}(?:T|\s{{1,2}}|\t){_HMS}{_FRAC}{_ZONE}",        # ISO 8601 and friends
+    r"\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{1,6}",                              # 2005-06-03-15.42.50.675872
+    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: {_ZONES})? \d{{4}}",            # ctime: Mon Aug 31 09:30:48 2015
+    rf"{_MON} {{1,2}}\d{{1,2}},? \d{{4}},? {_HMS}{_FRAC}(?: [AP]M)?{_ZONE}",          # Dec 16 2019 15:09:49, Dec 30, 2020 ...
+    rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
+    rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
+    rf"\d{{1,2}} {_MON} {_HMS}{_FRAC}",                                                 # 14 Nov 07:01:22.119
+    r"\d{1,2}-" + _MON + r" \d{2}:\d{2}(?::\d{2})?",                                  # 09-Jan 19:54
+    rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
+    rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
+    r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
+    r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
+    r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
+)
+_SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
+
+
+def _ts(mark: str) -> str:
+    """TS: every shape, the syslog ones setting the empty group `mark`."""
+    return "|".join(rf"{p}(?P<{mark}{i}>)" if i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS))
+
+
+TS = "|".join(_TS_PARTS)
+_DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
+
+EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
+                **{f"DEBUG{i}": "DEBUG" for i in range(1, 6)}}    # PostgreSQL's, upper case only
+_EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
+LEVEL_WORD = rf"(?:(?i:{'|'.join(sorted(SPELLINGS, key=len, reverse=True))})|{'|'.join(_EXTRA)})(?![\w.\-/])"
+_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]+:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
+                rf"|{LEVEL_WORD}(?=:?(?:\s|$)|\[))")
+_TAG = rf"(?!\[\s*(?:[\w.]+:)?{LEVEL_WORD}\s*\])(?:\[[^\[\]\s]{{1,100}}\]|\[[a-z]+ [^\[\]\s]{{1,80}}\]|\([\w.-]+\|\d+\)|\{{\{{[^{{}}\s]{{1,100}}\}}\}})"
+_HOST = r"[A-Za-z0-9][\w.:/()-]{0,80}"
+_PROG = r"[A-Za-z_][\w./@()-]{0,60}"
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?:\s+"    # org.x.Y:  a.b$C@12:
+           r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
+           r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
+           r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
+           r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
+
+_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+
+_GRAMMAR = rf"""^
+(?P<indent>[ \t]*)
+(?:(?P<oct>\d{{1,5}})\ (?=<\d))?
+(?:<(?P<pri>\d{{1,3}})>)?
+(?:
+  # RFC 5424 (the version digit decides, line by line)
+  (?P<v5>\d{{1,2}})\ (?P<ts5>\d{{4}}-\d{{2}}-\d{{2}}T\S+|-)\ (?P<host5>\S+)\ (?P<prog5>\S+)\ (?P<pid5>\S+)\ \S+\ 
+  (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?:\ |$)
+|
+  # a level before the time
+  (?:
+    (?P<lvk>[IWEFD])(?P<tsk>\d{{4}}\ \d{{2}}:\d{{2}}:\d{{2}}\.\d{{1,6}}|\d{{6}}\ \d{{2}}:\d{{2}}:\d{{2}}\.\d{{1,6}})
+      \s+(?:\d+\s+)?(?:[\w./-]+:\d+\]?\s+)?(?:⋮\s+)?
+  | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
+  | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
+  | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
+  | (?:==>\ )?(?P<lvc>{LEVEL_WORD}):(?:[\w.]+:)?\s*
+  | (?P<lvf>{_LEVEL_TOKEN})\s*(?=[\[\d])
+  )?
+  (?P<pretags>(?:{_TAG}\s*)*)
+  (?:
+    (?P<pre>(?:[-0-9A-Z]|[^\s"=]*\d)[^\s"=]{{0,60}}\s+(?:[^\s"=]{{1,60}}\s+){{0,3}}?)??
+    \[?(?P<ts>{_ts("sy")})
+    (?:\s+(?P<ts1b>{_DATE_ONLY}))?
+    (?:\s+(?P<node>[\w.:/-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
+    (?:\]|(?=[\s:,|]|$))
+  )?
+)
+(?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?
+(?(v5)|
+(?:
+  # syslog: host prog[pid]:  (after a time syslog writes)
+  {_SY}
+  (?:(?!{LEVEL_WORD}\s)(?P<host>{_HOST})\s+)?(?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
+  (?:\[(?P<pid>\d+)\]|\ (?P<pidn>\d+))?:(?:\s|$)
+|
+  (?:(?P<pidt>\d{{1,7}}(?:\s+\d{{1,7}})?)\s+(?=\S))?
+  (?(ts)(?:(?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN}))?)
+  (?P<tags>(?:{_TAG}\s*)*)
+  (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
+  (?P<lvl>{_LEVEL_TOKEN}|(?(ts)[VDIWEFA](?=\s+(?:[A-Z][A-Z_]*\s+\[|[\w.$]+:\s))|(?!)))
+  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?P<tags2>(?:{_TAG}\s*)*)
+  (?:(?P<lgr>{_LOGGER}))?
+  (?:-\s+)?
+)?)
+(?P<msg>.*)$"""
+
+
+def _compact(grammar: str) -> str:
+    """The grammar above as one pattern: lines joined, indentation and `#` comment lines dropped."""
+    lines = (ln.replace("\\ ", "[ ]").strip() for ln in grammar.split("\n"))
+    return "".join("|" + ln[2:] if ln.startswith("| ") else ln for ln in lines if not ln.startswith("# "))
+
+
+def _one_line(pattern: str) -> str:
+    """`\\s` outside character classes as `[^\\S\\n]`: no part of a line's header reads into the next line."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            pair = pattern[i:i + 2]
+            out.append("[^\\S\\n]" if pair == "\\s" and not in_class else pair)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":   # a class that opens with `]`
+                out.append(pattern[i:i + 2])
+                i += 2
+                continue
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
+
+_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvf", "lvl")
+_TAG_LEVEL = re.compile(rf"\[\s*(?:[\w.]+:)?({LEVEL_WORD})\s*\]")
+_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]+:)?({LEVEL_WORD}|[VDIWEFA])")
+_G = HEADER.groupindex
+
+
+def _at(name: str):
+    i = _G[name] - 1
+    return lambda row: row[i]
+
+
+def level_token(token: str) -> str:
+    """The level word of a level token (`[mod:error]` -> `error`, `<warn>` -> `warn`)."""
+    m = _TOKEN_WORD.match(token)
+    return m.group(1) if m else ""
+
+
+def _tag_level(tags: str) -> str:
+    m = _TAG_LEVEL.search(tags)
+    return m.group(1) if m else ""
+
+
+class Columns:
+    """Per line of a text: the header's fields (strings, "" where absent)."""
+
+    __slots__ = ("hosts", "levels", "messages", "pids", "pris", "programs", "stamps", "versions")
+
+    def __init__(self, rows: list[tuple]) -> None:
+        n = len(rows)
+        g = {name: [r[i - 1] for r in rows] for name, i in _G.items()}
+        self.pris = g["pri"]
+        self.versions = g["v5"]
+        self.stamps = [a or b or c or d or e for a, b, c, d, e in zip(g["ts"], g["ts5"], g["tsk"], g["tsr"], g["tse"])]
+        self.stamps = [s if s != "-" else "" for s in self.stamps]
+        self.hosts = [a or b or c or d for a, b, c, d in zip(g["host5"], g["host"], g["hostl"], g["node"])]
+        self.hosts = [h if h != "-" else "" for h in self.hosts]
+        self.programs = [a or b for a, b in zip(g["prog5"], g["prog"])]
+        self.pids = [a or b or c or d for a, b, c, d in zip(g["pid5"], g["pid"], g["pidn"], g["pidr"])]
+        tokens = [""] * n
+        for name in _LEVEL_GROUPS:
+            tokens = [t or x for t, x in zip(tokens, g[name])]
+        words = {t: level_token(t) for t in set(tokens)}
+        self.levels = [words[t] for t in tokens]
+        for name in ("pretags", "tags"):
+            col = g[name]
+            if any(col):
+                found = {t: _tag_level(t) for t in set(col)}
+                self.levels = [lv or found[t] for lv, t in zip(self.levels, col)]
+        self.messages = [p + m if p else m for p, m in zip(g["pre"], g["msg"])]
+
+
+def columns(text: str) -> Columns:
+    """The header fields of every line of `text` (one regex pass; a line's fields depend on it alone)."""
+    return Columns(HEADER.findall(text))
