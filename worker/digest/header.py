@@ -72,11 +72,16 @@ EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "I
                 **{f"DEBUG{i}": "DEBUG" for i in range(1, 6)}}    # PostgreSQL's, upper case only
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
 LEVEL_WORD = rf"(?:(?i:{'|'.join(sorted(SPELLINGS, key=len, reverse=True))})|{'|'.join(_EXTRA)})(?![\w.\-/])"
-_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]+:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
+_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
                 rf"|{LEVEL_WORD}(?=:?(?:\s|$)|\[))")
-_TAG = rf"(?!\[\s*(?:[\w.]+:)?{LEVEL_WORD}\s*\])(?:\[[^\[\]\s]{{1,100}}\]|\[[a-z]+ [^\[\]\s]{{1,80}}\]|\([\w.-]+\|\d+\)|\{{\{{[^{{}}\s]{{1,100}}\}}\}})"
+_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
+_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
+_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{1,100}}\]|\[[a-z]+(?: [^\[\]\s]{{1,80}}){{1,2}}\]|{_BRACES})"   # after a level
+_TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,100}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
+_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
 _HOST = r"[A-Za-z0-9][\w.:/()-]{0,80}"
-_PROG = r"[A-Za-z_][\w./@()-]{0,60}"
+_HOST_NC = r"[A-Za-z0-9][\w./()-]{0,80}"      # a host before a colon
+_PROG = r"[A-Za-z_][\w./@()<>-]{0,60}"
 _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?:\s+"    # org.x.Y:  a.b$C@12:
            r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
@@ -85,51 +90,71 @@ _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?:\s+"    # org.x.Y
 
 _SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
 
+_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+_HMSF = r"\d{2}:\d{2}:\d{2}\.\d{1,6}"
+
 _GRAMMAR = rf"""^
 (?P<indent>[ \t]*)
 (?:(?P<oct>\d{{1,5}})\ (?=<\d))?
 (?:<(?P<pri>\d{{1,3}})>)?
 (?:
   # RFC 5424 (the version digit decides, line by line)
-  (?P<v5>\d{{1,2}})\ (?P<ts5>\d{{4}}-\d{{2}}-\d{{2}}T\S+|-)\ (?P<host5>\S+)\ (?P<prog5>\S+)\ (?P<pid5>\S+)\ \S+\ 
-  (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?:\ |$)
+  (?P<v5>\d{{1,2}})\ (?P<ts5>\d{{4}}-\d{{2}}-\d{{2}}T\S+|-)\ (?P<host5>\S+)\ (?P<prog5>\S+)\ (?P<pid5>\S+)\ \S+
+  (?:\ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+))?(?:\ |$)
 |
   # a level before the time
   (?:
-    (?P<lvk>[IWEFD])(?P<tsk>\d{{4}}\ \d{{2}}:\d{{2}}:\d{{2}}\.\d{{1,6}}|\d{{6}}\ \d{{2}}:\d{{2}}:\d{{2}}\.\d{{1,6}})
+    (?P<lvk>[IWEFD])(?P<tsk>\d{{4}}\ {_HMSF}|\d{{6}}\ {_HMSF}|\d{{8}}\ {_HMSF})
       \s+(?:\d+\s+)?(?:[\w./-]+:\d+\]?\s+)?(?:⋮\s+)?
   | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
   | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
   | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
   | (?:==>\ )?(?P<lvc>{LEVEL_WORD}):(?:[\w.]+:)?\s*
-  | (?P<lvf>{_LEVEL_TOKEN})\s*(?=[\[\d])
+  | \[\s*(?P<lvq>{LEVEL_WORD})\s+(?=\d)
+  | (?P<lvf>{_LEVEL_TOKEN}|[DIWEF](?=\ \[\d))\s*(?=[\[\d|])
   )?
-  (?P<pretags>(?:(?!\[\d{{1,4}}[-/.:])(?:{_TAG})\s*)*)
+  (?P<pretags>(?:{_PRETAG}\s*)*)
   (?:
     (?P<pre>(?:[-0-9A-Z]|[^\s"=]*\d)[^\s"=]{{0,60}}\s+(?:[^\s"=]{{1,60}}\s+){{0,3}}?)??
-    \[?(?P<ts>{_ts("sy")})
+    (?P<ob>\[)?(?P<ts>{_ts("sy")})
     (?:\s+(?P<ts1b>{_DATE_ONLY}))?
     (?:\s+(?P<node>[\w.:/-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
-    (?:\]|(?=[\s:,|]|$))
+    (?(ob)(?:\]|\ [^\][\s]{{1,40}}\])|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?
+(?(ts)(?:(?:stdout|stderr)\ [FP]\ )?)
+(?(lvf)(?P<lgf>{_LOGGER})?)
 (?(v5)|
 (?:
-  # syslog: host prog[pid]:  (after a time syslog writes)
+  # syslog: host prog[pid]:  prog[pid]:  host:  (after a time syslog writes)
   {_SY}
-  (?:(?!{LEVEL_WORD}\s)(?P<host>{_HOST})\s+)?(?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
-  (?:\[(?P<pid>\d+)\]|\ (?P<pidn>\d+))?:(?:\s|$)
+  (?:
+    (?!{LEVEL_WORD}\s)(?P<host>{_HOST})\s+(?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
+    (?:\[(?P<pid>\d+)\]|\ (?P<pidn>\d+))?:(?:\s|$)
+  | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
+  | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
+  )
 |
-  (?:(?P<pidt>\d{{1,7}}(?:\s+\d{{1,7}})?)\s+(?=\S))?
-  (?(ts)(?:(?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN}))?)
-  (?P<tags>(?:{_TAG}\s*)*)
+  # the rest of an application's header: pid, host or context, tags, level, tags, logger
+  (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
+  (?(ts)(?:
+    (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+  | (?P<ctx>(?:\S+\s+){{1,6}}?)(?=[A-Z]{{3,}}:\s)
+  )??)
+  (?P<tags>(?:{_TAG_ANY}\s*)*)
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
-  (?P<lvl>{_LEVEL_TOKEN}|(?(ts)[VDIWEFA](?=\s+(?:[A-Z][A-Z_]*\s+\[|[\w.$]+:\s))|(?!)))
+  (?P<lvl>{_LEVEL_TOKEN}
+    |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
+    |(?(tid)[VDIWEFA](?=\s+[^\s:]+:\s)|(?!)))
+  (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
   :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
   (?P<tags2>(?:{_TAG}\s*)*)
   (?:(?P<lgr>{_LOGGER}))?
   (?:-\s+)?
+|
+  # RFC 3164: a host before a message without a tag
+  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})\s+
 )?)
 (?P<msg>.*)$"""
 
@@ -165,9 +190,9 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvf", "lvl")
-_TAG_LEVEL = re.compile(rf"\[\s*(?:[\w.]+:)?({LEVEL_WORD})\s*\]")
-_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]+:)?({LEVEL_WORD}|[VDIWEFA])")
+_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvl")
+_TAG_LEVEL = re.compile(rf"\[\s*(?:[\w.]*:)?({LEVEL_WORD})\s*\]")
+_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:)?({LEVEL_WORD}|[VDIWEFAN])")
 _G = HEADER.groupindex
 
 
@@ -199,10 +224,11 @@ class Columns:
         self.versions = g["v5"]
         self.stamps = [a or b or c or d or e for a, b, c, d, e in zip(g["ts"], g["ts5"], g["tsk"], g["tsr"], g["tse"])]
         self.stamps = [s if s != "-" else "" for s in self.stamps]
-        self.hosts = [a or b or c or d for a, b, c, d in zip(g["host5"], g["host"], g["hostl"], g["node"])]
+        self.hosts = [a or b or c or d or e or f for a, b, c, d, e, f in
+                      zip(g["host5"], g["host"], g["hostc"], g["hosts"], g["hostl"], g["node"])]
         self.hosts = [h if h != "-" else "" for h in self.hosts]
-        self.programs = [a or b for a, b in zip(g["prog5"], g["prog"])]
-        self.pids = [a or b or c or d for a, b, c, d in zip(g["pid5"], g["pid"], g["pidn"], g["pidr"])]
+        self.programs = [a or b or c for a, b, c in zip(g["prog5"], g["prog"], g["progp"])]
+        self.pids = [a or b or c or d or e for a, b, c, d, e in zip(g["pid5"], g["pid"], g["pidn"], g["pidp"], g["pidr"])]
         tokens = [""] * n
         for name in _LEVEL_GROUPS:
             tokens = [t or x for t, x in zip(tokens, g[name])]
@@ -213,7 +239,7 @@ class Columns:
             if any(col):
                 found = {t: _tag_level(t) for t in set(col)}
                 self.levels = [lv or found[t] for lv, t in zip(self.levels, col)]
-        self.messages = [p + m if p else m for p, m in zip(g["pre"], g["msg"])]
+        self.messages = [p + c + m if p or c else m for p, c, m in zip(g["pre"], g["ctx"], g["msg"])]
 
 
 def columns(text: str) -> Columns:
