@@ -7,9 +7,9 @@ the levels that source normalises (`normalized.level`).
 
 Each record is read alone by the digest's format layer (worker/digest/formats.py: JSON lines, logfmt,
 else the header grammar of worker/digest/header.py). A record's predicted fields are its first line's
-(timestamp, host, message); its level token is the first line's, or the first level token of its
-later lines when the first has none (a JUL record's `INFO:` second line), and then the message is
-that line's. Per field, over the records whose `expect` asserts it:
+(timestamp, host); its level token is the first line's, or the first level token of its later
+lines when the first has none (a JUL record's `INFO:` second line); its message is that line's
+message and the record's lines after it, as they are. Per field, over the records whose `expect` asserts it:
 - predicted: the detector gives a non-empty value; correct: it equals the asserted one (timestamp: the
   text, brackets stripped; host: exact; message: equal after stripping spaces at both ends; level: the
   token equal ignoring case and brackets, or both naming the same normalised level, as `6` and `INFO`);
@@ -52,7 +52,7 @@ def predict(text: str) -> dict:
             "host": r.hosts[0] if r.hosts else "",
             "level": tokens[at] if tokens else "",
             "level_normalized": r.levels[at] if r.levels else None,
-            "message": (r.messages[at] if tokens[at] else r.messages[0]) if r.messages else ""}
+            "message": "\n".join([r.messages[at], *lines[at + 1:]]) if r.messages else ""}
 
 
 def _correct(field: str, got, want: str) -> bool:

@@ -153,8 +153,9 @@ def _shape(c: header.Columns, i: int) -> str:
     return "level_first" if c.levels[i] else "rfc3164"
 
 
-_JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname")
-_JSON_MSG = ("msg", "message", "body", "Body", "log", "text")
+_JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",
+               "PRIORITY")
+_JSON_MSG = ("msg", "message", "body", "Body", "log", "text", "MESSAGE")
 _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "t", "datetime", "timeUnixNano", "time_unix_nano", "asctime")
 
 
@@ -188,9 +189,10 @@ def _json_row(line: str) -> tuple:
     stamp = str(stamp) if isinstance(stamp, (str, int, float)) else ""
     if len(stamp) == 19 and stamp.isdigit():  # unix nanoseconds
         stamp = stamp[:13]
-    host = next((obj[k] for k in ("host", "hostname", "service", "logger", "caller") if isinstance(obj.get(k), str)), "")
+    host = next((obj[k] for k in ("host", "hostname", "_HOSTNAME", "service", "logger", "caller")
+                 if isinstance(obj.get(k), str)), "")
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
-    rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used)
+    rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's
     text = (str(msg) if msg is not None else "") + (" " + rest if rest else "")
     return (True, text.strip() or s, level, stamp, host)
 

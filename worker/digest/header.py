@@ -50,7 +50,7 @@ _TS_PARTS = (
     rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
     rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
     rf"\d{{1,2}} {_MON} {_HMS}{_FRAC}",                                                 # 14 Nov 07:01:22.119
-    r"\d{1,2}-" + _MON + r" \d{2}:\d{2}(?::\d{2})?",                                  # 09-Jan 19:54
+    r"\d{1,2}-" + _MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                      # 09-Jan 19:54
     rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
     rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
     r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
@@ -116,10 +116,10 @@ _GRAMMAR = rf"""^
   (?P<pretags>(?:{_PRETAG}\s*)*)
   (?:
     (?P<pre>(?:[-0-9A-Z]|[^\s"=]*\d)[^\s"=]{{0,60}}\s+(?:[^\s"=]{{1,60}}\s+){{0,3}}?)??
-    (?P<ob>\[)?(?P<ts>{_ts("sy")})
+    (?P<ob>[\[(])?(?P<ts>{_ts("sy")})
     (?:\s+(?P<ts1b>{_DATE_ONLY}))?
     (?:\s+(?P<node>[\w.:/-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
-    (?(ob)(?:\]|\ [^\][\s]{{1,40}}\])|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+    (?(ob)(?:[\])]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\])|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?
@@ -190,7 +190,7 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvl")
+_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvl")
 _TAG_LEVEL = re.compile(rf"\[\s*(?:[\w.]*:)?({LEVEL_WORD})\s*\]")
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:)?({LEVEL_WORD}|[VDIWEFAN])")
 _G = HEADER.groupindex
