@@ -26,7 +26,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from worker.digest import header
+from worker.digest import header, header_rows
 from worker.digest.formats import read
 from worker.digest.levels_table import level_word
 
@@ -46,7 +46,7 @@ def predict(text: str) -> dict:
     if r.form in ("json", "logfmt"):
         tokens = [lv or "" for lv in r.levels]
     else:
-        tokens = header.columns("\n".join(lines)).levels
+        tokens = header_rows.columns("\n".join(lines), lines).field(4)
     at = next((i for i, t in enumerate(tokens) if t), 0)
     return {"timestamp": r.stamps[0].strip("[]") if r.stamps else "",
             "host": r.hosts[0] if r.hosts else "",

@@ -84,7 +84,7 @@ def template_level(pattern: str, t) -> str | None:
     return None
 
 
-def line_ranks(tm, levels: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """([L] int8 level rank of each line, -1 none; [L] bool the line's rank is inherited from its record's
     first line (a continuation: counted in its record's level, never a failure entry of its own))."""
     n = len(tm.lines)
@@ -109,7 +109,10 @@ def line_ranks(tm, levels: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
     if (ranks >= 0).any():
         # continuations (multiline rules, of no level of their own) take the level before them
         cont = (ranks < 0) & (tm.line_template >= 0)
-        cont[cont] = [continues(tm.lines[i]) for i in np.flatnonzero(cont).tolist()]
+        if continued is None:
+            cont[cont] = [continues(tm.lines[i]) for i in np.flatnonzero(cont).tolist()]
+        else:
+            cont &= np.fromiter(continued, dtype=bool, count=n)
         if cont.any():
             idx = np.where(cont, -1, np.arange(n))                 # [L] the record's first line at or before
             np.maximum.accumulate(idx, out=idx)

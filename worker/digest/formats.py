@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from worker.digest import header
+from worker.digest import header, header_rows
 from worker.digest.levels_table import from_otlp, from_pri, level_word
 
 SAMPLE_LINES = 16        # lines read to tell a JSON or logfmt document
@@ -65,8 +65,10 @@ class Read:
     levels: list[str | None]     # [L] the parsed level of each line (None: none parsed)
     stamps: list[str]            # [L] the timestamp text of each line's header ("" if none)
     hosts: list[str]             # [L] the host/component of each line's header ("" if none), [] when the form has none
-    matched: list[bool]          # [L] the header matched this line (False: a continuation or other line)
+    matched: list[bool]          # [L] a header part (time, level, PRI) was found on this line
     cleaned: int                 # lines whose control bytes were removed
+    continued: list[bool] | None = None   # [L] the line continues the record before it (multiline.py);
+                                          # None: not read (JSON and logfmt lines)
 
 
 def clean(text: str) -> tuple[str, int]:
@@ -105,52 +107,33 @@ def read(text: str, lines: list[str] | None = None) -> Read:
     text, cleaned = clean(text)
     if cleaned or lines is None:
         lines = text.split("\n")
-    form = detect(lines) if lines[0][:1] in "{tlmsc \t" or "=" in lines[0] else None
+    head = text[:4096]
+    form = detect(lines) if "{" in head or "=" in head else None
     if form == "json":
         return _read_rows(form, lines, [_json_row(ln) for ln in lines], cleaned)
     if form == "logfmt":
         return _read_rows(form, lines, [_logfmt_row(ln) for ln in lines], cleaned)
-    rows = header.HEADER.findall(text)
-    if len(rows) != len(lines):   # a line the multi-line pass reads differently: go line by line
-        rows = [header.HEADER.match(ln).groups(default="") for ln in lines]
-    return _columns(lines, header.Columns(rows), cleaned)
+    return _columns(lines, header_rows.columns(text, lines), cleaned)
 
 
-_SHAPES = ("rfc5424", "rfc3164", "access", "timestamped", "level_first")
-
-
-def _columns(lines: list[str], c: header.Columns, cleaned: int) -> Read:
+def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
     n = len(lines)
-    cache = {w: level_word(w) or header.EXTRA_LEVELS.get(w) for w in set(c.levels)}
-    levels = list(map(cache.__getitem__, c.levels))
+    if not any(c.matched):
+        return Read(None, lines, lines, [None] * n, [""] * n, [], [False] * n, cleaned, c.continued)
+    levels = c.levels
     stamps = c.stamps
     for i in (i for i, s in enumerate(stamps) if s[-6:-5] == " " and s[2:3] == "/" and s[6:7] == "/"):
         m = _CLF_STATUS.match(c.messages[i], c.messages[i].find('"'))   # access log: 5xx ERROR, 4xx WARN, else INFO
         if m is not None and levels[i] is None:
             code = m.group(1)[0]
             levels[i] = "ERROR" if code == "5" else "WARN" if code == "4" else "INFO"
-    if any(c.pris):
+    if c.pris:
         by_pri = {p: from_pri(p) for p in set(c.pris) if p}
         levels = [by_pri[p] if p else lv for p, lv in zip(c.pris, levels)]
-    matched = [bool(s or lv or p) for s, lv, p in zip(stamps, c.levels, c.pris)]
-    messages = [m if ok else ln for m, ok, ln in zip(c.messages, matched, lines)]
-    if not any(matched):
-        return Read(None, lines, lines, [None] * n, [""] * n, [], [False] * n, cleaned)
-    shapes = Counter(_shape(c, i) for i in range(n) if matched[i])
+    shapes = Counter(c.shapes)
+    shapes.pop("", None)
     hosts = c.hosts if any(c.hosts) else []
-    return Read(shapes.most_common(1)[0][0], lines, messages, levels, stamps, hosts, matched, cleaned)
-
-
-def _shape(c: header.Columns, i: int) -> str:
-    """The name of a line's header shape (the digest's `format`: the commonest among its lines)."""
-    if c.versions[i]:
-        return "rfc5424"
-    if c.programs[i] and (c.pris[i] or c.hosts[i]):
-        return "rfc3164"
-    s = c.stamps[i]
-    if s:
-        return "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
-    return "level_first" if c.levels[i] else "rfc3164"
+    return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued)
 
 
 _JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",

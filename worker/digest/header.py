@@ -60,18 +60,42 @@ _TS_PARTS = (
 _SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
 
 
-def _ts(mark: str) -> str:
-    """TS: every shape, the syslog ones setting the empty group `mark`."""
-    return "|".join(rf"{p}(?P<{mark}{i}>)" if i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS))
+def _ts(mark: str = "") -> str:
+    """TS: every shape (the syslog ones setting the empty group `mark`), those that open with a digit and
+    those that open with a name behind one look at the first character each (what keeps a miss cheap)."""
+    parts = [rf"{p}(?P<{mark}{i}>)" if mark and i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS)]
+    digit = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] == "\\d"]
+    named = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] != "\\d"]
+    return f"(?=\\d)(?:{'|'.join(digit)})|(?=[A-Z])(?:{'|'.join(named)})"
 
 
-TS = "|".join(_TS_PARTS)
+TS = _ts()
 _DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
-                **{f"DEBUG{i}": "DEBUG" for i in range(1, 6)}}    # PostgreSQL's, upper case only
+                **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
+                                                                 # no literal digit in the grammar)
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
-LEVEL_WORD = rf"(?:(?i:{'|'.join(sorted(SPELLINGS, key=len, reverse=True))})|{'|'.join(_EXTRA)})(?![\w.\-/])"
+
+
+def _trie(words: list[str]) -> str:
+    """An alternation of words as a trie (`e(?:rr(?:or)?|...)`): one branch tried per letter, not per word."""
+    tree: dict = {}
+    for w in words:
+        node = tree
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    def walk(node: dict) -> str:
+        alts = [re.escape(ch) + walk(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+    return walk(tree)
+
+
+LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
 _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
                 rf"|{LEVEL_WORD}(?=:?(?:\s|$)|\[))")
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
@@ -190,58 +214,11 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-_LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvl")
-_TAG_LEVEL = re.compile(rf"\[\s*(?:[\w.]*:)?({LEVEL_WORD})\s*\]")
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvl")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:)?({LEVEL_WORD}|[VDIWEFAN])")
-_G = HEADER.groupindex
-
-
-def _at(name: str):
-    i = _G[name] - 1
-    return lambda row: row[i]
 
 
 def level_token(token: str) -> str:
     """The level word of a level token (`[mod:error]` -> `error`, `<warn>` -> `warn`)."""
     m = _TOKEN_WORD.match(token)
     return m.group(1) if m else ""
-
-
-def _tag_level(tags: str) -> str:
-    m = _TAG_LEVEL.search(tags)
-    return m.group(1) if m else ""
-
-
-class Columns:
-    """Per line of a text: the header's fields (strings, "" where absent)."""
-
-    __slots__ = ("hosts", "levels", "messages", "pids", "pris", "programs", "stamps", "versions")
-
-    def __init__(self, rows: list[tuple]) -> None:
-        n = len(rows)
-        g = {name: [r[i - 1] for r in rows] for name, i in _G.items()}
-        self.pris = g["pri"]
-        self.versions = g["v5"]
-        self.stamps = [a or b or c or d or e for a, b, c, d, e in zip(g["ts"], g["ts5"], g["tsk"], g["tsr"], g["tse"])]
-        self.stamps = [s if s != "-" else "" for s in self.stamps]
-        self.hosts = [a or b or c or d or e or f for a, b, c, d, e, f in
-                      zip(g["host5"], g["host"], g["hostc"], g["hosts"], g["hostl"], g["node"])]
-        self.hosts = [h if h != "-" else "" for h in self.hosts]
-        self.programs = [a or b or c for a, b, c in zip(g["prog5"], g["prog"], g["progp"])]
-        self.pids = [a or b or c or d or e for a, b, c, d, e in zip(g["pid5"], g["pid"], g["pidn"], g["pidp"], g["pidr"])]
-        tokens = [""] * n
-        for name in _LEVEL_GROUPS:
-            tokens = [t or x for t, x in zip(tokens, g[name])]
-        words = {t: level_token(t) for t in set(tokens)}
-        self.levels = [words[t] for t in tokens]
-        for name in ("pretags", "tags"):
-            col = g[name]
-            if any(col):
-                found = {t: _tag_level(t) for t in set(col)}
-                self.levels = [lv or found[t] for lv, t in zip(self.levels, col)]
-        self.messages = [p + c + m if p or c else m for p, c, m in zip(g["pre"], g["ctx"], g["msg"])]
-
-
-def columns(text: str) -> Columns:
-    """The header fields of every line of `text` (one regex pass; a line's fields depend on it alone)."""
-    return Columns(HEADER.findall(text))
