@@ -46,7 +46,7 @@ def predict(text: str) -> dict:
     if r.form in ("json", "logfmt"):
         tokens = [lv or "" for lv in r.levels]
     else:
-        tokens = header_rows.columns("\n".join(lines), lines).field(4)
+        tokens = [header.level_token(t) if t else "" for t in header_rows.columns("\n".join(lines), lines).field(4)]
     at = next((i for i, t in enumerate(tokens) if t), 0)
     return {"timestamp": r.stamps[0].strip("[]") if r.stamps else "",
             "host": r.hosts[0] if r.hosts else "",
