@@ -13,8 +13,8 @@ each tried in order and kept when it matches (no backtracking across parts: the 
    klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and `I210503 ...`), `=INFO REPORT==== ts ===`,
    `ERRO[0012]` (logrus), `ERROR:logger:` (Python), `WARNING: ` after `==> `;
 3. a timestamp of any common shape (`TS` below), bracketed or not, after at most four short leading
-   tokens when the first holds a digit, is `-` or is upper case (record ids, access logs' client
-   fields, a label column); an epoch or a date-only field may be followed by a node and a second
+   tokens when the first holds a digit, is `-` or is an upper-case word (record ids, access logs'
+   client fields, a label column: kept in the message); an epoch or a date-only field may be followed by a node and a second
    timestamp (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
 4. after a syslog-style time (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host prog[pid]: ` or `host prog: `;
    otherwise a pid, a host when a level follows it, bracketed tags (`[main]`, `[pid 12]`, `(main|1)`,
@@ -38,14 +38,14 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
 _FRAC = r"(?:[.,]\d{1,9}|:\d{3}(?!\d))?"
 _ZONES = "UTC|GMT|CET|CEST|EET|EEST|WET|WEST|MSK|IST|JST|KST|HKT|SGT|AEST|AEDT|EST|EDT|CST|CDT|MST|MDT|PST|PDT|BST"
-_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w:]))?"
+_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w]|:\d{{2}}:))?"
 _HMS = r"\d{1,2}:\d{2}:\d{2}"
 # full timestamps, longest shapes first (each ends where the time does)
 _TS_PARTS = (
     rf"\d{{4}}-\d{{2}}-\d{{2}}T{_HMS}{_FRAC}{_ZONE}",                                   # RFC 3339 (syslog writes it)
     rf"\d{{4}}[-/.]\d{{2}}[-/.]\d{{2}}(?:T|\s{{1,2}}|\t){_HMS}{_FRAC}{_ZONE}",        # ISO 8601 and friends
     r"\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{1,6}",                              # 2005-06-03-15.42.50.675872
-    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: {_ZONES})? \d{{4}}",            # ctime: Mon Aug 31 09:30:48 2015
+    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: (?:{_ZONES}))? \d{{4}}",        # ctime: Mon Aug 31 09:30:48 2015
     rf"{_MON} {{1,2}}\d{{1,2}},? \d{{4}},? {_HMS}{_FRAC}(?: [AP]M)?{_ZONE}",          # Dec 16 2019 15:09:49, Dec 30, 2020 ...
     rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
     rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
@@ -55,7 +55,10 @@ _TS_PARTS = (
     rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
     r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
     r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
+    rf"\d{{8}}[ T]{_HMS}{_FRAC}{_ZONE}",                                               # 20260327 11:34:21.908
+    rf"{_MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                 # Mar-18 21:41:15.684
     r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
+    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
 )
 _SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
 
@@ -97,7 +100,7 @@ def _trie(words: list[str]) -> str:
 
 LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
 _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
-                rf"|{LEVEL_WORD}(?=:?(?:\s|$)|\[))")
+                rf"|(?:[a-z][\w-]*\.)?{LEVEL_WORD}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
 _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
 _TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{1,100}}\]|\[[a-z]+(?: [^\[\]\s]{{1,80}}){{1,2}}\]|{_BRACES})"   # after a level
@@ -139,11 +142,11 @@ _GRAMMAR = rf"""^
   )?
   (?P<pretags>(?:{_PRETAG}\s*)*)
   (?:
-    (?P<pre>(?:[-0-9A-Z]|[^\s"=]*\d)[^\s"=]{{0,60}}\s+(?:[^\s"=]{{1,60}}\s+){{0,3}}?)??
-    (?P<ob>[\[(])?(?P<ts>{_ts("sy")})
+    (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
+    (?P<ob>[\[(<])?(?P<ts>{_ts("sy")})
     (?:\s+(?P<ts1b>{_DATE_ONLY}))?
     (?:\s+(?P<node>[\w.:/-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
-    (?(ob)(?:[\])]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\])|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?
@@ -154,7 +157,8 @@ _GRAMMAR = rf"""^
   # syslog: host prog[pid]:  prog[pid]:  host:  (after a time syslog writes)
   {_SY}
   (?:
-    (?!{LEVEL_WORD}\s)(?P<host>{_HOST})\s+(?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
+    (?!{LEVEL_WORD}\s)(?P<host>{_HOST})(?<!:)\s+(?:(?P<lvs>[a-z]+\.{LEVEL_WORD})\s+)?
+    (?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
     (?:\[(?P<pid>\d+)\]|\ (?P<pidn>\d+))?:(?:\s|$)
   | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
   | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
@@ -178,7 +182,7 @@ _GRAMMAR = rf"""^
   (?:-\s+)?
 |
   # RFC 3164: a host before a message without a tag
-  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})\s+
+  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
 (?P<msg>.*)$"""
 
@@ -214,8 +218,8 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvl")   # where a level token may stand
-_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:)?({LEVEL_WORD}|[VDIWEFAN])")
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvl")   # where a level token may stand
+_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
 
 
 def level_token(token: str) -> str:

@@ -61,7 +61,7 @@ def recipe(key: str) -> tuple:
     pri = m.span("pri") if m.group("pri") else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
     if matched:
-        pieces = tuple(m.span(g) for g in ("pre", "ctx") if m.group(g)) + ((m.start("msg"), None),)
+        pieces = ((m.span("pre"),) if m.group("pre") else ()) + ((m.start("msg"), None),)
     else:
         pieces = ((0, None),)
         host = prog = pid = _NONE
