@@ -103,12 +103,12 @@ _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL
                 rf"|(?:[a-z][\w-]*\.)?{LEVEL_WORD}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
 _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
-_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{1,100}}\]|\[[a-z]+(?: [^\[\]\s]{{1,80}}){{1,2}}\]|{_BRACES})"   # after a level
-_TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,100}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
+_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+(?: [^\[\]\s]{{1,80}}){{1,2}}\]|{_BRACES})"   # after a level
+_TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
 _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
-_HOST = r"[A-Za-z0-9][\w.:/()-]{0,80}"
-_HOST_NC = r"[A-Za-z0-9][\w./()-]{0,80}"      # a host before a colon
-_PROG = r"[A-Za-z_][\w./@()<>-]{0,60}"
+_HOST = r"[A-Za-z0-9][\w.:/()@-]{0,80}"
+_HOST_NC = r"[A-Za-z0-9][\w./()@-]{0,80}"      # a host before a colon
+_PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
 _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?:\s+"    # org.x.Y:  a.b$C@12:
            r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
@@ -145,11 +145,11 @@ _GRAMMAR = rf"""^
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
     (?P<ob>[\[(<])?(?P<ts>{_ts("sy")})
     (?:\s+(?P<ts1b>{_DATE_ONLY}))?
-    (?:\s+(?P<node>[\w.:/-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
+    (?:\s+(?P<node>[\w.:/@-]{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
     (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
-(?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?
+(?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?(?:-\s+(?=\S))?
 (?(ts)(?:(?:stdout|stderr)\ [FP]\ )?)
 (?(lvf)(?P<lgf>{_LOGGER})?)
 (?(v5)|
@@ -159,7 +159,7 @@ _GRAMMAR = rf"""^
   (?:
     (?!{LEVEL_WORD}\s)(?P<host>{_HOST})(?<!:)\s+(?:(?P<lvs>[a-z]+\.{LEVEL_WORD})\s+)?
     (?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
-    (?:\[(?P<pid>\d+)\]|\ (?P<pidn>\d+))?:(?:\s|$)
+    (?:\[(?P<pid>\d+)\](?:\ \([^)\s]{{1,40}}\))?|\ (?P<pidn>\d+))?:(?:\s|$)
   | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
   | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
   )
@@ -174,12 +174,20 @@ _GRAMMAR = rf"""^
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
   (?P<lvl>{_LEVEL_TOKEN}
     |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
-    |(?(tid)[VDIWEFA](?=\s+[^\s:]+:\s)|(?!)))
+    |(?(tid)[VDIWEFA](?P<lc>)(?=\s+[^:]{{1,80}}:\s)|(?!)))
   (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
+  (?(lc)\s+[^:]{{1,80}}:(?=\s))
   :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?:(?:{_TAG_ANY}\s*)+(?={_LOGGER}|-\s))?
   (?P<tags2>(?:{_TAG}\s*)*)
-  (?:(?P<lgr>{_LOGGER}))?
+  (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
+|
+  # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
+  (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
+|
+  # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
+  (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
 |
   # RFC 3164: a host before a message without a tag
   (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+

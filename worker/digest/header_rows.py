@@ -61,7 +61,9 @@ def recipe(key: str) -> tuple:
     pri = m.span("pri") if m.group("pri") else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
     if matched:
-        pieces = ((m.span("pre"),) if m.group("pre") else ()) + ((m.start("msg"), None),)
+        pre = m.group("pre")
+        several = pre is not None and pre.strip().count(" ") > 0     # one leading column (a label, a record
+        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), None),)   # number) is dropped
     else:
         pieces = ((0, None),)
         host = prog = pid = _NONE
