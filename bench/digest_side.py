@@ -31,8 +31,10 @@ OUT = ROOT / "bench" / "results" / "digest_side_cpu.json"
 _CHILD = r'''
 import json, sys, time
 root, corpus, n, repeats, doc_lines, devlogs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-sys.path.insert(0, root)
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower() and "skbc" not in repr(f).lower()]
+import importlib.util
+if not (importlib.util.find_spec("worker").origin or "").startswith(root):   # not the installed tree
+    sys.path.insert(0, root)
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower() and "skbc" not in repr(f).lower()]
 import worker
 assert worker.__file__.startswith(root), worker.__file__
 from worker.digest.prepared import PrepareOptions, prepare

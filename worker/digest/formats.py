@@ -36,7 +36,6 @@ Headers read (the `form` names):
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 import orjson
@@ -130,9 +129,9 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
     if c.pris:
         by_pri = {p: from_pri(p) for p in set(c.pris) if p}
         levels = [by_pri[p] if p else lv for p, lv in zip(c.pris, levels)]
-    shapes = Counter(c.shapes)
+    shapes = c.shapes
     shapes.pop("", None)
-    hosts = c.hosts if any(c.hosts) else []
+    hosts = c.hosts
     return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued)
 
 

@@ -72,7 +72,6 @@ def _ts(mark: str = "") -> str:
     return f"(?=\\d)(?:{'|'.join(digit)})|(?=[A-Z])(?:{'|'.join(named)})"
 
 
-TS = _ts()
 _DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",

@@ -14,6 +14,9 @@ result of a line depends on the line alone, never on the lines or documents read
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import itemgetter
+
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, level_token
 from worker.digest.levels_table import level_word
 from worker.digest.multiline import continues
@@ -80,12 +83,6 @@ def _recipe_of(key: str) -> tuple:
     return r
 
 
-def _message(line: str, pieces: tuple) -> str:
-    if len(pieces) == 1:
-        return line[pieces[0][0]:]
-    return "".join(line[a:b] for a, b in pieces)
-
-
 class Columns:
     """Per line of a document: the header's fields ("" or None where absent; see columns())."""
 
@@ -94,14 +91,19 @@ class Columns:
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
+        kinds = set(recipes)                       # the distinct recipes (most documents: a few)
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
-        self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)]
-        self.levels = [r[5] for r in recipes]
-        self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(r[6][1] for r in recipes) else []
-        self.messages = [_message(ln, r[7]) for ln, r in zip(lines, recipes)]
-        self.matched = [r[8] for r in recipes]
-        self.shapes = [r[9] for r in recipes]
-        self.continued = [r[10] for r in recipes]
+        self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
+        self.levels = list(map(itemgetter(5), recipes))
+        self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
+        if all(len(k[7]) == 1 for k in kinds):
+            self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
+        else:
+            self.messages = [ln[r[7][0][0]:] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
+                             for ln, r in zip(lines, recipes)]
+        self.matched = list(map(itemgetter(8), recipes))
+        self.shapes = Counter(map(itemgetter(9), recipes))
+        self.continued = list(map(itemgetter(10), recipes))
 
     def field(self, at: int) -> list[str]:
         """Per line the text of recipe field `at` (0 ts, 1 host, 2 program, 3 pid, 4 level token)."""
