@@ -127,3 +127,14 @@ def test_failed_password_is_a_failure_whatever_the_priority_says():
 ])
 def test_header_shapes_nobody_listed(line, expected):
     assert fields(line) == expected
+
+
+def test_a_windows_event_gives_its_time_level_computer_and_its_lines_continue_it():
+    event = ['<Event xmlns="http://schemas.microsoft.com/win/2004/08/events/event">', "  <System>",
+             '    <Provider Name="Acme-Backup" />', "    <EventID>7031</EventID>", "    <Level>2</Level>",
+             '    <TimeCreated SystemTime="2026-03-02T08:15:00.1234567Z" />', "    <Computer>files-02</Computer>",
+             "  </System>", "  <EventData><Data>backup job stopped</Data></EventData>", "</Event>"]
+    r = read("\n".join(event + [ln.replace("7031", "7036").replace("<Level>2", "<Level>4") for ln in event]))
+    assert r.form == "windows_event" and r.stamps[0] == "2026-03-02T08:15:00.1234567Z" and r.hosts[0] == "files-02"
+    assert (r.levels[0], r.levels[10]) == ("ERROR", "INFO") and r.tokens[0] == "2"
+    assert r.continued[1:10] == [True] * 9 and r.continued[10] is False

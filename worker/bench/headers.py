@@ -45,10 +45,12 @@ def predict(text: str) -> dict:
     """The detector's fields of one record (see the module docstring)."""
     r = read(text)
     lines = r.lines
-    if r.form in ("json", "logfmt"):
+    if r.tokens is not None:                                 # Windows events: the number as written
+        tokens = r.tokens
+    elif r.form in ("json", "logfmt"):                       # the normalised level
         tokens = [lv or "" for lv in r.levels]
-    else:
-        tokens = [header.level_token(t) if t else "" for t in header_rows.columns("\n".join(lines), lines).field(4)]
+    else:                                                    # the header grammar's token, its level word
+        tokens = [header.level_token(t) for t in header_rows.columns("\n".join(lines), lines).field(4)]
     at = next((i for i, t in enumerate(tokens) if t), 0)
     out = {"timestamp": r.stamps[0].strip("[]") if r.stamps else "",
             "host": r.hosts[0] if r.hosts else "",

@@ -1,36 +1,19 @@
-"""The format layer: what comes before templating (one regex pass per document).
+"""The format layer: what comes before templating.
 
     read(text) -> Read: the lines cleaned (ANSI/VT escape sequences and other control bytes removed,
-                  the text kept), the header format recognised, and per line: its message (the header
-                  taken off), level, timestamp text, host.
+                  the text kept) and per line: its message (the header taken off), level, timestamp
+                  text, host, whether a header was found and whether it continues the record before it.
 
-A document's format is chosen once, from a sample of its lines, among the headers below (the one
-that matches most lines, if it matches at least a quarter of them; remembered by the look of the
-sample, so documents of one source are not sampled again); then one multi-line regex of
-that header runs over the whole text (C speed, no Python per line), giving one row per line.
-A line the header does not match (a stack frame, a continuation) keeps its whole text as its
-message. Unknown formats fall back to the lines as they are (templated whole, as before).
-
-Headers read (the `form` names):
-- `rfc5424`  `<165>1 2026-12-01T10:00:00Z host app 123 ID47 [sd] msg` (PRI -> level)
-- `rfc3164`  `<13>Dec  1 10:00:00 host tag[123]: msg` (PRI optional; or an RFC 3339 time, as rsyslog
-             and `journalctl -o short-iso` write it)
-- `klog`     `E1203 10:00:00.123456   123 file.go:42] msg` (glog/klog: I W E F)
-- `logcat`   `03-17 16:13:38.811  1702  2395 D Tag: msg` (Android threadtime)
-- `apache`   `[Sun Dec 04 04:47:44 2005] [error] msg` (Apache error log)
-- `access`   `10.0.0.1 - - [01/Dec/2026:10:00:01 +0100] "GET / HTTP/1.1" 503 12` (common/combined access
-             log: status 5xx -> ERROR, 4xx -> WARN, else INFO)
-- `hpc`      `- 1117838570 2005.06.03 node ... RAS KERNEL INFO msg` (loghub BGL/Thunderbird-style lines)
-- `timestamped` a timestamp (ISO 8601 with `T`/space and `.`/`,` fractions, `yy/MM/dd`, `MM-dd`,
-             `MM/dd`, `MM.dd`, `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`, epoch s/ms, optionally in
-             brackets), then optionally a pid, a host or logger name and a level word (any spelling
-             of levels_table: `INFO`, `[ERRO]`, `Warning`, `<warn>`), bracketed threads/components
-             (`[main]`, `[INFO][AMF][NGAP]`), a `logger.Name:`, `pkg/file.go:12` or `CBS  ` component:
-             log4j, Python logging, Go (zap, free5gc-style), Windows CBS, Hadoop/HDFS/Zookeeper/OpenStack,
-             HealthApp-style `ts|comp|pid|` and Proxifier-style `[MM.dd hh:mm:ss] prog - ` headers
-- `level_first` `ERROR:root:msg` (Python's default), `ERRO[0012] msg` (logrus), `WARN 2026-... msg`
-- `logfmt`   `ts=... level=warn msg="..."` (level=/lvl=/severity= anywhere in the line)
-- `json`     JSON lines: `level`/`severity`/`lvl`/`severityText`/`severityNumber` (OTLP), `msg`/`message`/`body`
+A document of JSON lines or logfmt pairs (a quarter of its first 16 non-blank lines) is read as
+such: JSON `level`/`severity`/`lvl`/`severityText`/`PRIORITY`/`severityNumber` (OTLP),
+`msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`.
+Every other line is read by itself by the header grammar (worker/digest/header.py, applied by
+worker/digest/header_rows.py): no format is chosen for a document, so a line reads the same in any
+document or window, and a document mixing shapes (RFC 5424 and RFC 3164 lines on one topic) reads
+each line as what it is. Levels: the level token (levels_table), a syslog PRI (severity = PRI mod 8),
+an access log's status (5xx ERROR, 4xx WARN, else INFO). `Read.form` names the commonest header
+shape among the lines (rfc5424, rfc3164, access, timestamped, level_first, json, logfmt), None when
+no line has a header (the lines are then templated whole).
 """
 
 from __future__ import annotations
@@ -40,7 +23,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from worker.digest import header, header_rows
+from worker.digest import header, header_rows, winevent
 from worker.digest.levels_table import from_otlp, from_pri, level_word
 
 SAMPLE_LINES = 16        # lines read to tell a JSON or logfmt document
@@ -68,6 +51,7 @@ class Read:
     cleaned: int                 # lines whose control bytes were removed
     continued: list[bool] | None = None   # [L] the line continues the record before it (multiline.py);
                                           # None: not read (JSON and logfmt lines)
+    tokens: list[str] | None = None       # [L] the level token as written, where a reader keeps it (Windows events)
 
 
 def clean(text: str) -> tuple[str, int]:
@@ -112,7 +96,16 @@ def read(text: str, lines: list[str] | None = None) -> Read:
         return _read_rows(form, lines, [_json_row(ln) for ln in lines], cleaned)
     if form == "logfmt":
         return _read_rows(form, lines, [_logfmt_row(ln) for ln in lines], cleaned)
+    if "<Event " in head and winevent.is_events(text):
+        return _events(lines, cleaned)
     return _columns(lines, header_rows.columns(text, lines), cleaned)
+
+
+def _events(lines: list[str], cleaned: int) -> Read:
+    rows = winevent.events(lines)
+    first = [bool(r[0] or r[1]) for r in rows]
+    return Read("windows_event", lines, lines, [r[2] for r in rows], [r[0] for r in rows], [r[3] for r in rows],
+                first, cleaned, [not f for f in first], [r[1] for r in rows])
 
 
 def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
@@ -121,7 +114,8 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
         return Read(None, lines, lines, [None] * n, [""] * n, [], [False] * n, cleaned, c.continued)
     levels = c.levels
     stamps = c.stamps
-    for i in (i for i, s in enumerate(stamps) if s[-6:-5] == " " and s[2:3] == "/" and s[6:7] == "/"):
+    clf = (i for i, s in enumerate(stamps) if s[-6:-5] == " " and s[2:3] == "/" and s[6:7] == "/")
+    for i in clf if "access" in c.shapes else ():
         m = _CLF_STATUS.match(c.messages[i], c.messages[i].find('"'))   # access log: 5xx ERROR, 4xx WARN, else INFO
         if m is not None and levels[i] is None:
             code = m.group(1)[0]
