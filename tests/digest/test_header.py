@@ -138,3 +138,19 @@ def test_a_windows_event_gives_its_time_level_computer_and_its_lines_continue_it
     assert r.form == "windows_event" and r.stamps[0] == "2026-03-02T08:15:00.1234567Z" and r.hosts[0] == "files-02"
     assert (r.levels[0], r.levels[10]) == ("ERROR", "INFO") and r.tokens[0] == "2"
     assert r.continued[1:10] == [True] * 9 and r.continued[10] is False
+
+
+def test_day_first_month_name_times_give_a_span_across_months():
+    lines = ["30-Nov-2026 23:59:58.100 INFO [main] org.acme.Job.run tick", "01-Dec-2026 00:00:03.900 WARN [main] "
+             "org.acme.Job.run slow tick", "29-Nov-2026 12:00:00.000 INFO [main] org.acme.Job.run start"]
+    span = digest_of(lines)["span"]
+    assert (span["first"], span["last"], span["form"]) == ("2026-11-29T12:00:00", "2026-12-01T00:00:03.900", "day_month")
+    assert span["out_of_order"] == 1
+
+
+def test_a_twelve_hour_clock_with_a_month_first_date():
+    lines = ["Mar 02, 2026 11:59:59 AM org.acme.Boot main", "INFO: starting", "Mar 02, 2026 1:00:00 PM org.acme.Boot main",
+             "SEVERE: stopped"]
+    d = digest_of(lines)
+    assert (d["span"]["first"], d["span"]["last"]) == ("2026-03-02T11:59:59", "2026-03-02T13:00:00")
+    assert d["severity"] == {"CRITICAL": 1, "INFO": 1}
