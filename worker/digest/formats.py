@@ -34,6 +34,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what stays after t
 _CONTROL_BYTES = bytes([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])   # the same, as UTF-8 bytes (all ASCII)
 _CLF_STATUS = re.compile(r'"[^"]*" (\d{3})\b')        # an access log's request and status, after its time
 
+_LOGFMT_KEYS = ("level=", "lvl=", "severity=")     # what a logfmt document's head must hold to be one
 _LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity|loglevel)=("?)(\w+)\1(?=\s|$)')
 _LOGFMT_MSG = re.compile(r'(?:^|\s)(?:msg|message)=(?:(")((?:[^"\\]|\\.)*)"|()(\S+))')
 _LOGFMT_TIME = re.compile(r'(?:^|\s)(?:time|ts|timestamp|t)=("?)([^\s"]+)\1(?=\s|$)')
@@ -91,7 +92,8 @@ def read(text: str, lines: list[str] | None = None) -> Read:
     if cleaned or lines is None:
         lines = text.split("\n")
     head = text[:4096]
-    form = detect(lines) if "{" in head or "=" in head else None
+    maybe = head.lstrip()[:1] == "{" or "\n{" in head or any(k in head for k in _LOGFMT_KEYS)
+    form = detect(lines) if maybe else None
     if form == "json":
         return _read_rows(form, lines, [_json_row(ln) for ln in lines], cleaned)
     if form == "logfmt":

@@ -31,11 +31,12 @@ _HOST = ("host5", "host", "hostc", "hosts", "hostl", "node")
 _PROG = ("prog5", "prog", "progp")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr")
 _NONE = (0, 0)
+_GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 
 
-def _span(m, names: tuple, key: str) -> tuple[int, int]:
-    for name in names:
-        a, b = m.span(name)
+def _span(regs: tuple, groups: tuple, key: str) -> tuple[int, int]:
+    for g in groups:
+        a, b = regs[g]
         if b > a:
             return _NONE if key[a:b] == "-" else (a, b)
     return _NONE
@@ -57,8 +58,8 @@ def recipe(key: str) -> tuple:
     """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues) of a line
     with its digits written 0: spans, the normalized level, and the pieces its message is made of."""
     m = HEADER.match(key)
-    ts, host, prog, pid = (_span(m, g, key) for g in (_TS, _HOST, _PROG, _PID))
-    tok = _span(m, LEVEL_GROUPS, key)
+    regs = m.regs                                   # every group's span at once
+    ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
     word = level_token(key[tok[0]:tok[1]]) if tok != _NONE else ""
     level = (level_word(word) or EXTRA_LEVELS.get(word)) if word else None
     pri = m.span("pri") if m.group("pri") else _NONE
@@ -91,7 +92,7 @@ class Columns:
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
-        kinds = set(recipes)                       # the distinct recipes (most documents: a few)
+        kinds = dict(zip(map(id, recipes), recipes)).values()   # the distinct recipes (most documents: a few)
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
         self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
         self.levels = list(map(itemgetter(5), recipes))
