@@ -1,31 +1,40 @@
 """The header grammar: one regular expression that reads the header of any log line on its own.
 
-    HEADER: re.Pattern over a whole text (re.M), one match per line, groups named below
-    fields(m) / rows(text): per line (stamp, host, program, pid, level token, pri, message start)
+    HEADER: re.Pattern, one match per line (re.M), its fields in named groups
+    LEVEL_GROUPS: the groups a level token may stand in; level_token(token) -> its level word
+    (worker/digest/header_rows.py applies HEADER to a document's lines and reads the groups)
 
 A line is read by itself (never by the lines around it or a format chosen for its document), so the
 same line reads the same in every document and window. The grammar is a sequence of optional parts,
-each tried in order and kept when it matches (no backtracking across parts: the parse is linear):
+each tried in order and kept when it matches:
 
 1. an octet count and a syslog PRI `<13>`; with a version digit after it (`<13>1 `) the line is RFC
    5424 and its fixed fields follow (time, host, app, procid, msgid, structured data); else RFC 3164;
-2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `I, [ts #pid]  INFO -- :` (Ruby),
-   klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and `I210503 ...`), `=INFO REPORT==== ts ===`,
-   `ERRO[0012]` (logrus), `ERROR:logger:` (Python), `WARNING: ` after `==> `;
-3. a timestamp of any common shape (`TS` below), bracketed or not, after at most four short leading
-   tokens when the first holds a digit, is `-` or is an upper-case word (record ids, access logs'
-   client fields, a label column: kept in the message); an epoch or a date-only field may be followed by a node and a second
-   timestamp (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
-4. after a syslog-style time (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host prog[pid]: ` or `host prog: `;
-   otherwise a pid, a host when a level follows it, bracketed tags (`[main]`, `[pid 12]`, `(main|1)`,
-   `{{file.py:82}}`: one token or `key value` inside; a bracket holding more words is message text),
-   the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `Warning`, `LOG:`, a letter where a
-   letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:`), more tags and a logger
-   (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `).
+2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
+   `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
+   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
+3. a timestamp of any common shape (`_TS_PARTS`), bare or in `[...]`, `(...)`, `<...>` (a level may
+   follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
+   digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
+   an epoch or a date-only field may be followed by a node and a second time
+   (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
+4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message; otherwise a pid (and a
+   thread id), a host when a level token follows it, the line prefix before an upper-case `LEVEL:`,
+   bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
+   `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
+   `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
+   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `); or
+   `ts|field|field|`; or `program - `.
 
-Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424-parser,
-pyparsing grammars of a format, grok pattern sets that need the format named); none finds the header
-of an unknown line, and a Python parser per line would cost several times this one regex pass.
+The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
+parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
+Levels, time shapes and tags are word classes, not a list of systems.
+
+Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424
+parsers, grok pattern sets, pyparsing grammars of one format) and need it named; none finds the
+header of a line whose format nobody named, and a Python parser per line would cost several times
+this one regular expression per distinct line.
 """
 
 from __future__ import annotations
