@@ -45,6 +45,7 @@ _MDY = re.compile(r"([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}),? (\d{4}),? (\d{1,2}
                   r"(?: ([AP]M))?" + _ZONE_TEXT)
 _DM = re.compile(r"(?:(\d{1,2})[- ]([A-Z][a-z]{2})|([A-Z][a-z]{2})-(\d{1,2})) (\d{1,2}):(\d{2})(?::(\d{2}))?"
                  r"(?:[.,](\d{1,9}))?$")
+_NAMED_HINT = re.compile(r"\d{1,2}[-/ ][A-Z][a-z]{2}|[A-Z][a-z]{2}[a-z]*\.? {1,2}\d{1,2},? \d{4}|[A-Z][a-z]{2}-\d")
 _PARSED_EACH = frozenset({"day_month", "month_day", "yearless_month"})   # sort keys made by parsing each time
 _YEARLESS = re.compile(r"(\d{2})[-/.]?(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?$")
 _SYSLOG = re.compile(r"(?:<\d+>)?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
@@ -129,9 +130,10 @@ def sort_keys(stamps: list[str]) -> list[str]:
     sample = next((s for s in stamps if s), "")
     if not sample:
         return stamps
-    first = stamp_of(sample)
-    if first is not None and first.form in _PARSED_EACH:           # month names: each time parsed
-        return [_clf_key(s) if s else "" for s in stamps]
+    if _NAMED_HINT.match(sample):                                  # month names: each time parsed
+        first = stamp_of(sample)
+        if first is not None and first.form in _PARSED_EACH:
+            return [_clf_key(s) if s else "" for s in stamps]
     if sample[:3] in _MON_KEY or sample.lstrip("<0123456789>")[:3] in _MON_KEY:   # Mon dd HH:MM:SS
         return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005

@@ -102,7 +102,8 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
                 t_rank[k] = RANK[level]
         fill = (ranks < 0) & (tm.line_template >= 0)
         ranks[fill] = t_rank[tm.line_template[fill]]
-    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)]
+    joined = "\n".join(t.pattern for t in tm.templates)          # one search over all (most find none)
+    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)] if AUTH_FAILURE.search(joined) else []
     if auth:
         hit = np.isin(tm.line_template, auth)                                                  # [L]
         ranks[hit & ((ranks < 0) | (ranks > WARN_RANK))] = WARN_RANK
