@@ -154,3 +154,19 @@ def test_a_twelve_hour_clock_with_a_month_first_date():
     d = digest_of(lines)
     assert (d["span"]["first"], d["span"]["last"]) == ("2026-03-02T11:59:59", "2026-03-02T13:00:00")
     assert d["severity"] == {"CRITICAL": 1, "INFO": 1}
+
+
+@pytest.mark.parametrize("line", ["Note that the cache is cold", "Config loaded from /etc/acme.conf",
+                                  "Critical section entered by worker 3", "Trace route to 10.0.0.1 done",
+                                  "2026-03-02 10:00:00 Config reloaded from disk", "Verbose output enabled"])
+def test_a_level_word_opening_prose_is_no_level_token(line):
+    assert read(line).levels == [None]
+
+
+@pytest.mark.parametrize("line,level", [("INFO: starting", "INFO"), ("Warning: disk almost full", "WARN"),
+                                        ("2026-03-02 10:00:00 Error opening /dev/x", "ERROR"),
+                                        ("2026-03-02T10:00:00Z\tinfo\tsync/service.go:87\tstarted", "INFO"),
+                                        ("2026-03-02 10:00:00, Info      CBS    loaded", "INFO"),
+                                        ("2026-03-02 10:00:00 NOTE the build is stale", "NOTICE")])
+def test_level_words_where_headers_write_them(line, level):
+    assert read(line).levels == [level]

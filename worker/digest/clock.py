@@ -14,6 +14,7 @@ parsed into dates; the rest are only compared, by sort keys made without parsing
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -54,6 +55,7 @@ _EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
 _CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
 
 
+@functools.lru_cache(maxsize=4096)   # a stamp is read again for the span and for each failure it opens or ends
 def stamp_of(text: str) -> Stamp | None:
     """The time a header's timestamp text names, or None (an impossible date is none)."""
     t = text.strip().strip("[]\"")

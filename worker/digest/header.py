@@ -107,8 +107,13 @@ def _trie(words: list[str]) -> str:
 
 
 LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
+# a level word standing bare (not in brackets): in upper case any spelling, else only the words that are
+# no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
+_PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
+          "erro", "eror", "wrn", "debu", "fata", "dbg", "inf", "trc", "ftl")
+BARE_LEVEL = rf"(?:(?=[A-Z][A-Z0-9]*(?![\w]))(?:{LEVEL_WORD})|(?=[A-Za-z])(?i:{_trie(sorted(_PLAIN))})(?![\w.\-/]))"
 _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
-                rf"|(?:[a-z][\w-]*\.)?{LEVEL_WORD}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
+                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
 _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
 _TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
@@ -144,7 +149,7 @@ _GRAMMAR = rf"""^
   | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
   | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
   | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
-  | (?:==>\ )?(?P<lvc>{LEVEL_WORD}):(?:[\w.]+:)?\s*
+  | (?:==>\ )?(?P<lvc>{BARE_LEVEL}):(?:[\w.]+:)?\s*
   | \[\s*(?P<lvq>{LEVEL_WORD})\s+(?=\d)
   | (?P<lvf>{_LEVEL_TOKEN}|[DIWEF](?=\ \[\d))\s*(?=[\[\d|])
   )?
