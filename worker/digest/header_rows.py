@@ -14,6 +14,7 @@ result of a line depends on the line alone, never on the lines or documents read
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from operator import itemgetter
 
@@ -54,19 +55,25 @@ def _shape(m, prog: tuple, host: tuple, ts: tuple, key: str) -> str:
     return "level_first" if m.group("pri") is None else "rfc3164"
 
 
+@functools.lru_cache(maxsize=1024)
+def _level(token: str) -> str | None:
+    """The normalized level of a level token (`[warn ]`, `local.INFO`, `E`, `LOG`), or None."""
+    word = level_token(token)
+    return (level_word(word) or EXTRA_LEVELS.get(word)) if word else None
+
+
 def recipe(key: str) -> tuple:
     """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues) of a line
     with its digits written 0: spans, the normalized level, and the pieces its message is made of."""
     m = HEADER.match(key)
     regs = m.regs                                   # every group's span at once
     ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
-    word = level_token(key[tok[0]:tok[1]]) if tok != _NONE else ""
-    level = (level_word(word) or EXTRA_LEVELS.get(word)) if word else None
+    level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
     pri = m.span("pri") if m.group("pri") else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
     if matched:
         pre = m.group("pre")
-        several = pre is not None and pre.strip().count(" ") > 0     # one leading column (a label, a record
+        several = pre is not None and len(pre.split()) > 1        # one leading column (a label, a record
         pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), None),)   # number) is dropped
     else:
         pieces = ((0, None),)
