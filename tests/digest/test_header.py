@@ -124,6 +124,10 @@ def test_failed_password_is_a_failure_whatever_the_priority_says():
     ("20230502-11:00:09:114 INFO session opened", ("20230502-11:00:09:114", "", "INFO", "session opened")),
     ("1683025209.114 GET /health 200", ("1683025209.114", "", None, "GET /health 200")),
     ("just some words with no header at all", ("", "", None, "just some words with no header at all")),
+    ("2023-05-02 11:00:09,114 - billing.api - WARNING - quota at 91%", ("2023-05-02 11:00:09,114", "", "WARN",
+                                                                       "quota at 91%")),
+    ("2023-05-02 11:00:09.114  INFO 4242 --- [           main] o.a.c.c.StandardService  : Starting service",
+     ("2023-05-02 11:00:09.114", "", "INFO", "Starting service")),
 ])
 def test_header_shapes_nobody_listed(line, expected):
     assert fields(line) == expected

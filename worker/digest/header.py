@@ -122,7 +122,7 @@ _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
-_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?:\s+"    # org.x.Y:  a.b$C@12:
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a.b$C@12:  o.a.Svc  :
            r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
@@ -180,7 +180,8 @@ _GRAMMAR = rf"""^
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
-    (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+    [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
+  | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
   | (?P<ctx>(?:\S+\s+){{1,6}}?)(?=[A-Z]{{3,}}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*)*)
@@ -191,6 +192,7 @@ _GRAMMAR = rf"""^
   (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
   (?(lc)\s+[^:]{{1,80}}:(?=\s))
   :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?:\d{{1,7}}\s+---\s+)?
   (?:(?:{_TAG_ANY}\s*)+(?={_LOGGER}|-\s))?
   (?P<tags2>(?:{_TAG}\s*)*)
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
