@@ -132,7 +132,7 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
 
 
 _JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",
-               "PRIORITY")
+               "PRIORITY", "s")
 _JSON_MSG = ("msg", "message", "body", "Body", "log", "text", "MESSAGE")
 _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "t", "datetime", "timeUnixNano", "time_unix_nano", "asctime")
 

@@ -122,7 +122,7 @@ _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
-_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:[.$@][\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a.b$C@12:  o.a.Svc  :
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :
            r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
