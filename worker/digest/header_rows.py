@@ -24,7 +24,7 @@ from worker.digest.multiline import continues
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
-_ZERO = str.maketrans("123456789", "0" * 9)
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
@@ -121,5 +121,6 @@ class Columns:
 def columns(text: str, lines: list[str]) -> Columns:
     """The header fields of every line of a document (`lines`: text.split("\\n"))."""
     get = _RECIPES.get
-    recipes = [get(k) or _recipe_of(k) for k in text.translate(_ZERO).split("\n")]
+    keys = text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass").split("\n")
+    recipes = [get(k) or _recipe_of(k) for k in keys]
     return Columns(lines, recipes)
