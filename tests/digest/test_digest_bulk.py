@@ -98,11 +98,10 @@ def test_syslog_sort_keys_in_bulk_equal_one_at_a_time():
         assert sort_keys(stamps) == [_syslog_key(s) if s else "" for s in stamps]
 
 
-def test_rfc3164_rows_without_the_host_guard_are_read_again_where_a_level_stands_for_the_host():
+def test_a_level_word_where_a_syslog_host_stands_is_read_as_the_level_not_the_host():
     lines = ["Dec  1 10:00:00 host1 app[1]: started", "Dec  1 10:00:01 INFO app: something",
              "Dec  1 10:00:02 host2 cron[2]: done", "Dec  1 10:00:03 warning sshd[2]: x"]
-    text = "\n".join(lines)
-    r = formats.read(text)
-    guarded = [tuple(g or "" for g in formats._ROWS["rfc3164"].match(ln).groups()) for ln in lines]
-    assert r.form == "rfc3164" and r.messages == [g[-1] for g in guarded]
-    assert r.hosts == ["host1", "", "host2", ""] and r.matched == [True, False, True, False]
+    r = formats.read("\n".join(lines))
+    assert r.form == "rfc3164" and r.messages == ["started", "app: something", "done", "sshd[2]: x"]
+    assert r.hosts == ["host1", "", "host2", ""] and r.levels == [None, "INFO", None, "WARN"]
+    assert r.matched == [True, True, True, True]

@@ -20,7 +20,12 @@ The standard template metrics (`loghub2`, `loghub2_total`: worker/bench/loghub_b
 as logpai/loghub-2.0's evaluator computes them (worker/bench/loghub_eval.py), of the templater and of Drain3
 tuned as the benchmark tunes Drain (worker/bench/drain_tuned.py), on each development system's Content lines.
 
-Usage: ribbon bench quality [--devlogs DIR] [--out bench/results/quality_cpu.json] [--no-drain]
+- `--formats DIR` (default ../shared/formats when it exists): header detection per format on labelled real
+  log lines (worker/bench/headers.py), under the key `header_detection`; `--headers-only` measures that alone
+  and rewrites only that key of --out.
+
+Usage: ribbon bench quality [--devlogs DIR] [--formats DIR] [--headers-only] [--out bench/results/quality_cpu.json]
+       [--no-drain]
 """
 
 from __future__ import annotations
@@ -42,12 +47,15 @@ from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
 from worker.digest.levels_table import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
+from worker.bench import headers
 from worker.demo.samples import format_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DEVLOGS = next((p for p in (ROOT.parent / "shared" / "devlogs", ROOT.parents[1] / "shared" / "devlogs")
                         if p.is_dir()), ROOT.parent / "shared" / "devlogs")
 DEFAULT_OUT = ROOT / "bench" / "results" / "quality_cpu.json"
+DEFAULT_FORMATS = next((p for p in (ROOT.parent / "shared" / "formats", ROOT.parents[1] / "shared" / "formats")
+                        if p.is_dir()), ROOT.parent / "shared" / "formats")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _PLACE = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _RUNS = re.compile(r"(?:<\*>\s*){2,}")
@@ -261,14 +269,37 @@ def _table(title: str, rows: dict) -> None:
               f"{f('failure_precision')} {f('failure_recall')} {span:>5} {r['lines_per_s']:9,}")
 
 
+HEADERS_KEY = "header_detection"
+
+
+def _headers_only(corpus: Path, out: Path) -> int:
+    """Header detection alone, written under HEADERS_KEY of `out` (the file's other keys kept as they are)."""
+    if not (corpus / "formats.jsonl").is_file():
+        print(f"ribbon bench quality: no formats.jsonl in {corpus} (--formats)", file=sys.stderr)
+        return 2
+    res = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    res[HEADERS_KEY] = headers.measure(corpus)
+    headers.table(res[HEADERS_KEY])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {HEADERS_KEY} into {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="ribbon bench quality", description=__doc__.split("\n")[0])
     ap.add_argument("--devlogs", type=Path, default=DEFAULT_DEVLOGS,
                     help="a folder with loghub/<System>/<System>_2k.log* (skipped when missing)")
     ap.add_argument("--lines", type=int, default=2000, help="lines per document of the format corpus")
     ap.add_argument("--no-drain", action="store_true", help="skip Drain3 (the bench extra)")
+    ap.add_argument("--formats", type=Path, default=DEFAULT_FORMATS,
+                    help="a folder with formats.jsonl (labelled real log formats; skipped when missing)")
+    ap.add_argument("--headers-only", action="store_true",
+                    help="measure header detection only and write it under its key of --out, keeping the rest")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
+    if args.headers_only:
+        return _headers_only(args.formats, args.out)
     drain = not args.no_drain
     if drain:
         try:
@@ -288,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         loghub_bench.table(res["loghub2"])
     else:
         print(f"no development logs at {args.devlogs}: the format corpus only", file=sys.stderr)
+    if (args.formats / "formats.jsonl").is_file():
+        res[HEADERS_KEY] = headers.measure(args.formats)
+        headers.table(res[HEADERS_KEY])
     res["formats"] = formats(drain, args.lines)
     res["formats_total"] = _totals(res["formats"])
     _table("format corpus (worker/demo/samples.py)", res["formats"])

@@ -2,7 +2,8 @@
 
     document.analyze_document(text) -> Analysis: structured forms (structured.py: OTLP logs as lines, the
                                      PM counter digest), the format layer (formats.py: escape sequences
-                                     removed, headers read: level, time, host), then one pass of the C++
+                                     removed; each line's header read on its own by header.py: level,
+                                     time, host), then one pass of the C++
                                      templater (ext/core/templater.hpp) over the messages, then the digest
     templates.analyze(lines)      -> Templates (per-line template ids, numbers, template summaries)
     digest.build_digest(tm, read) -> Analysis: the output message's `digest` object, levels per line

@@ -14,6 +14,7 @@ parsed into dates; the rest are only compared, by sort keys made without parsing
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,13 +27,27 @@ _MON_KEY = {m.capitalize(): f"{i:02d}" for m, i in MONTHS.items()}
 _GROUPS = re.compile(r"\d+")
 
 _FORMS = (
-    ("iso8601", re.compile(r"(\d{4})[-/.](\d{2})[-/.](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,:](\d{1,9}))?"
-                           r"\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$")),
+    ("iso8601", re.compile(r"(\d{4})[-/.](\d{2})[-/.](\d{2})(?:[T\t]| {1,2})(\d{1,2}):(\d{2}):(\d{2})"
+                           r"(?:[.,:](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$")),
     ("iso8601", re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})\.(\d{2})\.(\d{2})\.(\d{1,6})()$")),
     ("yy/MM/dd", re.compile(r"(\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?()$")),
     ("yyMMdd", re.compile(r"(\d{2})(\d{2})(\d{2}) (\d{2})(\d{2})(\d{2})()()$")),
     ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?()$")),
+    ("iso8601", re.compile(r"(\d{4})(\d{2})(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+                           r"\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$")),
 )
+_ZONE_TEXT = r"\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$"
+# month names: day first (`17-Feb-2018 23:06:56.326`, `8-Mar-2018::14:09:27`, `29/Aug/2023 22:02:58`),
+# month first (`Dec 30, 2020 11:30:40 AM`, `Dec 16 2019 15:09:49.652-0500`), and yearless (`14 Nov 07:01:22.119`,
+# `09-Jan 19:54`, `Mar-18 21:41:15.684`)
+_DMY = re.compile(r"(\d{1,2})[-/ ]([A-Z][a-z]{2})[a-z]*\.?[-/ ](\d{4})(?:::|[: ])(\d{1,2}):(\d{2}):(\d{2})"
+                  r"(?:[.,](\d{1,9}))?" + _ZONE_TEXT)
+_MDY = re.compile(r"([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}),? (\d{4}),? (\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+                  r"(?: ([AP]M))?" + _ZONE_TEXT)
+_DM = re.compile(r"(?:(\d{1,2})[- ]([A-Z][a-z]{2})|([A-Z][a-z]{2})-(\d{1,2})) (\d{1,2}):(\d{2})(?::(\d{2}))?"
+                 r"(?:[.,](\d{1,9}))?$")
+_NAMED_HINT = re.compile(r"\d{1,2}[-/ ][A-Z][a-z]{2}|[A-Z][a-z]{2}[a-z]*\.? {1,2}\d{1,2},? \d{4}|[A-Z][a-z]{2}-\d")
+_PARSED_EACH = frozenset({"day_month", "month_day", "yearless_month"})   # sort keys made by parsing each time
 _YEARLESS = re.compile(r"(\d{2})[-/.]?(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?$")
 _SYSLOG = re.compile(r"(?:<\d+>)?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (\d{4})$")
@@ -40,6 +55,7 @@ _EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
 _CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
 
 
+@functools.lru_cache(maxsize=4096)   # a stamp is read again for the span and for each failure it opens or ends
 def stamp_of(text: str) -> Stamp | None:
     """The time a header's timestamp text names, or None (an impossible date is none)."""
     t = text.strip().strip("[]\"")
@@ -59,6 +75,14 @@ def _parse(t: str) -> Stamp | None:
             year = int(y) + (2000 if len(y) == 2 else 0)
             zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
             return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), zone), form)
+    m = _DMY.match(t) or _MDY.match(t)
+    if m:
+        return _named(m)
+    m = _DM.match(t)
+    if m:
+        d, mon, mon2, d2, h, mi, sec, frac = m.groups()
+        return _yearless(datetime(2000, MONTHS[(mon or mon2).lower()], int(d or d2), int(h), int(mi), int(sec or 0),
+                                  _fraction(frac)), "yearless_month")
     m = _EPOCH.match(t)
     if m:
         ms = len(m.group(1)) == 13
@@ -85,6 +109,20 @@ def _parse(t: str) -> Stamp | None:
     return None
 
 
+def _named(m: re.Match) -> Stamp:
+    """A `_DMY` or `_MDY` match as a Stamp."""
+    g = m.groups()
+    if m.re is _DMY:
+        d, mon, y, h, mi, sec, frac, z = g
+        ampm, form = None, "day_month"
+    else:
+        mon, d, y, h, mi, sec, frac, ampm, z = g
+        form = "month_day"
+    hour = int(h) % 12 + (12 if ampm == "PM" else 0) if ampm else int(h)
+    zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
+    return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), hour, int(mi), int(sec), _fraction(frac), zone), form)
+
+
 def _yearless(dt: datetime, form: str) -> Stamp:
     return Stamp("--" + _iso(dt)[5:], form, dt.replace(tzinfo=timezone.utc).timestamp())
 
@@ -94,6 +132,10 @@ def sort_keys(stamps: list[str]) -> list[str]:
     sample = next((s for s in stamps if s), "")
     if not sample:
         return stamps
+    if _NAMED_HINT.match(sample):                                  # month names: each time parsed
+        first = stamp_of(sample)
+        if first is not None and first.form in _PARSED_EACH:
+            return [_clf_key(s) if s else "" for s in stamps]
     if sample[:3] in _MON_KEY or sample.lstrip("<0123456789>")[:3] in _MON_KEY:   # Mon dd HH:MM:SS
         return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005

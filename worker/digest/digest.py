@@ -168,8 +168,7 @@ def _host_entities(r: Read | None) -> list[dict]:
 def build_digest(tm: Templates, r: Read | None = None) -> Analysis:
     """The digest of a templater pass; r: the format layer's result the pass was made from (or None)."""
     levels = r.levels if r is not None else [None] * len(tm.lines)
-    matched = r.matched if r is not None else [False] * len(tm.lines)
-    ranks, inherited = line_ranks(tm, levels, matched)
+    ranks, inherited = line_ranks(tm, levels, r.continued if r is not None else None)
     stamps = r.stamps if r is not None else []
     keys = sort_keys(stamps) if stamps and any(stamps) else []
     ranked = sorted(tm.templates, key=lambda t: (-t.count, t.first_line))

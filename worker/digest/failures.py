@@ -8,8 +8,12 @@ A line's level, first found wins:
    as a word of the template's constant text), never a parameter name (`fail_on_disconnect=true`,
    `timeout=30`), a value, or a negated word (`no errors`, `0 failures`): ERROR, or WARN for the
    softer words;
-4. a line the header did not match (a stack frame, a continuation) with no level of its own takes
-   the level of the line before it: it counts in that level, but is no failure entry of its own.
+4. a continuation line (multiline.continues: a stack frame, an indented line, `Caused by:`, `... N more`,
+   a Go panic's frames) with no level of its own takes the level of the line before it: it counts in
+   that level, but is no failure entry of its own. Any other line without a level of its own has none
+   (counted as such), never the level of the line before it.
+An authentication failure (`Failed password`, `authentication failure`, `invalid user`...) is at least
+WARN whatever its header says (daemons log them at info).
 A failure is a line of level WARN or worse. Failures are grouped by template and ranked by incident
 weight, heaviest first (incident_weight: how many lines, their level, how new the template is in the
 document), then time (earliest first, the line number where there is none), so a burst of one failure is
@@ -25,6 +29,7 @@ import numpy as np
 
 from worker.digest.levels import LEVEL_KEYS, level_of_pattern, level_of_value
 from worker.digest.levels_table import ORDER, RANK, WARN_RANK, level_word
+from worker.digest.multiline import continues
 
 HARD = frozenset({"error", "errors", "failed", "failure", "failures", "fail", "fails", "exception", "refused",
                   "denied", "unreachable", "aborted", "abort", "rejected", "reject", "fatal", "panic", "segfault",
@@ -35,6 +40,9 @@ SOFT = frozenset({"timeout", "timed", "warning", "lost", "retrying", "retry", "d
 _NEGATION = frozenset({"no", "not", "0", "without", "zero", "none", "never", "non"})
 _WORD = re.compile(r"(?<![\w=./\-])([A-Za-z][A-Za-z']*)(?![\w=\-]|\.\w)")
 _RANK_OR_NONE = {**RANK, None: -1}
+AUTH_FAILURE = re.compile(r"(?i)\b(?:failed (?:password|publickey|keyboard-interactive|login|none|su)\b"
+                          r"|authentication fail|auth(?:entication)? failure|invalid user\b|illegal user\b"
+                          r"|login incorrect|bad password|failed to authenticate|(?:access|permission) denied)")
 _PREFIX = re.compile(r"^\s*[\[<(]?([A-Za-z]{3,11})[\]>)]?:")
 
 
@@ -78,9 +86,9 @@ def template_level(pattern: str, t) -> str | None:
     return None
 
 
-def line_ranks(tm, levels: list[str | None], matched: list[bool]) -> tuple[np.ndarray, np.ndarray]:
-    """([L] int8 level rank of each line, -1 none; [L] bool the line's rank is inherited from the line
-    before it (a continuation: counted in its record's level, never a failure entry of its own))."""
+def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """([L] int8 level rank of each line, -1 none; [L] bool the line's rank is inherited from its record's
+    first line (a continuation: counted in its record's level, never a failure entry of its own))."""
     n = len(tm.lines)
     ranks = np.fromiter(map(_RANK_OR_NONE.__getitem__, levels), dtype=np.int8, count=n)          # [L]
     inherited = np.zeros(n, dtype=bool)                                                          # [L]
@@ -96,14 +104,24 @@ def line_ranks(tm, levels: list[str | None], matched: list[bool]) -> tuple[np.nd
                 t_rank[k] = RANK[level]
         fill = (ranks < 0) & (tm.line_template >= 0)
         ranks[fill] = t_rank[tm.line_template[fill]]
+    joined = "\n".join(t.pattern for t in tm.templates)          # one search over all (most find none)
+    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)] if AUTH_FAILURE.search(joined) else []
+    if auth:
+        hit = np.isin(tm.line_template, auth)                                                  # [L]
+        ranks[hit & ((ranks < 0) | (ranks > WARN_RANK))] = WARN_RANK
     if (ranks >= 0).any():
-        # continuations (lines the header did not match, of no level of their own) take the level before them
-        cont = ~np.fromiter(matched, dtype=bool, count=n) & (ranks < 0) & (tm.line_template >= 0)
+        # continuations (multiline rules, of no level of their own) take the level before them
+        cont = (ranks < 0) & (tm.line_template >= 0)
+        if continued is None:
+            cont[cont] = [continues(tm.lines[i]) for i in np.flatnonzero(cont).tolist()]
+        else:
+            cont &= np.fromiter(continued, dtype=bool, count=n)
         if cont.any():
-            idx = np.where(ranks >= 0, np.arange(n), -1)
+            idx = np.where(cont, -1, np.arange(n))                 # [L] the record's first line at or before
             np.maximum.accumulate(idx, out=idx)
             inherited = cont & (idx >= 0)
             ranks[inherited] = ranks[idx[inherited]]
+            inherited &= ranks >= 0
     return ranks, inherited
 
 

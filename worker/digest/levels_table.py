@@ -4,7 +4,7 @@ Normalized levels, worst first: FATAL, CRITICAL, ERROR, WARN, NOTICE, INFO, DEBU
 (RANK gives 0..7). Spellings cover syslog (`emerg`, `alert`, `crit`, `err`, `warning`), Go
 (`ERRO`, `EROR`, `WRN`, `DEBU`, `FATA`, `PANI`, `DPANIC`, `PANIC`), Java (`SEVERE`, `FINE`...), .NET/Windows
 (`Information`, `Verbose`), one-letter klog/logcat prefixes (`E`, `W`, `F`, `I`, `D`, `V`), RFC
-5424/3164 PRI numbers and OTLP severityNumber.
+5424/3164 PRI numbers, syslog severity digits (0-7), pino/bunyan numbers (10-60) and OTLP severityNumber.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ SPELLINGS = {
 SPELLINGS = {k: v for k, v in SPELLINGS.items() if v is not None}
 LETTERS = {"F": "FATAL", "A": "FATAL", "E": "ERROR", "W": "WARN", "N": "NOTICE", "I": "INFO", "D": "DEBUG",
            "V": "TRACE", "T": "TRACE"}
+_PINO = {10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL"}   # pino/bunyan numbers
 SYSLOG_SEVERITY = ("FATAL", "CRITICAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG")  # PRI % 8
 
 
@@ -34,10 +35,11 @@ def level_word(word: str | None) -> str | None:
     if not word:
         return None
     w = word.strip("[]<>:()").strip()
+    if w.isdigit():
+        n = int(w)
+        return SYSLOG_SEVERITY[n] if n < 8 else _PINO.get(n)
     if len(w) == 1:
         return LETTERS.get(w.upper())
-    if w.isdigit():
-        return SYSLOG_SEVERITY[int(w) % 8]
     return SPELLINGS.get(w.lower())
 
 

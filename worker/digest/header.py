@@ -1,0 +1,251 @@
+"""The header grammar: one regular expression that reads the header of any log line on its own.
+
+    HEADER: re.Pattern, one match per line (re.M), its fields in named groups
+    LEVEL_GROUPS: the groups a level token may stand in; level_token(token) -> its level word
+    (worker/digest/header_rows.py applies HEADER to a document's lines and reads the groups)
+
+A line is read by itself (never by the lines around it or a format chosen for its document), so the
+same line reads the same in every document and window. The grammar is a sequence of optional parts,
+each tried in order and kept when it matches:
+
+1. an octet count and a syslog PRI `<13>`; with a version digit after it (`<13>1 `) the line is RFC
+   5424 and its fixed fields follow (time, host, app, procid, msgid, structured data); else RFC 3164;
+2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
+   `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
+   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
+3. a timestamp of any common shape (`_TS_PARTS`), bare or in `[...]`, `(...)`, `<...>` (a level may
+   follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
+   digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
+   an epoch or a date-only field may be followed by a node and a second time
+   (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
+4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message; otherwise a pid (and a
+   thread id), a host when a level token follows it, the line prefix before an upper-case `LEVEL:`,
+   bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
+   `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
+   `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
+   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `); or
+   `ts|field|field|`; or `program - `.
+
+The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
+parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
+Levels, time shapes and tags are word classes, not a list of systems.
+
+Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424
+parsers, grok pattern sets, pyparsing grammars of one format) and need it named; none finds the
+header of a line whose format nobody named, and a Python parser per line would cost several times
+this one regular expression per distinct line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from worker.digest.levels_table import SPELLINGS
+
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
+_FRAC = r"(?:[.,]\d{1,9}|:\d{3}(?!\d))?"
+_ZONES = "UTC|GMT|CET|CEST|EET|EEST|WET|WEST|MSK|IST|JST|KST|HKT|SGT|AEST|AEDT|EST|EDT|CST|CDT|MST|MDT|PST|PDT|BST"
+_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w]|:\d{{2}}:))?"
+_HMS = r"\d{1,2}:\d{2}:\d{2}"
+# full timestamps, longest shapes first (each ends where the time does)
+_TS_PARTS = (
+    rf"\d{{4}}-\d{{2}}-\d{{2}}T{_HMS}{_FRAC}{_ZONE}",                                   # RFC 3339 (syslog writes it)
+    rf"\d{{4}}[-/.]\d{{2}}[-/.]\d{{2}}(?:T|\s{{1,2}}|\t){_HMS}{_FRAC}{_ZONE}",        # ISO 8601 and friends
+    r"\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{1,6}",                              # 2005-06-03-15.42.50.675872
+    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: (?:{_ZONES}))? \d{{4}}",        # ctime: Mon Aug 31 09:30:48 2015
+    rf"{_MON} {{1,2}}\d{{1,2}},? \d{{4}},? {_HMS}{_FRAC}(?: [AP]M)?{_ZONE}",          # Dec 16 2019 15:09:49, Dec 30, 2020 ...
+    rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
+    rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
+    rf"\d{{1,2}} {_MON} {_HMS}{_FRAC}",                                                 # 14 Nov 07:01:22.119
+    r"\d{1,2}-" + _MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                      # 09-Jan 19:54
+    rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
+    rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
+    r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
+    r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
+    rf"\d{{8}}[ T]{_HMS}{_FRAC}{_ZONE}",                                               # 20260327 11:34:21.908
+    rf"{_MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                 # Mar-18 21:41:15.684
+    r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
+    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
+)
+_SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
+
+
+def _ts(mark: str = "") -> str:
+    """TS: every shape (the syslog ones setting the empty group `mark`), those that open with a digit and
+    those that open with a name behind one look at the first character each (what keeps a miss cheap)."""
+    parts = [rf"{p}(?P<{mark}{i}>)" if mark and i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS)]
+    digit = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] == "\\d"]
+    named = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] != "\\d"]
+    return f"(?=\\d)(?:{'|'.join(digit)})|(?=[A-Z])(?:{'|'.join(named)})"
+
+
+_DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
+
+EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
+                **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
+                                                                 # no literal digit in the grammar)
+_EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
+
+
+def _trie(words: list[str]) -> str:
+    """An alternation of words as a trie (`e(?:rr(?:or)?|...)`): one branch tried per letter, not per word."""
+    tree: dict = {}
+    for w in words:
+        node = tree
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    def walk(node: dict) -> str:
+        alts = [re.escape(ch) + walk(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body
+    return walk(tree)
+
+
+LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
+# a level word standing bare (not in brackets): in upper case any spelling, else only the words that are
+# no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
+_PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
+          "erro", "eror", "wrn", "debu", "fata", "dbg", "inf", "trc", "ftl")
+BARE_LEVEL = rf"(?:(?=[A-Z][A-Z0-9]*(?![\w]))(?:{LEVEL_WORD})|(?=[A-Za-z])(?i:{_trie(sorted(_PLAIN))})(?![\w.\-/]))"
+_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
+                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
+_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
+_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
+_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
+_TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
+_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
+_HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
+_HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
+_PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :
+           r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
+           r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
+           r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
+           r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
+
+_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+
+_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+_HMSF = r"\d{2}:\d{2}:\d{2}\.\d{1,6}"
+
+_GRAMMAR = rf"""^
+(?P<indent>[ \t]*)
+(?:(?P<oct>\d{{1,5}})\ (?=<\d))?
+(?:<(?P<pri>\d{{1,3}})>)?
+(?:
+  # RFC 5424 (the version digit decides, line by line)
+  (?P<v5>\d{{1,2}})\ (?P<ts5>\d{{4}}-\d{{2}}-\d{{2}}T\S+|-)\ (?P<host5>\S+)\ (?P<prog5>\S+)\ (?P<pid5>\S+)\ \S+
+  (?:\ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+))?(?:\ |$)
+|
+  # a level before the time
+  (?:
+    (?P<lvk>[IWEFD])(?P<tsk>\d{{4}}\ {_HMSF}|\d{{6}}\ {_HMSF}|\d{{8}}\ {_HMSF})
+      \s+(?:\d+\s+)?(?:[\w./-]+:\d+\]?\s+)?(?:⋮\s+)?
+  | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
+  | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
+  | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
+  | (?:==>\ )?(?P<lvc>{BARE_LEVEL}):(?:[\w.]+:)?\s*
+  | \[\s*(?P<lvq>{LEVEL_WORD})\s+(?=\d)
+  | (?P<lvf>{_LEVEL_TOKEN}|[DIWEF](?=\ \[\d))\s*(?=[\[\d|])
+  )?
+  (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
+  (?:
+    (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
+    (?P<ob>[\[(<])?(?P<ts>{_ts("sy")})
+    (?:\s+(?P<ts1b>{_DATE_ONLY}))?
+    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
+    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+  )?
+)
+(?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?(?:-\s+(?=\S))?
+(?(ts)(?:(?:stdout|stderr)\ [FP]\ )?)
+(?(lvf)(?P<lgf>{_LOGGER})?)
+(?(v5)|
+(?:
+  # syslog: host prog[pid]:  prog[pid]:  host:  (after a time syslog writes)
+  {_SY}
+  (?:
+    (?!{LEVEL_WORD}\s)(?P<host>{_HOST})(?<!:)\s+(?:(?P<lvs>[a-z]+\.{LEVEL_WORD})\s+)?
+    (?!{LEVEL_WORD}[:\[\s])(?P<prog>{_PROG})
+    (?:\[(?P<pid>\d+)\](?:\ \([^)\s]{{1,40}}\))?|\ (?P<pidn>\d+))?:(?:\s|$)
+  | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
+  | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
+  )
+|
+  # the rest of an application's header: pid, host or context, tags, level, tags, logger
+  (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
+  (?(ts)(?:
+    [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
+  | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+  | (?P<ctx>(?:\S+\s+){{1,6}}?)(?=[A-Z]{{3,}}:\s)
+  )??)
+  (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})
+  (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
+  (?P<lvl>{_LEVEL_TOKEN}
+    |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
+    |(?(tid)[VDIWEFA](?P<lc>)(?=\s+[^:]{{1,80}}:\s)|(?!)))
+  (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
+  (?(lc)\s+[^:]{{1,80}}:(?=\s))
+  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?:\d{{1,7}}\s+---\s+)?
+  (?:(?:{_TAG_ANY}\s*){{1,12}}(?={_LOGGER}|-\s))?
+  (?P<tags2>(?:{_TAG}\s*){{0,12}})
+  (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
+  (?:-\s+)?
+|
+  # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
+  (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
+|
+  # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
+  (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
+|
+  # RFC 3164: a host before a message without a tag
+  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
+)?)
+(?P<msg>.*)$"""
+
+
+def _compact(grammar: str) -> str:
+    """The grammar above as one pattern: lines joined, indentation and `#` comment lines dropped."""
+    lines = (ln.replace("\\ ", "[ ]").strip() for ln in grammar.split("\n"))
+    return "".join("|" + ln[2:] if ln.startswith("| ") else ln for ln in lines if not ln.startswith("# "))
+
+
+def _one_line(pattern: str) -> str:
+    """`\\s` outside character classes as `[^\\S\\n]`: no part of a line's header reads into the next line."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            pair = pattern[i:i + 2]
+            out.append("[^\\S\\n]" if pair == "\\s" and not in_class else pair)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":   # a class that opens with `]`
+                out.append(pattern[i:i + 2])
+                i += 2
+                continue
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
+
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvl")   # where a level token may stand
+_TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
+
+
+def level_token(token: str) -> str:
+    """The level word of a level token (`[mod:error]` -> `error`, `<warn>` -> `warn`)."""
+    m = _TOKEN_WORD.match(token)
+    return m.group(1) if m else ""

@@ -1,0 +1,126 @@
+"""The header grammar's fields of every line of a document, each line read once per shape of its digits.
+
+    columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
+                            level, PRI, message, whether a header was found, whether it continues
+                            the record before it (worker/digest/multiline.py)
+
+The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
+`\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
+digit written 0 does, field for field at the same offsets; the parse of that key (where each field
+starts and ends) is kept (`_RECIPES`, cleared when full) and applied to each line of that key by
+slicing. Lines that differ only in their numbers (most of a log) cost one dictionary look-up; the
+result of a line depends on the line alone, never on the lines or documents read before it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from operator import itemgetter
+
+from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, level_token
+from worker.digest.levels_table import level_word
+from worker.digest.multiline import continues
+
+RECIPES_MAX = 32768
+MAX_KEY = 1024            # longer lines are read without keeping their parse
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
+_RECIPES: dict[str, tuple] = {}
+
+_TS = ("ts", "ts5", "tsk", "tsr", "tse")
+_HOST = ("host5", "host", "hostc", "hosts", "hostl", "node")
+_PROG = ("prog5", "prog", "progp")
+_PID = ("pid5", "pid", "pidn", "pidp", "pidr")
+_NONE = (0, 0)
+_GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
+
+
+def _span(regs: tuple, groups: tuple, key: str) -> tuple[int, int]:
+    for g in groups:
+        a, b = regs[g]
+        if b > a:
+            return _NONE if key[a:b] == "-" else (a, b)
+    return _NONE
+
+
+def _shape(m, prog: tuple, host: tuple, ts: tuple, key: str) -> str:
+    """A line's header shape: what the digest names its `format` (the commonest among the lines)."""
+    if m.group("v5"):
+        return "rfc5424"
+    if prog != _NONE and (m.group("pri") or host != _NONE) or m.group("hostc") or m.group("hosts"):
+        return "rfc3164"
+    if ts != _NONE:
+        s = key[ts[0]:ts[1]]
+        return "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
+    return "level_first" if m.group("pri") is None else "rfc3164"
+
+
+@functools.lru_cache(maxsize=1024)
+def _level(token: str) -> str | None:
+    """The normalized level of a level token (`[warn ]`, `local.INFO`, `E`, `LOG`), or None."""
+    word = level_token(token)
+    return (level_word(word) or EXTRA_LEVELS.get(word)) if word else None
+
+
+def recipe(key: str) -> tuple:
+    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues) of a line
+    with its digits written 0: spans, the normalized level, and the pieces its message is made of."""
+    m = HEADER.match(key)
+    regs = m.regs                                   # every group's span at once
+    ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
+    level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
+    pri = m.span("pri") if m.group("pri") else _NONE
+    matched = ts != _NONE or tok != _NONE or pri != _NONE
+    if matched:
+        pre = m.group("pre")
+        several = pre is not None and len(pre.split()) > 1        # one leading column (a label, a record
+        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), None),)   # number) is dropped
+    else:
+        pieces = ((0, None),)
+        host = prog = pid = _NONE
+    shape = _shape(m, prog, host, ts, key) if matched else ""
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key))
+
+
+def _recipe_of(key: str) -> tuple:
+    r = recipe(key)
+    if len(key) <= MAX_KEY:
+        if len(_RECIPES) >= RECIPES_MAX:
+            _RECIPES.clear()
+        _RECIPES[key] = r
+    return r
+
+
+class Columns:
+    """Per line of a document: the header's fields ("" or None where absent; see columns())."""
+
+    __slots__ = ("continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes", "shapes",
+                 "stamps")
+
+    def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
+        self.lines, self.recipes = lines, recipes
+        kinds = dict(zip(map(id, recipes), recipes)).values()   # the distinct recipes (most documents: a few)
+        self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
+        self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
+        self.levels = list(map(itemgetter(5), recipes))
+        self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
+        if all(len(k[7]) == 1 for k in kinds):
+            self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
+        else:
+            self.messages = [ln[r[7][0][0]:] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
+                             for ln, r in zip(lines, recipes)]
+        self.matched = list(map(itemgetter(8), recipes))
+        self.shapes = Counter(map(itemgetter(9), recipes))
+        self.continued = list(map(itemgetter(10), recipes))
+
+    def field(self, at: int) -> list[str]:
+        """Per line the text of recipe field `at` (0 ts, 1 host, 2 program, 3 pid, 4 level token)."""
+        return [ln[r[at][0]:r[at][1]] for ln, r in zip(self.lines, self.recipes)]
+
+
+def columns(text: str, lines: list[str]) -> Columns:
+    """The header fields of every line of a document (`lines`: text.split("\\n"))."""
+    get = _RECIPES.get
+    keys = text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass").split("\n")
+    recipes = [get(k) or _recipe_of(k) for k in keys]
+    return Columns(lines, recipes)
