@@ -39,7 +39,7 @@ from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
-from worker.pipeline.planner import PlanLimits, Planner
+from worker.pipeline.planner import PlanLimits, Planner, model_limits
 from worker.pipeline.spill import Spool
 from worker.pipeline.stage import EngineLike, Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -216,8 +216,11 @@ class Worker:
         # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
         # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
-            limits = PlanLimits(max_prompt_tokens=self.budget - parts.reserve,
-                                max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
+            max_prompt, max_input = model_limits(self.budget - parts.reserve, settings.model.max_input_tokens,
+                                                 getattr(self.engine, "max_positions", None),
+                                                 settings.model.max_new_tokens)
+            limits = PlanLimits(max_prompt_tokens=max_prompt, max_input_tokens=max_input,
+                                truncate=settings.model.truncate,
                                 max_new_tokens=parts.reserve, max_text_bytes=settings.pipeline.max_document_bytes)
             return Planner(self.engine.prompt_ids,
                            lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,

@@ -177,6 +177,7 @@ class Finishing:
         if not self.tracker.complete(doc.tp, doc.epoch, doc.offset, (rec,)):
             return False
         self.metrics.latency.observe(now - doc.received)
+        self.metrics.published.labels(msg.summary.source, msg.summary.reason).inc()
         if msg.grounding is not None:
             count_grounding(self.metrics, msg.grounding)
         return True

@@ -36,6 +36,18 @@ class PlanLimits:
     max_text_bytes: int | None = None    # pipeline.max_document_bytes: no tokenizer call takes more text
 
 
+def model_limits(budget_prompt: int, max_input_tokens: int | None, max_positions: int | None,
+                 max_new_tokens: int) -> tuple[int, int | None]:
+    """(max_prompt_tokens, max_input_tokens) inside the model's context: a prompt and its summary fit the
+    model's positions (`max_position_embeddings`), so a prompt holds at most positions - max_new_tokens
+    tokens, and max_input_tokens (model.max_input_tokens) defaults to that. `budget_prompt`: the bin's
+    budget less a summary's reserve."""
+    if not max_positions:
+        return budget_prompt, max_input_tokens
+    inside = max_positions - max_new_tokens
+    return min(budget_prompt, inside), min(max_input_tokens or inside, inside)
+
+
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, limits: PlanLimits,
                  prompt_batch: BatchPromptFn | None = None, tokenizer=None):
