@@ -39,7 +39,7 @@ from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
-from worker.pipeline.planner import PlanLimits, Planner, model_limits
+from worker.pipeline.planner import Planner, engine_planner
 from worker.pipeline.spill import Spool
 from worker.pipeline.stage import EngineLike, Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -212,20 +212,8 @@ class Worker:
         return None
 
     def _planner(self, settings, parts: Parts) -> Planner:
-        tok = self.engine.tokenizer
-        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
-        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
-            max_prompt, max_input = model_limits(self.budget - parts.reserve, settings.model.max_input_tokens,
-                                                 getattr(self.engine, "max_positions", None),
-                                                 settings.model.max_new_tokens)
-            limits = PlanLimits(max_prompt_tokens=max_prompt, max_input_tokens=max_input,
-                                truncate=settings.model.truncate,
-                                max_new_tokens=parts.reserve, max_text_bytes=settings.pipeline.max_document_bytes)
-            return Planner(self.engine.prompt_ids,
-                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
-                                                              split_special_tokens=True)["input_ids"]],
-                           limits, prompt_batch=self.engine.prompt_ids_batch, tokenizer=tok)
+            return engine_planner(self.engine, settings, self.budget - parts.reserve, parts.reserve)
         except ValueError as exc:
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 

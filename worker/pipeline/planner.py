@@ -168,6 +168,24 @@ class Planner:
         return self._fit(chunk[:cut]) + self._fit(chunk[cut:].lstrip("\n"))
 
 
+def engine_planner(engine, settings, budget_prompt: int, reserve: int) -> Planner:
+    """The worker's planner over `engine` (worker.pipeline.stage.EngineLike): its prompt framing and
+    tokenizer, prompts inside the model's positions (model_limits), a bin's `budget_prompt` tokens at
+    most. The ingest thread shares the engine's tokenizer: encode and decode take it read-only (no call
+    changes truncation or padding state, the one way fast tokenizers fail across threads)."""
+    tok = engine.tokenizer
+    m = settings.model
+    max_prompt, max_input = model_limits(budget_prompt, m.max_input_tokens, getattr(engine, "max_positions", None),
+                                         m.max_new_tokens)
+    limits = PlanLimits(max_prompt_tokens=max_prompt, max_input_tokens=max_input, truncate=m.truncate,
+                        max_new_tokens=reserve, max_text_bytes=settings.pipeline.max_document_bytes)
+
+    def count(texts: Sequence[str]) -> list[int]:
+        return [len(x) for x in tok(list(texts), add_special_tokens=False, split_special_tokens=True)["input_ids"]]
+
+    return Planner(engine.prompt_ids, count, limits, prompt_batch=engine.prompt_ids_batch, tokenizer=tok)
+
+
 def combine_text(parts: Sequence[str]) -> str:
     """The document the chunk summaries are summarized from."""
     n = len(parts)
