@@ -79,6 +79,15 @@ def test_addresses_times_and_lists_are_not_loops(text):
     assert loop_at(tokens(text)) is None
 
 
+def test_the_output_schema_names_every_reason():
+    from typing import get_args
+
+    from worker.messages.models import Summary
+    from worker.pipeline.gate import CHECKS
+
+    assert get_args(Summary.model_fields["reason"].annotation) == ("passed", "digest_mode", *CHECKS)
+
+
 def test_the_verdict_records_every_check():
     v = judge("Theme:", DOC, None)
     assert v.checks == {"loop": True, "grounded": True, "copy": True, "content": False, "fact": True}

@@ -33,7 +33,6 @@ from difflib import SequenceMatcher
 from worker.pipeline.grounding import identifiers
 
 CHECKS = ("loop", "grounded", "copy", "content", "fact")
-REASONS = ("passed", "digest_mode", *CHECKS)  # a published summary's `reason`
 MIN_CONTENT_WORDS = 4
 COPY_SHARE = 0.6
 _TOKEN = re.compile(r"\w+|[^\w\s]")

@@ -40,6 +40,7 @@ _PATTERNS = [
     ("quoted", r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<!\w)'([^'\n]{2,200})'(?!\w)"),
 ]
 _TOKEN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _PATTERNS))
+_PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # Capitalised words that are English or time notation, not identifiers.
 _PLAIN_CAPS = frozenset({"UTC", "GMT", "THE", "AND", "NOT", "FOR", "ALL", "API", "URL", "CPU", "RAM", "N/A"})
@@ -112,6 +113,8 @@ class Support:
                 if re.search(rf"(?<![\d.]){re.escape(needle)}(?!\d)", hay):
                     return True
             return False
+        if _PLACEHOLDER.search(low):  # a line template quoted (the digest's <n>, <*>, ...): each literal part
+            return all(part.strip() in self.text for part in _PLACEHOLDER.split(low) if part.strip())
         return low in self.text
 
 

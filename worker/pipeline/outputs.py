@@ -12,8 +12,8 @@ from __future__ import annotations
 from worker.digest.prepared import PrepareOptions, Prepared, prepare
 from worker.digest.render import render
 from worker.messages.models import OutputMessage
-from worker.pipeline.gate import judge
-from worker.pipeline.grounding import check
+from worker.pipeline.gate import Verdict, judge
+from worker.pipeline.grounding import Checked, check
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import window_info
 
@@ -51,13 +51,19 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
     )
 
 
-def publish(doc: Doc, p: Prepared, text: str, action: str) -> tuple[dict, dict]:
-    """The published summary (the model's text when it passes the grounding check and the publish gate,
-    worker/pipeline/gate.py, else the digest rendering) and the grounding report."""
+def verdict_of(doc: Doc, p: Prepared, text: str, action: str) -> tuple[Verdict, Checked]:
+    """The publish gate's verdict on a model text (worker/pipeline/gate.py), after the grounding check
+    (model.grounding `action`), and that check's result."""
     checked = check(text, doc.text, p.digest, "", action,
                     extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
     grounded = not checked.grounding.fallback
-    verdict = judge(checked.text if grounded else text, doc.text, p.digest, grounded)
+    return judge(checked.text if grounded else text, doc.text, p.digest, grounded), checked
+
+
+def publish(doc: Doc, p: Prepared, text: str, action: str) -> tuple[dict, dict]:
+    """The published summary (the model's text when it passes the grounding check and the publish gate,
+    else the digest rendering) and the grounding report."""
+    verdict, checked = verdict_of(doc, p, text, action)
     if verdict.source == "model":
         return {"text": checked.text, **verdict.as_dict()}, checked.grounding.as_dict()
     rendering = p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
