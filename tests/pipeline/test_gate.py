@@ -112,3 +112,24 @@ def test_the_finishing_stage_counts_summaries_by_source_and_reason():
     assert sample("ribbon_summaries_published_total", {"source": "model", "reason": "passed"}) == 1
     assert sample("ribbon_summaries_published_total", {"source": "digest", "reason": "loop"}) == 1
     assert sample("ribbon_summaries_published_total", {"source": "digest", "reason": "content"}) == 1
+
+
+def test_a_windows_output_goes_through_the_same_gate():
+    """A window of one-line records (worker/windowing): a fragment of one of its lines is not published."""
+    from types import SimpleNamespace
+
+    lines = [f"<14>Oct 11 22:13:{i:02d} node-001 nginx[6319]: GET /api/v1/health 200 {400 + i}ms 10.14.199.{i}"
+             for i in range(20)] + ["<11>Oct 11 22:13:30 node-001 nginx[6319]: upstream timed out to 10.14.199.7"]
+    text = "\n".join(lines)
+    window = SimpleNamespace(key="node-001", first_ts_ms=None, last_ts_ms=None, records=len(lines),
+                             joiner=SimpleNamespace(events=lines), reason="gap", tp=("lines", 0), offsets=[0, 20])
+    s = load_settings(environ={}, overrides={"model.path": "tiny-random"})
+    doc = Doc(tp=("lines", 0), epoch=0, offset=20, key=b"node-001", doc_id="lines:0:0-20", text=text,
+              meta={"source": "node-001"}, received=0.0, window=window,
+              prepared=prepare(text, "node-001", None, PrepareOptions(3, False, 0.0, False)))
+    fragment = "10.14.199.221: 22:13:20 node-001 nginx[6319]: GET /api/v1/health 200 461ms 10.14.199"
+    msg = build_output(doc, fragment, settings=s, model_name="m", now=1.0)
+    assert msg.window.key == "node-001" and msg.summary.source == "digest" and msg.summary.reason != "passed"
+    good = "node-001 nginx had its upstream timed out to 10.14.199.7 at 22:13:30 after health checks passed."
+    msg = build_output(doc, good, settings=s, model_name="m", now=1.0)
+    assert (msg.summary.source, msg.summary.text) == ("model", good)
