@@ -53,6 +53,7 @@ from worker.pipeline.outputs import publish, verdict_of
 WORD = re.compile(r"[A-Za-z0-9_./:-]+")
 STOP = frozenset("a an the to of for in on at by from and or is was were be been after with".split())
 SETS = ("labelled", "synthetic", "devlogs", "formats")
+THIRD_PARTY = ("devlogs", "formats")  # their lines stay out of the project: rows keep scores, no texts
 OPTS = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=True)
 
 
@@ -156,18 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bin-docs", type=int, default=8)
     ap.add_argument("--wheel-dir", default=None)
     ap.add_argument("--out", default=str(RESULTS / "summaries_cpu.json"))
-    ap.add_argument("--rescore", action="store_true", help="score the raw texts saved in --out again (same corpus "
+    ap.add_argument("--texts", default="/tmp/ribbon-summaries-texts.json", help="the whole result with every "
+                    "text, outside the repository (--out keeps no text of the development logs or format lines)")
+    ap.add_argument("--rescore", action="store_true", help="score the texts saved in --texts again (same corpus "
                     "arguments; no model run): after a change to the gate or the grounding check")
     args = ap.parse_args(argv)
     docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems, args.formats)
     prepared = [prepare(d["text"], d["source"], d["kind"], OPTS) for d in docs]
     if args.rescore:
-        result = json.loads(Path(args.out).read_text())
+        result = json.loads(Path(args.texts).read_text())
         rows = score(docs, prepared, [r["raw"] for r in result["rows"]])
         for new, old in zip(rows, result["rows"]):  # the engine's fields of the run stay
             new.update({k: old[k] for k in ("finish_reason", "generated_tokens", "model_s", "prompt_tokens") if k in old})
         result.update({"rows": rows, "summary": summarize(rows), "rescored": True})
-        save(args.out, result)
+        _save(args, result)
         print(_line(result["summary"]["all"]))
         return 0
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
@@ -191,9 +194,17 @@ def main(argv: list[str] | None = None) -> int:
               "generated_tokens_mean": round(sum(len(g.token_ids) for g in outs) / len(docs), 1),
               "finish_reasons": dict(Counter(g.finish_reason for g in outs)),
               "summary": summarize(rows), "rows": rows}
-    save(args.out, result)
+    _save(args, result)
     print(_line(result["summary"]["all"]) + f"; model {result['model_s_per_doc']} s/doc")
     return 0
+
+
+def _save(args, result: dict) -> None:
+    """The whole result to --texts; to --out without the texts of third-party lines (their licences)."""
+    save(args.texts, result)
+    rows = [{k: v for k, v in r.items() if r["set"] not in THIRD_PARTY or k not in ("raw", "published")}
+            for r in result["rows"]]
+    save(args.out, {**result, "rows": rows})
 
 
 def _line(a: dict) -> str:

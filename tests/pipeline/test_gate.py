@@ -74,7 +74,8 @@ def test_digest_mode_says_so():
 
 
 @pytest.mark.parametrize("text", ["peer 10.0.0.0 and 0.0.0.0", "at 00:00:00.000 UTC", "crc 0x00000000",
-                                  "retry 1 of 3, retry 2 of 3", "gnb-1, gnb-2, gnb-3 and gnb-4"])
+                                  "retry 1 of 3, retry 2 of 3", "gnb-1, gnb-2, gnb-3 and gnb-4",
+                                  '"| jvm 1 | <ts> <ts> | <ts> <ts>,077 [main]" ×1'])
 def test_addresses_times_and_lists_are_not_loops(text):
     assert loop_at(tokens(text)) is None
 

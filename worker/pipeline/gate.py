@@ -4,8 +4,8 @@
 
 A model text passes when every check holds (`CHECKS`, in the order a failure is reported):
 - `loop`: no run of tokens (words, numbers or punctuation alike) repeats back to back: three
-  times or more over eight tokens or more, or twice for a run of six tokens or more
-  ("[1] [1] [1]", ":00:00:00:00", a sentence said twice);
+  times or more over eight tokens or more, or twice for a run of six tokens or more holding
+  four distinct words ("[1] [1] [1]", ":00:00:00:00", a sentence said twice);
 - `grounded`: something is left once sentences citing a time, number, address, path or
   identifier-shaped word found in neither the document nor its digest are dropped
   (worker/pipeline/grounding.py; only with model.grounding = drop: `mark` and `off` publish
@@ -17,8 +17,10 @@ A model text passes when every check holds (`CHECKS`, in the order a failure is 
   that are not stop words or the prompt's own vocabulary, and identifiers): "The log is:" and
   "Theme:" say nothing;
 - `fact`: it names a fact of the digest: when the digest has failures, one of them (two content
-  words of a failure's pattern, or one and a value of that failure's line); otherwise an entity,
-  a variable's value, a counter, or two content words of a line template.
+  words of a failure's pattern, or one and an identifier-shaped value of that failure's line);
+  a PM file's failure counters and extremes count as its failures (a counter's name; an
+  extreme's object or value); otherwise an entity, a variable's value, a counter, or two content
+  words of a line template.
 Otherwise the digest rendering is published, and the reason is the first check that failed.
 Pure: no Kafka, no model, no shared state.
 """
@@ -70,9 +72,13 @@ def loop_at(toks: list[str], max_unit: int = 16) -> int | None:
             r = 1
             while toks[i + r * u: i + (r + 1) * u] == toks[i: i + u]:
                 r += 1
-            if (r >= 3 and r * u >= 8) or (r >= 2 and u >= 6):
+            if (r >= 3 and r * u >= 8) or (r >= 2 and u >= 6 and _words_in(toks[i:i + u]) >= 4):
                 return i
     return None
+
+
+def _words_in(toks: list[str]) -> int:
+    return len({t for t in toks if t[0].isalnum()})
 
 
 def content_words(text: str) -> list[str]:
@@ -107,12 +113,32 @@ def _pattern_words(pattern: str) -> set[str]:
     return {w for w in content_words(_PLACEHOLDER.sub(" ", pattern)) if w not in _LEVELS and not w[0].isdigit()}
 
 
+def _shaped(value: str) -> bool:
+    """An identifier-shaped value (a digit, a separator or CamelCase), not a plain or level word."""
+    return len(value) >= 3 and (any(not c.isalpha() for c in value) or value[1:] != value[1:].lower()) \
+        and value.lower() not in _LEVELS
+
+
 def _values(t: dict) -> set[str]:
     """Identifier-like values of a template: its example line's identifiers and its variables' top values."""
-    vals = {i.lower() for i in identifiers(t.get("example") or "") if len(i) >= 3}
+    vals = {i for i in identifiers(t.get("example") or "") if _shaped(i)}
     for v in t.get("variables") or []:
-        vals.update(str(x["value"]).lower() for x in v.get("top") or [] if len(str(x["value"])) >= 3)
-    return vals
+        vals.update(str(x["value"]) for x in v.get("top") or [] if _shaped(str(x["value"])))
+    return {v.lower() for v in vals}
+
+
+def _pm_faults(digest: dict) -> list[set[str]]:
+    """A PM file's faults, each as the values that name it: a failure counter (its name), an extreme (its
+    object, the object's last part, or its value)."""
+    pm = digest.get("pm") or {}
+    out = [{str(c["name"]).lower()} for c in pm.get("failure_counters") or [] if c.get("total")]
+    for e in pm.get("extremes") or []:
+        obj, value = str(e.get("object", "")).lower(), e.get("value")
+        names = {obj, obj.rsplit(",", 1)[-1]}
+        if isinstance(value, (int, float)):
+            names.add(f"{value:g}")
+        out.append({n for n in names if n})
+    return out
 
 
 def _names(t: dict, words: set[str], low: str) -> bool:
@@ -149,9 +175,9 @@ def names_fact(text: str, digest: dict | None) -> bool:
         return True  # nothing to name (a document without a digest)
     low = text.lower()
     words = set(content_words(text))
-    failures = digest.get("failures") or []
-    if failures:
-        return any(_names(t, words, low) for t in failures)
+    failures, pm_faults = digest.get("failures") or [], _pm_faults(digest)
+    if failures or pm_faults:
+        return any(_names(t, words, low) for t in failures) or any(any(_cited(v, low) for v in f) for f in pm_faults)
     if any(len(v) >= 3 and _cited(v, low) for v in _digest_values(digest)):
         return True
     return any(_names(t, words, low) for t in digest.get("templates") or [])
