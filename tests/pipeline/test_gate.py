@@ -43,6 +43,7 @@ def test_a_summary_that_names_the_failure_in_grounded_words_is_published():
     ("The time is 21:00:00:00:00:00:00:00:00:00", "loop"),
     ("N2 setup failed on amf-2. N2 setup failed on amf-2. N2 setup failed on amf-2.", "loop"),
     ("Theme:", "content"),
+    ("", "content"),                                                   # a loop cut at its first token
     ("The log is:", "content"),
     ("The N2 setup on amf-2 failed at 05:00:00.", "grounded"),           # a time in no line
     ("amf-2 sent SMContextStateChangeRequestTransfer to smf-1 and the N2 setup failed.", "grounded"),

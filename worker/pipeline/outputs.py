@@ -56,7 +56,7 @@ def verdict_of(doc: Doc, p: Prepared, text: str, action: str) -> tuple[Verdict, 
     (model.grounding `action`), and that check's result."""
     checked = check(text, doc.text, p.digest, "", action,
                     extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
-    grounded = not checked.grounding.fallback
+    grounded = not (checked.grounding.fallback and checked.grounding.unsupported)  # an empty text: `content`
     return judge(checked.text if grounded else text, doc.text, p.digest, grounded), checked
 
 
