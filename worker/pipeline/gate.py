@@ -37,6 +37,7 @@ from worker.pipeline.grounding import identifiers
 CHECKS = ("loop", "grounded", "copy", "content", "fact")
 MIN_CONTENT_WORDS = 4
 COPY_SHARE = 0.6
+COPY_LINES = 200  # distinct candidate lines compared in full, at most
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]|[A-Za-z0-9]*\d[A-Za-z0-9_.:-]*")
 _PLACEHOLDER = re.compile(r"<[^<>\s]{1,8}>")
@@ -91,17 +92,25 @@ def content_words(text: str) -> list[str]:
 
 
 def copied_line(text: str, document: str) -> bool:
-    """Whether the text is a near-verbatim copy of one line of the document."""
+    """Whether the text is a near-verbatim copy of one line of the document. Lines are looked at in three
+    passes, each cheaper than the next: two of the text's five longest words, then COPY_SHARE of its words,
+    then the runs it shares with the line (at most COPY_LINES distinct lines get that far)."""
     mine = tokens(text)
     words = [t for t in mine if t[0].isalnum()]
     if len(words) < 3:
         return False
     have = set(words)
+    longest = sorted(have, key=len, reverse=True)[:5]
+    need = min(2, len(longest))
+    candidates: dict[str, None] = {}
     for line in document.splitlines():
         low = line.lower()
-        if sum(w in low for w in have) < COPY_SHARE * len(have):
-            continue  # cheap filter: too few of the text's words occur in the line
-        theirs = tokens(line)
+        if sum(w in low for w in longest) >= need and sum(w in low for w in have) >= COPY_SHARE * len(have):
+            candidates[low] = None
+            if len(candidates) >= COPY_LINES:
+                break
+    for low in candidates:
+        theirs = tokens(low)
         blocks = SequenceMatcher(None, mine, theirs, autojunk=False).get_matching_blocks()
         shared = sum(sum(t[0].isalnum() for t in mine[b.a:b.a + b.size]) for b in blocks if b.size >= 3)
         if shared >= COPY_SHARE * len(words):
