@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from worker.engine.guards import GuardConfig, apply_guards, block_ngrams, hold_eos, loop_start, penalize_repeats
+from worker.engine.guards import (GuardConfig, apply_guards, block_ngrams, hold_eos, loop_start, loops_at_end,
+                                  penalize_repeats)
 from guard_helpers import DOCS, _favour, _letters, _ngrams, _run
 
 V = 10
@@ -67,6 +68,8 @@ def test_tokens_without_letters_are_penalized_and_blocked_like_words():
 ])
 def test_loop_start_finds_the_first_token_of_a_loop(ids, start):
     assert loop_start(ids) == start
+    assert loops_at_end(ids) == (start is not None)  # every loop here runs to the end
+    assert not loops_at_end(ids + [99])
 
 
 def test_guards_off_return_the_logits_unchanged():

@@ -17,7 +17,7 @@ from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
-from worker.engine.guards import GuardConfig, apply_guards, loop_start
+from worker.engine.guards import GuardConfig, apply_guards, loop_start, loops_at_end
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.merge import merge_projections, want_merge
@@ -336,7 +336,7 @@ class Engine:
         return bool(self.options.stop_strings) or self.options.cut_loops
 
     def _stop_check(self, doc: int, ids: list[int]) -> bool:
-        if self.options.cut_loops and loop_start(ids) is not None:
+        if self.options.cut_loops and loops_at_end(ids):
             return True
         if not self.options.stop_strings:
             return False

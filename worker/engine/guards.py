@@ -11,6 +11,7 @@ captured CUDA graph as they run eagerly on a CPU.
         length:  int64 [B]     tokens generated so far per row
         eos:     int64 [E]     end-of-sequence ids
     loop_start(ids) -> int | None   where a generated loop starts (the decode loop cuts the text there)
+    loops_at_end(ids) -> bool       whether the ids end in a loop (the decode loop's look ends the document)
 
 Guards (GuardConfig; all off by default):
 - repetition_penalty p > 1: a token the document has already generated gets its score divided
@@ -80,6 +81,18 @@ def loop_start(ids: list[int]) -> int | None:
             if r >= LOOP_REPEATS and r * u >= LOOP_MIN_TOKENS:
                 return i
     return None
+
+
+def loops_at_end(ids: list[int]) -> bool:
+    """Whether `ids` end in a loop (the decode loop's look: the suffix alone, a few comparisons a document)."""
+    for u in range(1, LOOP_MAX_UNIT + 1):
+        r = max(LOOP_REPEATS, -(-LOOP_MIN_TOKENS // u))  # repeats needed of a unit of u tokens
+        if len(ids) < r * u:
+            return False
+        unit = ids[len(ids) - u:]
+        if all(ids[len(ids) - (k + 1) * u: len(ids) - k * u] == unit for k in range(1, r)):
+            return True
+    return False
 
 
 def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float) -> torch.Tensor:
