@@ -347,7 +347,8 @@ class Engine:
         return self.tokenizer.decode(ids, skip_special_tokens=True) if self.tokenizer is not None else ""
 
     def _finish(self, ids: list[int], stopped: bool, prompt_tokens: int) -> Generated:
-        start = loop_start(ids) if self.options.cut_loops else None
+        ended = bool(ids) and ids[-1] in self.eos_ids  # it ended by itself: no loop to cut (the gate still looks)
+        start = loop_start(ids) if self.options.cut_loops and not ended else None
         if start is not None:  # text after the loop's start is dropped; the stop strings still cut before it
             g = self._finish(ids[:start], False, prompt_tokens)
             return g if g.finish_reason == "stop" else replace(g, finish_reason="loop")
