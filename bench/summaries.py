@@ -1,24 +1,24 @@
-"""Quality of the generative path: SmolLM2-135M-Instruct's summaries against the digest rendering.
+"""The publish gate on SmolLM2-135M-Instruct's summaries: what passes, what is published, what names the fault.
 
-Corpus: the labelled quality corpus (worker/samples.py: long logs of six kinds, two injected faults
-each) and, where the folder exists, the first --devlog-lines lines of each loghub system in
-/work/shared/devlogs (benchmark only). Each document goes the production way: one digest pass
-(worker/digest/prepared.py), the digest prompt when compaction pays, the engine's packed prefill
-and guarded batched decode, then the grounding check (worker/pipeline/grounding.py).
+Corpus (bench/summaries_corpus.py): every synthetic kind of worker/demo/samples.py with its injected
+faults, windows of the loghub development logs (/work/shared/devlogs) and the real format lines
+(/work/shared/formats), each labelled with its fault line where it has one. Each document goes the
+production way: one digest pass (worker/digest/prepared.py), the digest prompt when compaction pays,
+the worker's engine (load_engine: the default guards, stop strings and loop cut) in packed bins on
+this CPU, then the grounding check and the publish gate as the finishing stage runs them
+(worker/pipeline/outputs.py `verdict_of`, `publish`).
 
-Per configuration (dtype x guards on/off) it prints and saves:
-- ungrounded_before: fraction of raw model summaries holding an identifier found in neither the
-  document nor its digest; ungrounded_after: the same for the published text (0 by construction);
-  fallback: fraction replaced by the digest rendering (nothing survived);
-- distinct_3gram: distinct word 3-grams over all 3-grams, per published summary, averaged;
-- leakage: fraction of summaries holding a 4-word run of the instruction or of the prompt's
-  labels (the model repeating its orders instead of summarizing);
-- faults (labelled corpus): fraction of injected faults whose summary names the fault (half or
-  more of the fault message's content words), its component (the host in the fault line) and
-  its time (hh:mm); the same for the digest rendering;
-- speed: documents/s and generated tokens/s of the model on this CPU.
-Usage: python -m bench.summaries [--per-kind 2] [--lines 1000] [--devlog-lines 300] [--max-new-tokens 96]
-       [--wheel-dir DIR] [--out bench/results/summaries_cpu.json]
+It saves, overall and per set (labelled, synthetic, devlogs, formats):
+- pass: per check of the gate (loop, grounded, copy, content, fact), the share of the model's texts
+  that pass it, and `all` (the model's text is published);
+- reasons: how many documents published the digest for each failed check;
+- junk: published summaries (model or digest) that loop, hold too few content words, or cite an
+  identifier found in neither the input nor its digest: 0 is the gate's promise;
+- faults: the share of labelled fault lines named (half or more of the fault message's content
+  words) by the model's raw text, by the published summary and by the digest rendering alone;
+- model time per document (prefill and decode on this CPU, seconds) and prompt tokens.
+Usage: python -m bench.summaries [--per-kind 2] [--lines 120] [--devlog-lines 40] [--formats 14]
+       [--max-new-tokens 48] [--out bench/results/summaries_cpu.json] [--rescore]
 """
 
 from __future__ import annotations
@@ -30,118 +30,76 @@ import platform
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import torch
 
 from bench.results_io import RESULTS, save
+from bench.summaries_corpus import corpus
 from worker.config.settings import ModelSettings
-from worker.demo.samples import QUALITY_KINDS, labelled
 from worker.digest.prepared import PrepareOptions, prepare
-from worker.digest.prompt import LOG_HEADER, _message
+from worker.digest.prompt import _message
 from worker.digest.render import render
 from worker.digest.timeparse import parse_line
 from worker.engine import load_engine
-from worker.engine.guards import GuardConfig
 from worker.engine.loader import apply_cpu_threads
 from worker.pipeline.app import resolve_model_path
+from worker.pipeline.gate import CHECKS, MIN_CONTENT_WORDS, content_words, loop_at, tokens
 from worker.pipeline.grounding import check
+from worker.pipeline.inflight import Doc
+from worker.pipeline.outputs import publish, verdict_of
 
-DEVLOGS = Path("/work/shared/devlogs/loghub")
 WORD = re.compile(r"[A-Za-z0-9_./:-]+")
 STOP = frozenset("a an the to of for in on at by from and or is was were be been after with".split())
-
-
-def corpus(per_kind: int, lines: int, devlog_lines: int, devlog_systems: int = 13) -> list[dict]:
-    docs = []
-    for kind in QUALITY_KINDS:
-        for i in range(per_kind):
-            s = labelled(kind, i, lines, seed=7)
-            docs.append({"id": s.message["id"], "text": "\n".join(s.message["lines"]), "source": s.message["source"],
-                         "kind": kind, "faults": list(s.faults), "set": "labelled"})
-    max_docs = len(docs) + devlog_systems
-    if devlog_lines and DEVLOGS.is_dir():
-        for system in sorted(p.name for p in DEVLOGS.iterdir() if p.is_dir()):
-            path = DEVLOGS / system / f"{system}_2k.log"
-            text = "\n".join(path.read_text(errors="replace").splitlines()[:devlog_lines])
-            if len(docs) >= max_docs:
-                break
-            docs.append({"id": f"loghub-{system}", "text": text, "source": system, "kind": "log", "faults": [],
-                         "set": "devlogs"})
-    return docs
+SETS = ("labelled", "synthetic", "devlogs", "formats")
+THIRD_PARTY = ("devlogs", "formats")  # their lines stay out of the project: rows keep scores, no texts
+OPTS = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=True)
 
 
 def words(text: str) -> list[str]:
     return [w.lower().strip(".:,") for w in WORD.findall(text)]
 
 
-def distinct3(text: str) -> float:
-    w = words(text)
-    grams = [tuple(w[i:i + 3]) for i in range(len(w) - 2)]
-    return len(set(grams)) / len(grams) if grams else 1.0
-
-
-def leaks(text: str, instruction: str) -> bool:
-    low = " ".join(words(text))
-    for source in (instruction, LOG_HEADER, "Facts: time lines failures elements causes ips"):
-        w = words(source)
-        if any(" ".join(w[i:i + 4]) in low for i in range(len(w) - 3)):
-            return True
-    return bool(re.search(r"(?i)\bfacts:|\blog \(each line", text))
-
-
-def fault_named(summary: str, fault: str) -> dict:
-    stamp = parse_line(fault)
-    msg = _message(fault, stamp)
-    host, _, rest = msg.partition(" ")
-    content = [w for w in words(rest) if w not in STOP and not w.isdigit() and len(w) > 2]
+def fault_named(summary: str, fault: str) -> bool:
+    """Half or more of the fault message's content words (its header, timestamp and host left out)."""
+    stamp = parse_line(fault.splitlines()[0])
+    msg = _message(fault.splitlines()[0], stamp)
+    content = [w for w in words(msg) if w not in STOP and not w.isdigit() and len(w) > 2]
     have = set(words(summary))
-    named = bool(content) and sum(w in have for w in content) >= max(1, len(content) // 2)
-    clock = stamp.text.partition("T")[2][:5] if stamp is not None else None
-    return {"fault": named, "component": host.lower() in summary.lower(),
-            "time": bool(clock) and clock in summary}
+    return bool(content) and sum(w in have for w in content) >= max(1, len(content) // 2)
 
 
-def score(docs, prepared, outs: list[str], instruction: str) -> list[dict]:
-    """Per document: the grounding check before and after, repetition, leakage, fault naming."""
+def junk(text: str, d: dict, digest: dict, source: str) -> list[str]:
+    """What is wrong with a published summary: a loop, too few content words, an unsupported identifier
+    (the model's text only: the digest rendering's figures are computed from the digest, e.g. a span in
+    days, and its quotes are patterns cut short)."""
+    out = []
+    if loop_at(tokens(text)) is not None:
+        out.append("loop")
+    if len(content_words(text)) < MIN_CONTENT_WORDS:
+        out.append("content_free")
+    if source == "model" and check(text, d["text"], digest, "", "off",
+                                   extra=f"{d['source']} {d['kind']}").grounding.unsupported:
+        out.append("ungrounded")
+    return out
+
+
+def score(docs: list[dict], prepared: list, raws: list[str]) -> list[dict]:
     rows = []
-    for d, p, raw in zip(docs, prepared, outs):
+    for d, p, raw in zip(docs, prepared, raws):
+        doc = Doc(tp=("bench", 0), epoch=0, offset=0, key=None, doc_id=d["id"], text=d["text"],
+                  meta={"source": d["source"], "kind": d["kind"]}, received=0.0, prepared=p)
+        verdict, _ = verdict_of(doc, p, raw, "drop")
+        published, _ = publish(doc, p, raw, "drop")
         rendering = render(p.digest, d["source"], d["kind"])
-        before = check(raw, d["text"], p.digest, rendering, "off", extra=d["source"])
-        after = check(raw, d["text"], p.digest, rendering, "drop", extra=d["source"])
-        again = check(after.text, d["text"], p.digest, rendering, "off", extra=d["source"])
-        rows.append({"id": d["id"], "set": d["set"], "raw": raw, "published": after.text,
-                     "unsupported": before.grounding.unsupported, "ungrounded_after": bool(again.grounding.unsupported),
-                     "fallback": after.grounding.fallback, "distinct_3gram": distinct3(after.text),
-                     "leak": leaks(raw, instruction),
-                     "faults": [fault_named(raw, f) for f in d["faults"]],
-                     "faults_published": [fault_named(after.text, f) for f in d["faults"]],
-                     "faults_digest": [fault_named(rendering, f) for f in d["faults"]]})
+        rows.append({"id": d["id"], "set": d["set"], "raw": raw, "published": published["text"],
+                     "source": published["source"], "reason": published["reason"], "checks": verdict.checks,
+                     "junk": junk(published["text"], d, p.digest, published["source"]),
+                     "faults": {"model": [fault_named(raw, f) for f in d["faults"]],
+                                "published": [fault_named(published["text"], f) for f in d["faults"]],
+                                "digest": [fault_named(rendering, f) for f in d["faults"]]}})
     return rows
-
-
-def run_config(eng, docs, prepared, guards_on: bool, max_new: int, bin_docs: int) -> dict:
-    m = ModelSettings()
-    eng.options.guards = GuardConfig(m.repetition_penalty, m.no_repeat_ngram, min(m.min_new_tokens, max_new)) \
-        if guards_on else GuardConfig()
-    eng.options.stop_strings = tuple(m.stop_strings) if guards_on else ()
-    texts = [p.prompt or d["text"] for d, p in zip(docs, prepared)]
-    ids = eng.prompt_ids_batch(texts)
-    outs, t0, gen_tokens = [], time.perf_counter(), 0
-    for b in range(0, len(ids), bin_docs):
-        chunk = ids[b:b + bin_docs]
-        cu = [0]
-        for x in chunk:
-            cu.append(cu[-1] + len(x))
-        staged = eng.stage(torch.tensor([t for x in chunk for t in x], dtype=torch.int32), cu, max(map(len, chunk)))
-        got = eng.generate(staged)
-        print(f"  bin of {len(chunk)}: {time.perf_counter() - t0:.0f} s so far", flush=True)
-        gen_tokens += sum(len(g.token_ids) for g in got)
-        outs += [g.text.strip() for g in got]
-    wall = time.perf_counter() - t0
-    rows = score(docs, prepared, outs, eng.options.instruction)
-    return {"wall_s": round(wall, 2), "docs_per_s": round(len(docs) / wall, 3),
-            "generated_tokens_per_s": round(gen_tokens / wall, 1), "rows": rows, **summarize(rows)}
 
 
 def _frac(xs) -> float:
@@ -151,85 +109,107 @@ def _frac(xs) -> float:
 
 def summarize(rows: list[dict]) -> dict:
     out = {}
-    for name, sel in (("all", rows), ("labelled", [r for r in rows if r["set"] == "labelled"]),
-                      ("devlogs", [r for r in rows if r["set"] == "devlogs"])):
+    for name in ("all", *SETS):
+        sel = rows if name == "all" else [r for r in rows if r["set"] == name]
         if not sel:
             continue
-        res = {"docs": len(sel), "ungrounded_before": _frac(r["unsupported"] for r in sel),
-               "ungrounded_after": _frac(r["ungrounded_after"] for r in sel),
-               "fallback": _frac(r["fallback"] for r in sel),
-               "distinct_3gram": round(sum(r["distinct_3gram"] for r in sel) / len(sel), 3),
-               "leakage": _frac(r["leak"] for r in sel)}
-        for key in ("faults", "faults_published", "faults_digest"):
-            fs = [f for r in sel for f in r[key]]
-            if fs:
-                res[key] = {k: _frac(f[k] for f in fs) for k in ("fault", "component", "time")} | {"n": len(fs)}
-        out[name] = res
+        faults = {k: [x for r in sel for x in r["faults"][k]] for k in ("model", "published", "digest")}
+        out[name] = {
+            "docs": len(sel),
+            "pass": {c: _frac(r["checks"][c] for r in sel) for c in CHECKS} | {"all": _frac(r["source"] == "model"
+                                                                                       for r in sel)},
+            "reasons": dict(Counter(r["reason"] for r in sel).most_common()),
+            "junk": {k: sum(k in r["junk"] for r in sel) for k in ("loop", "content_free", "ungrounded")},
+            "faults": {k: _frac(v) for k, v in faults.items()} | {"n": len(faults["model"])},
+        }
     return out
+
+
+def generate(eng, prompts: list[str], bin_docs: int) -> tuple[list, list[float], list[int]]:
+    """The engine's outputs, model seconds per document (its bin's time shared) and prompt tokens."""
+    ids = eng.prompt_ids_batch(prompts)
+    limit = (eng.max_positions or 10**9) - eng.options.max_new_tokens
+    if max(map(len, ids)) > limit:
+        raise SystemExit(f"a prompt of {max(map(len, ids))} tokens passes the model's {limit}: lower --lines")
+    outs, secs, t0 = [], [], time.perf_counter()
+    for b in range(0, len(ids), bin_docs):
+        chunk = ids[b:b + bin_docs]
+        cu = [0]
+        for x in chunk:
+            cu.append(cu[-1] + len(x))
+        t = time.perf_counter()
+        staged = eng.stage(torch.tensor([t for x in chunk for t in x], dtype=torch.int32), cu, max(map(len, chunk)))
+        got = eng.generate(staged)
+        secs += [(time.perf_counter() - t) / len(chunk)] * len(chunk)
+        outs += got
+        print(f"  {b + len(chunk)}/{len(ids)} documents, {time.perf_counter() - t0:.0f} s", flush=True)
+    return outs, secs, [len(x) for x in ids]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-kind", type=int, default=2)
-    ap.add_argument("--lines", type=int, default=1000)
-    ap.add_argument("--devlog-lines", type=int, default=300)
-    ap.add_argument("--max-new-tokens", type=int, default=96)
-    ap.add_argument("--devlog-systems", type=int, default=13, help="loghub systems taken (alphabetical)")
+    ap.add_argument("--per-kind", type=int, default=2, help="documents per synthetic kind")
+    ap.add_argument("--lines", type=int, default=120, help="lines of a labelled synthetic document")
+    ap.add_argument("--devlog-lines", type=int, default=40, help="lines of a loghub window")
+    ap.add_argument("--devlog-systems", type=int, default=13)
+    ap.add_argument("--formats", type=int, default=14, help="formats of the real format lines taken")
+    ap.add_argument("--max-new-tokens", type=int, default=48)
     ap.add_argument("--bin-docs", type=int, default=8)
-    ap.add_argument("--configs", default="float32:on,float32:off,bfloat16:on")
     ap.add_argument("--wheel-dir", default=None)
     ap.add_argument("--out", default=str(RESULTS / "summaries_cpu.json"))
-    ap.add_argument("--rescore", action="store_true", help="score the raw summaries saved in --out again (same "
-                    "corpus arguments; no model run): after a change to the grounding check or the measures")
+    ap.add_argument("--texts", default="/tmp/ribbon-summaries-texts.json", help="the whole result with every "
+                    "text, outside the repository (--out keeps no text of the development logs or format lines)")
+    ap.add_argument("--rescore", action="store_true", help="score the texts saved in --texts again (same corpus "
+                    "arguments; no model run): after a change to the gate or the grounding check")
     args = ap.parse_args(argv)
+    docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems, args.formats)
+    prepared = [prepare(d["text"], d["source"], d["kind"], OPTS) for d in docs]
     if args.rescore:
-        return rescore(args)
-
-
+        result = json.loads(Path(args.texts).read_text())
+        rows = score(docs, prepared, [r["raw"] for r in result["rows"]])
+        for new, old in zip(rows, result["rows"]):  # the engine's fields of the run stay
+            new.update({k: old[k] for k in ("finish_reason", "generated_tokens", "model_s", "prompt_tokens") if k in old})
+        result.update({"rows": rows, "summary": summarize(rows), "rescored": True})
+        _save(args, result)
+        print(_line(result["summary"]["all"]))
+        return 0
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
     path = resolve_model_path("smollm2-135m", cache, args.wheel_dir)
-    docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems)
-    opts = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=False)
-    prepared = [prepare(d["text"], d["source"], d["kind"], opts) for d in docs]
-    print(f"{len(docs)} documents ({sum(d['set'] == 'labelled' for d in docs)} labelled), "
-          f"{sum(p.prompt is not None for p in prepared)} compacted; model {path}")
-    result = {"argv": sys.argv[1:] if argv is None else argv, "machine": platform.machine(), "cpus": os.cpu_count(), "torch": torch.__version__,
-              "threads": apply_cpu_threads(None), "max_new_tokens": args.max_new_tokens, "docs": len(docs),
-              "configs": {}}
-    for config in args.configs.split(","):
-        dtype, guards = config.split(":")
-        eng = load_engine(ModelSettings(path=path, device="cpu", dtype=dtype, max_new_tokens=args.max_new_tokens))
-        res = run_config(eng, docs, prepared, guards == "on", args.max_new_tokens, args.bin_docs)
-        result["configs"][config] = res
-        print(f"{config:>14}: {res['docs_per_s']:.2f} docs/s, {res['generated_tokens_per_s']:.0f} tok/s; {_line(res)}")
-        del eng
-    save(args.out, result)
+    print(f"{len(docs)} documents ({dict(Counter(d['set'] for d in docs))}), "
+          f"{sum(p.prompt is not None for p in prepared)} compacted; model {path}", flush=True)
+    eng = load_engine(ModelSettings(path=path, device="cpu", dtype="float32", max_new_tokens=args.max_new_tokens))
+    threads = apply_cpu_threads(None)
+    t0 = time.perf_counter()
+    outs, secs, prompt_tokens = generate(eng, [p.prompt or d["text"] for d, p in zip(docs, prepared)], args.bin_docs)
+    wall = time.perf_counter() - t0
+    rows = score(docs, prepared, [g.text.strip() for g in outs])
+    for r, g, s, n in zip(rows, outs, secs, prompt_tokens):
+        r.update({"finish_reason": g.finish_reason, "generated_tokens": len(g.token_ids), "model_s": round(s, 2),
+                  "prompt_tokens": n})
+    result = {"argv": sys.argv[1:] if argv is None else argv, "machine": platform.machine(), "cpus": os.cpu_count(),
+              "threads": threads, "torch": torch.__version__, "model": "SmolLM2-135M-Instruct (fp32, CPU)",
+              "max_new_tokens": args.max_new_tokens, "docs": len(docs), "wall_s": round(wall, 1),
+              "model_s_per_doc": round(wall / len(docs), 2),
+              "prompt_tokens_mean": round(sum(prompt_tokens) / len(docs), 1),
+              "generated_tokens_mean": round(sum(len(g.token_ids) for g in outs) / len(docs), 1),
+              "finish_reasons": dict(Counter(g.finish_reason for g in outs)),
+              "summary": summarize(rows), "rows": rows}
+    _save(args, result)
+    print(_line(result["summary"]["all"]) + f"; model {result['model_s_per_doc']} s/doc")
     return 0
 
 
-def rescore(args) -> int:
-    result = json.loads(Path(args.out).read_text())
-    docs = corpus(args.per_kind, args.lines, args.devlog_lines, args.devlog_systems)
-    opts = PrepareOptions(highlights=0, compaction=True, min_saving=0.2, render=False)
-    prepared = [prepare(d["text"], d["source"], d["kind"], opts) for d in docs]
-    instruction = ModelSettings().instruction
-    for name, res in result["configs"].items():
-        rows = score(docs, prepared, [r["raw"] for r in res["rows"]], instruction)
-        for key in ("all", "labelled", "devlogs"):
-            res.pop(key, None)
-        res.update({"rows": rows, **summarize(rows)})
-        print(f"{name:>14}: {_line(res)}")
-    result["rescored"] = True
-    save(args.out, result)
-    return 0
+def _save(args, result: dict) -> None:
+    """The whole result to --texts; to --out without the texts of third-party lines (their licences)."""
+    save(args.texts, result)
+    rows = [{k: v for k, v in r.items() if r["set"] not in THIRD_PARTY or k not in ("raw", "published")}
+            for r in result["rows"]]
+    save(args.out, {**result, "rows": rows})
 
 
-def _line(res: dict) -> str:
-    a = res["all"]
-    return (f"ungrounded {a['ungrounded_before']:.2f} -> {a['ungrounded_after']:.2f} (fallback {a['fallback']:.2f}); "
-            f"distinct 3-grams {a['distinct_3gram']:.2f}; leakage {a['leakage']:.2f}; "
-            f"faults {res.get('labelled', {}).get('faults')} published {res.get('labelled', {}).get('faults_published')} "
-            f"digest {res.get('labelled', {}).get('faults_digest')}")
+def _line(a: dict) -> str:
+    return (f"{a['docs']} docs: pass {a['pass']}; reasons {a['reasons']}; published junk {a['junk']}; "
+            f"faults named {a['faults']}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The tiny engine of the engine tests: loading with the guards off, random documents, staging a ribbon."""
+"""The tiny engine of the engine tests: loading with the guards and the loop cut off, random documents, staging a ribbon."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ GUARDS_OFF = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens":
 
 def _engine(path, **kw):
     max_new = kw.pop("max_new_tokens", 6)
-    kw = {**GUARDS_OFF, **kw}  # compared with HF greedy generate, which has no guards
-    opts = {k: kw.pop(k) for k in list(kw) if k in ("chunk_tokens", "check_every")}
+    kw = {"cut_loops": False, **GUARDS_OFF, **kw}  # compared with HF greedy generate: no guards, no loop cut
+    opts = {k: kw.pop(k) for k in list(kw) if k in ("chunk_tokens", "check_every", "cut_loops")}
     return load_engine(ModelSettings(path=str(path), max_new_tokens=max_new, **kw), **opts)
 
 

@@ -144,6 +144,11 @@ ROWS: list[tuple[str, list[tuple]]] = [
             (f"sum(increase(ribbon_ungrounded_identifiers_total{{{I}}}[5m]))", "identifiers (5 m)"),
             (f"sum(increase(ribbon_ungrounded_sentences_dropped_total{{{I}}}[5m]))", "sentences dropped (5 m)"),
             (f"sum(increase(ribbon_ungrounded_fallbacks_total{{{I}}}[5m]))", "fell back to the digest (5 m)")]),
+        ("Published summaries by gate reason", "Which text each summary is: the model's (passed the publish "
+         "gate) or the digest rendering, by the gate's first failed check (loop, grounded, copy, content, fact) "
+         "or digest_mode (docs/prompt.md).", "short", [
+            (f"sum by (source, reason) (increase(ribbon_summaries_published_total{{{I}}}[5m]))",
+             "{{source}}: {{reason}} (5 m)")]),
         ("Alerts firing", "Ribbon's alert rules that fire now (deploy/prometheus-rules.yml).", "short", [
             ('sum by (alertname, severity, instance) (ALERTS{alertstate="firing", alertname=~"Ribbon.*"})', "")],
          "table"),

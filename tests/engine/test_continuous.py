@@ -260,3 +260,20 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
     assert get("ribbon_bins_total") == 4 and get("ribbon_model_documents_total") == 8
     assert get("ribbon_gpu_busy_seconds_total") == pytest.approx(8 * 0.25)
     assert loop.busy_since is None and not loop._inflight
+
+
+def test_continuous_batching_cuts_a_loop_as_a_bin_at_a_time_does(tiny):
+    """The worker's engine cuts a looping document where the loop starts (guards.loop_start): the
+    continuous batcher ends it at its look and hands back what a bin at a time gives."""
+    import torch
+
+    docs = _docs(6, 3, 30, 500, seed=3)
+    eng = _engine(tiny, max_new_tokens=40, check_every=4, cut_loops=True)
+    one = eng.tokenizer.convert_tokens_to_ids("1")
+    with torch.no_grad():  # "1" the argmax everywhere: every document loops at once
+        eng.lm_head.bias = torch.nn.Parameter(torch.zeros(eng.lm_head.out_features))
+        eng.lm_head.bias[one] = 50.0
+    ref = eng.generate(_stage(eng, docs), list(range(6)))
+    got = _run(eng.batcher(seats=4, kv_rows=400), eng, [docs[:3], docs[3:]], list(range(6)))
+    assert [got[i][0] for i in range(6)] == ref
+    assert all(g.finish_reason == "loop" and len(g.token_ids) < 8 for g in ref)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from worker.engine.guards import GuardConfig, apply_guards, block_ngrams, hold_eos, penalize_repeats
+from worker.engine.guards import (GuardConfig, apply_guards, block_ngrams, hold_eos, loop_start, loops_at_end,
+                                  penalize_repeats)
 from guard_helpers import DOCS, _favour, _letters, _ngrams, _run
 
 V = 10
@@ -50,24 +51,25 @@ def test_min_new_tokens_holds_eos_only_for_short_rows():
     assert torch.isfinite(out[1]).all()
 
 
-def test_exempt_tokens_are_neither_penalized_nor_blocked():
+def test_tokens_without_letters_are_penalized_and_blocked_like_words():
+    """No token is exempt: a loop of "[1] [1] [1]" is a loop as much as one of words."""
     h, n = _hist([[1, 2, 1, 2, 1]])
-    exempt = torch.zeros(V, dtype=torch.bool)
-    exempt[2] = True
-    assert torch.isfinite(block_ngrams(torch.zeros(1, V), h, n, 2, exempt)).all()  # 2 would repeat "1 2"
-    out = penalize_repeats(torch.ones(1, V), h, n, 2.0, exempt)
-    assert out[0, 1] == 0.5 and out[0, 2] == 1.0
+    assert torch.isinf(block_ngrams(torch.zeros(1, V), h, n, 2)[0, 2])  # 2 would repeat "1 2"
+    out = penalize_repeats(torch.ones(1, V), h, n, 2.0)
+    assert out[0, 1] == 0.5 and out[0, 2] == 0.5 and out[0, 3] == 1.0
 
 
-def test_exempt_tokens_are_the_ones_without_letters(tiny_model):
-    from transformers import AutoTokenizer
-
-    from worker.engine.guards import exempt_tokens
-
-    tok = AutoTokenizer.from_pretrained(tiny_model)
-    ex = exempt_tokens(tok, len(tok) + 3)
-    digit, word = tok.convert_tokens_to_ids("0"), tok.convert_tokens_to_ids("e")
-    assert ex[digit] and not ex[word] and not ex[-1]
+@pytest.mark.parametrize("ids,start", [
+    ([7, 8, 9, 1, 2, 1, 2, 1, 2, 1, 2], 3),         # "1 2" four times from index 3
+    ([5, 5, 5, 5, 5, 5, 5, 5], 0),
+    ([1, 2, 3, 4, 1, 2, 3, 4], None),               # twice: not yet a loop
+    ([1, 2, 3, 1, 2, 3, 1, 2, 3], 0),
+    ([4, 6, 6, 6, 9, 9], None),                     # three tokens repeated: under LOOP_MIN_TOKENS
+])
+def test_loop_start_finds_the_first_token_of_a_loop(ids, start):
+    assert loop_start(ids) == start
+    assert loops_at_end(ids) == (start is not None)  # every loop here runs to the end
+    assert not loops_at_end(ids + [99])
 
 
 def test_guards_off_return_the_logits_unchanged():
@@ -138,3 +140,31 @@ def test_a_stop_string_in_the_last_steps_still_cuts_the_text(tiny_model):
     eng.options.stop_strings = (stop,)
     cut = _run(eng, DOCS)[0]
     assert cut.finish_reason == "stop" and cut.text == full.text[: full.text.index(stop)]
+
+
+def _letterless(eng) -> list[int]:
+    """The ids of "[", "1" and "]": tokens without a letter."""
+    return [eng.tokenizer.convert_tokens_to_ids(t) for t in ("[", "1", "]")]
+
+
+def test_a_loop_of_tokens_without_letters_is_broken_by_the_guards(tiny_model):
+    """The model favours "[", "1" and "]": with the default guards (penalty 1.1, no repeated 4-gram) no
+    document repeats a 4-gram of them; before, such tokens were exempt and "[1] [1] [1] ..." ran to the cap."""
+    eng = _engine(tiny_model, max_new_tokens=24, guards=GuardConfig(repetition_penalty=1.1, no_repeat_ngram=4))
+    _favour(eng, _letterless(eng), 50.0)
+    for g in _run(eng, DOCS):
+        grams = _ngrams(g.token_ids, 4)
+        assert len(g.token_ids) == 24 and len(set(grams)) == len(grams)
+
+
+def test_an_output_that_still_loops_is_cut_where_the_loop_starts(tiny_model):
+    """Guards off, one favoured letterless token: the decode loop ends the document at its loop (its text
+    cut there, finish reason "loop") instead of generating to max_new_tokens."""
+    eng = _engine(tiny_model, max_new_tokens=40, cut_loops=True)
+    one = eng.tokenizer.convert_tokens_to_ids("1")
+    _favour(eng, [one], 50.0)
+    for g in _run(eng, DOCS):
+        assert g.finish_reason == "loop" and one not in g.token_ids[-1:] and len(g.token_ids) < 8
+    plain = _engine(tiny_model, max_new_tokens=40)
+    _favour(plain, [one], 50.0)
+    assert all(g.finish_reason == "length" and g.text.endswith("1" * 30) for g in _run(plain, DOCS))

@@ -66,10 +66,11 @@ def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_d
     for (o,) in outs.values():
         validator.validate(o)
         d = src[o["id"]]
-        assert (o["mode"], o["model"], o["schema_version"]) == ("digest", "digest", 4)
-        assert o["summary"] == render(o["digest"], d["source"], d["kind"])
+        assert (o["mode"], o["model"], o["schema_version"]) == ("digest", "digest", 5)
+        assert o["summary"] == {"text": render(o["digest"], d["source"], d["kind"]), "source": "digest",
+                                "reason": "digest_mode"}
         mine = prepare("\n".join(d["lines"]), d["source"], d["kind"], IN_THREAD)
-        assert (o["summary"], o["highlights"]) == (mine.summary, mine.highlights)
+        assert (o["summary"]["text"], o["highlights"]) == (mine.summary, mine.highlights)
         assert o["digest"] == orjson.loads(orjson.dumps(mine.digest))
         assert o["digest"]["lines"] == sum(1 for ln in d["lines"] if ln.strip())
         assert o["tokens"] == {"input": 0, "document": 0, "output": 0, "chunks": 1}

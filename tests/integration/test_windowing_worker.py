@@ -128,8 +128,8 @@ def test_a_windowed_syslog_stream_end_to_end(broker, new_topic, tmp_path):
         w = o["window"]
         assert o["source"] == w["key"] and w["closed_by"] in ("max_lines", "gap", "max_open", "flush")
         assert w["records"] <= 40 and w["start"] <= w["end"]
-        assert o["digest"]["lines"] >= 1 and o["summary"]
-    java = [o for o in outs if any(JAVA[0] in h for h in o["highlights"] + [o["summary"]])
+        assert o["digest"]["lines"] >= 1 and o["summary"]["text"]
+    java = [o for o in outs if any(JAVA[0] in h for h in o["highlights"] + [o["summary"]["text"]])
             or o["window"]["events"] < o["window"]["records"]]
     assert any(o["window"]["records"] - o["window"]["events"] == len(JAVA) - 1 for o in java), \
         "the stack trace joins its first line: one event for its five records"

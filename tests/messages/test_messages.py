@@ -261,7 +261,7 @@ def test_numbers_within_range_pass_through_exactly(number: str) -> None:
 def _output(**changes: Any) -> OutputMessage:
     base: dict[str, Any] = dict(
         id=default_id("in", 2, 41), source="gnb-017/oam", kind="log", attributes={"site": "x", "n": [1, 2]},
-        input={"topic": "in", "partition": 2, "offset": 41}, summary="Cell 3 lost sync.", highlights=["l1", "l2"],
+        input={"topic": "in", "partition": 2, "offset": 41}, summary={"text": "Cell 3 lost sync.", "source": "model", "reason": "passed"}, highlights=["l1", "l2"],
         mode="generative", model="tiny-random", tokens={"input": 120, "output": 30, "chunks": 1},
         truncated=False, timing_ms={"queued": 1.5, "gpu": 20.0, "total": 25.25},
         digest={"lines": 2, "templates_total": 1, "templates": [
@@ -273,13 +273,14 @@ def _output(**changes: Any) -> OutputMessage:
 def test_output_round_trip_and_key() -> None:
     msg = _output()
     data = encode_output(msg)
-    assert orjson.loads(data)["schema_version"] == 4 and orjson.loads(data)["id"] == "in:2:41"
+    assert orjson.loads(data)["schema_version"] == 5 and orjson.loads(data)["id"] == "in:2:41"
     assert decode_output(data) == msg
     assert output_key(None, msg) == b"in:2:41" and output_key(b"k", msg) == b"k"
 
 
 @pytest.mark.parametrize("changes", [
-    {"mode": "abstractive"}, {"mode": "extractive"}, {"schema_version": 2},
+    {"mode": "abstractive"}, {"mode": "extractive"}, {"schema_version": 4}, {"summary": "bare text"},
+    {"summary": {"text": "t", "source": "model", "reason": "maybe"}},
     {"tokens": {"input": 1, "output": 1, "chunks": 0}}, {"digest": {"lines": 1}},
     {"input": {"topic": "in", "partition": -1, "offset": 0}}, {"surprise": 1}, {"id": ""},
 ])

@@ -100,7 +100,7 @@ def test_output_schema_validates_encoded_outputs() -> None:
     lines = ["2026-12-01T10:00:00Z a INFO ok seq=1", "2026-12-01T10:00:01Z a INFO ok seq=2",
              "2026-12-01T10:00:02Z a ERROR link down"]
     msg = OutputMessage.model_validate(dict(
-        id="in:0:7", input={"topic": "in", "partition": 0, "offset": 7}, summary="s", mode="digest",
+        id="in:0:7", input={"topic": "in", "partition": 0, "offset": 7}, summary={"text": "s", "source": "digest", "reason": "digest_mode"}, mode="digest",
         model="m", tokens={"input": 3, "output": 0, "chunks": 1}, timing_ms={"queued": 0, "gpu": 1, "total": 2},
         digest=build_digest(analyze(lines)).digest,
     ))
@@ -108,7 +108,7 @@ def test_output_schema_validates_encoded_outputs() -> None:
     validator = _validator("output.json")
     validator.validate(doc)
     assert set(doc) == set(validator.schema["required"])  # every field is always written
-    assert doc["schema_version"] == 4 and doc["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
+    assert doc["schema_version"] == 5 and doc["digest"]["severity"] == {"ERROR": 1, "INFO": 2}
     for broken in ({**doc, "extra": 1}, {k: v for k, v in doc.items() if k != "summary"}, {**doc, "mode": "x"},
                    {**doc, "mode": "extractive"}, {k: v for k, v in doc.items() if k != "digest"},
                    {**doc, "digest": {**doc["digest"], "lines": -1}}):

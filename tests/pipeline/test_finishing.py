@@ -45,7 +45,10 @@ def test_a_finished_bin_becomes_outputs_with_key_headers_and_offsets(stage):
     (ready,) = tracker.take_ready()
     assert ready.offsets == (0, 1) and wake.n == 1  # one wake per bin: delivery takes both in one transaction
     out = [orjson.loads(r.value) for r in ready.records]
-    assert [o["summary"] for o in out] == ["first", "second"]
+    assert [o["input"]["offset"] for o in out] == [0, 1]
+    # one word each: the publish gate publishes the digest rendering instead, and says why
+    assert [(o["summary"]["source"], o["summary"]["reason"]) for o in out] == [("digest", "content")] * 2
+    assert "line b" in out[0]["summary"]["text"]
     assert out[0]["tokens"]["output"] == 1 and out[0]["timing_ms"]["gpu"] == 500.0
     assert ready.records[0].key == b"k" and ready.records[0].topic == "out"
     assert dict(ready.records[0].headers)["source.offset"] == b"0"

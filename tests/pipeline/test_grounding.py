@@ -23,7 +23,11 @@ DIGEST = {"lines": 3, "severity": {"ERROR": 2, "WARN": 1}, "templates": [{"count
     ("uuid 3f2a9c1e-77aa-4b1c-9d2e-0a1b2c3d4e5f", ["3f2a9c1e-77aa-4b1c-9d2e-0a1b2c3d4e5f"]),
     ("cause ERR_SCTP_TIMEOUT over SCTP", ["ERR_SCTP_TIMEOUT", "SCTP"]),
     ('said "peer reset by mme-2" twice', ["peer reset by mme-2"]),
-    ("1,204 lines, 812.4 Mbps, 3 retries, 2026", ["1,204", "812.4", "2026"]),
+    ("1,204 lines, 812.4 Mbps, 3 retries, 2026", ["1,204", "812.4", "3", "2026"]),
+    ("failed at 05:00:00 and 09:34:55.102 then 7:15", ["05:00:00", "09:34:55.102", "7:15"]),
+    ("sent SMContextStateChangeRequestTransfer and nfInstanceId", ["SMContextStateChangeRequestTransfer",
+                                                                  "nfInstanceId"]),
+    ("in dfs.DataNode via pdu_session_release", ["dfs.DataNode", "pdu_session_release"]),
     ("at db01.prod.example.com", ["db01.prod.example.com"]),
     ("The link went down at night in UTC.", []),
 ])
@@ -69,7 +73,7 @@ def test_off_only_reports():
 def test_a_grounded_summary_is_published_unchanged():
     summary = "gnb-017 lost SCTP to 10.20.0.7 (cause ERR_SCTP_TIMEOUT) at 21:06:40."
     out = check(summary, DOC, DIGEST, "d")
-    assert out.text == summary and out.grounding.unsupported == [] and out.grounding.checked == 4
+    assert out.text == summary and out.grounding.unsupported == [] and out.grounding.checked == 5  # the time too
 
 
 def test_the_output_message_carries_the_grounding_and_metrics_count_it():
@@ -85,7 +89,8 @@ def test_the_output_message_carries_the_grounding_and_metrics_count_it():
               received=0.0, prepared=prepare(DOC, "gnb-017/oam", None, PrepareOptions(3, False, 0.0, False)))
     msg = build_output(doc, "Element gnb-042 failed.", settings=s, model_name="m", now=1.0)
     assert msg.grounding.fallback and msg.grounding.unsupported == ["gnb-042"]
-    assert msg.summary.startswith("3 lines from gnb-017")
+    assert msg.summary.text.startswith("3 lines from gnb-017")
+    assert (msg.summary.source, msg.summary.reason) == ("digest", "grounded")
     m = Metrics()
     count_grounding(m, msg.grounding)
     assert m.registry.get_sample_value("ribbon_ungrounded_summaries_total") == 1
@@ -94,7 +99,7 @@ def test_the_output_message_carries_the_grounding_and_metrics_count_it():
 
 def test_a_quote_cut_short_is_checked_by_its_prefix():
     """The digest rendering cuts long patterns with "…": its quote is supported when its prefix is."""
-    assert identifiers('Failures: "peer reset by mme…" ×3.') == ["peer reset by mme"]
+    assert identifiers('Failures: "peer reset by mme…" ×3.') == ["peer reset by mme", "3"]
     assert check('Failures: "peer reset by mme…" ×3.', DOC, DIGEST, "d").grounding.unsupported == []
 
 

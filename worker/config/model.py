@@ -55,7 +55,8 @@ class ModelSettings(_Group):
         min_length=1, description="prompt placed before each document (docs/prompt.md)",
     )
     use_chat_template: bool = Field(True, description="wrap the prompt in the tokenizer's chat template")
-    max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate)")
+    max_input_tokens: int | None = Field(None, ge=16, description="longer documents are chunked (or cut if truncate); "
+                                         "unset: the model's positions minus max_new_tokens, never more")
     truncate: bool = Field(False, description="cut overlong documents instead of chunking them")
     highlights: int = Field(3, ge=0, le=64, description="input lines kept as highlights")
     cuda_graphs: bool = Field(True, description="capture decode steps in CUDA graphs")

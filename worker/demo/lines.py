@@ -85,6 +85,15 @@ def windowed_settings(settings):
     return settings.model_copy(update={"kafka": kafka, "windowing": windowing})
 
 
+def published_as(summary: dict) -> str:
+    """Which text an output's summary is, and why, as the demo prints it."""
+    if summary["source"] == "model":
+        return "the model's, passed the publish gate"
+    if summary["reason"] == "digest_mode":
+        return "the digest, no model"
+    return f"the digest: the model's text failed the gate's {summary['reason']} check"
+
+
 def run_lines(bootstrap: str, output_topic: str, timeout_s: float) -> tuple[bool, str]:
     """Send the stream and wait for the windows that cover it; (every record covered, what to print)."""
     conf = plain_config(bootstrap)
@@ -110,5 +119,7 @@ def run_lines(bootstrap: str, output_topic: str, timeout_s: float) -> tuple[bool
     for w in sorted(windows, key=lambda w: w["window"]["key"])[:2]:
         info = w["window"]
         report.append(f"  {info['key']}: {info['records']} records ({info['events']} events after multiline joins), "
-              f"{info['start']} .. {info['end']}, closed by {info['closed_by']}\n    {w['summary'][:300]}")
+              f"{info['start']} .. {info['end']}, closed by {info['closed_by']}\n"
+              f"    summary ({published_as(w['summary'])}): {w['summary']['text']}")
+        report.extend(f"    | {h}" for h in w["highlights"][:3])
     return sum(w["window"]["records"] for w in windows) == LINES, "\n".join(report)

@@ -17,12 +17,13 @@ with no model at all.
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from tqdm import tqdm
 
-from worker.demo.lines import LINES_TOPIC, run_lines, windowed_settings
+from worker.demo.lines import LINES_TOPIC, published_as, run_lines, windowed_settings
 from worker.demo.samples import mixed_corpus
 from worker.digest.render import render
 from worker.kafka import clients
@@ -120,21 +121,23 @@ def _show(o: dict, generative: bool, random_model: bool, show_model_text: bool) 
     if generative and not random_model:
         g = o.get("grounding") or {}
         note = ""
-        if g.get("fallback"):
-            note = f"  (the model's text cited {', '.join(g['unsupported'][:4])}, found nowhere in the input: " \
-                   "replaced by the digest)"
-        elif g.get("dropped_sentences"):
-            note = f"  ({g['dropped_sentences']} sentence(s) citing {', '.join(g['unsupported'][:4])} dropped: " \
-                   "not in the input)"
-        print(f"  model:      {o['summary']}{note}")
-    print(f"  digest:     {o['summary'] if not generative else render(o['digest'], o['source'], o['kind'])}")
+        if g.get("unsupported"):
+            note = f"  ({', '.join(g['unsupported'][:4])} cited by the model, found nowhere in the input: " \
+                   f"{g['dropped_sentences']} sentence(s) dropped)"
+        print(f"  published:  {o['summary']['text']}")
+        print(f"              ({published_as(o['summary'])}){note}")
+        if o["summary"]["source"] == "model":
+            print(f"  digest:     {render(o['digest'], o['source'], o['kind'])}")
+    else:
+        print(f"  digest:     {o['summary']['text']}")
     print(highlights_text(o["highlights"]))
     if generative:
         print(f"  tokens:     {t['document']:,} document tokens -> {t['input']:,} prompt tokens in "
               f"{t['chunks']} chunk(s), {t['output']} out; queued {ms['queued']:.0f} ms, model {ms['gpu']:.0f} ms, "
               f"total {ms['total']:.0f} ms")
         if random_model and show_model_text:
-            print(f"  model text (random weights, noise): {' '.join(o['summary'].split())[:120]}")
+            print(f"  published (random weights: the gate's {o['summary']['reason']} check): "
+                  f"{' '.join(o['summary']['text'].split())[:120]}")
 
 
 def highlights_text(lines: list[str]) -> str:
@@ -160,4 +163,7 @@ def _stats(outs: list, docs: list, dlq: list, wall: float, digest_s: float, gene
             cited = sum(bool(g["unsupported"]) for g in checked)
             print(f"grounding: {cited} of {len(checked)} model summaries cited something found in neither the input "
                   f"nor its digest; {sum(g['dropped_sentences'] for g in checked)} sentence(s) dropped, "
-                  f"{sum(g['fallback'] for g in checked)} summaries replaced by the digest rendering")
+                  f"{sum(g['fallback'] for g in checked)} with nothing left")
+            reasons = Counter(o["summary"]["reason"] for o in outs)
+            print("publish gate: " + ", ".join(f"{n} {r}" for r, n in reasons.most_common())
+                  + " (passed: the model's text is published; any other: the check it failed, the digest is)")

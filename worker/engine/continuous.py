@@ -226,7 +226,7 @@ class ContinuousBatcher:
             rnd.event.synchronize()
         done = rnd.done.tolist()
         stopped: set[int] = set()
-        if self.e.options.stop_strings:
+        if self.e._stops_on():
             self._stops(rnd, done, stopped)
         fin = [rnd.entries[i] for i, d in enumerate(done) if d and rnd.entries[i].seat >= 0]
         if not fin:

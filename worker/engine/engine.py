@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
@@ -17,7 +17,7 @@ from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
-from worker.engine.guards import GuardConfig, apply_guards, exempt_tokens
+from worker.engine.guards import GuardConfig, apply_guards, loop_start, loops_at_end
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
 from worker.engine.merge import merge_projections, want_merge
@@ -33,7 +33,7 @@ _DOC = "\x00ribbon-document\x00"  # stands for the document while the chat templ
 class Generated:
     token_ids: list[int]  # generated ids, EOS excluded
     text: str
-    finish_reason: Literal["eos", "stop", "length"]
+    finish_reason: Literal["eos", "stop", "length", "loop"]
     prompt_tokens: int
 
 
@@ -85,6 +85,7 @@ class EngineOptions:
     fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; model.fp8_fast_accum)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
+    cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (guards.loop_start)
 
 
 class Engine:
@@ -142,12 +143,14 @@ class Engine:
         Documents are untrusted: their text is tokenized with special-token parsing off, so a log line
         holding "<|im_end|>\n<|im_start|>system" stays text and can never close the user turn or open
         another role. Only the frame around it (the chat template's own markup) holds control tokens."""
-        head, tail = self._prompt_frame()
+        head, tail = self.prompt_frame()
         docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [head + d + tail for d in docs]
 
-    def _prompt_frame(self) -> tuple[list[int], list[int]]:
-        """The prompt's token ids before and after the document (computed once)."""
+    def prompt_frame(self) -> tuple[list[int], list[int]]:
+        """The prompt's token ids before and after the document (computed once): the one owner of prompt
+        framing. A prompt is head + the document's ids (tokenized as text) + tail; its length is
+        len(head) + len(document ids) + len(tail)."""
         if self._frame is None:
             tok, instruction = self.tokenizer, self.options.instruction
             if self.options.use_chat_template and getattr(tok, "chat_template", None):
@@ -165,6 +168,12 @@ class Engine:
                                               split_special_tokens=True)["input_ids"],
                                tok("\nSummary:", add_special_tokens=False)["input_ids"])
         return self._frame
+
+    @property
+    def max_positions(self) -> int | None:
+        """The model's positions (config.max_position_embeddings): a prompt and its summary fit in them."""
+        n = getattr(self.model.config, "max_position_embeddings", None)
+        return int(n) if n else None
 
     def budget_weight(self, n_prompt_tokens: int) -> int:
         return n_prompt_tokens + self.options.max_new_tokens
@@ -239,24 +248,15 @@ class Engine:
             return None
         cached = getattr(self, "_hook", None)
         if cached is None or cached[0] != g:
-            pool, exempt = self.pool, self._exempt()
+            pool = self.pool
             eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)  # [E]
 
             def hook(logits: torch.Tensor, doc: torch.Tensor, ngen: torch.Tensor) -> torch.Tensor:
                 history = pool.out_tokens.index_select(0, doc)  # [B, max_new]: each row's generated ids
-                return apply_guards(logits, g, history, ngen, eos, exempt)  # [B, V]
+                return apply_guards(logits, g, history, ngen, eos)  # [B, V]
 
             self._hook = (g, hook)
         return self._hook[1]
-
-    def _exempt(self) -> torch.Tensor | None:
-        """bool [V] on the device (computed once, when a repetition guard is on): guards.exempt_tokens."""
-        g = self.options.guards
-        if self.tokenizer is None or not (g.repetition_penalty > 1.0 or g.no_repeat_ngram >= 2):
-            return None
-        if getattr(self, "_exempt_ids", None) is None:
-            self._exempt_ids = exempt_tokens(self.tokenizer, self.lm_head.out_features).to(self.device)
-        return self._exempt_ids
 
     def limits(self, seeds: list[int]) -> list[int] | None:
         """Per-document token limits: the benchmark's stop lengths (EngineOptions.stop_lengths), else None."""
@@ -276,7 +276,7 @@ class Engine:
                                  max(1, round(frac * seats)), lag)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
-        stop_check = self._stop_check if self.options.stop_strings else None
+        stop_check = self._stop_check if self._stops_on() else None
         res = run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu_host, seeds,
                       self._loop_config(), self.marker, stop_check, self.limits(seeds))
         self._account(res, len(seeds))
@@ -332,7 +332,14 @@ class Engine:
         s["generated_tokens"] += sum(len(t) for t in res.tokens)
 
     # ---------------------------------------------------------------- text
+    def _stops_on(self) -> bool:
+        return bool(self.options.stop_strings) or self.options.cut_loops
+
     def _stop_check(self, doc: int, ids: list[int]) -> bool:
+        if self.options.cut_loops and loops_at_end(ids):
+            return True
+        if not self.options.stop_strings:
+            return False
         text = self.tokenizer.decode(ids, skip_special_tokens=True)
         return any(s in text for s in self.options.stop_strings)
 
@@ -340,6 +347,11 @@ class Engine:
         return self.tokenizer.decode(ids, skip_special_tokens=True) if self.tokenizer is not None else ""
 
     def _finish(self, ids: list[int], stopped: bool, prompt_tokens: int) -> Generated:
+        ended = bool(ids) and ids[-1] in self.eos_ids  # it ended by itself: no loop to cut (the gate still looks)
+        start = loop_start(ids) if self.options.cut_loops and not ended else None
+        if start is not None:  # text after the loop's start is dropped; the stop strings still cut before it
+            g = self._finish(ids[:start], False, prompt_tokens)
+            return g if g.finish_reason == "stop" else replace(g, finish_reason="loop")
         if ids and ids[-1] in self.eos_ids:
             ids = ids[:-1]
             return Generated(ids, self._text(ids), "eos", prompt_tokens)

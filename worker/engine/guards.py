@@ -5,13 +5,13 @@ tokens (its row of the KV pool's token table), so documents of one bin never aff
 Nothing here syncs with the host or changes shape with the data: the functions run inside a
 captured CUDA graph as they run eagerly on a CPU.
 
-    apply_guards(logits, guards, history, length, eos, exempt=None) -> logits
+    apply_guards(logits, guards, history, length, eos) -> logits
         logits:  float [B, V]  the step's scores
         history: int64 [B, L]  each row's generated tokens so far (only the first length[b] count)
         length:  int64 [B]     tokens generated so far per row
         eos:     int64 [E]     end-of-sequence ids
-        exempt:  bool [V]      tokens the repetition guards leave alone (exempt_tokens: digits and
-                               punctuation, so an identifier can be cited twice: 10.0.0.7, gnb-017)
+    loop_start(ids) -> int | None   where a generated loop starts (the decode loop cuts the text there)
+    loops_at_end(ids) -> bool       whether the ids end in a loop (the decode loop's look ends the document)
 
 Guards (GuardConfig; all off by default):
 - repetition_penalty p > 1: a token the document has already generated gets its score divided
@@ -19,8 +19,13 @@ Guards (GuardConfig; all off by default):
   count, never the prompt: copying an identifier from the document is what a summary should do.
 - no_repeat_ngram n >= 2: a token that would complete an n-gram the document already generated
   is blocked (score -inf), which ends loops such as "was reported to the ... was reported to".
+Both see every token, with letters or not: "[1] [1] [1]" and ":00:00:00" are loops as much as
+words are. A summary that cites an identifier twice pays the penalty on its second citation.
 - min_new_tokens m: end-of-sequence ids are blocked while a document has fewer than m tokens.
-The maximum length (max_new_tokens) and stop strings are applied by the decode loop.
+The maximum length (max_new_tokens) and stop strings are applied by the decode loop; so is
+loop_start: an output that loops anyway (a run of one to LOOP_MAX_UNIT tokens repeated back to
+back LOOP_REPEATS times, over LOOP_MIN_TOKENS tokens or more) ends there, its text cut where the
+loop starts (finish reason "loop"), and the publish gate judges what is left.
 Written here, not taken from transformers' LogitsProcessors, because those read a padded
 [B, S] batch of input ids with one length for all rows, not a packed table with a length per row.
 """
@@ -59,26 +64,45 @@ def _seen(history: torch.Tensor, length: torch.Tensor, vocab: int) -> torch.Tens
     return seen.scatter_(1, idx, True)[:, :vocab]
 
 
-def exempt_tokens(tokenizer, vocab: int) -> torch.Tensor:
-    """bool [V]: token ids whose text holds no letter (digits, punctuation, spaces)."""
-    n = min(vocab, len(tokenizer))
-    texts = tokenizer.batch_decode([[i] for i in range(n)])
-    flags = [not any(ch.isalpha() for ch in t) for t in texts] + [False] * (vocab - n)
-    return torch.tensor(flags, dtype=torch.bool)
+LOOP_MAX_UNIT = 16
+LOOP_REPEATS = 3
+LOOP_MIN_TOKENS = 8
 
 
-def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float,
-                     exempt: torch.Tensor | None = None) -> torch.Tensor:
+def loop_start(ids: list[int]) -> int | None:
+    """The index where a loop of `ids` starts (see the module docstring), or None. Host-side, on the
+    token ids the decode loop looks at every check_every steps."""
+    n = len(ids)
+    for i in range(n - LOOP_MIN_TOKENS + 1):
+        for u in range(1, min(LOOP_MAX_UNIT, (n - i) // LOOP_REPEATS) + 1):
+            r = 1
+            while ids[i + r * u: i + (r + 1) * u] == ids[i: i + u]:
+                r += 1
+            if r >= LOOP_REPEATS and r * u >= LOOP_MIN_TOKENS:
+                return i
+    return None
+
+
+def loops_at_end(ids: list[int]) -> bool:
+    """Whether `ids` end in a loop (the decode loop's look: the suffix alone, a few comparisons a document)."""
+    for u in range(1, LOOP_MAX_UNIT + 1):
+        r = max(LOOP_REPEATS, -(-LOOP_MIN_TOKENS // u))  # repeats needed of a unit of u tokens
+        if len(ids) < r * u:
+            return False
+        unit = ids[len(ids) - u:]
+        if all(ids[len(ids) - (k + 1) * u: len(ids) - k * u] == unit for k in range(1, r)):
+            return True
+    return False
+
+
+def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float) -> torch.Tensor:
     """logits [B, V] with the CTRL repetition penalty on each row's generated tokens."""
     seen = _seen(history, length, logits.shape[-1])  # [B, V]
-    if exempt is not None:
-        seen = seen & ~exempt[None, :]
     penalized = torch.where(logits > 0, logits / penalty, logits * penalty)  # [B, V]
     return torch.where(seen, penalized, logits)
 
 
-def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, n: int,
-                 exempt: torch.Tensor | None = None) -> torch.Tensor:
+def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, n: int) -> torch.Tensor:
     """logits [B, V] with -inf on every token that would repeat an n-gram of the row's own tokens."""
     b, width = history.shape
     vocab = logits.shape[-1]
@@ -92,8 +116,6 @@ def block_ngrams(logits: torch.Tensor, history: torch.Tensor, length: torch.Tens
     match = (windows[..., : n - 1] == tail[:, None, :]).all(dim=-1) & complete  # [B, W]
     idx = torch.where(match, windows[..., n - 1], vocab)  # [B, W]
     banned = torch.zeros(b, vocab + 1, dtype=torch.bool, device=history.device).scatter_(1, idx, True)[:, :vocab]
-    if exempt is not None:
-        banned = banned & ~exempt[None, :]
     return logits.masked_fill(banned, float("-inf"))
 
 
@@ -107,14 +129,14 @@ def hold_eos(logits: torch.Tensor, length: torch.Tensor, min_new: int, eos: torc
 
 
 def apply_guards(logits: torch.Tensor, guards: GuardConfig | None, history: torch.Tensor, length: torch.Tensor,
-                 eos: torch.Tensor, exempt: torch.Tensor | None = None) -> torch.Tensor:
+                 eos: torch.Tensor) -> torch.Tensor:
     """Every active guard on one step's logits (see the module docstring for shapes)."""
     if guards is None or not guards.active:
         return logits
     if guards.repetition_penalty > 1.0:
-        logits = penalize_repeats(logits, history, length, guards.repetition_penalty, exempt)
+        logits = penalize_repeats(logits, history, length, guards.repetition_penalty)
     if guards.no_repeat_ngram >= 2:
-        logits = block_ngrams(logits, history, length, guards.no_repeat_ngram, exempt)
+        logits = block_ngrams(logits, history, length, guards.no_repeat_ngram)
     if guards.min_new_tokens > 0:
         logits = hold_eos(logits, length, guards.min_new_tokens, eos)
     return logits

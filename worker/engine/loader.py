@@ -94,6 +94,7 @@ def options_from(settings) -> EngineOptions:
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 131_072),
         refill_fraction=getattr(settings, "refill_fraction", 0.25),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
+        cut_loops=True,  # the worker's engine: a looping summary ends at its loop (benchmark engines: off)
         guards=GuardConfig(repetition_penalty=getattr(settings, "repetition_penalty", 1.0),
                            no_repeat_ngram=getattr(settings, "no_repeat_ngram", 0),
                            min_new_tokens=min(getattr(settings, "min_new_tokens", 0), settings.max_new_tokens)),

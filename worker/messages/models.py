@@ -147,6 +147,18 @@ class GroundingReport(_Out):
     fallback: bool = Field(False, description="no sentence was left: the summary is the digest in plain English")
 
 
+class Summary(_Out):
+    text: str = Field(description="what an operator reads: the model's text when it passed the publish gate, "
+                                  "else the digest in plain English")
+    source: Literal["model", "digest"] = Field(description="which of the two `text` is")
+    reason: Literal["passed", "digest_mode", "loop", "grounded", "copy", "content", "fact"] = Field(
+        description="passed (the model's text passed every check of the publish gate); digest_mode (no model "
+                    "ran); else the gate's first failed check: loop (a run of tokens repeated), grounded (every "
+                    "sentence cited what the input does not hold), copy (a near-verbatim copy of one input "
+                    "line), content (too few content words), fact (named no failure, value or entity of the "
+                    "digest)")
+
+
 class SourceOffsets(_Out):
     topic: str = Field(min_length=1)
     partition: int = Field(ge=0)
@@ -183,7 +195,7 @@ class OutputMessage(_Out):
     kind: str | None = Field(None, description="as given")
     attributes: dict[str, Any] | None = Field(None, description="as given")
     input: InputCoordinates
-    summary: str = Field(description="the model's summary, or in digest mode the digest in plain English")
+    summary: Summary = Field(description="the published summary, which of model and digest it is, and why")
     highlights: list[str] = Field(default_factory=list, description="input lines that matter most")
     digest: Digest = Field(description="line count, time span, severities, top templates, entities, outliers")
     mode: Literal["generative", "digest"]
@@ -197,7 +209,7 @@ class OutputMessage(_Out):
                                                         "for a document")
     redactions: dict[str, int] = Field(default_factory=dict, description="secrets replaced with <redacted:kind> "
                                        "before the digest and the model, counted by kind (never the values)")
-    schema_version: Literal[4] = 4
+    schema_version: Literal[5] = 5
 
 
 class DeadLetterHeaders(BaseModel):

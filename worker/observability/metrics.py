@@ -109,6 +109,9 @@ class Metrics:
                                             "dropped for holding one", registry=r)
         self.ungrounded_fallbacks = Counter("ribbon_ungrounded_fallbacks_total", "model summaries replaced by the "
                                             "digest rendering: no sentence was left", registry=r)
+        self.published = Counter("ribbon_summaries_published_total", "summaries published, by source (model | "
+                                 "digest) and the publish gate's reason (passed, digest_mode, or its first failed "
+                                 "check: content, loop, copy, grounded, fact)", ["source", "reason"], registry=r)
         self.oom_splits = Counter("ribbon_oom_splits_total", "bins split after a CUDA out-of-memory", registry=r)
         self.model_errors = Counter("ribbon_model_errors_total", "model failures on a bin (retried alone)",
                                     registry=r)

@@ -40,7 +40,7 @@ from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.pipeline.gpu_proxy import ProcessGpuLoop
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
-from worker.pipeline.planner import PlanLimits, Planner
+from worker.pipeline.planner import Planner, engine_planner
 from worker.pipeline.spill import Spool
 from worker.pipeline.stage import EngineLike, Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -219,17 +219,8 @@ class Worker:
         return None if ok else why
 
     def _planner(self, settings, parts: Parts) -> Planner:
-        tok = self.engine.tokenizer
-        # The ingest thread shares the engine's tokenizer: encode and decode take it read-only
-        # (no call changes truncation or padding state, the one way fast tokenizers fail across threads).
         try:
-            limits = PlanLimits(max_prompt_tokens=self.budget - parts.reserve,
-                                max_input_tokens=settings.model.max_input_tokens, truncate=settings.model.truncate,
-                                max_new_tokens=parts.reserve, max_text_bytes=settings.pipeline.max_document_bytes)
-            return Planner(self.engine.prompt_ids,
-                           lambda texts: [len(x) for x in tok(list(texts), add_special_tokens=False,
-                                                              split_special_tokens=True)["input_ids"]],
-                           limits, prompt_batch=self.engine.prompt_ids_batch, tokenizer=tok)
+            return engine_planner(self.engine, settings, self.budget - parts.reserve, parts.reserve)
         except ValueError as exc:
             raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 

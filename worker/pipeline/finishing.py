@@ -180,6 +180,7 @@ class Finishing:
         self.metrics.latency.observe(now - doc.received)
         for kind, n in msg.redactions.items():  # counts only: the values never leave the redaction pass
             self.metrics.redactions.labels(kind).inc(n)
+        self.metrics.published.labels(msg.summary.source, msg.summary.reason).inc()
         if msg.grounding is not None:
             count_grounding(self.metrics, msg.grounding)
         return True

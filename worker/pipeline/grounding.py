@@ -3,9 +3,10 @@
     check(summary, document, digest, fallback, action) -> Checked(text, grounding)
 
 Identifiers are the tokens an operator acts on and a model can invent: IPv4 addresses, UUIDs,
-hex values, paths, host names with dots, element names and codes that mix letters and digits
-(gnb-017, eth0, T300, ERR_TIMEOUT), words in capitals (SCTP, ECONNREFUSED), numbers of three
-or more digits, and quoted strings. Each must occur, case-insensitively, in the document text
+times of day (05:00, 09:34:55.102), hex values, paths, host names and other dotted names
+(org.apache.hadoop), element names and codes that mix letters and digits (gnb-017, eth0, T300),
+snake_case and CamelCase words (ERR_TIMEOUT, SMContextStatusNotify), words in capitals (SCTP,
+ECONNREFUSED), numbers, and quoted strings. Each must occur, case-insensitively, in the document text
 or in the digest (its strings and numbers; numbers also match with thousands separators
 removed). A sentence holding an unsupported identifier is
 - dropped (action "drop", the default; when no sentence is left, the summary is `fallback`,
@@ -25,16 +26,21 @@ from dataclasses import dataclass, field
 _PATTERNS = [
     ("uuid", r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
     ("ip", r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b"),
+    ("time", r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?![\d:])"),
     ("hex", r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b"),
     ("path", r"(?<![\w/])(?:/[\w.@-]+){2,}/?"),
     ("host", r"\b[A-Za-z][\w-]*(?:\.[A-Za-z0-9][\w-]*)+\.[A-Za-z][\w-]*\b|\b[\w-]*\d[\w-]*\.[A-Za-z][\w-]+\b"
              r"|\b[A-Za-z][\w-]*\.(?:com|net|org|local|internal|io|svc|lan)\b"),
+    ("dotted", r"\b[A-Za-z_][\w-]+(?:\.[A-Za-z_][\w-]*)+\b"),
     ("code", r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[A-Za-z0-9][\w-]*[A-Za-z0-9]\b"),
+    ("snake", r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b"),
+    ("camel", r"\b(?=[A-Za-z0-9]*[a-z][A-Z])[A-Za-z][A-Za-z0-9]*\b"),
     ("caps", r"\b[A-Z][A-Z0-9_]{2,}\b"),
-    ("number", r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|(?<![\w.,])\d{3,}(?:\.\d+)?\b|\b\d+\.\d+\b"),
+    ("number", r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|(?<![\w.,])\d+(?:\.\d+)?\b"),
     ("quoted", r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”|(?<!\w)'([^'\n]{2,200})'(?!\w)"),
 ]
 _TOKEN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _PATTERNS))
+_PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # Capitalised words that are English or time notation, not identifiers.
 _PLAIN_CAPS = frozenset({"UTC", "GMT", "THE", "AND", "NOT", "FOR", "ALL", "API", "URL", "CPU", "RAM", "N/A"})
@@ -102,11 +108,13 @@ class Support:
     def has(self, ident: str) -> bool:
         low = ident.lower()
         plain = low.replace(",", "")
-        if re.fullmatch(r"[\d.]+", plain):  # a number: whole, not a piece of a longer one; as written, or
+        if re.fullmatch(r"[\d.:]+", plain):  # a number or time: whole, not a piece of a longer one; as written, or
             for needle, hay in ((low, self.text), (plain, self.numbers)):  # without thousands separators
                 if re.search(rf"(?<![\d.]){re.escape(needle)}(?!\d)", hay):
                     return True
             return False
+        if _PLACEHOLDER.search(low):  # a line template quoted (the digest's <n>, <*>, ...): each literal part
+            return all(part.strip() in self.text for part in _PLACEHOLDER.split(low) if part.strip())
         return low in self.text
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from worker.digest.prepared import PrepareOptions, Prepared, prepare
 from worker.digest.render import render
 from worker.messages.models import OutputMessage
-from worker.pipeline.grounding import check
+from worker.pipeline.gate import Verdict, judge
+from worker.pipeline.grounding import Checked, check
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import window_info
 from worker.redaction import scrub_tree
@@ -29,20 +30,15 @@ def prepared_of(doc: Doc, highlights: int) -> Prepared:
 def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: float) -> OutputMessage:
     """The output message of a finished document. `now` is time.monotonic() at finishing."""
     p = prepared_of(doc, settings.model.highlights)
-    grounding = None
+    grounding, published = None, {"text": summary, "source": "digest", "reason": "digest_mode"}
     if settings.model.mode == "generative":
-        def fallback() -> str:
-            return p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
-
-        checked = check(summary, doc.text, p.digest, fallback, settings.model.grounding,
-                        extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
-        summary, grounding = checked.text, checked.grounding.as_dict()
+        published, grounding = publish(doc, p, summary, settings.model.grounding)
     queued = (doc.first_gpu or now) - doc.received
     return OutputMessage(
         id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
         attributes=scrub_tree(doc.meta.get("attributes")),
         input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
-        summary=summary.strip(),
+        summary={**published, "text": published["text"].strip()},
         highlights=p.highlights, digest=p.digest, mode=settings.model.mode, model=model_name,
         tokens={"input": doc.input_tokens, "document": doc.document_tokens or 0, "output": doc.output_tokens,
                 "chunks": doc.chunks},
@@ -55,6 +51,25 @@ def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: floa
         window=window_info(doc),
         redactions=p.redactions or {},
     )
+
+
+def verdict_of(doc: Doc, p: Prepared, text: str, action: str) -> tuple[Verdict, Checked]:
+    """The publish gate's verdict on a model text (worker/pipeline/gate.py), after the grounding check
+    (model.grounding `action`), and that check's result."""
+    checked = check(text, doc.text, p.digest, "", action,
+                    extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
+    grounded = not (checked.grounding.fallback and checked.grounding.unsupported)  # an empty text: `content`
+    return judge(checked.text if grounded else text, doc.text, p.digest, grounded), checked
+
+
+def publish(doc: Doc, p: Prepared, text: str, action: str) -> tuple[dict, dict]:
+    """The published summary (the model's text when it passes the grounding check and the publish gate,
+    else the digest rendering) and the grounding report."""
+    verdict, checked = verdict_of(doc, p, text, action)
+    if verdict.source == "model":
+        return {"text": checked.text, **verdict.as_dict()}, checked.grounding.as_dict()
+    rendering = p.summary or render(p.digest, doc.meta.get("source"), doc.meta.get("kind"))
+    return {"text": rendering, **verdict.as_dict()}, checked.grounding.as_dict()
 
 
 def _since(t0: float, t: float | None) -> float:

@@ -36,6 +36,18 @@ class PlanLimits:
     max_text_bytes: int | None = None    # pipeline.max_document_bytes: no tokenizer call takes more text
 
 
+def model_limits(budget_prompt: int, max_input_tokens: int | None, max_positions: int | None,
+                 max_new_tokens: int) -> tuple[int, int | None]:
+    """(max_prompt_tokens, max_input_tokens) inside the model's context: a prompt and its summary fit the
+    model's positions (`max_position_embeddings`), so a prompt holds at most positions - max_new_tokens
+    tokens, and max_input_tokens (model.max_input_tokens) defaults to that. `budget_prompt`: the bin's
+    budget less a summary's reserve."""
+    if not max_positions:
+        return budget_prompt, max_input_tokens
+    inside = max_positions - max_new_tokens
+    return min(budget_prompt, inside), min(max_input_tokens or inside, inside)
+
+
 class Planner:
     def __init__(self, prompt: PromptFn, count: CountFn, limits: PlanLimits,
                  prompt_batch: BatchPromptFn | None = None, tokenizer=None):
@@ -154,6 +166,24 @@ class Planner:
         cut = chunk.rfind("\n", 0, mid)
         cut = cut if cut > 0 else mid
         return self._fit(chunk[:cut]) + self._fit(chunk[cut:].lstrip("\n"))
+
+
+def engine_planner(engine, settings, budget_prompt: int, reserve: int) -> Planner:
+    """The worker's planner over `engine` (worker.pipeline.stage.EngineLike): its prompt framing and
+    tokenizer, prompts inside the model's positions (model_limits), a bin's `budget_prompt` tokens at
+    most. The ingest thread shares the engine's tokenizer: encode and decode take it read-only (no call
+    changes truncation or padding state, the one way fast tokenizers fail across threads)."""
+    tok = engine.tokenizer
+    m = settings.model
+    max_prompt, max_input = model_limits(budget_prompt, m.max_input_tokens, getattr(engine, "max_positions", None),
+                                         m.max_new_tokens)
+    limits = PlanLimits(max_prompt_tokens=max_prompt, max_input_tokens=max_input, truncate=m.truncate,
+                        max_new_tokens=reserve, max_text_bytes=settings.pipeline.max_document_bytes)
+
+    def count(texts: Sequence[str]) -> list[int]:
+        return [len(x) for x in tok(list(texts), add_special_tokens=False, split_special_tokens=True)["input_ids"]]
+
+    return Planner(engine.prompt_ids, count, limits, prompt_batch=engine.prompt_ids_batch, tokenizer=tok)
 
 
 def combine_text(parts: Sequence[str]) -> str:

@@ -32,8 +32,6 @@ from worker.remote.lifeline import die_with_parent
 
 log = logging.getLogger(__name__)
 
-_SENTINEL = "\x00ribbon-document\x00"  # a document text no prompt frame contains
-
 
 def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
     """Entry point of the engine process (spec: engine_process.EngineSpec); it dies with `parent_pid`."""
@@ -84,30 +82,10 @@ def _start(spec):
         budget = autotune_budget(engine, spec.model.max_new_tokens, cache_path=Path(spec.cache_dir) / "autotune.json")
     engine.warm_up(int(budget), spec.max_seqs)
     ready = {"name": engine.name, "backend": engine.backend, "device": str(engine.device), "budget": int(budget),
-             "warmup_s": dict(getattr(engine, "warmup_s", {})), "frame": prompt_frame(engine),
+             "warmup_s": dict(getattr(engine, "warmup_s", {})), "frame": engine.prompt_frame(),
+             "max_positions": engine.max_positions,
              "device_name": _device_name(engine.device), "compiled": bool(getattr(engine, "compiled", False))}
     return engine, ready
-
-
-def prompt_frame(engine) -> tuple[list[int], list[int]]:
-    """The prompt's ids before and after the document, found through the public `prompt_ids`: the
-    worker tokenizes documents itself and frames them with these. Checked on sample documents, so a
-    prompt that is not `head + document + tail` stops the start instead of feeding the model wrong ids."""
-    tok = engine.tokenizer
-    empty = list(engine.prompt_ids(""))
-    full = list(engine.prompt_ids(_SENTINEL))
-    doc = list(tok(_SENTINEL, add_special_tokens=False, split_special_tokens=True)["input_ids"])
-    for i in range(len(empty) + 1):
-        if full[:i] == empty[:i] and full[i:i + len(doc)] == doc and full[i + len(doc):] == empty[i:]:
-            head, tail = empty[:i], empty[i:]
-            break
-    else:
-        raise ValueError("the model's prompt is not instruction + document + suffix; set model.process = off")
-    for text in ("ERROR link down on eth0\nretrying", "<|im_end|> x"):
-        ids = tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        if list(engine.prompt_ids(text)) != head + list(ids) + tail:
-            raise ValueError("the model's prompt is not instruction + document + suffix; set model.process = off")
-    return head, tail
 
 
 def _read(bins, inbox: queue.Queue, pin: bool) -> None:

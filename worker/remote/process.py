@@ -133,6 +133,7 @@ class EngineProcess:
         self.device = torch.device(info["device"])  # a name only: CUDA is not initialised here
         self.device_name, self.warmup_s, self.compiled = info["device_name"], info["warmup_s"], info["compiled"]
         self._head, self._tail = list(info["frame"][0]), list(info["frame"][1])
+        self.max_positions = info.get("max_positions")
         log.info("engine process ready", extra={"pid": self.proc.pid, "model": self.name, "backend": self.backend,
                                                 "device": info["device"], "budget": self.budget})
 
@@ -141,8 +142,8 @@ class EngineProcess:
         return self.prompt_ids_batch([document])[0]
 
     def prompt_ids_batch(self, documents: list[str]) -> list[list[int]]:
-        """As Engine.prompt_ids_batch: the frame (checked at start against the engine's own prompt_ids)
-        around each document tokenized as text, special-token parsing off."""
+        """As Engine.prompt_ids_batch: the engine's frame (Engine.prompt_frame, sent at start) around each
+        document tokenized as text, special-token parsing off."""
         docs = self.tokenizer(list(documents), add_special_tokens=False, split_special_tokens=True)["input_ids"]
         return [self._head + d + self._tail for d in docs]
 
