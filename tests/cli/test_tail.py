@@ -13,7 +13,8 @@ from worker.messages.models import BadMessage, dead_letter_headers
 
 
 def _summary(i: int, severity: dict, window: dict | None = None) -> bytes:
-    return orjson.dumps({"id": f"in:0:{i}", "source": f"host-{i}", "summary": f"summary number {i}: disk full",
+    summary = {"text": f"summary number {i}: disk full", "source": "digest", "reason": "fact"}
+    return orjson.dumps({"id": f"in:0:{i}", "source": f"host-{i}", "summary": summary,
                          "highlights": [f"line {i} ERROR disk full"], "mode": "digest", "model": "digest",
                          "digest": {"lines": 3, "severity": severity}, "window": window})
 
@@ -53,6 +54,7 @@ def test_one_block_per_committed_summary(broker, outputs, capsys):
     window = next(b for b in blocks if "summary number 2" in b)
     assert window.startswith("web-1") and "2024-05-01T12:00:00.000Z .. 2024-05-01T12:00:09.000Z" in window
     assert "WARN 2, INFO 1" in window and "> line 2 ERROR disk full" in window
+    assert "summary from the digest (fact)" in window and "{'text'" not in window
 
 
 def test_filters_and_json(broker, outputs, capsys):

@@ -124,7 +124,8 @@ def test_a_windows_output_goes_through_the_same_gate():
              for i in range(20)] + ["<11>Oct 11 22:13:30 node-001 nginx[6319]: upstream timed out to 10.14.199.7"]
     text = "\n".join(lines)
     window = SimpleNamespace(key="node-001", first_ts_ms=None, last_ts_ms=None, records=len(lines),
-                             joiner=SimpleNamespace(events=lines), reason="gap", tp=("lines", 0), offsets=[0, 20])
+                             joiner=SimpleNamespace(event_count=len(lines)), reason="gap", tp=("lines", 0),
+                             offsets=[0, 20], clock="poll", late=0, read_first_ms=None, read_last_ms=None)
     s = load_settings(environ={}, overrides={"model.path": "tiny-random"})
     doc = Doc(tp=("lines", 0), epoch=0, offset=20, key=b"node-001", doc_id="lines:0:0-20", text=text,
               meta={"source": "node-001"}, received=0.0, window=window,

@@ -116,15 +116,26 @@ def _summary_lines(m: Any, s: dict) -> Iterator[str]:
     span = (f"{w.get('start') or '-'} .. {w.get('end') or '-'}, {w.get('records')} records, closed by "
             f"{w.get('closed_by')}") if w else _digest_span(d)
     yield f"== {key or s.get('id')}  [{s.get('source') or '-'}]  {m.topic()}/{m.partition()}@{m.offset()}"
-    yield f"   {span}  |  {s.get('mode')}: {s.get('model')}"
+    text, published = _summary_text(s.get("summary"))
+    yield f"   {span}  |  {s.get('mode')}: {s.get('model')}" + (f"  |  {published}" if published else "")
     sev = ", ".join(f"{lv} {n}" for lv, n in sorted((d.get("severity") or {}).items(),
                                                      key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 99))
     yield f"   {d.get('lines', 0)} lines" + (f": {sev}" if sev else "")
-    for para in str(s.get("summary", "")).splitlines() or [""]:
+    for para in text.splitlines() or [""]:
         yield textwrap.fill(para, WIDTH, initial_indent="   ", subsequent_indent="   ") if para else ""
     for h in s.get("highlights") or []:
         yield "   > " + textwrap.shorten(str(h), WIDTH - 5, placeholder=" ...")
     yield ""
+
+
+def _summary_text(summary: Any) -> tuple[str, str]:
+    """The summary's text and which text was published and why (schema 5: {text, source, reason}; a plain
+    string from an older schema has neither)."""
+    if isinstance(summary, dict):
+        source, reason = summary.get("source"), summary.get("reason")
+        published = f"summary from the {source}" + (f" ({reason})" if reason else "") if source else ""
+        return str(summary.get("text") or ""), published
+    return str(summary or ""), ""
 
 
 def _digest_span(d: dict) -> str:
