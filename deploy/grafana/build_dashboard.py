@@ -149,6 +149,15 @@ ROWS: list[tuple[str, list[tuple]]] = [
          "or digest_mode (docs/prompt.md).", "short", [
             (f"sum by (source, reason) (increase(ribbon_summaries_published_total{{{I}}}[5m]))",
              "{{source}}: {{reason}} (5 m)")]),
+        ("Refused and unreadable records", "Inputs committed with no output and no dead letter (even the "
+         "smallest dead letter was refused), consumer errors tied to one offset (bad compression, corrupt batch: "
+         "a dead letter after 5 tries), and secrets redacted by kind (counts, never values).", "short", [
+            (f"sum by (reason) (increase(ribbon_skipped_records_total{{{I}}}[5m]))", "skipped: {{reason}} (5 m)"),
+            (f"sum by (error) (increase(ribbon_consume_errors_total{{{I}}}[5m]))", "consume errors: {{error}} (5 m)"),
+            (f"sum by (kind) (increase(ribbon_redactions_total{{{I}}}[5m]))", "redacted: {{kind}} (5 m)")]),
+        ("Partitions without commits", "Per partition: seconds with input waiting and no commit "
+         "(pipeline.stall_timeout_s turns /readyz 503; twice it ends the worker).", "s", [
+            (f"max by (topic, partition) (ribbon_partition_stalled_seconds{{{I}}})", "{{topic}}/{{partition}}")]),
         ("Alerts firing", "Ribbon's alert rules that fire now (deploy/prometheus-rules.yml).", "short", [
             ('sum by (alertname, severity, instance) (ALERTS{alertstate="firing", alertname=~"Ribbon.*"})', "")],
          "table"),
