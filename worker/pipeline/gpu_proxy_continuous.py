@@ -53,7 +53,13 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         live = [s for s in seqs if s is not None]
         now = time.monotonic()
         with self._lock:  # registered before a result can arrive
-            bin_id = self._send_bin(b, seqs, seeds)
+            self._sending_since = now
+            try:
+                bin_id = self._send_bin(b, seqs, seeds)
+            finally:
+                self._sending_since = None
+            if live and not self._docs:
+                self._progress = now  # nothing was in flight: the stall watch counts from here
             if live:
                 self._inflight[bin_id] = (seqs, int(b.num_tokens))
                 self._left[bin_id], self._sent[bin_id] = len(live), now
@@ -67,13 +73,10 @@ class ContinuousProcessGpuLoop(ProcessGpuLoop):
         if msg[0] == "docs":
             self._docs_back(*msg[1:])
 
-    def _idle(self) -> None:
-        """No stall watch here (results come per document, not per bin); the engine process dying still
-        stops the stage (EngineProcessError from `receive`)."""
-
     def _docs_back(self, outs: list, t0: float, t1: float, bin_errors: int, oom_splits: int, busy_s: float) -> None:
         pairs, starts = [], []
         with self._lock:
+            self._progress = time.monotonic()  # documents back: the engine process makes progress
             for bin_id, i, out in outs:
                 entry = self._inflight.get(bin_id)
                 if entry is None:
