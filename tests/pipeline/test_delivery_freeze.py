@@ -84,7 +84,7 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
             wait_for(lambda: delivery.failure() is not None, STUCK_S, "delivery to give up")
         assert isinstance(delivery.failure(), FatalDeliveryError)
     finally:
-        delivery.stop.set()
+        delivery.stop()
         delivery.wake()
         health.stop()
         consumer.close()
