@@ -2,7 +2,8 @@
 
 Started by `worker.remote.process.EngineProcess` (spawn context: a fresh interpreter
 that alone initialises CUDA). Its main thread does nothing but run bins through the Engine's
-public API (`load_engine`, `autotune_budget`, `warm_up`, `stage`, `generate`); a reader thread
+public API (`load_engine`, `autotune_budget`, `warm_up`, `stage`, `generate`; `run_bin`, the body of
+a bin at a time, also runs a model in the worker's own process: worker/pipeline/gpu_batching.py); a reader thread
 takes the next bin off the pipe (and pins it) while the current one runs, so the GPU never waits
 for the worker between bins. See engine_process.py for the protocol.
 

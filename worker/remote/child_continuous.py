@@ -1,4 +1,6 @@
-"""The engine process's main loop with continuous batching (worker/remote/child.py starts it).
+"""The engine process's main loop with continuous batching (worker/remote/child.py starts it). Its
+bodies, `admit` and `step`, also run a model in the worker's own process (the GPU stage's continuous
+policy, worker/pipeline/gpu_batching.py), so both hand back the same messages.
 
     bins from the reader thread (while the batcher wants work) → batcher.add → batcher.step
     → ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s) per step
