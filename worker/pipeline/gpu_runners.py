@@ -21,6 +21,7 @@ what the engine reports as its own running total.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 
 from worker.engine.fallback import as_tensor, stage_or_none
@@ -65,6 +66,9 @@ class ProcessRunner:
 
     def __init__(self, engine, policy, config: PackerConfig) -> None:
         self.engine, self.policy, self.config = engine, policy, config
+        # The results' class, imported here at start: unpickling the first result would import it (and
+        # transformers' modeling code, seconds) on the receiver thread, in front of the first documents.
+        importlib.import_module("worker.engine.engine")
 
     @property
     def name(self) -> str:
