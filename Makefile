@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint venv install clean demo promtool kafka
+.PHONY: test lint venv install clean demo promtool kafka kustomize
 
 venv: $(STAMP)
 
@@ -30,8 +30,18 @@ promtool:
 	    prometheus prometheus-alertmanager >/dev/null; }
 	@promtool --version | head -1
 
+# kustomize (tests/deploy/test_deploy.py renders deploy/k8s/base and every overlay with it), when missing:
+# built from the Go module proxy into the venv's bin/ (Go from Debian's golang-go package when absent).
+KUSTOMIZE_VERSION ?= v5.7.1
+kustomize:
+	@command -v kustomize >/dev/null || test -x $(BIN)/kustomize || { \
+	  command -v go >/dev/null || { $(SUDO) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends golang-go >/dev/null; }; \
+	  mkdir -p $(BIN) && GOBIN="$(abspath $(BIN))" go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION); }
+	@PATH="$(abspath $(BIN)):$$PATH" kustomize version
+
 # The gates first (seconds), then the whole suite.
-test: install lint promtool kafka
+test: install lint promtool kustomize kafka
 	$(BIN)/python -m pytest
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into

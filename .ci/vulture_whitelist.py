@@ -15,6 +15,11 @@ compact_chars
 raw_templates  # worker/digest/templates.py
 finish_reason  # worker/engine/engine.py: Generated, part of the engine's API
 _.profiling_enabled  # bench/digest.py: Drain3's config
+_.drain_depth  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
+_.drain_sim_th
+_.mask_prefix
+_.mask_suffix
+_.masking_instructions
 
 # Module __getattr__ (PEP 562): the engine package's lazy exports.
 __getattr__
@@ -47,6 +52,7 @@ _.log_message
 too_deep  # worker/messages/jsonwalk.py, called by worker/messages/models.py
 is_export  # worker/messages/otlp.py, called by worker/messages/models.py
 from_proto  # worker/messages/otlp.py, called by worker/messages/models.py
+document_fields  # worker/messages/shippers.py, called by worker/messages/models.py
 _.in_memory  # worker/pipeline/spill.py: values kept in memory after a disk failure
 _.file_bytes  # worker/pipeline/spill.py: the spill file's size
 StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step (tests, benchmarks)

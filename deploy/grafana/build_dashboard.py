@@ -30,7 +30,9 @@ def quantiles(metric: str, what: str, ps=(0.5, 0.99)) -> list[tuple[str, str]]:
     return [(f"histogram_quantile({p}, {q(metric)})", f"{what} p{int(p * 100)}") for p in ps]
 
 
-# (row, [(title, description, unit, [(expr, legend)], kind)]); kind: timeseries (default), stat, table
+# (row, [(title, description, unit, [(expr, legend[, unit])], kind)]); kind: timeseries (default), stat, table.
+# A target's own unit (a third item) overrides the panel's for its series: Grafana draws it on an axis of its
+# own, so no axis mixes units (tests/deploy/test_dashboard.py).
 ROWS: list[tuple[str, list[tuple]]] = [
     ("Throughput", [
         ("Documents/s", "Input messages polled, summaries committed to the output topic, input offsets committed "
@@ -67,24 +69,27 @@ ROWS: list[tuple[str, list[tuple]]] = [
         ("Oldest unfinished input", "Age of the oldest unfinished input holding back its partition's commits; "
          "slow documents are those past kafka.hold_warning_s.", "s", [
             (f"max by (topic, partition) (ribbon_held_partition_seconds{{{I}}})", "{{topic}}/{{partition}}"),
-            (f"sum(increase(ribbon_slow_documents_total{{{I}}}[5m]))", "slow documents (5 m)")]),
+            (f"sum(increase(ribbon_slow_documents_total{{{I}}}[5m]))", "slow documents (5 m)", "short")]),
         ("In flight and backpressure", "Messages polled and not committed, finished ones waiting for an earlier "
          "offset, partitions paused by backpressure.", "short", [
             (f"sum by (instance) (ribbon_inflight_messages{{{I}}})", "in flight {{instance}}"),
             (f"sum by (instance) (ribbon_reorder_buffer_messages{{{I}}})", "reorder buffer {{instance}}"),
             (f"sum by (instance) (ribbon_paused_partitions{{{I}}})", "paused partitions {{instance}}")]),
-        ("Line windows", "Windows of one-line records open and the text they hold (windowing.*), and windows "
-         "closed per second by the rule that closed them.", "short", [
+        ("Line windows", "Windows of one-line records open, the records they hold (read, not committed: KEDA "
+         "takes them off the lag) and their text (windowing.*), and windows closed per second by the rule that "
+         "closed them, and records read late (behind the watermark, windowing.time record/event).", "short", [
             (f"sum by (instance) (ribbon_open_windows{{{I}}})", "open {{instance}}"),
-            (f"sum by (instance) (ribbon_window_held_bytes{{{I}}})", "bytes held {{instance}}"),
-            (f"sum by (reason) (rate(ribbon_windows_closed_total{{{I}}}[{R}]))", "closed: {{reason}}")]),
+            (f"sum by (instance) (ribbon_window_held_records{{{I}}})", "records held {{instance}}"),
+            (f"sum by (instance) (ribbon_window_held_bytes{{{I}}})", "bytes held {{instance}}", "bytes"),
+            (f"sum by (reason) (rate(ribbon_windows_closed_total{{{I}}}[{R}]))", "closed/s: {{reason}}", "ops"),
+            (f"sum(rate(ribbon_window_late_records_total{{{I}}}[{R}]))", "late records/s", "ops")]),
     ]),
     ("GPU and engine", [
         ("GPU busy", "Fraction of time the model ran.", "percentunit", [
             (f"sum by (instance) (rate(ribbon_gpu_busy_seconds_total{{{I}}}[{R}]))", "{{instance}}")]),
         ("Bins", "Bins run per second and their fill (tokens + generation reserve over the token budget).",
-         "short", [
-            (f"sum(rate(ribbon_bins_total{{{I}}}[{R}]))", "bins/s"),
+         "percentunit", [
+            (f"sum(rate(ribbon_bins_total{{{I}}}[{R}]))", "bins/s", "ops"),
             (f"sum(rate(ribbon_bin_fill_ratio_sum{{{I}}}[{R}])) / sum(rate(ribbon_bin_fill_ratio_count{{{I}}}[{R}]))",
              "mean fill"),
             (f"histogram_quantile(0.5, {q('ribbon_bin_fill_ratio')})", "median fill")]),
@@ -98,10 +103,11 @@ ROWS: list[tuple[str, list[tuple]]] = [
         ("Process", "Resident memory and CPU of each worker process (prometheus_client's process collector).",
          "bytes", [
             (f'process_resident_memory_bytes{{job="ribbon", {I}}}', "RSS {{instance}}"),
-            (f'rate(process_cpu_seconds_total{{job="ribbon", {I}}}[{R}])', "CPU cores {{instance}}")]),
+            (f'rate(process_cpu_seconds_total{{job="ribbon", {I}}}[{R}])', "CPU cores {{instance}}", "short")]),
         ("Garbage-collector pauses", "Python GC pauses in the worker (every thread waits through one).", "s", [
             (f"histogram_quantile(0.99, {q('ribbon_gc_pause_seconds', ', generation')})", "p99 gen {{generation}}"),
-            (f"sum by (generation) (rate(ribbon_gc_pause_seconds_count{{{I}}}[{R}]))", "pauses/s gen {{generation}}")]),
+            (f"sum by (generation) (rate(ribbon_gc_pause_seconds_count{{{I}}}[{R}]))", "pauses/s gen {{generation}}",
+             "ops")]),
         ("Build", "The running build of each worker.", "short", [
             (f"max by (instance, version, torch, transformers, confluent_kafka, python) (ribbon_build_info{{{I}}})",
              "")], "table"),
@@ -109,7 +115,7 @@ ROWS: list[tuple[str, list[tuple]]] = [
     ("Digest and compaction", [
         ("Digest passes", "CPU seconds per second of the digest passes (digest, highlights, compaction) wherever "
          "they ran, and the ingest thread's time on or waiting for them.", "percentunit", [
-            (f"sum(rate(ribbon_digest_seconds_total{{{I}}}[{R}]))", "CPU (cores)"),
+            (f"sum(rate(ribbon_digest_seconds_total{{{I}}}[{R}]))", "CPU (cores)", "short"),
             (f"sum(rate(ribbon_digest_wall_seconds_total{{{I}}}[{R}]))", "ingest thread (fraction)")]),
         ("Compaction", "Share of documents the model saw compacted, and prompt tokens over the raw documents' "
          "tokens (below 1: compaction saves model time).", "percentunit", [
@@ -148,10 +154,12 @@ ROWS: list[tuple[str, list[tuple]]] = [
 def panel(pid: int, x: int, y: int, title: str, desc: str, unit: str, targets, kind: str = "timeseries") -> dict:
     p = {"id": pid, "type": kind, "title": title, "description": desc, "datasource": DS,
          "gridPos": {"x": x, "y": y, "w": 12, "h": 8},
-         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-         "targets": [{"refId": chr(ord("A") + i), "datasource": DS, "expr": e, "legendFormat": leg,
+         "fieldConfig": {"defaults": {"unit": unit}, "overrides": [
+             {"matcher": {"id": "byFrameRefID", "options": chr(ord("A") + i)},
+              "properties": [{"id": "unit", "value": t[2]}]} for i, t in enumerate(targets) if len(t) > 2]},
+         "targets": [{"refId": chr(ord("A") + i), "datasource": DS, "expr": t[0], "legendFormat": t[1],
                       **({"instant": True, "format": "table"} if kind == "table" else {})}
-                     for i, (e, leg) in enumerate(targets)]}
+                     for i, t in enumerate(targets)]}
     if kind == "timeseries":
         p["fieldConfig"]["defaults"]["custom"] = {"fillOpacity": 10, "stacking": {"mode": "none"}}
         p["options"] = {"legend": {"displayMode": "list", "placement": "bottom"}, "tooltip": {"mode": "multi"}}

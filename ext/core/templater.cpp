@@ -229,6 +229,39 @@ void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
   for (size_t i = 0; i < k; ++i) out.top.emplace_back(std::string(top[i].first), top[i].second);
 }
 
+// A template's text: constants, separators and placeholders; units[v] (when given and not empty) follows the
+// v-th variable's placeholder ("for <n> seconds").
+std::string make_pattern(const Raw& r, const std::vector<uint8_t>& wild, const std::vector<std::string>& units) {
+  std::string pattern;
+  size_t v = 0;
+  for (size_t p = 0; p < r.toks.size(); ++p) {
+    pattern += r.seps[p];
+    if (wild[p] || r.is_var[p]) {
+      pattern += wild[p] ? "<*>" : placeholder(r.kinds[p]);
+      if (v < units.size() && !units[v].empty()) pattern += " " + units[v];
+      ++v;
+    } else {
+      pattern += r.toks[p];
+    }
+  }
+  return pattern + r.seps[r.toks.size()];
+}
+
+// The unit word every value of a quantity ends with ("70 seconds", "5 seconds" -> "seconds"), when all its
+// distinct values were tracked and there are two or more; else "".
+std::string common_unit(const VarAcc& a) {
+  if (a.capped || a.used < 2 || a.used != a.entries.size()) return "";
+  std::string_view unit;
+  for (const auto& [value, n] : a.entries) {
+    const size_t sp = value.rfind(' ');
+    if (sp == std::string_view::npos || sp + 1 == value.size()) return "";
+    const std::string_view u = value.substr(sp + 1);
+    if (!std::all_of(u.begin(), u.end(), is_alpha) || (!unit.empty() && u != unit)) return "";
+    unit = u;
+  }
+  return std::string(unit);
+}
+
 std::string var_key(const Raw& r, size_t p) {
   if (p == 0 || r.is_var[p - 1]) return "";
   std::string_view k = r.toks[p - 1];
@@ -340,7 +373,7 @@ Analysis Templater::analyze(std::string_view text) const {
       for (size_t t = 0; t < toks.size(); ++t) {
         key += seps[t];
         key.push_back('\x01');
-        if (toks[t].var) key += placeholder(toks[t].kind);
+        if (toks[t].var) key += placeholder(toks[t].kind == VarKind::kHex ? VarKind::kNumber : toks[t].kind);
         else key.append(text.substr(toks[t].start, toks[t].len));
         key.push_back('\x02');
       }
@@ -360,6 +393,9 @@ Analysis Templater::analyze(std::string_view text) const {
         raws.push_back(std::move(r));
       }
       Raw& r = raws[it->second];
+      if (!fresh)  // one variable, one type: a hex-looking value with or without letters (00106210, 003a90fc)
+        for (size_t t = 0; t < toks.size(); ++t)
+          if (toks[t].var && toks[t].kind == VarKind::kHex) r.kinds[t] = VarKind::kHex;
       ++r.count;
       r.last = line_no;
       line_raw.push_back(it->second);
@@ -402,20 +438,16 @@ Analysis Templater::analyze(std::string_view text) const {
     LineTemplate t;
     t.first_line = first[roots[i]];
     t.var_base = var_base;
+    t.pattern = make_pattern(r, wild[roots[i]], {});
     for (size_t p = 0; p < r.toks.size(); ++p) {
-      t.pattern += r.seps[p];
       if (wild[roots[i]][p] || r.is_var[p]) {
-        t.pattern += wild[roots[i]][p] ? "<*>" : placeholder(r.kinds[p]);
         VarSummary v;
         v.key = var_key(r, p);
         v.kind = wild[roots[i]][p] ? VarKind::kMerged : r.kinds[p];
         t.vars.push_back(std::move(v));
         var_pos[i].push_back(p);
-      } else {
-        t.pattern += r.toks[p];
       }
     }
-    t.pattern += r.seps[r.toks.size()];
     var_base += static_cast<uint32_t>(t.vars.size());
     out.templates.push_back(std::move(t));
   }
@@ -454,8 +486,16 @@ Analysis Templater::analyze(std::string_view text) const {
       }
     }
   }
-  for (size_t i = 0; i < roots.size(); ++i)
-    for (size_t v = 0; v < acc[i].size(); ++v) finish_summary(acc[i][v], cfg, out.templates[i].vars[v]);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    std::vector<std::string> units(acc[i].size());  // a quantity whose values share one unit word shows it
+    bool any = false;
+    for (size_t v = 0; v < acc[i].size(); ++v) {
+      if (out.templates[i].vars[v].kind == VarKind::kNumber) units[v] = common_unit(acc[i][v]);
+      any = any || !units[v].empty();
+      finish_summary(acc[i][v], cfg, out.templates[i].vars[v]);
+    }
+    if (any) out.templates[i].pattern = make_pattern(raws[roots[i]], wild[roots[i]], units);
+  }
   score(out, cfg.min_group);
   return out;
 }

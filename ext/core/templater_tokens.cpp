@@ -29,6 +29,26 @@ bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4:
   return i == t.size();
 }
 
+// A name with a digit or two inside (jk2_init(), mod_jk2, log4j, utf8_decode): letters, '_' and runs of at most
+// two digits, starting with a letter, with a letter that cannot be hex or a '_' (so "ab12cd" stays an id).
+bool digit_name(std::string_view t) {
+  if (t.size() >= 2 && t.substr(t.size() - 2) == "()") t.remove_suffix(2);
+  if (t.empty() || !is_alpha(t[0])) return false;
+  size_t run = 0, letters = 0;
+  bool plain = false;
+  for (char c : t) {
+    if (is_digit(c)) {
+      if (++run > 2) return false;
+      continue;
+    }
+    run = 0;
+    if (!is_alpha(c) && c != '_') return false;
+    ++letters;
+    if (!is_hex(c)) plain = true;
+  }
+  return plain && letters >= 3;
+}
+
 bool closes(char open, char c) { return (open == '(' && c == ')') || (open == '[' && c == ']') || (open == '{' && c == '}'); }
 
 // The end (one past ')') of "(...)" opening at `at` right after a name, when no whitespace or bracket
@@ -125,6 +145,84 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
   }
 }
 
+// A date written in words and numbers (Sun Jul 17 01:47:22 2005, 17 Jul 2005) is one time variable: a run of
+// time tokens and short integers joined by single spaces, holding a month or weekday name or two time tokens.
+void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
+  auto part = [&](const Token& t) {
+    if (!t.var) return 0;
+    if (t.kind == VarKind::kTime) return is_digit(line[t.start - base]) ? 2 : 3;  // 3: a calendar word
+    if (t.kind != VarKind::kNumber || t.len > 4) return 0;
+    for (size_t c = 0; c < t.len; ++c)
+      if (!is_digit(line[t.start - base + c])) return 0;
+    return 1;
+  };
+  std::vector<Token> kt;
+  std::vector<std::string> ks{seps[0]};
+  for (size_t k = 0; k < toks.size();) {
+    size_t e = k + 1;  // the run [k, e)
+    int times = 0;
+    bool word = false;
+    if (part(toks[k]) > 0) {
+      times = part(toks[k]) >= 2;
+      word = part(toks[k]) == 3;
+      while (e < toks.size() && seps[e] == " " && part(toks[e]) > 0) {
+        times += part(toks[e]) >= 2;
+        word = word || part(toks[e]) == 3;
+        ++e;
+      }
+    }
+    Token t = toks[k];
+    if (e - k >= 2 && (word || times >= 2)) {
+      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
+      t.kind = VarKind::kTime;
+    } else {
+      e = k + 1;
+    }
+    kt.push_back(t);
+    ks.push_back(seps[e]);
+    k = e;
+  }
+  toks.swap(kt);
+  seps.swap(ks);
+}
+
+// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16 an17, frames a.b:1 c.d:2 e.f:3 g.h:4) is
+// one variable whatever its length: a run of four or more tokens joined by single spaces, each a variable of
+// one kind, or each a short name with the same letters before its digits.
+void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
+  auto stem = [&](const Token& t) -> std::string_view {  // "an" of an14; empty when not a short name with digits
+    const std::string_view s = line.substr(t.start - base, t.len);
+    size_t k = 0;
+    while (k < s.size() && is_alpha(s[k])) ++k;
+    if (t.var || k == 0 || k == s.size() || !short_name(s)) return {};
+    return s.substr(0, k);
+  };
+  auto same = [&](const Token& a, const Token& b) {
+    if (a.var || b.var) return a.var && b.var && a.kind == b.kind && a.kind != VarKind::kTime;
+    const std::string_view sa = stem(a);
+    return !sa.empty() && sa == stem(b);
+  };
+  std::vector<Token> kt;
+  std::vector<std::string> ks{seps[0]};
+  for (size_t k = 0; k < toks.size();) {
+    size_t e = k + 1;
+    while (e < toks.size() && seps[e] == " " && same(toks[k], toks[e])) ++e;
+    Token t = toks[k];
+    if (e - k >= 4 && (t.var || !stem(t).empty())) {
+      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
+      t.var = true;
+      t.kind = VarKind::kOther;
+    } else {
+      e = k + 1;
+    }
+    kt.push_back(t);
+    ks.push_back(seps[e]);
+    k = e;
+  }
+  toks.swap(kt);
+  seps.swap(ks);
+}
+
 }  // namespace
 
 // The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
@@ -169,8 +267,9 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
     if (c == '"') {
       size_t close = i + 1;
       while (close < n && line[close] != '"') ++close;
+      const bool value = !in_quote && !sep.empty() && sep.back() == '=';  // key="a phrase": one value
       const bool phrase = close < n && line.substr(i + 1, close - i - 1).find(' ') != std::string_view::npos;
-      if (in_quote || phrase) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
+      if (in_quote || (phrase && !value)) {  // "GET /a HTTP/1.1": its words are tokens (GET and POST are other messages)
         in_quote = !in_quote;
         sep.push_back(c);
         ++i;
@@ -243,10 +342,60 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       }
     }
     flush_sep();
-    const std::string_view t = line.substr(i, j - i);
+    std::string_view t = line.substr(i, j - i);
+    const size_t slash = t.size() >= 3 ? t.find('/') : std::string_view::npos;
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < t.size() &&
+        t.find('/', slash + 1) == std::string_view::npos) {
+      VarKind k1 = VarKind::kOther, k2 = VarKind::kOther, whole = VarKind::kOther;
+      if (classify_token(t.substr(0, slash), k1) && classify_token(t.substr(slash + 1), k2) &&
+          !(classify_token(t, whole) && whole == VarKind::kTime)) {
+        // two values joined by one '/' (host-7/10.0.0.1:9000, 3/4): a variable each, the '/' constant
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(slash), true, k1});
+        seps.emplace_back("/");
+        i += slash + 1;
+        t = line.substr(i, j - i);
+      }
+    }
+    const size_t colon = t.size() > 3 && is_alpha(t[0]) ? t.find(':') : std::string_view::npos;
+    if (colon != std::string_view::npos && colon >= 2 && colon + 1 < t.size() && t[colon + 1] != '/' &&
+        t[colon + 1] != ':' && std::all_of(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(colon),
+                                           [](char ch) { return is_alpha(ch) || ch == '_'; })) {
+      VarKind k2 = VarKind::kOther;  // Name:value (PendingReds:0, vCores:8): the name constant, the value a variable
+      const std::string_view name = t.substr(0, colon), value = t.substr(colon + 1);
+      // a lowercase name may be a host (localhost:8080, wpad:80): host and port stay one value, whatever the port
+      const bool field = std::any_of(name.begin(), name.end(), [](char ch) { return (ch >= 'A' && ch <= 'Z') || ch == '_'; });
+      if (field && classify_token(value, k2)) {
+        toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(colon), false, VarKind::kOther});
+        seps.emplace_back(":");
+        i += colon + 1;
+        t = line.substr(i, j - i);
+      }
+    }
+    if (t.size() >= 3 && is_digit(t.front()) && is_digit(t.back()) && t.find('_') != std::string_view::npos &&
+        std::all_of(t.begin(), t.end(), [](char ch) { return is_digit(ch) || ch == '_'; }) &&
+        t.find("__") == std::string_view::npos) {
+      size_t a = 0;  // numbers joined by '_' (30546173_4261722401): a number each, the '_' between them constant
+      for (size_t u = t.find('_'); u != std::string_view::npos; a = u + 1, u = t.find('_', a)) {
+        toks.push_back({static_cast<uint32_t>(base + i + a), static_cast<uint32_t>(u - a), true, VarKind::kNumber});
+        seps.emplace_back("_");
+      }
+      i += a;
+      t = line.substr(i, j - i);
+    }
+    // punctuation of the line, not of the value: a trailing ':' or '.' (10.0.0.1: 11: Bye) and quotes around it
+    size_t tail = 0;
+    if (t.size() >= 2 && t[0] != '"' && (t.back() == ':' || t.back() == '.') && t[t.size() - 2] != t.back()) tail = 1;
+    if (t.size() >= tail + 3 && t.front() == '\'' && t[t.size() - tail - 1] == '\'') {  // 'value'
+      seps.back().push_back('\'');
+      ++i;
+      t.remove_prefix(1);
+      ++tail;
+    }
+    t.remove_suffix(tail);
+    j -= tail;
     VarKind kind = VarKind::kOther;
     bool var = classify_token(t, kind);
-    if (!var && seps.back().find('=') != std::string::npos) {  // the value of key=value
+    if (!var && !seps.back().empty() && seps.back().back() == '=') {  // the value of key=value
       var = true;
       kind = VarKind::kOther;
     }
@@ -259,11 +408,16 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
       toks.push_back({static_cast<uint32_t>(base + i), static_cast<uint32_t>(j - i), var, kind});
     }
     i = j;
+    for (; tail > 0; --tail) sep.push_back(line[i++]);
   }
   while (!sep.empty() && sep.back() == ' ') sep.pop_back();  // after the last token: none either
   if (seps.empty()) sep.erase(std::remove(sep.begin(), sep.end(), ' '), sep.end());
   seps.push_back(sep);
   fuse_quantities(line, base, toks, seps);
+  bool timed = false;
+  for (const Token& t : toks) timed = timed || (t.var && t.kind == VarKind::kTime);
+  if (timed) fuse_times(toks, seps, line, base);
+  if (toks.size() >= 4) fold_lists(toks, seps, line, base);
 }
 
 bool clock_candidate(std::string_view line) {
@@ -348,6 +502,10 @@ bool classify_token(std::string_view t, VarKind& kind) {
     return true;
   }
   if (std::none_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (t.size() >= 8 && std::all_of(t.begin(), t.end(), is_hex)) {  // ffffffff: a hex value without a digit
+      kind = VarKind::kHex;
+      return true;
+    }
     if (!calendar_word(t)) return false;
     kind = VarKind::kTime;
     return true;
@@ -377,7 +535,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
                       c == '+' || c == ',';
              })) {
     kind = VarKind::kTime;
-  } else if (all_hex && t.size() >= 8 && hexletters > 0) {
+  } else if (all_hex && t.size() >= 6 && hexletters > 0) {
     kind = VarKind::kHex;
   } else {
     double v = 0.0;
@@ -386,7 +544,7 @@ bool classify_token(std::string_view t, VarKind& kind) {
     size_t unit = 0;
     while (i + unit < t.size() && (is_alpha(t[i + unit]) || t[i + unit] == '%' || t[i + unit] == '/')) ++unit;
     if (i + unit == t.size() && unit <= 6 && dots <= 1 && parse_number(t, v)) kind = VarKind::kNumber;
-    else if (short_name(t)) return false;
+    else if (short_name(t) || digit_name(t)) return false;
   }
   return true;
 }

@@ -110,3 +110,112 @@ TEST(templater_rejects_bad_config) {
   auto run = [&c] { return ribbon::analyze_templates("x", c); };
   CHECK_THROWS(run(), std::invalid_argument);
 }
+
+// Issue 37: one variable, one type. A hex-looking value with or without letters is one variable.
+TEST(templater_hex_values_with_or_without_letters_share_a_template) {
+  const Analysis a = ribbon::analyze_templates(
+      "iar 003a90fc dear 00b360e8\niar 00106210 dear 0244c1dc\niar 0010a210 dear 02440000", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "iar <hex> dear <hex>");
+  CHECK(!a.templates.empty() && a.templates[0].vars.size() == 2 && a.templates[0].vars[0].kind == VarKind::kHex);
+  CHECK(a.num_values.empty());  // hex ids are not magnitudes: no outlier scoring of them
+  CHECK(kind_of("3a90fc", VarKind::kHex));
+  CHECK(kind_of("ffffffff", VarKind::kHex));
+  CHECK(constant("accepted"));
+}
+
+TEST(templater_keeps_punctuation_after_a_variable_constant) {
+  const Analysis a = ribbon::analyze_templates(
+      "Received disconnect from 10.0.0.1: 11: Bye Bye\nReceived disconnect from 10.0.0.2: 12: Bye Bye", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Received disconnect from <ip>: <n>: Bye Bye");
+}
+
+TEST(templater_reads_an_empty_value_as_empty_not_the_next_key) {
+  const Analysis a = ribbon::analyze_templates("auth failure; logname= uid=0 euid=7 ruser= rhost=10.0.0.1", config());
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "auth failure; logname= uid=<n> euid=<n> ruser= rhost=<ip>");
+}
+
+TEST(templater_reads_a_date_in_words_as_one_variable) {
+  const Analysis a = ribbon::analyze_templates(
+      "connection from 10.0.0.1 () at Sun Jul 17 01:47:22 2005\nconnection from 10.0.0.9 () at Mon Jul 18 11:07:02 2005",
+      config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "connection from <ip> (<*>) at <ts>");
+}
+
+TEST(templater_keeps_names_with_a_digit_constant) {
+  CHECK(constant("jk2_init()"));
+  CHECK(constant("mod_jk2"));
+  CHECK(constant("log4j"));
+  CHECK(kind_of("blk_38865049064139660", VarKind::kOther));
+  CHECK(kind_of("user_1234", VarKind::kOther));
+}
+
+TEST(templater_splits_a_name_glued_to_its_value) {
+  const Analysis a = ribbon::analyze_templates("After: PendingReds:0 ContAlloc:12\nAfter: PendingReds:3 ContAlloc:9", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "After: PendingReds:<n> ContAlloc:<n>");
+  CHECK(kind_of("http://example.org/a", VarKind::kOther));
+}
+
+TEST(templater_reads_single_quotes_around_a_value_as_punctuation) {
+  const Analysis a = ribbon::analyze_templates("creating device node '/udev/sda1'\ncreating device node '/udev/sdb'",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "creating device node '<*>'");
+}
+
+TEST(templater_shows_the_unit_every_value_of_a_quantity_shares) {
+  const Analysis a = ribbon::analyze_templates("renew lease for 70 seconds.\nrenew lease for 5 seconds.\n"
+                                               "took 3 ms then\ntook 2 sec then", config());
+  CHECK(a.templates.size() == 2);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "renew lease for <n> seconds.");
+  CHECK(a.templates.size() == 2 && a.templates[1].pattern == "took <n> then");
+  CHECK(!a.templates.empty() && a.templates[0].vars[0].top.size() == 2 && a.templates[0].vars[0].min == 5.0);
+}
+
+TEST(templater_reads_numbers_joined_by_underscores_as_numbers) {
+  const Analysis a = ribbon::analyze_templates("Session: 30546173_4261722401 initialized\nSession: 7_12 initialized",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Session: <n>_<n> initialized");
+}
+
+TEST(templater_reads_a_quoted_value_before_a_colon) {
+  const Analysis a = ribbon::analyze_templates("error for '0x00660011': too long\nerror for '0x0067000f': too long",
+                                               config());
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "error for '<hex>': too long");
+}
+
+TEST(templater_reads_two_values_joined_by_a_slash_as_two) {
+  const Analysis a = ribbon::analyze_templates(
+      "Old: host-41/10.1.1.7:9000 New: host-41:9000\nOld: host-12/10.1.1.9:9000 New: host-12:9000", config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "Old: <*>/<ip> New: <*>");
+  CHECK(kind_of("12/31/2024", VarKind::kTime));
+}
+
+TEST(templater_reads_a_quoted_phrase_after_a_key_as_one_value) {
+  const Analysis a = ribbon::analyze_templates("acquire lock=7, tag=\"View Lock\", uid=1\nacquire lock=9, tag=\"wifi\", uid=2",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "acquire lock=<n>, tag=<q>, uid=<n>");
+}
+
+TEST(templater_keeps_a_host_and_its_port_one_value) {
+  const Analysis a = ribbon::analyze_templates("connect to wpad:80 failed\nconnect to proxy.example.org:5070 failed",
+                                               config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "connect to <*> failed");
+}
+
+TEST(templater_reads_a_list_in_words_as_one_variable) {
+  const Analysis a = ribbon::analyze_templates(
+      "failed to resolve an14 an15 an16 an17 an18\nfailed to resolve an3 an4 an5 an6\n"
+      "Supported channels 1 2 3 4 5 6\nSupported channels 1 6 11 36", config());
+  CHECK(a.templates.size() == 2);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "failed to resolve <*>");
+  CHECK(a.templates.size() == 2 && a.templates[1].pattern == "Supported channels <*>");
+  CHECK(ribbon::analyze_templates("rx 1 2 3 ok", config()).templates[0].pattern == "rx <n> <n> <n> ok");
+}

@@ -3,7 +3,8 @@
 - promtool (from Debian's `prometheus` package; `make promtool` installs it) checks the rules and runs the cases
   of deploy/prometheus-rules.test.yml; amtool (`prometheus-alertmanager`) checks deploy/alertmanager.yml.
   Missing tools fail: CI installs them (Makefile), nothing is skipped.
-- Every alert has a severity and a runbook_url naming a section of docs/operating.md, and a case that fires it.
+- Every alert has a severity label, an absolute runbook_url annotation naming a section of docs/operating.md
+  (one base for all), and a case that fires it; "no ready worker at all" is one of them.
 - A worker's /metrics answers while its model loads (ribbon_starting 1, /healthz 503): `up == 0` never means
   "still loading", so RibbonWorkerDown does not page on a slow start.
 """
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 RULES = yaml.safe_load((DEPLOY / "prometheus-rules.yml").read_text())
 ALERTS = {r["alert"]: r for g in RULES["groups"] for r in g["rules"]}
+RUNBOOK_BASE = "https://github.com/ribbon-worker/ribbon/blob/main/docs/operating.md"
 
 
 def tool(name: str) -> str:
@@ -89,11 +91,13 @@ def test_every_alert_has_a_severity_a_runbook_section_and_a_firing_case():
     for name, rule in ALERTS.items():
         labels = rule.get("labels", {})
         assert labels.get("severity") in {"critical", "warning", "info"}, name
-        page, _, anchor = labels.get("runbook_url", "").partition("#")
-        assert page == "docs/operating.md" and anchor in anchors, f"{name}: runbook {labels.get('runbook_url')}"
+        url = rule.get("annotations", {}).get("runbook_url", "")
+        page, _, anchor = url.partition("#")
+        assert page == RUNBOOK_BASE and anchor in anchors, f"{name}: runbook {url}"
+        assert "runbook_url" not in labels, f"{name}: a label would split the alert's series by it"
         assert name in fired, f"{name}: no promtool case where it fires"
     assert {n for n, r in ALERTS.items() if r["labels"]["severity"] == "critical"} == \
-        {"RibbonWorkerDown", "RibbonNoProgress"}
+        {"RibbonWorkerDown", "RibbonNoProgress", "RibbonNoReadyWorker"}
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -62,9 +62,54 @@ def test_every_ribbon_variable_is_a_valid_setting(workers):
     # load_settings raised in the fixture on any unknown or bad RIBBON_ variable; check what it loaded
     for name, (svc, s) in workers.items():
         assert s.kafka.bootstrap_servers, f"{name}: no bootstrap servers (the embedded broker would start)"
+        if s.model.mode == "digest":
+            continue   # no model: nothing to mount
         assert s.model.local_files_only and svc["environment"].get("HF_HUB_OFFLINE") == "1"
         assert s.model.path.startswith("/models/")
         assert any(v.endswith(":/models:ro") for v in svc["volumes"]), f"{name}: weights not mounted read-only"
+
+
+def test_compose_variables_never_look_like_settings(tmp_path):
+    """The compose file's own variables (exported on the host to run `docker compose`) are no RIBBON_ names:
+    a host-side `ribbon` reads every RIBBON_ variable as a setting and exits 2 on an unknown one."""
+    names = sorted({m.group(1) for m in _INTERP.finditer(COMPOSE.read_text())})
+    assert names and not [n for n in names if n.startswith("RIBBON_")], names
+    no_file = tmp_path / "empty.toml"
+    no_file.write_text("")
+    load_settings(config_path=no_file, environ={n: "/srv/models" for n in names})  # raises on a RIBBON_ name
+
+
+def test_a_host_side_ribbon_runs_with_the_documented_compose_variables_exported(tmp_path):
+    import subprocess
+    import sys
+
+    documented = re.findall(r"^(\w+=\S+(?: \w+=\S+)*) docker compose up", (ROOT / "docs/operating.md").read_text(), re.M)
+    assert documented
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env.update(kv.split("=", 1) for line in documented for kv in line.split())
+    out = subprocess.run([sys.executable, "-m", "worker", "validate", "--help"], env=env, capture_output=True,
+                         text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 0, out.stderr
+    out = subprocess.run([sys.executable, "-c", "from worker.config.settings import load_settings; load_settings()"],
+                         env=env, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_gpu_and_the_gpu_free_profiles(compose, workers):
+    """`docker compose up` (.env: COMPOSE_PROFILES=gpu) runs the GPU worker; COMPOSE_PROFILES=digest the slim
+    digest image with no GPU reservation, scraped under the same name."""
+    env_file = dict(line.split("=", 1) for line in (ROOT / ".env").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert env_file == {"COMPOSE_PROFILES": "gpu"}
+    profiles = {name: svc.get("profiles", []) for name, (svc, _) in workers.items()}
+    assert profiles == {"worker": ["gpu"], "worker-digest": ["digest"]}
+    digest_svc, digest = workers["worker-digest"]
+    assert digest.model.mode == "digest" and digest_svc["build"]["target"] == "digest"
+    assert re.search(r"^FROM \S+ AS digest$", (ROOT / "Dockerfile").read_text(), re.M)
+    assert not [v for v in digest_svc.get("volumes", []) if "/models" in v], "no model to mount"
+    assert digest_svc["networks"]["default"]["aliases"] == ["worker"]
+    others = [n for n, svc in compose["services"].items() if n not in workers]
+    assert not [n for n in others if compose["services"][n].get("profiles")], "the rest runs under every profile"
 
 
 def test_workers_share_a_group_and_nothing_else_that_must_be_distinct(workers):
@@ -79,6 +124,9 @@ def test_workers_share_a_group_and_nothing_else_that_must_be_distinct(workers):
 def test_each_worker_reserves_its_own_gpu(workers):
     seen: list[str] = []
     for name, (svc, s) in workers.items():
+        if s.model.mode == "digest":   # the GPU-free profile: no model, no GPU
+            assert "deploy" not in svc and s.model.device == "cpu", name
+            continue
         devices = svc["deploy"]["resources"]["reservations"]["devices"]
         gpus = [d for d in devices if "gpu" in d.get("capabilities", [])]
         assert len(gpus) == 1, f"{name}: expected one GPU reservation, got {devices}"
@@ -150,7 +198,9 @@ def test_prometheus_scrapes_every_worker_on_its_port(workers):
     prom = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     job = next(j for j in prom["scrape_configs"] if j["job_name"] == "ribbon")
     targets = {t for sc in job["static_configs"] for t in sc["targets"]}
-    assert targets == {f"{name}:{s.server.port}" for name, (_, s) in workers.items()}
+    names = {name: (svc.get("networks") or {}).get("default", {}).get("aliases", [name])[0]
+             for name, (svc, _) in workers.items()}
+    assert targets == {f"{names[name]}:{s.server.port}" for name, (_, s) in workers.items()}
     assert job.get("metrics_path", "/metrics") == "/metrics"
 
 

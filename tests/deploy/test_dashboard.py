@@ -80,3 +80,41 @@ def test_the_json_is_the_generators():
     res = subprocess.run([sys.executable, str(ROOT / "deploy" / "grafana" / "build_dashboard.py"), "--check"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
+
+
+def _unit_of(expr: str) -> str:
+    """What a query measures, from its metric names: bytes, seconds, a ratio, or a count (or rate)."""
+    names = _metric_names(expr)
+    rated = "rate(" in expr or "increase(" in expr
+    if " / " in expr or any("_ratio" in n for n in names):
+        return "ratio"
+    if "histogram_quantile" in expr:
+        return "seconds" if any(n.endswith("_seconds_bucket") for n in names) else "count"
+    if not rated and any(n.endswith("_bytes") for n in names):
+        return "bytes"
+    if not rated and any(n.endswith("_seconds") for n in names):
+        return "seconds"
+    return "count"
+
+
+ALLOWED = {"bytes": {"bytes"}, "seconds": {"s"}, "ratio": {"percentunit"},
+           "count": {"short", "ops", "none", "percentunit"}}  # percentunit: busy seconds per second
+
+
+def test_no_panel_mixes_units():
+    """Each series is drawn in the unit of what it measures: the panel's unit, or its target's override."""
+    for p in _panels():
+        overrides = {o["matcher"]["options"]: o["properties"][0]["value"] for o in p["fieldConfig"]["overrides"]}
+        units = set()
+        for t in p["targets"]:
+            unit = overrides.get(t["refId"], p["fieldConfig"]["defaults"]["unit"])
+            assert unit in ALLOWED[_unit_of(t["expr"])], f"{p['title']!r}: {t['legendFormat']!r} drawn as {unit}"
+            units.add(unit)
+        assert len(units - {"short", "ops"}) <= 2, f"{p['title']!r}: more than two axes"
+
+
+def test_the_unit_check_sees_a_mix():
+    assert _unit_of('sum(ribbon_window_held_bytes{instance=~"$i"})') == "bytes"
+    assert _unit_of('max(ribbon_held_partition_seconds{x=""})') == "seconds"
+    assert _unit_of('sum(increase(ribbon_slow_documents_total{x=""}[5m]))') == "count"
+    assert _unit_of('histogram_quantile(0.9, sum by (le) (rate(ribbon_gc_pause_seconds_bucket{x=""}[1m])))') == "seconds"

@@ -1,5 +1,7 @@
 """deploy/k8s and the Dockerfile, checked as CI can without a cluster or Docker.
 
+- The base (deploy/k8s/base) and every overlay beside it rendered by the real `kustomize` binary
+  (`make kustomize` installs it from the Go module proxy; missing, the tests fail, nothing is skipped).
 - Kubernetes objects against the Kubernetes OpenAPI schemas (kubernetes-validate, strict: unknown fields fail).
 - KEDA ScaledObject, PodMonitor and PrometheusRule against models generated from their CRDs
   (cloudcoil.models.keda / .prometheus_operator), strict as well: a field the CRD lacks fails.
@@ -24,12 +26,13 @@ from worker.kafka.config import kafka_client_config
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
+BASE = K8S / "base"
 CORE_VERSION = "1.30.0"  # the oldest Kubernetes the manifests promise to fit (docs/operating.md)
 
 
 def _docs() -> dict[str, dict]:
     out = {}
-    for path in sorted(K8S.glob("*.yaml")):
+    for path in sorted(BASE.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             out[f"{doc['kind']}/{doc['metadata']['name'] if 'metadata' in doc else path.stem}"] = doc
     return out
@@ -61,8 +64,10 @@ def _container_env(workload: dict, name: str, docs: dict | None = None) -> dict[
 
 
 def test_kustomization_lists_every_manifest():
-    kust = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    assert sorted(kust["resources"]) == sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+    kust = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+    assert sorted(kust["resources"]) == sorted(p.name for p in BASE.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert not list(K8S.glob("*.yaml")), "manifests live in base/ or an overlay: a kustomization above the " \
+                                         "overlays makes kustomize refuse them (cycle detected)"
 
 
 @pytest.mark.parametrize("name", [n for n in DOCS if n.split("/")[0] not in CRDS | {"Kustomization"}])
@@ -148,7 +153,7 @@ def test_identity_is_stable_and_unique_per_pod(worker_pod, monkeypatch):
 def test_keda_scales_on_the_workers_group_capped_at_the_partitions(worker_pod):
     _, _, s = worker_pod
     so = DOCS["ScaledObject/ribbon-worker"]
-    (trigger,) = so["spec"]["triggers"]
+    trigger = next(t for t in so["spec"]["triggers"] if t["type"] == "kafka")
     m = trigger["metadata"]
     # the connection settings come from the worker container's environment, never repeated here
     assert not {"bootstrapServers", "consumerGroup", "topic"} & set(m)
@@ -166,6 +171,28 @@ def test_keda_scales_on_the_workers_group_capped_at_the_partitions(worker_pod):
     assert so["spec"]["maxReplicaCount"] == partitions
     target = so["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("StatefulSet", "ribbon-worker")
+
+
+def test_keda_subtracts_the_records_held_in_open_windows():
+    """Records read into open windows are uncommitted (they count as lag) but not waiting: the formula takes
+    them off the Kafka lag, by the worker's own gauge."""
+    from worker.observability.metrics import Metrics
+
+    spec = DOCS["ScaledObject/ribbon-worker"]["spec"]
+    triggers = {t["name"]: t for t in spec["triggers"]}
+    assert (triggers["lag"]["type"], triggers["held"]["type"]) == ("kafka", "prometheus")
+    metric = re.match(r"sum\((\w+)\{", triggers["held"]["metadata"]["query"]).group(1)
+    names = {f.name for f in Metrics().registry.collect()}
+    assert metric == "ribbon_window_held_records" and metric in names
+    mod = spec["advanced"]["scalingModifiers"]
+    assert mod["formula"] == "lag - held > 0 ? lag - held : 0" and mod["metricType"] == "AverageValue"
+    assert mod["target"] == triggers["lag"]["metadata"]["lagThreshold"]
+
+
+def test_the_gpu_pods_tolerate_the_gpu_taint(worker_pod):
+    pod, c, _ = worker_pod
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
 
 
 def test_podmonitor_scrapes_the_pods_and_the_rules_match_compose(worker_pod):
@@ -235,38 +262,49 @@ def test_the_model_fill_job_writes_where_the_workers_read(worker_pod):
     assert any(m["mountPath"] == "/models" and m["readOnly"] for m in wait["volumeMounts"])
 
 
-# ---- overlays: rendered as kustomize does (base resources + JSON 6902 patches), then validated ----
+# ---- the base and overlays: rendered by kustomize itself, then validated ----
 OVERLAYS = sorted(p.parent for p in (K8S / "overlays").glob("*/kustomization.yaml"))
+KUSTOMIZE_HINT = "kustomize is not installed: `make kustomize` installs it (go install sigs.k8s.io/kustomize/kustomize/v5)"
+
+
+def kustomize() -> str:
+    exe = shutil.which("kustomize") or str(Path(sys.executable).parent / "kustomize")
+    assert Path(exe).is_file(), KUSTOMIZE_HINT
+    return exe
 
 
 def _render(folder: Path) -> dict[str, dict]:
-    import jsonpatch
-
-    kust = yaml.safe_load((folder / "kustomization.yaml").read_text())
-    docs: dict[str, dict] = {}
-    for res in kust["resources"]:
-        path = (folder / res).resolve()
-        if path.is_dir():
-            docs.update(_render(path))
-        else:
-            for doc in yaml.safe_load_all(path.read_text()):
-                docs[f"{doc['kind']}/{doc['metadata']['name']}"] = doc
-    for patch in kust.get("patches", []):
-        key = f"{patch['target']['kind']}/{patch['target']['name']}"
-        assert key in docs, f"{folder.name}: patch target {key} is not a resource"
-        ops = yaml.safe_load((folder / patch["path"]).read_text())
-        docs[key] = jsonpatch.apply_patch(docs[key], ops)
-    return docs
+    res = subprocess.run([kustomize(), "build", str(folder)], capture_output=True, text=True, timeout=120, check=False)
+    assert res.returncode == 0, f"kustomize build {folder.relative_to(ROOT)}: {res.stderr}"
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in yaml.safe_load_all(res.stdout) if d}
 
 
-def test_there_is_a_sasl_tls_overlay():
-    assert [o.name for o in OVERLAYS] == ["kafka-sasl-tls"]
-    kust = yaml.safe_load((OVERLAYS[0] / "kustomization.yaml").read_text())
-    listed = {*kust["resources"], *(p["path"] for p in kust["patches"])} - {"../.."}
-    assert listed == {p.name for p in OVERLAYS[0].glob("*.yaml")} - {"kustomization.yaml"}
+def test_kustomize_renders_the_base_with_every_manifest():
+    docs = _render(BASE)
+    assert set(docs) == {k for k in DOCS if not k.startswith("Kustomization/")}
+    assert all(d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "ribbon" for d in docs.values())
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS, ids=lambda p: p.name)
+def test_the_render_catches_an_overlay_inside_its_base(tmp_path):
+    """The layout kustomize refuses (the base's folder holding the overlay) fails here, as it did in the field."""
+    shutil.copytree(BASE, tmp_path / "k8s")
+    (tmp_path / "k8s" / "overlays" / "o").mkdir(parents=True)
+    (tmp_path / "k8s" / "overlays" / "o" / "kustomization.yaml").write_text("resources: [../..]\n")
+    res = subprocess.run([kustomize(), "build", str(tmp_path / "k8s" / "overlays" / "o")], capture_output=True,
+                         text=True, timeout=120, check=False)
+    assert res.returncode != 0 and "cycle detected" in res.stderr
+
+
+def test_overlays_sit_beside_the_base_and_list_their_files():
+    assert "kafka-sasl-tls" in [o.name for o in OVERLAYS]
+    for overlay in OVERLAYS:
+        kust = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+        assert "../../base" in kust["resources"], overlay.name
+        listed = {*kust["resources"], *(p["path"] for p in kust.get("patches", []))} - {"../../base"}
+        assert listed == {p.name for p in overlay.glob("*.yaml")} - {"kustomization.yaml"}, overlay.name
+
+
+@pytest.mark.parametrize("overlay", [BASE, *OVERLAYS], ids=lambda p: p.name)
 def test_overlay_objects_fit_their_schemas(overlay):
     import kubernetes_validate
 
@@ -303,7 +341,7 @@ def test_the_sasl_overlay_gives_the_worker_keda_and_the_topic_job_one_secret(tmp
     assert volumes[mounts[ca_dir]]["secret"] == {"secretName": "ribbon-kafka", "items": [{"key": "ca.crt",
                                                                                           "path": ca_file}]}
     # KEDA: the same mechanism, TLS on, the same Secret's keys
-    (trigger,) = docs["ScaledObject/ribbon-worker"]["spec"]["triggers"]
+    trigger = next(t for t in docs["ScaledObject/ribbon-worker"]["spec"]["triggers"] if t["type"] == "kafka")
     keda_sasl = {"PLAIN": "plaintext", "SCRAM-SHA-256": "scram_sha256", "SCRAM-SHA-512": "scram_sha512"}
     assert trigger["metadata"]["sasl"] == keda_sasl[s.kafka.sasl_mechanism]
     assert trigger["metadata"]["tls"] == "enable"
@@ -318,3 +356,19 @@ def test_the_sasl_overlay_gives_the_worker_keda_and_the_topic_job_one_secret(tmp
     base_script = DOCS["Job/ribbon-topics"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
     topics = lambda text: re.findall(r"--topic (\S+) --partitions (\d+)", text)  # noqa: E731
     assert topics(script) == topics(base_script)
+
+
+def test_the_digest_overlay_runs_without_a_gpu_or_a_model(tmp_path):
+    docs = _render(K8S / "overlays" / "digest")
+    assert "Job/ribbon-model-fill" not in docs and "PersistentVolumeClaim/ribbon-models" not in docs
+    sts = docs["StatefulSet/ribbon-worker"]
+    pod = sts["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert "nvidia.com/gpu" not in str(c["resources"]) and "tolerations" not in pod and "initContainers" not in pod
+    assert c["image"].endswith(":0.1.0-digest")
+    assert "models" not in {v["name"] for v in pod["volumes"]} | {m["name"] for m in c["volumeMounts"]}
+    env = _container_env(sts, "worker", docs)
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    s = load_settings(config_path=empty, environ={k: v for k, v in env.items() if k.startswith("RIBBON_")})
+    assert (s.model.mode, s.model.device) == ("digest", "cpu")

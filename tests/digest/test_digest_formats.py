@@ -53,13 +53,19 @@ def test_every_format_groups_its_messages_exactly(labelled):
     assert len(pairs) == len(set(s.templates)) == len({p for p, _ in pairs})
 
 
-def test_failures_are_exactly_the_warn_or_worse_lines_ranked_by_severity(labelled):
+def test_failures_are_exactly_the_warn_or_worse_lines_ranked_by_incident_weight(labelled):
     s, a = labelled
     fails = sorted(i for f in a.failures for i in f["lines"].tolist())
     truth = [i for i, lv in enumerate(s.levels) if ORDER.index(lv) <= ORDER.index("WARN")]
     assert fails == truth
-    ranks = [ORDER.index(f["level"]) for f in a.failures]
-    assert ranks == sorted(ranks)
+    weights = [f["weight"] for f in a.failures]
+    assert weights == sorted(weights, reverse=True)
+    by_level = {}
+    for f in a.failures:   # within a level, more lines of a template never rank below fewer of one as new
+        by_level.setdefault(f["rank"], []).append(f)
+    for group in by_level.values():
+        whole = [f["count"] for f in group if f["count"] == a.templates.templates[f["template"]].count]
+        assert whole == sorted(whole, reverse=True)
 
 
 def test_summaries_of_every_format_hold_no_control_bytes(labelled):

@@ -215,3 +215,23 @@ def test_the_model_span_carries_each_documents_share_of_prefill_and_decode(trace
     (model,) = [s for s in exporter.get_finished_spans() if s.name == "ribbon.model"]
     assert model.attributes["ribbon.model.prefill_seconds"] == pytest.approx(0.1)
     assert model.attributes["ribbon.model.decode_seconds"] == pytest.approx(0.3)
+
+
+def test_a_windows_span_links_to_its_records_and_its_output_keeps_their_common_headers(traced):
+    from worker.windowing.windows import Rules, Windower
+
+    fin, tracker, tracer, exporter = traced
+    w = Windower(Rules(), clock=lambda: 1.0)
+    parents = [f"00-{i:032x}-{i:016x}-01".encode() for i in (1, 2)]
+    for off, tp in enumerate(parents):
+        w.add(("in", 0), 1, "web-1", off, f"line {off}", headers=[("tenant", b"acme"), ("traceparent", tp)])
+    (window,) = w.flush()
+    d = make_doc(tracker, offset=0)
+    d.window, d.headers, d.received = window, tuple(window.headers), 2.0
+    (rec,) = _finish(fin, [d])
+    tracer.delivered([rec])
+    doc = next(s for s in exporter.get_finished_spans() if s.name == "ribbon.document")
+    assert doc.parent is None   # a window has many parents: it starts its own trace and links to each
+    assert [(f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}") for link in doc.links] == [
+        (f"{i:032x}", f"{i:016x}") for i in (1, 2)]
+    assert ("tenant", b"acme") in rec.headers

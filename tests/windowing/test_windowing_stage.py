@@ -48,9 +48,9 @@ def stream(**env):
 def test_lines_and_keys_from_text_json_fields_regex_and_kafka_keys():
     ls, _, _ = stream(key_field="resource.service")
     assert ls.takes("logs") and not ls.takes("docs")
-    assert ls.read(b"plain line\n", b"k1") == ("plain line", "k1", None)
-    assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1") == ("vector line", "api", None)
-    assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None) == ("fluent bit", "", "syslog")
+    assert ls.read(b"plain line\n", b"k1")[:3] == ("plain line", "k1", None)
+    assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1")[:3] == ("vector line", "api", None)
+    assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None)[:3] == ("fluent bit", "", "syslog")
     rx, _, _ = stream(key_regex=r"^\S+ +\d+ [\d:]+ (\S+)")
     assert rx.read(b"Oct 11 22:14:15 host7 sshd[1]: hi", b"ignored")[1] == "host7"
     assert rx.read(b"no match here", b"fallback")[1] == "fallback"
@@ -96,6 +96,20 @@ def test_produce_lines_keys(tmp_path):
     assert got == [(b"h1", b'{"host": "h1", "message": "x"}'), (b"h2", b"Oct 11 22:14:15 h2 sshd: y"),
                    (b'{"n":1}', b'{"host": {"n": 1}}')]
     assert [k for k, _ in lines(path, LineKey(constant="c"))] == [b"c"] * 3
+
+
+def test_produce_lines_gives_continuation_lines_the_key_of_the_line_before(tmp_path):
+    """A stack trace's lines carry no syslog header: keyed by the line before, they stay in its host's window."""
+    path = tmp_path / "app.log"
+    path.write_text("stray line before any header\n"
+                    "Oct 11 22:14:15 h1 app: java.lang.IllegalStateException: boom\n"
+                    "\tat com.example.Main.run(Main.java:12)\n"
+                    "Caused by: java.io.IOException: disk\n"
+                    "Oct 11 22:14:16 h2 app: fine\n"
+                    "    wrapped tail of h2's message\n")
+    keys = [k for k, _ in lines(path, LineKey(regex=r"^\S+ +\d+ [\d:]+ (\S+)", constant="c"))]
+    assert keys == [b"c", b"h1", b"h1", b"h1", b"h2", b"h2"]
+    assert [k for k, _ in lines(path, LineKey(regex=r"^\S+ +\d+ [\d:]+ (\S+)"))][:3] == [None, b"h1", b"h1"]
 
 
 @pytest.mark.parametrize("args,message", [
@@ -231,3 +245,89 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
     assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
     ing.consumer = Fetched("logs", 3)
     assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
+
+
+SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time in ms)
+    (b'{"message": "sshd[1]: Failed password", "host": "web-1", "timestamp": "2024-05-01T12:00:00Z"}',
+     "sshd[1]: Failed password", "web-1", 1714564800000),
+    (b'{"log": "E0501 sync failed\\n", "kubernetes": {"pod_name": "ctrl-0", "container_name": "manager"},'
+     b' "@timestamp": 1714564801.5}', "E0501 sync failed", "ctrl-0/manager", 1714564801500),
+    (b'{"MESSAGE": "Started Session 4", "_HOSTNAME": "db-2", "__REALTIME_TIMESTAMP": "1714564803000000"}',
+     "Started Session 4", "db-2", 1714564803000),
+    (b'{"MESSAGE": "Failed to start nginx", "_HOSTNAME": "db-2", "PRIORITY": "3", "__REALTIME_TIMESTAMP": "1714564803000000"}',
+     "2024-05-01T12:00:03.000Z ERROR [db-2] Failed to start nginx", "db-2", 1714564803000),
+    (b'{"body": {"stringValue": "db down"}, "timeUnixNano": "1714564804000000000",'
+     b' "resource": {"attributes": [{"key": "host.name", "value": {"stringValue": "vm-9"}}]}}',
+     "db down", "vm-9", 1714564804000),
+    (b'{"body": "db down", "severityText": "Warning", "timeUnixNano": 1714564804000000000, "hostname": "vm-9"}',
+     "2024-05-01T12:00:04.000Z WARNING [vm-9] db down", "vm-9", 1714564804000),
+]
+
+
+@pytest.mark.parametrize("value,line,key,time_ms", SHIPPED)
+def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
+    ls, tracker, _ = stream()
+    got = ls.read(value, None)
+    assert (got.line, got.key, got.time_ms) == (line, key, time_ms)
+    assert ls.read(value, b"kafka-key").key == "kafka-key"
+    epoch = tracker.assign(TP)
+    tracker.see(TP, epoch, 0)
+    ls.add(Msg(value, offset=0, ts=1), TP, epoch)
+    info = window_info(ls.due(True)[0])
+    assert info["key"] == key and info["start"] == info["end"] != "1970-01-01T00:00:00.001Z"
+
+
+@pytest.mark.parametrize("line,host", [
+    ("<34>1 2024-05-01T12:00:00.003Z amf-2.core sshd 811 - - Failed password", "amf-2.core"),
+    ("<13>Oct 11 22:14:15 host7 sshd[1]: hi", "host7"),
+    ("Oct  1 02:14:15 gw-3 kernel: eth0 down", "gw-3"),
+    ("2024-05-01T12:00:00+00:00 nas-1 smartd[5]: temp", "nas-1"),
+    ("Oct 11 22:14:15 sshd[1]: no host field", ""),
+    ("2024-05-01T12:00:00Z ERROR db down", ""),
+    ("2024-05-01T12:00:00.123Z info main.go:12 started", ""),
+    ("    at com.example.Main.run(Main.java:12)", ""),
+])
+def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host):
+    ls, _, _ = stream()
+    assert ls.read(line.encode(), None).key == host
+
+
+class HeaderMsg(Msg):
+    def __init__(self, value, offset, ts, headers):
+        super().__init__(value, None, offset, ts)
+        self._h = headers
+
+    def headers(self):
+        return self._h
+
+
+def test_event_time_from_lines_and_shipper_fields_with_both_time_ranges_in_the_output():
+    ls, tracker, _ = stream(time="event", grace_s="5")
+    epoch = tracker.assign(TP)
+    values = [b"2024-05-01T12:00:00Z web-1 app: started",            # its own timestamp
+              b'{"message": "app: tick", "host": "web-1", "timestamp": "2024-05-01T12:00:02Z"}',
+              b"May  1 12:00:03 web-1 app: ok",                       # RFC 3164: the year of the Kafka timestamp
+              b"2024-05-01T11:59:40Z web-1 app: late by 23 s",
+              b"2024-05-01T12:00:30Z web-1 app: after a 27 s silence"]
+    docs = []
+    for off, v in enumerate(values):
+        tracker.see(TP, epoch, off)
+        docs += ls.add(HeaderMsg(v, off, 1_714_600_000_000, [("tenant", b"acme")]), TP, epoch)
+    (first,) = docs                              # the silence is a gap in event time
+    info = window_info(first)
+    assert (info["start"], info["end"], info["records"]) == ("2024-05-01T11:59:40.000Z", "2024-05-01T12:00:03.000Z", 4)
+    assert (info["clock"], info["late"], info["closed_by"]) == ("event", 1, "gap")
+    assert info["read_start"] is not None and info["read_end"] >= info["read_start"]
+    assert first.headers == (("tenant", b"acme"),) and first.key == b"web-1"
+
+
+def test_record_time_uses_the_kafka_timestamps():
+    ls, tracker, _ = stream(time="record")
+    epoch = tracker.assign(TP)
+    docs = []
+    for off, ts in enumerate([0, 1_000, 30_000]):
+        tracker.see(TP, epoch, off)
+        docs += ls.add(Msg(b'{"message": "m", "timestamp": "2030-01-01T00:00:00Z"}', b"k", off,
+                           ts=1_700_000_000_000 + ts), TP, epoch)
+    (first,) = docs
+    assert window_info(first)["end"] == "2023-11-14T22:13:21.000Z" and window_info(first)["records"] == 2

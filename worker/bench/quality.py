@@ -16,6 +16,10 @@ WARN or worse); span correctness (the digest's earliest and latest time equal th
 inverted); summaries with control bytes; outliers inside their own quoted range; lines/s of the whole
 analysis (format layer, templater, digest).
 
+The standard template metrics (`loghub2`, `loghub2_total`: worker/bench/loghub_bench.py): GA, PA, FGA and FTA
+as logpai/loghub-2.0's evaluator computes them (worker/bench/loghub_eval.py), of the templater and of Drain3
+tuned as the benchmark tunes Drain (worker/bench/drain_tuned.py), on each development system's Content lines.
+
 Usage: ribbon bench quality [--devlogs DIR] [--out bench/results/quality_cpu.json] [--no-drain]
 """
 
@@ -32,6 +36,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from worker.bench import loghub_bench
 from worker.digest.clock import stamp_of
 from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
@@ -278,12 +283,15 @@ def main(argv: list[str] | None = None) -> int:
         res["devlogs"] = devlogs(args.devlogs, drain)
         res["devlogs_total"] = _totals(res["devlogs"])
         _table(f"development logs ({args.devlogs})", res["devlogs"])
+        res["loghub2"] = loghub_bench.loghub2(args.devlogs, drain)
+        res["loghub2_total"] = loghub_bench.totals(res["loghub2"])
+        loghub_bench.table(res["loghub2"])
     else:
         print(f"no development logs at {args.devlogs}: the format corpus only", file=sys.stderr)
     res["formats"] = formats(drain, args.lines)
     res["formats_total"] = _totals(res["formats"])
     _table("format corpus (worker/demo/samples.py)", res["formats"])
-    for key in ("devlogs_total", "formats_total"):
+    for key in ("devlogs_total", "loghub2_total", "formats_total"):
         if key in res:
             print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in res[key].items()))
     args.out.parent.mkdir(parents=True, exist_ok=True)

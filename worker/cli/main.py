@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--key", help="with --lines: the key of every record")
     pr.add_argument("--key-field", help="with --lines: the key is this field of a JSON line (dotted path)")
     pr.add_argument("--key-regex", help="with --lines: the key is the first group (or group 'key') of this "
-                                        "regular expression's match on the line")
+                                        "regular expression's match on the line; a line without a match (a stack "
+                                        "frame) takes the key of the line before it")
     pr.add_argument("--rate", type=float, help="records per second at most (default: as fast as possible)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_setting_flags(pr, ["--bootstrap-servers"])

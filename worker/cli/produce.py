@@ -117,12 +117,21 @@ def _count_lines(path: Path) -> int:
 
 
 def lines(path: Path, key: LineKey) -> Iterator[tuple[bytes | None, bytes]]:
-    """(key, value) per non-empty line of `path`, the line sent as it is (one record per line)."""
+    """(key, value) per non-empty line of `path`, the line sent as it is (one record per line). With a key
+    field or regex, a line in which it finds no key (a stack frame, a wrapped message: a line without the
+    header the regex reads) takes the key of the line before it, so a multiline event stays in one window;
+    before any line had one, the constant key (or none)."""
+    found = LineKey(field=key.field, regex=key.regex)
+    previous: bytes | None = None
     with open(path, "rb") as fh:
         for raw in fh:
             line = raw.rstrip(b"\r\n")
-            if line.strip():
-                yield key.of(line), line
+            if not line.strip():
+                continue
+            k = found.of(line) if key.field is not None or key.regex is not None else None
+            if k is not None:
+                previous = k
+            yield (k or previous or key.of(line)), line
 
 
 def produce_file(path: Path, *, topic: str, producer_conf: dict, split: Split, source: str | None = None,

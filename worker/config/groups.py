@@ -273,6 +273,13 @@ class WindowingSettings(_Group):
                                                                   "the oldest windows close (closed_by max_held)")
     multiline: bool = Field(True, description="join continuation lines (stack frames, Caused by:, goroutine dumps) "
                                               "to their first line")
+    time: Literal["poll", "record", "event"] = Field(
+        "poll", description="the clock of gap_s and max_length_s: poll (the worker's, as records are read), record "
+                            "(the Kafka record timestamps) or event (the record's own time field, else its line's "
+                            "timestamp, else the Kafka timestamp); max_open_s always runs on the worker's clock")
+    grace_s: float = Field(5.0, ge=0.0, le=86_400.0, description="record/event time: how far behind the newest "
+                           "time seen in its partition a record may be before it counts as late (late records "
+                           "still join their key's window; docs/windowing.md)")
 
     @field_validator("topics")
     @classmethod

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from worker.digest.digest import Analysis, build_digest
 from worker.digest.formats import read
-from worker.digest.structured import otlp_lines, pm_digest
+from worker.digest.structured import otlp_lines, pm_digest, pm_span
 from worker.digest.templates import analyze_text
 
 
@@ -27,4 +27,6 @@ def analyze_document(text: str, lines: list[str] | None = None) -> Analysis:
     a = build_digest(tm, r)
     if "measCollecFile" in text[:4096] or "measDataFile" in text[:4096]:
         a.digest["pm"] = pm_digest(text)
+        if a.digest["pm"] is not None:   # a PM file's period is its span, whatever times its lines hold
+            a.digest["span"] = pm_span(a.digest["pm"]) or a.digest["span"]
     return a

@@ -10,13 +10,15 @@ A line's level, first found wins:
    softer words;
 4. a line the header did not match (a stack frame, a continuation) with no level of its own takes
    the level of the line before it: it counts in that level, but is no failure entry of its own.
-A failure is a line of level WARN or worse. Failures are grouped by template and ranked by severity
-(worst first), then rarity of their template (fewer lines first), then time (earliest first, the line
-number where there is none).
+A failure is a line of level WARN or worse. Failures are grouped by template and ranked by incident
+weight, heaviest first (incident_weight: how many lines, their level, how new the template is in the
+document), then time (earliest first, the line number where there is none), so a burst of one failure is
+never crowded out by one-line failures of its level.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -128,5 +130,19 @@ def ranked_failures(tm, ranks: np.ndarray, keys: list[str], inherited: np.ndarra
                     "first_line": int(rows[0]), "last_line": int(rows[-1]),
                     "first_timed": first_t, "last_timed": last_t,
                     "sort_time": keys[first_t] if first_t is not None else ""})
-    out.sort(key=lambda f: (f["rank"], tm.templates[f["template"]].count, f["sort_time"], f["first_line"]))
+    for f in out:
+        f["weight"] = incident_weight(f["count"], f["rank"], tm.templates[f["template"]].count)
+    out.sort(key=lambda f: (-f["weight"], f["sort_time"], f["first_line"]))
     return out
+
+
+LEVEL_FACTOR = 4.0   # one level worse weighs as much as 4x the lines' log-count
+
+
+def incident_weight(lines: int, rank: int, template_lines: int) -> float:
+    """lines x level x novelty: (1 + log2 lines) x LEVEL_FACTOR^(levels above WARN) x (0.5 + 0.5 x the share of
+    the template's lines that fail). A burst of 30 FATAL lines outweighs one FATAL line (5.9 to 1), a single
+    FATAL line outweighs 1,000 WARN lines (64 to 11), and a template that fails only now is weighed whole,
+    one that mostly logs at a normal level half."""
+    novelty = 0.5 + 0.5 * lines / max(1, template_lines)
+    return (1.0 + math.log2(max(1, lines))) * LEVEL_FACTOR ** (WARN_RANK - rank) * novelty

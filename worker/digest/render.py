@@ -25,6 +25,7 @@ _LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _WORDS = re.compile(r"[A-Za-z]{3,}")
 _PHRASE = re.compile(r'"[^"]*"')
+_FAILING_LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -56,10 +57,26 @@ def time_range(first: str, last: str, zone: str | None = None, seconds: float | 
     return f"{_date(first)} {_clock(first)}–{_clock(last)}{z}"
 
 
+_KEEP = "\x00"   # stands for a space inside a value while a text is cut (a value is never cut)
+
+
+def cut(text: str, limit: int = MAX_PATTERN_CHARS) -> str:
+    """text shortened to about `limit` characters at a space, never inside a token or a value (spaces inside
+    a value are written _KEEP by the caller): whole tokens while they fit, the first one always."""
+    if len(text) <= limit:
+        return text.replace(_KEEP, " ")
+    b = text.rfind(" ", 0, limit)
+    if b <= 0:
+        b = text.find(" ", limit)
+        if b < 0:
+            return text.replace(_KEEP, " ")
+    return text[:b].rstrip().replace(_KEEP, " ") + " …"
+
+
 def short_pattern(pattern: str) -> str:
     """A template as an operator reads it: leading timestamp/host placeholders and the level dropped."""
     p = _LEVEL_WORD.sub("", _LEADING.sub("", pattern)).strip() or pattern.strip()
-    return p if len(p) <= MAX_PATTERN_CHARS else p[:MAX_PATTERN_CHARS - 1] + "…"
+    return cut(p)
 
 
 def display_pattern(t: dict) -> str:
@@ -74,7 +91,7 @@ def display_pattern(t: dict) -> str:
     def fill(m: re.Match) -> str:
         v = next(it, None)
         if v and v["distinct"] == 1 and not v["distinct_capped"] and v["top"]:
-            return v["top"][0]["value"]
+            return v["top"][0]["value"].replace(" ", _KEEP)
         return m.group(0)
 
     return short_pattern(_PLACEHOLDER.sub(fill, body))
@@ -96,13 +113,27 @@ def values_text(t: dict, limit: int = 3) -> str:
     return "; ".join(parts[:3])
 
 
+def shown_pattern(t: dict) -> str:
+    """The template as quoted: display_pattern, or its first line when the template is mostly placeholders
+    (a quoted phrase, such as a request line, counts as one)."""
+    shown = display_pattern(t)
+    if len(_WORDS.findall(_PLACEHOLDER.sub(" ", _PHRASE.sub(" ", shown)))) < 2 and t.get("example"):
+        return cut(t["example"])
+    return shown
+
+
+def commonest(d: dict) -> dict | None:
+    """The commonest template that is no failure (neither among the failures nor WARN or worse by its text)."""
+    failing = {f["pattern"] for f in d["failures"]}
+    for t in d["templates"]:
+        if t["pattern"] not in failing and t.get("level") not in _FAILING_LEVELS:
+            return t
+    return None
+
+
 def _failure(t: dict, dated: bool = False) -> str:
     """One failure: level, pattern, count, time (with its date when the document spans days), lines, values."""
-    shown = display_pattern(t)
-    # mostly placeholders (a quoted phrase, such as a request line, counts as one): quote its first line
-    if len(_WORDS.findall(_PLACEHOLDER.sub(" ", _PHRASE.sub(" ", shown)))) < 2:
-        shown = t["example"] if len(t["example"]) <= MAX_PATTERN_CHARS else t["example"][:MAX_PATTERN_CHARS - 1] + "…"
-    text = f'{t.get("level") or "ERROR"} "{shown}"'
+    text = f'{t.get("level") or "ERROR"} "{shown_pattern(t)}"'
     if t["count"] > 1:
         text += f" ×{_count(t['count'])}"
     first, last = t.get("first_time"), t.get("last_time")
@@ -141,7 +172,7 @@ def _pm(pm: dict) -> str:
     if pm.get("begin") or pm.get("end"):
         head += f", {pm.get('begin') or '?'} to {pm.get('end') or '?'}"
     head += f": {_count(pm['objects'])} objects ({_count(pm['cells'])} cells), {pm['counters']} counters"
-    head += f", {len(pm['nonzero'])} non-zero."
+    head += f", {pm.get('nonzero_total', len(pm['nonzero']))} non-zero."
     if pm["failure_counters"]:
         head += " Failure counters: " + "; ".join(
             f"{c['name']} {c['total']:g} over {c['objects']} objects (most {c['max']:g} at {c['max_object']})"
@@ -177,9 +208,10 @@ def render(d: dict, source: str | None = None, kind: str | None = None) -> str:
         span = d["span"]
         dated = span is not None and _date(span["first"]) != _date(span["last"])
         parts.append("Failures: " + "; ".join(_failure(t, dated) for t in failures[:MAX_FAILURES_SHOWN]) + more + ".")
-    if d["templates"]:
-        t, total = d["templates"][0], d["templates_total"]
-        parts.append(f'Commonest: "{display_pattern(t)}" ×{_count(t["count"])}'
+    t = commonest(d)
+    if t is not None:
+        total = d["templates_total"]
+        parts.append(f'Commonest: "{shown_pattern(t)}" ×{_count(t["count"])}'
                      + (f" of {_count(total)} templates." if total > 1 else "."))
     if d["entities"]:
         parts.append(_entities(d["entities"]) + ".")

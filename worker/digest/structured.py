@@ -10,7 +10,10 @@ A PM file's counters are read by position (`measTypes` + `measResults`, or `meas
 per measured object (`measObjLdn`). The digest names the managed element, the period and granularity,
 how many objects and cells, the non-zero counters (largest total first), the failure-type counters
 (`*Fail*`, `*Drop*`, `*Rej*`, `*Abnorm*`, `*Loss*`) with the object of their largest value, and the
-objects far from the others on a counter (robust z, as outliers.py). XML with a DOCTYPE or entity
+objects far from the others on a counter (robust z, as outliers.py), and how many counters are non-zero
+(`nonzero_total`; the list holds the first MAX_COUNTERS). The period is `beginTime` (or 32.435's
+`collectionBeginTime`) to `endTime` (pm_span: the digest's span). Processing instructions and comments
+before the XML declaration are read as the prolog they are. XML with a DOCTYPE or entity
 declarations is not parsed (no entity expansion). The values are read in bulk by pm_scan.py (the
 file's structure by xml.etree without its measValue lists); a list of another shape makes the file
 go through xml.etree whole, element by element (_from_elements). Both give the same table of values.
@@ -26,6 +29,7 @@ import numpy as np
 import orjson
 
 from worker.digest import pm_scan
+from worker.digest.clock import stamp_of
 from worker.digest.outliers import Z_OUTLIER, far_outside
 from worker.messages.otlp import InvalidExport, read_export
 
@@ -33,6 +37,10 @@ MAX_COUNTERS = 10
 MAX_EXTREMES = 5
 FAILURE_COUNTER = re.compile(r"fail|drop|rej|abnorm|loss|err(?:or)?s?(?:[A-Z_.]|$)|release_?abn", re.I)
 _CELL = re.compile(r"cell", re.I)
+# processing instructions (xml-stylesheet) and comments before the XML declaration: the declaration goes,
+# so the parser reads them as the prolog they are
+_PROLOG = re.compile(r"^(\s*(?:<\?(?!xml\s)[^?]*(?:\?(?!>)[^?]*)*\?>\s*|<!--(?:(?!-->).)*-->\s*)+)<\?xml\s[^?]*\?>",
+                     re.S)
 _DURATION = re.compile(r"^PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?$")
 
 
@@ -66,6 +74,7 @@ def pm_digest(text: str) -> dict | None:
         return None
     if "<!DOCTYPE" in head or "<!ENTITY" in text:
         return None
+    text = _PROLOG.sub(r"\1", text, count=1)
     sk = pm_scan.skeleton(text)
     cols = [pm_scan.scan(r) if r else None for r in sk.regions] if sk is not None else []
     bulk = bool(cols) and all(c is not None for r, c in zip(sk.regions, cols) if r) and any(sk.regions)
@@ -99,12 +108,27 @@ def _file_info(root, ns: str) -> dict:
     el = root.find(f".//{ns}fileSender")
     if el is not None:
         info["sender"] = el.get("localDn") or el.get("senderName")
-    for el in root.iter(f"{ns}measCollec"):
-        if el.get("beginTime") and info["begin"] is None:
-            info["begin"] = el.get("beginTime")
-        if el.get("endTime"):
-            info["end"] = el.get("endTime")
+    for tag in ("fileHeader", "measCollec", "measData", "fileFooter"):   # 28.532 / 32.435: beginTime, endTime;
+        for el in root.iter(f"{ns}{tag}"):                               # 32.435 headers: collectionBeginTime
+            begin = el.get("beginTime") or el.get("collectionBeginTime")
+            if begin and info["begin"] is None:
+                info["begin"] = begin
+            if el.get("endTime"):
+                info["end"] = el.get("endTime")
     return info
+
+
+def pm_span(pm: dict) -> dict | None:
+    """The digest's span of a PM file: its begin and end (UTC when they carry a zone), or None without both."""
+    first, last = stamp_of(pm["begin"] or ""), stamp_of(pm["end"] or "")
+    if first is None or last is None:
+        return None
+    if last.seconds < first.seconds:
+        first, last = last, first
+    zoned = any(z in (pm["begin"] or "")[10:] for z in ("Z", "+", "-"))
+    return {"first": first.text, "last": last.text, "form": first.form,
+            "seconds": round(last.seconds - first.seconds, 3), "zone": "UTC" if zoned else None,
+            "out_of_order": 0, "first_line": None, "last_line": None}
 
 
 def _names(el, ns: str) -> dict[str, str]:
@@ -195,7 +219,7 @@ def _counter_digest(t: _Table) -> dict:
     failing = [s for s in nonzero if FAILURE_COUNTER.search(s["name"])]
     extremes.sort(key=lambda e: (-e["z"], e["counter"], e["object"]))
     return {"objects": len(seen), "cells": sum(bool(_CELL.search(o)) for o in seen), "counters": len(t.counters),
-            "nonzero": nonzero[:MAX_COUNTERS], "failure_counters": failing[:MAX_COUNTERS],
+            "nonzero": nonzero[:MAX_COUNTERS], "nonzero_total": len(nonzero), "failure_counters": failing[:MAX_COUNTERS],
             "extremes": extremes[:MAX_EXTREMES]}
 
 

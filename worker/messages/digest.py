@@ -92,7 +92,9 @@ class PmDigest(_Out):
     objects: int = Field(ge=0, description="distinct measured objects")
     cells: int = Field(ge=0, description="objects that name a cell")
     counters: int = Field(ge=0, description="distinct counters")
-    nonzero: list[CounterStat] = Field(default_factory=list, description="non-zero counters, largest total first")
+    nonzero: list[CounterStat] = Field(default_factory=list, description="non-zero counters, largest total first "
+                                                                          "(the first 10)")
+    nonzero_total: int = Field(0, ge=0, description="how many counters are non-zero (all of them)")
     failure_counters: list[CounterStat] = Field(default_factory=list, description="*Fail*, *Drop*, *Rej* counters")
     extremes: list[dict[str, str | float]] = Field(default_factory=list,
                                                   description="objects far from the others on a counter")
@@ -106,8 +108,8 @@ class Digest(_Out):
     severity: dict[str, int] = Field(default_factory=dict, description="lines by level")
     templates: list[TemplateSummary] = Field(default_factory=list, description="commonest templates")
     failures: list[TemplateSummary] = Field(default_factory=list,
-                                            description="templates of WARN-or-worse lines, ranked by level, then "
-                                                        "rarity, then time")
+                                            description="templates of WARN-or-worse lines, ranked by incident "
+                                                        "weight (lines x level x novelty), then time")
     entities: list[Entity] = Field(default_factory=list)
     outliers: list[Outlier] = Field(default_factory=list)
     omitted: Omitted = Field(default_factory=Omitted, description="how many were left out of each capped list")

@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
 from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
+from worker.messages.shippers import document_fields, read_record
 
 ERROR_CLASSES = (
     "null_value",     # no value at all (a tombstone)
@@ -161,6 +162,11 @@ class WindowInfo(_Out):
     records: int = Field(ge=1, description="records in the window (its offsets within the ranges, of this key)")
     events: int = Field(ge=1, description="events after multiline joins")
     closed_by: Literal["gap", "max_length", "max_lines", "max_bytes", "max_open", "max_held", "flush"]
+    clock: Literal["poll", "record", "event"] = Field("poll", description="the clock its gap and length ran on "
+                                                      "(windowing.time): start/end are the records' times either way")
+    late: int = Field(0, ge=0, description="records older than their partition's watermark (record/event time)")
+    read_start: str | None = Field(None, description="the worker's clock when its first record was read, ISO 8601 UTC")
+    read_end: str | None = Field(None, description="the worker's clock when its latest record was read")
     offsets: list[SourceOffsets] = Field(min_length=1, description="source offset range per partition")
 
 
@@ -336,6 +342,10 @@ def _decode_object(text: str) -> InputMessage:
         _check_depth(obj)
         if is_export(obj):
             return _from_export(obj, "otlp_json")
+        if obj.get("text") is None and obj.get("lines") is None:
+            record = read_record(obj)
+            if record is not None:
+                return _check_attributes(_validate(document_fields(obj, record)), text)
     return _check_attributes(_validate(obj), text)
 
 

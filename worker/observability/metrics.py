@@ -82,6 +82,11 @@ class Metrics:
         self.open_windows = Gauge("ribbon_open_windows", "windows of line records open (windowing.enabled)",
                                   registry=r)
         self.window_bytes = Gauge("ribbon_window_held_bytes", "text held in open windows", registry=r)
+        self.window_records = Gauge("ribbon_window_held_records", "records read into open windows: consumed, not "
+                                    "committed, not waiting (KEDA subtracts them from the lag)", registry=r)
+        self.late_records = Counter("ribbon_window_late_records_total", "records older than their partition's "
+                                    "watermark less windowing.grace_s (record/event time): kept, counted",
+                                    registry=r)
         self.windows_closed = Counter("ribbon_windows_closed_total", "windows closed, by rule", ["reason"], registry=r)
         self.paused = Gauge("ribbon_paused_partitions", "partitions paused by backpressure", registry=r)
         self.lag = Gauge("ribbon_consumer_lag_messages", "high watermark minus the committed offset (what an "

@@ -14,7 +14,8 @@ of their model time), so the pipeline has two hooks only:
 - `delivered(records)`: delivery, once records are committed (exactly_once) or acknowledged
   (at_least_once). Ends the delivery span and the document span of each output record.
 
-    ribbon.document   poll → produced; parent: the input record's traceparent (linked as well)
+    ribbon.document   poll → produced; parent: the input record's traceparent (linked as well); a window's
+                      document links to the spans of its records (their traceparents)
       ribbon.digest   poll → handed to the packer (digest pass, compaction, tokenization); digest mode:
                       poll → finished
       ribbon.queue    handed to the packer → its first bin starts
@@ -111,6 +112,7 @@ class DocTracer:
                                       and v is not None})
         parent_span = trace.get_current_span(parent).get_span_context()
         links = [Link(parent_span)] if parent_span.is_valid else []
+        links += _window_links(doc)
         span = self.tracer.start_span("ribbon.document", context=parent, kind=SpanKind.CONSUMER, links=links,
                                       start_time=ns(doc.received), attributes=self._doc_attributes(doc))
         ctx = trace.set_span_in_context(span)
@@ -171,6 +173,18 @@ class DocTracer:
         for spans in left:
             _end(spans, "not delivered before shutdown")
         self.provider.shutdown()
+
+
+def _window_links(doc) -> list:
+    """A window's document span links to each of its records' spans (their `traceparent`s, at most
+    worker/windowing/windows.py MAX_LINKS)."""
+    out = []
+    for value in getattr(getattr(doc, "window", None), "traceparents", None) or ():
+        ctx = _PROPAGATOR.extract({"traceparent": value.decode("latin-1")})
+        sc = trace.get_current_span(ctx).get_span_context()
+        if sc.is_valid:
+            out.append(Link(sc, {"ribbon.link": "window record"}))
+    return out
 
 
 def _end(spans: _Open, error: str | None) -> None:

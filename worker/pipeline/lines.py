@@ -28,14 +28,23 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 import orjson
 
+from worker.digest.timeparse import parse_line
+from worker.messages.shippers import LINE_FIELDS, iso_ms, read_record
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
+from worker.windowing.hosts import host_of
 from worker.windowing.windows import Rules, Window, Windower
 
-LINE_FIELDS = ("text", "message", "log", "msg", "MESSAGE")  # Ribbon, Vector, Fluent Bit, logfmt-ish, journald
+
+class Line(NamedTuple):
+    line: str
+    key: str
+    kind: str | None
+    time_ms: int | None = None   # the record's own time field (a shipper's, worker/messages/shippers.py)
 
 
 class NoLine(ValueError):
@@ -48,7 +57,7 @@ def rules_of(w) -> Rules:
     """Rules from the `windowing` settings group."""
     return Rules(gap_s=w.gap_s, max_length_s=w.max_length_s, max_lines=w.max_lines, max_bytes=w.max_bytes,
                  max_open_s=w.max_open_s, max_windows=w.max_windows, max_held_bytes=w.max_held_bytes,
-                 multiline=w.multiline)
+                 multiline=w.multiline, time=w.time, grace_s=w.grace_s)
 
 
 class LineStream:
@@ -61,6 +70,7 @@ class LineStream:
         self.max_bytes = settings.kafka.max_message_bytes
         self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/observability/metrics.py
         self.windows = Windower(rules_of(w), clock)
+        self.clock_kind = w.time
 
     def takes(self, topic: str) -> bool:
         return topic in self.topics
@@ -70,6 +80,7 @@ class LineStream:
         if self.metrics is not None:
             self.metrics.open_windows.set(self.windows.open_windows)
             self.metrics.window_bytes.set(self.windows.held_bytes)
+            self.metrics.window_records.set(self.windows.held_records)
         return self.windows.full()
 
     def hold(self, paused: bool) -> None:
@@ -82,12 +93,20 @@ class LineStream:
     def add(self, m, tp, epoch: int) -> list[Doc]:
         value = m.value()
         try:
-            line, key, kind = self.read(value, m.key())
+            line, key, kind, time_ms = self.read(value, m.key())
         except NoLine as err:
             self.dead_letter(tp, epoch, m.offset(), m.key(), value, err.error_class, err.message, m.headers())
             return self.due(False)
         ts_kind, ts_ms = m.timestamp()
-        closed = self.windows.add(tp, epoch, key, m.offset(), line, ts_ms if ts_kind != 0 else None, kind)
+        kafka_ms = ts_ms if ts_kind != 0 else None
+        if self.clock_kind == "record":
+            time_ms = kafka_ms
+        elif time_ms is None:
+            time_ms = (line_time_ms(line, kafka_ms) if self.clock_kind == "event" else None) or kafka_ms
+        late = self.windows.late_records
+        closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind, m.headers())
+        if self.metrics is not None and self.windows.late_records > late:
+            self.metrics.late_records.inc()
         return self._docs(closed) if closed else []
 
     def due(self, draining: bool) -> list[Doc]:
@@ -97,8 +116,8 @@ class LineStream:
         return self.windows.drop(list(tps))
 
     # ---- one record -------------------------------------------------------------------
-    def read(self, value: bytes | None, kafka_key: bytes | None) -> tuple[str, str, str | None]:
-        """(line, key, kind) of one record; NoLine when it has no line to window."""
+    def read(self, value: bytes | None, kafka_key: bytes | None) -> Line:
+        """(line, key, kind, time) of one record; NoLine when it has no line to window."""
         if value is None:
             raise NoLine("null_value", "a record without a value (a tombstone)")
         if len(value) > self.max_bytes:
@@ -107,22 +126,27 @@ class LineStream:
             text = value.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise NoLine("invalid_utf8", f"not UTF-8 at byte {exc.start}") from None
-        obj, kind = None, None
+        obj, kind, source, time_ms = None, None, None, None
         if text[:1] == "{" or (text[:1].isspace() and text.lstrip().startswith("{")):
             try:
                 obj = orjson.loads(value)
             except orjson.JSONDecodeError as exc:
                 raise NoLine("invalid_json", f"starts with '{{' but is not JSON: {exc}") from None
-            line = next((obj[f] for f in LINE_FIELDS if isinstance(obj.get(f), str)), None)
-            if line is None:
-                raise NoLine("missing_text", f"a JSON record with none of {', '.join(LINE_FIELDS)} as a string")
+            record = None if isinstance(obj.get("text"), str) else read_record(obj)
+            if record is None and not isinstance(obj.get("text"), str):
+                raise NoLine("missing_text", f"a JSON record with none of text, {', '.join(LINE_FIELDS)} as a string")
+            line = obj["text"] if record is None else record.text
+            if record is not None:
+                source, time_ms = record.source, record.time_ms
             kind = obj.get("kind") if isinstance(obj.get("kind"), str) else None
         else:
             line = text
         line = line.rstrip("\r\n")
-        return line, self._key(obj, line, kafka_key), kind
+        return Line(line, self._key(obj, line, kafka_key, source), kind, time_ms)
 
-    def _key(self, obj, line: str, kafka_key: bytes | None) -> str:
+    def _key(self, obj, line: str, kafka_key: bytes | None, source: str | None) -> str:
+        """key_field, key_regex, the Kafka key, the shipper's host (or pod, or resource), the syslog header's
+        host; else "" (one window per partition)."""
         if self.key_path is not None and isinstance(obj, dict):
             v = obj
             for part in self.key_path:
@@ -135,7 +159,7 @@ class LineStream:
                 return m.groupdict().get("key") or (m.group(1) if m.re.groups else m.group(0))
         if kafka_key is not None:
             return kafka_key.decode("utf-8", "replace")
-        return ""
+        return source or host_of(line) or ""
 
     # ---- closed windows ------------------------------------------------------------------
     def _docs(self, closed: list[Window]) -> list[Doc]:
@@ -152,8 +176,25 @@ class LineStream:
             doc = Doc(w.tp, w.epoch, first, w.key.encode() if w.key else None, doc_id, text, meta,
                       w.closed if w.closed is not None else time.monotonic(), raw=text.encode())
             doc.window = w
+            doc.headers = tuple(w.headers or ())   # the headers all its records carry, equal (e.g. a tenant)
             docs.append(doc)
         return docs
+
+
+def line_time_ms(line: str, near_ms: int | None) -> int | None:
+    """The timestamp at the start of `line` (worker/digest/timeparse.py), in ms since the epoch; a time without a
+    year (RFC 3164) takes the year of `near_ms` (the Kafka timestamp), else the current one. Times without a zone
+    are read as UTC."""
+    stamp = parse_line(line)
+    if stamp is None:
+        return None
+    if not stamp.text.startswith("--"):
+        return int(stamp.seconds * 1e3)
+    year = datetime.fromtimestamp((near_ms if near_ms is not None else time.time() * 1e3) / 1e3, tz=timezone.utc).year
+    try:
+        return int(datetime.fromisoformat(f"{year}{stamp.text[1:]}").replace(tzinfo=timezone.utc).timestamp() * 1e3)
+    except ValueError:   # 29 February of a year without one
+        return None
 
 
 def window_info(doc: Doc) -> dict | None:
@@ -161,12 +202,8 @@ def window_info(doc: Doc) -> dict | None:
     w = doc.window
     if w is None:
         return None
-    return {"key": w.key, "start": _iso(w.first_ts_ms), "end": _iso(w.last_ts_ms), "records": w.records,
-            "events": len(w.joiner.events), "closed_by": w.reason,
+    return {"key": w.key, "start": iso_ms(w.first_ts_ms), "end": iso_ms(w.last_ts_ms), "records": w.records,
+            "events": len(w.joiner.events), "closed_by": w.reason, "clock": w.clock, "late": w.late,
+            "read_start": iso_ms(w.read_first_ms), "read_end": iso_ms(w.read_last_ms),
             "offsets": [{"topic": w.tp[0], "partition": w.tp[1], "first": w.offsets[0], "last": w.offsets[-1]}]}
 
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1e3, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -17,6 +17,20 @@ closes on whichever comes first (the `reason` it carries):
   Vector's reduce and Fluent Bit flush on their limits, so reading goes on;
 - `revoked` never produces a window: a revoke drops the partition's windows.
 
+Which clock `gap` and `max_length` run on is `Rules.time`: `poll` (the injected
+clock, as records are read), or `record` / `event`, where the caller passes each
+record's time (`ts_ms`: its Kafka timestamp, or its own time field) and a
+partition's watermark is the newest time seen in it less `grace_s`. Then a key's
+next record opens a new window when its time is `gap_s` past the window's latest
+(or `max_length_s` past its earliest); `due` closes a window once the watermark
+has passed its latest time by `gap_s` (or its earliest by `max_length_s`), or
+when no record of its key came for `gap_s + grace_s` of reading (an idle
+partition holds its watermark still). A record older than the watermark is
+late: it is counted (`Window.late`, `late_records`) and joins its key's open
+window, or opens one, never dropped (every record is in exactly one output).
+`max_open`, `max_lines`, `max_bytes` and `max_held` are the same on every clock.
+Records without a time take the `poll` rules.
+
 Exactly-once without a state store: a window is committed with its output in
 one transaction, and the committed offset of a partition may only move to a
 point no window straddles (the offset tracker's windows, worker/pipeline/tracker.py).
@@ -50,6 +64,11 @@ from worker.windowing.multiline import Joiner, continues
 TopicPartition = tuple[str, int]
 
 
+CLOCKS = ("poll", "record", "event")
+MAX_LINKS = 128              # trace parents kept per window (OpenTelemetry's default limit of links per span)
+TRACE_HEADERS = ("traceparent", "tracestate")
+
+
 @dataclass(frozen=True)
 class Rules:
     gap_s: float = 10.0
@@ -60,8 +79,12 @@ class Rules:
     max_windows: int = 10_000          # open windows (all partitions) above which ingest pauses
     max_held_bytes: int = 268_435_456  # text held in open windows above which ingest pauses
     multiline: bool = True
+    time: str = "poll"                 # the clock of gap_s and max_length_s: one of CLOCKS
+    grace_s: float = 0.0               # record/event time: lateness allowed behind the partition's newest time
 
     def __post_init__(self) -> None:
+        if self.time not in CLOCKS or self.grace_s < 0:
+            raise ValueError(f"time must be one of {CLOCKS} and grace_s >= 0, got {self.time!r}, {self.grace_s}")
         for name in ("gap_s", "max_length_s", "max_open_s"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -88,6 +111,12 @@ class Window:
     last_held: float = 0.0           # the windower's paused seconds at its latest record
     reason: str = ""                 # why it closed
     closed: float | None = None      # clock() when it closed
+    clock: str = "poll"              # the clock its gap and max_length ran on (Rules.time)
+    late: int = 0                    # records older than their partition's watermark when read (record/event time)
+    read_first_ms: int = 0           # wall clock (ms since the epoch) when its first and latest records were read
+    read_last_ms: int = 0
+    headers: list | None = None      # the headers every record of it carries, equal (trace headers aside)
+    traceparents: list = field(default_factory=list)   # its records' trace parents, at most MAX_LINKS
 
     @property
     def records(self) -> int:
@@ -100,8 +129,11 @@ class Window:
 class Windower:
     """Assembles windows; `add` and `due` return the windows that closed (see the module docstring)."""
 
-    def __init__(self, rules: Rules, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rules, self.clock = rules, clock
+    def __init__(self, rules: Rules, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        self.rules, self.clock, self.wall = rules, clock, wall
+        self._mark: dict[TopicPartition, int] = {}     # record/event time: the newest time seen per partition (ms)
+        self.late_records = 0
         self._open: dict[TopicPartition, dict[Hashable, Window]] = {}
         self._since: dict[TopicPartition, float] = {}  # the partition's first record since no window was open
         self.held_bytes = 0
@@ -140,9 +172,10 @@ class Windower:
         return self.open_windows >= self.rules.max_windows or self.held_bytes >= self.rules.max_held_bytes
 
     def add(self, tp: TopicPartition, epoch: int, key: Hashable, offset: int, line: str,
-            ts_ms: int | None = None, first: object = None) -> list[Window]:
+            ts_ms: int | None = None, first: object = None, headers: list | None = None) -> list[Window]:
         """Take one record; returns the windows it closed (its key's window that time or a count closed, or
-        every window of its partition at max_open)."""
+        every window of its partition at max_open). `ts_ms`: the record's time (record/event clocks decide on
+        it; on the poll clock it only labels the window); `headers`: its Kafka headers."""
         now = self.clock()
         r = self.rules
         closed: list[Window] = []
@@ -159,9 +192,16 @@ class Windower:
             windows = self._open.setdefault(tp, {})
         w = windows.get(key)
         held = self._held(now)
+        event = r.time != "poll" and ts_ms is not None
+        late = event and self._late(tp, ts_ms)
         if w is not None:
-            silent = (now - w.last) - (held - w.last_held) >= r.gap_s  # _silent
-            if silent or now - w.opened >= r.max_length_s:
+            if event and w.last_ts_ms is not None:
+                silent = not late and ts_ms - w.last_ts_ms >= r.gap_s * 1e3
+                too_long = not late and ts_ms - w.first_ts_ms >= r.max_length_s * 1e3
+            else:
+                silent = (now - w.last) - (held - w.last_held) >= r.gap_s  # _silent
+                too_long = now - w.opened >= r.max_length_s
+            if silent or too_long:
                 closed.append(self._close(tp, key, "gap" if silent else "max_length", now))
                 w = None
             elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (r.multiline and continues(line)):
@@ -171,8 +211,18 @@ class Windower:
             windows = self._open.setdefault(tp, {})
             if not windows:
                 self._since[tp] = now
-            w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first)
+            w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first,
+                                      clock=r.time if ts_ms is not None else "poll", read_first_ms=int(self.wall() * 1e3), headers=_plain(headers))
             self._order[(tp, key)] = w
+        elif w.headers:
+            kept = set(_plain(headers))
+            w.headers = [h for h in w.headers if h in kept]
+        if late:
+            w.late += 1
+            self.late_records += 1
+        w.read_last_ms = int(self.wall() * 1e3)
+        if headers and len(w.traceparents) < MAX_LINKS:
+            w.traceparents.extend(v for k, v in headers if k == "traceparent" and v)
         size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
         w.joiner.add(line)
         w.offsets.append(offset)
@@ -189,6 +239,25 @@ class Windower:
         if len(self._order) >= r.max_windows or self.held_bytes >= r.max_held_bytes:  # full()
             closed.extend(self._make_room(now))
         return closed
+
+    def _late(self, tp: TopicPartition, ts_ms: int) -> bool:
+        """Record/event time: is `ts_ms` behind its partition's watermark? Moves the watermark on."""
+        mark = self._mark.get(tp)
+        if mark is None or ts_ms > mark:
+            self._mark[tp] = ts_ms
+        return mark is not None and ts_ms < mark - self.rules.grace_s * 1e3
+
+    def _expired(self, tp: TopicPartition, w: Window, now: float, held: float) -> str | None:
+        """Why time closes `w` now (gap or max_length), or None; see the module docstring."""
+        r = self.rules
+        silent = self._silent(w, now, held)
+        mark = self._mark.get(tp) if r.time != "poll" else None
+        if mark is None or w.last_ts_ms is None:
+            return "gap" if silent >= r.gap_s else "max_length" if now - w.opened >= r.max_length_s else None
+        watermark = mark - r.grace_s * 1e3
+        if watermark - w.last_ts_ms >= r.gap_s * 1e3 or silent >= r.gap_s + r.grace_s:
+            return "gap"
+        return "max_length" if watermark - w.first_ts_ms >= r.max_length_s * 1e3 else None
 
     def _make_room(self, now: float) -> list[Window]:
         """At a memory cap: close the oldest open windows until below both caps (`max_held`)."""
@@ -211,11 +280,9 @@ class Windower:
                 for key in sorted(windows, key=lambda k: windows[k].opened):
                     out.append(self._close(tp, key, "max_open", now))
                 continue
-            for key in [k for k, w in windows.items()
-                        if self._silent(w, now, held) >= r.gap_s or now - w.opened >= r.max_length_s]:
-                w = windows[key]
-                out.append(self._close(tp, key, "gap" if self._silent(w, now, held) >= r.gap_s else "max_length",
-                                       now))
+            expired = [(k, why) for k, w in windows.items() if (why := self._expired(tp, w, now, held)) is not None]
+            for key, why in expired:
+                out.append(self._close(tp, key, why, now))
         out.sort(key=lambda w: w.opened)
         return out
 
@@ -235,6 +302,7 @@ class Windower:
         for tp in tps:
             windows = self._open.pop(tp, {})
             self._since.pop(tp, None)
+            self._mark.pop(tp, None)
             n += len(windows)
             for key in windows:
                 del self._order[(tp, key)]
@@ -254,3 +322,8 @@ class Windower:
             self._since.pop(tp, None)  # no window open: the partition's offset may commit through here
         return w
 
+
+
+def _plain(headers: list | None) -> list:
+    """A record's headers without its trace context (each record has its own), as (name, value) pairs."""
+    return [(k, v) for k, v in headers or () if k not in TRACE_HEADERS]

@@ -1,0 +1,152 @@
+"""`ribbon tail`: the summaries (or dead letters) on their topic, one readable block each.
+
+The consumer is built from the same settings as the worker's clients (worker/kafka/config.py:
+address, SASL and TLS, `kafka.consumer_extra`), joins no group and commits nothing: it is assigned
+every partition of the topic and reads committed records only (the worker's outputs are
+transactional). librdkafka decompresses every codec the worker may use (zstd by default) itself.
+Without `--follow` it stops at the end of every partition; with it, it waits for more until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import orjson
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
+
+from worker.kafka.clients import consumer as make_consumer
+from worker.kafka.config import ClientConfig
+
+LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # most severe first
+WIDTH = 100
+
+
+@dataclass(frozen=True)
+class TailOptions:
+    topic: str
+    dead_letters: bool = False
+    follow: bool = False
+    key: str | None = None
+    min_severity: str | None = None   # one of LEVELS: only summaries whose digest counts a line this severe
+    as_json: bool = False
+    last: int | None = None           # start this many records before each partition's end (None: the beginning)
+    limit: int | None = None          # stop after printing this many
+    timeout_s: float = 10.0           # metadata lookup
+
+
+def records(config: ClientConfig, opts: TailOptions, stop: Callable[[], bool] = lambda: False) -> Iterator[Any]:
+    """The topic's records, every partition, in each partition's order (until the end unless following)."""
+    c = make_consumer(config.tool_consumer(f"ribbon-tail-{uuid.uuid4().hex[:12]}", **{
+        "isolation.level": "read_committed", "enable.partition.eof": True}))
+    try:
+        meta = c.list_topics(opts.topic, timeout=opts.timeout_s).topics.get(opts.topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise LookupError(f"topic {opts.topic!r} not found")
+        tps = [TopicPartition(opts.topic, p, OFFSET_BEGINNING if opts.last is None else OFFSET_END)
+               for p in sorted(meta.partitions)]
+        if opts.last is not None:
+            for tp in tps:
+                low, high = c.get_watermark_offsets(tp, timeout=opts.timeout_s)
+                tp.offset = max(low, high - opts.last)
+        c.assign(tps)
+        open_parts = {tp.partition for tp in tps}
+        while not stop() and (opts.follow or open_parts):
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    open_parts.discard(m.partition())
+                    continue
+                raise RuntimeError(str(m.error()))
+            yield m
+    finally:
+        c.close()
+
+
+def tail(config: ClientConfig, opts: TailOptions, out: TextIO | None = None,
+         stop: Callable[[], bool] = lambda: False) -> int:
+    """Print the records that pass the filters (to `out`, default stdout); returns how many were printed."""
+    out = sys.stdout if out is None else out
+    printed = 0
+    for m in records(config, opts, stop):
+        if opts.key is not None and (m.key() or b"").decode("utf-8", "replace") != opts.key:
+            continue
+        text = (dead_letter_block if opts.dead_letters else summary_block)(m, opts)
+        if text is None:
+            continue
+        out.write(text + "\n")
+        out.flush()
+        printed += 1
+        if opts.limit is not None and printed >= opts.limit:
+            break
+    return printed
+
+
+def severe_enough(summary: dict, least: str | None) -> bool:
+    if least is None:
+        return True
+    worst = LEVELS.index(least)
+    counts = (summary.get("digest") or {}).get("severity") or {}
+    return any(n > 0 and lv in LEVELS and LEVELS.index(lv) <= worst for lv, n in counts.items())
+
+
+def summary_block(m: Any, opts: TailOptions) -> str | None:
+    try:
+        s = orjson.loads(m.value() or b"")
+    except orjson.JSONDecodeError:
+        s = None
+    if not isinstance(s, dict):
+        return None if opts.min_severity else _raw_block(m, "not a Ribbon summary")
+    if not severe_enough(s, opts.min_severity):
+        return None
+    if opts.as_json:
+        return orjson.dumps(s).decode()
+    return "\n".join(_summary_lines(m, s))
+
+
+def _summary_lines(m: Any, s: dict) -> Iterator[str]:
+    key = (m.key() or b"").decode("utf-8", "replace")
+    w, d = s.get("window"), s.get("digest") or {}
+    span = (f"{w.get('start') or '-'} .. {w.get('end') or '-'}, {w.get('records')} records, closed by "
+            f"{w.get('closed_by')}") if w else _digest_span(d)
+    yield f"== {key or s.get('id')}  [{s.get('source') or '-'}]  {m.topic()}/{m.partition()}@{m.offset()}"
+    yield f"   {span}  |  {s.get('mode')}: {s.get('model')}"
+    sev = ", ".join(f"{lv} {n}" for lv, n in sorted((d.get("severity") or {}).items(),
+                                                     key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 99))
+    yield f"   {d.get('lines', 0)} lines" + (f": {sev}" if sev else "")
+    for para in str(s.get("summary", "")).splitlines() or [""]:
+        yield textwrap.fill(para, WIDTH, initial_indent="   ", subsequent_indent="   ") if para else ""
+    for h in s.get("highlights") or []:
+        yield "   > " + textwrap.shorten(str(h), WIDTH - 5, placeholder=" ...")
+    yield ""
+
+
+def _digest_span(d: dict) -> str:
+    span = d.get("span")
+    return f"{span['first']} .. {span['last']}" if isinstance(span, dict) else "no times"
+
+
+def dead_letter_block(m: Any, opts: TailOptions) -> str | None:
+    headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
+    value = m.value()
+    if opts.as_json:
+        return orjson.dumps({"key": (m.key() or b"").decode("utf-8", "replace"), "headers": headers,
+                             "value": None if value is None else value.decode("utf-8", "replace"),
+                             "offset": m.offset(), "partition": m.partition()}).decode()
+    return _raw_block(m, f"{headers.get('error.class', '?')}: {headers.get('error.message', '')} (from "
+                         f"{headers.get('source.topic', '?')}/{headers.get('source.partition', '?')}"
+                         f"@{headers.get('source.offset', '?')})")
+
+
+def _raw_block(m: Any, reason: str) -> str:
+    value = m.value()
+    shown = "(no value)" if value is None else textwrap.shorten(value.decode("utf-8", "replace"), WIDTH * 3,
+                                                                 placeholder=" ...")
+    key = (m.key() or b"").decode("utf-8", "replace")
+    return f"== {key or '-'}  {m.topic()}/{m.partition()}@{m.offset()}\n   {reason}\n   {shown}\n"
