@@ -62,6 +62,7 @@ class FakePacker:
     reserve: int = 4  # tokens of weight per document beyond its prompt (PackerConfig.reserve_per_seq)
     stats_calls: int = 0  # how often a stage looked at the pending work
     config: PackerConfig = field(default_factory=lambda: PackerConfig(budget=100, reserve_per_seq=4))
+    closed: bool = False
 
     def next_bin(self, timeout_s: float):
         return self.bins.pop(0) if self.bins else None
@@ -78,8 +79,16 @@ class FakePacker:
     def full_bin_pending(self) -> bool:
         return self.config.holds_full_bin(self.stats())  # the packer's own rule, on what the fake holds
 
+    def bin_for(self, room, timeout_s: float):
+        from worker.packer.room import cut
+
+        return cut(self, room, timeout_s)  # the packer's own rule
+
     def release(self, slot: int) -> None:
         self.released.append(slot)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class FakeSink:
@@ -100,3 +109,16 @@ def registered(registry: DocRegistry, doc: Doc, prompts: list[list[int]]) -> lis
     for _, seq, p in out:
         seq.tokens = np.asarray(p, dtype=np.int32)  # [n] int32
     return [sid for sid, _, _ in out]
+
+
+def gpu_stage(engine, packer, shared, finishing, batching: str = "bin", where: str = "local", seed: int = 0,
+              stall_s: float | None = None):
+    """The GPU stage over a fake model: the runner `where` runs it (local | process), batching as given."""
+    from worker.pipeline.gpu_batching import batching_policy
+    from worker.pipeline.gpu_runners import LocalRunner, ProcessRunner
+    from worker.pipeline.gpu_stage import GpuConfig, GpuStage
+
+    config = packer.config
+    runner = (LocalRunner if where == "local" else ProcessRunner)(engine, batching_policy(batching), config)
+    return GpuStage(runner=runner, packer=packer, shared=shared, finishing=finishing,
+                    config=GpuConfig(config, seed=seed, stall_s=stall_s, drain_s=1.0))

@@ -5,18 +5,15 @@ stages built on it hand each document to finishing once, as soon as it is decode
 from __future__ import annotations
 
 import queue
-import threading
 import time
 
 import pytest
-from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
+from stage_fakes import gpu_stage, FakePacker, FakeSink, Generated, bin_of, make_doc, registered
 from engine_helpers import _docs, _engine, _stage
 
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.gpu_continuous import ContinuousGpuLoop
-from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
 from worker.observability.metrics import Metrics
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -136,15 +133,14 @@ class _Tracked:
 def test_the_gpu_thread_hands_each_document_to_finishing_when_it_is_decoded(tiny):
     w = _Tracked(tiny, limits=[2, 10])
     packer = FakePacker(w.bins([4, 4]))
-    loop = ContinuousGpuLoop(engine=w.engine, packer=packer, shared=Shared(OffsetTracker(), w.registry, w.metrics),
-                             finishing=w.sink, config=PackerConfig(budget=200, reserve_per_seq=10, max_seqs=4))
-    t = threading.Thread(target=loop.run)
-    t.start()
+    packer.config = PackerConfig(budget=200, reserve_per_seq=10, max_seqs=4)
+    loop = gpu_stage(w.engine, packer, Shared(OffsetTracker(), w.registry, w.metrics), w.sink, batching="continuous")
+    loop.start()
     deadline = time.monotonic() + 30
     while sum(len(p) for p, _ in w.sink.bins) < 8 and time.monotonic() < deadline:
         time.sleep(0.02)
-    loop.stop.set()
-    t.join(10)
+    loop.stop()
+    assert loop.join(10)
     assert loop.error is None and packer.released == [0, 1]
     handed = [[(s.doc.offset, len(r.token_ids)) for s, r in pairs] for pairs, _ in w.sink.bins]
     flat = [x for h in handed for x in h]
@@ -159,14 +155,15 @@ def test_the_gpu_thread_hands_each_document_to_finishing_when_it_is_decoded(tiny
 
 def test_a_failing_step_sends_its_documents_alone(tiny, monkeypatch):
     w = _Tracked(tiny, limits=[3])
-    packer = FakePacker(w.bins([3]))
-    loop = ContinuousGpuLoop(engine=w.engine, packer=packer, shared=Shared(OffsetTracker(), w.registry, w.metrics),
-                             finishing=w.sink, config=PackerConfig(budget=200, reserve_per_seq=10, max_seqs=4))
-    monkeypatch.setattr(loop.batcher, "step", lambda: (_ for _ in ()).throw(RuntimeError("step failed")))
-    loop.take_bin(packer.next_bin(0))
-    loop.step()
+    packer = FakePacker(w.bins([3]), config=PackerConfig(budget=200, reserve_per_seq=10, max_seqs=4))
+    loop = gpu_stage(w.engine, packer, Shared(OffsetTracker(), w.registry, w.metrics), w.sink, batching="continuous")
+    monkeypatch.setattr(loop.runner.model.batcher, "step", lambda: (_ for _ in ()).throw(RuntimeError("step failed")))
+    loop.start()
+    _until(lambda: len(w.sink.bins) == 1, "the documents, alone")
+    loop.stop()
+    assert loop.join(10)
     (pairs, _), = w.sink.bins
-    assert sorted(s.doc.offset for s, _ in pairs) == [0, 1, 2] and not loop.batcher.busy
+    assert sorted(s.doc.offset for s, _ in pairs) == [0, 1, 2] and not loop.runner.model.batcher.busy
     assert all(len(r.token_ids) == 3 for _, r in pairs)  # alone: the bin path, same per-document limits
     assert w.metrics.registry.get_sample_value("ribbon_model_errors_total") == 1
 
@@ -229,13 +226,12 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
     w = _Tracked(tiny, limits=[1])
     remote = _FakeContinuousRemote()
     packer = FakePacker(w.bins([2, 2, 2, 2]), config=PackerConfig(budget=1_000, reserve_per_seq=4, max_seqs=2))
-    loop = ContinuousProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), w.registry, w.metrics),
-                                    finishing=w.sink, config=packer.config)
-    looks = []  # each time the loop considers sending
-    may_send = loop._may_send
-    loop._may_send = lambda: (looks.append(1), may_send())[1]
-    t = threading.Thread(target=loop.run)
-    t.start()
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), w.registry, w.metrics), w.sink, batching="continuous",
+                     where="process")
+    looks = []  # each time the stage asks the model's room
+    room = loop.runner.room
+    loop.runner.room = lambda flight: (looks.append(1), room(flight))[1]
+    loop.start()
     try:
         _until(lambda: len(remote.sent) == 2, "a bin for the free seats and one queued in a backlog")
         seen = len(looks)
@@ -252,14 +248,14 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
         remote.release(4, 0)
         _until(lambda: sum(len(p) for p, _ in w.sink.bins) == 8, "every document")
     finally:
-        loop.stop.set()
-        t.join(5)
+        loop.stop()
+        assert loop.join(5)
     assert loop.error is None and packer.released == [0, 1, 2, 3]
     assert [s.doc.offset for p, _ in w.sink.bins for s, _ in p] == [1, 0, 2, 3, 4, 5, 7, 6]
     get = w.metrics.registry.get_sample_value
     assert get("ribbon_bins_total") == 4 and get("ribbon_model_documents_total") == 8
     assert get("ribbon_gpu_busy_seconds_total") == pytest.approx(8 * 0.25)
-    assert loop.busy_since is None and not loop._inflight
+    assert loop.busy_since is None and loop.flight.docs == 0 and loop.flight.bins() == 0
 
 
 def test_continuous_batching_cuts_a_loop_as_a_bin_at_a_time_does(tiny):

@@ -160,7 +160,7 @@ def test_a_transaction_held_past_its_timeout_is_aborted_by_the_broker_and_redone
             wait_for(lambda: metrics.txn_commits._value.get() >= 1 or delivery.error is not None, 60,
                      "a committed transaction or a failure")
         finally:
-            delivery.stop.set()
+            delivery.stop()
             delivery.wake()
             thread.join(30)
         return delivery, tracker, metrics

@@ -178,10 +178,9 @@ def _docs(exporter) -> dict[int, object]:
 
 
 def test_the_model_span_carries_each_documents_share_of_prefill_and_decode(traced):
-    """The GPU loop shares a bin's prefill and decode seconds (the engine's stats) over its documents."""
-    from stage_fakes import FakePacker, FakeSink, Generated, bin_of, registered
+    """The GPU stage shares a bin's prefill and decode seconds (the engine's stats) over its documents."""
+    from stage_fakes import FakePacker, FakeSink, Generated, bin_of, gpu_stage, registered
     from worker.packer import PackerConfig
-    from worker.pipeline.gpu import GpuLoop
 
     class PhasedEngine:
         name = "fake"
@@ -203,9 +202,12 @@ def test_the_model_span_carries_each_documents_share_of_prefill_and_decode(trace
     for d in docs:
         d.first_gpu = d.model_end = None
     sids = [registered(registry, d, [[1, 2]])[0] for d in docs]
-    loop = GpuLoop(engine=PhasedEngine(), packer=FakePacker(), shared=Shared(tracker, registry, Metrics()),
-                   finishing=sink, config=PackerConfig(budget=100, reserve_per_seq=4))
-    loop.run_bin(bin_of(0, sids, [[1, 2]] * 3))
+    packer = FakePacker([bin_of(0, sids, [[1, 2]] * 3)], config=PackerConfig(budget=100, reserve_per_seq=4))
+    stage = gpu_stage(PhasedEngine(), packer, Shared(tracker, registry, Metrics()), sink)
+    stage.start()
+    assert sink.got.wait(10)
+    stage.stop()
+    assert stage.join(5)
     assert [d.prefill_s for d in docs] == pytest.approx([0.1] * 3) and [d.decode_s for d in docs] == \
         pytest.approx([0.3] * 3)
     recs = _finish(fin, docs[:1])

@@ -33,9 +33,9 @@ def test_a_group_that_never_resumes_turns_unready_then_fails_naming_the_partitio
     w.observe({TP: State(None, None)})
     w.note("WARNING worker.pipeline.source: consume error: Timed out")
     clock.t += 59
-    assert w.health() == (True, "progressing") and w.failure() is None
+    assert w.status() == (True, "progressing") and w.failure() is None
     clock.t += 1
-    ok, why = w.health()
+    ok, why = w.status()
     assert not ok and why.startswith("partition in/3 has committed nothing for 60 s with input waiting "
                                      "(committed offset unknown (the offset fetch has not returned)")
     assert w.failure() is None
@@ -51,10 +51,10 @@ def test_a_commit_resets_the_clock_and_a_partition_without_lag_is_never_stalled(
     clock.t += 50
     w.observe({TP: State(20, 50, unfinished=30)})  # a commit
     clock.t += 50
-    assert w.health()[0] and w.stalled_for() == {TP: 50.0}
+    assert w.status()[0] and w.stalled_for() == {TP: 50.0}
     w.observe({TP: State(50, 51)})  # caught up but for a transaction's commit marker: idle
     clock.t += 1000
-    assert w.health()[0] and w.failure() is None and w.stalled_for() == {TP: 0.0}
+    assert w.status()[0] and w.failure() is None and w.stalled_for() == {TP: 0.0}
 
 
 def test_lag_without_commits_stalls_even_when_nobody_observes_any_more():
@@ -69,9 +69,9 @@ def test_a_revoked_partition_is_forgotten():
     w, clock = watch(10)
     w.observe({TP: State(5, 500), ("in", 4): State(0, 0)})
     clock.t += 15
-    assert not w.health()[0]
+    assert not w.status()[0]
     w.observe({("in", 4): State(0, 0)})
-    assert w.health()[0] and set(w.stalled_for()) == {("in", 4)}
+    assert w.status()[0] and set(w.stalled_for()) == {("in", 4)}
 
 
 def test_the_gauge_and_the_last_problem_handler():
@@ -142,11 +142,12 @@ def test_the_lag_report_tells_an_idle_partition_from_one_whose_offset_fetch_neve
     reports.lag(Consumer(group_offset))
     clock.t += 11
     reports.lag(Consumer(group_offset))
-    assert w.health()[0] is not stalls
+    assert w.status()[0] is not stalls
 
 
 def test_the_worker_is_unready_then_failed_by_a_stalled_partition():
-    """The app's wiring: /readyz's reason (Worker.stalled) and the main loop's failure (Worker.failed)."""
+    """The app's wiring: /readyz's reason (a health source of Worker.health) and the main loop's failure
+    (Worker.failed)."""
     from worker.config.settings import load_settings
     from worker.pipeline.app import Worker
     from worker.pipeline.commitwatch import PartitionStalled
@@ -158,8 +159,10 @@ def test_the_worker_is_unready_then_failed_by_a_stalled_partition():
     clock = Clock()
     worker.watch.clock = clock
     worker.shared.watch.observe({TP: State(None, None)})  # what ingest's lag report tells it
-    assert worker.stalled() is None and worker.failed() is None
+    assert worker.watch in worker.health_sources
+    assert "partition in/3" not in worker.health().why and worker.failed() is None
     clock.t += 30
-    assert worker.stalled().startswith("partition in/3 has committed nothing for 30 s") and worker.failed() is None
+    h = worker.health()
+    assert not h.ready and "partition in/3 has committed nothing for 30 s" in h.why and worker.failed() is None
     clock.t += 30
     assert isinstance(worker.failed(), PartitionStalled) and "partition in/3" in str(worker.failed())

@@ -53,7 +53,7 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
                         tracker=tracker, metrics=metrics)
     delivery.commits.publish(consumer.consumer_group_metadata())
     health = HealthServer(metrics, "127.0.0.1", 0,
-                          Probes(delivery_busy_s=delivery.stuck_for, delivery_stuck_s=STUCK_S / 2)).start()
+                          Probes(health=delivery.health)).start()
     thread = threading.Thread(target=delivery.run, name="ribbon-delivery", daemon=True)
     thread.start()
     try:
@@ -84,7 +84,7 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
             wait_for(lambda: delivery.failure() is not None, STUCK_S, "delivery to give up")
         assert isinstance(delivery.failure(), FatalDeliveryError)
     finally:
-        delivery.stop.set()
+        delivery.stop()
         delivery.wake()
         health.stop()
         consumer.close()

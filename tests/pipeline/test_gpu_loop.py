@@ -1,15 +1,14 @@
-"""The GPU loop with a fake engine and packer: it runs bins, retries failures alone, hands results over."""
+"""The GPU stage with the model in this process, a bin at a time (fake engine and packer): it runs bins,
+retries failures alone, hands results over; the engine warms up before the packer exists."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
+from helpers import wait_for
+from stage_fakes import FakePacker, FakeSink, Generated, bin_of, gpu_stage, make_doc, registered
 
 from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.gpu import GpuLoop
 from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
@@ -49,9 +48,16 @@ def parts():
     return OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
 
 
-def loop_for(engine, packer, registry, sink, metrics) -> GpuLoop:
-    return GpuLoop(engine=engine, packer=packer, shared=Shared(OffsetTracker(), registry, metrics), finishing=sink,
-                   config=PackerConfig(budget=100, reserve_per_seq=4))
+def run_bins(engine, bins, registry, sink, metrics, n_docs: int) -> FakePacker:
+    packer = FakePacker(bins, config=PackerConfig(budget=100, reserve_per_seq=4))
+    stage = gpu_stage(engine, packer, Shared(OffsetTracker(), registry, metrics), sink)
+    stage.start()
+    try:
+        wait_for(lambda: sum(len(p) for p, _ in sink.bins) == n_docs, 10, "every document at finishing")
+    finally:
+        stage.stop()
+        assert stage.join(5) and stage.error is None
+    return packer
 
 
 def test_a_bin_runs_and_every_document_goes_to_finishing(parts):
@@ -59,8 +65,7 @@ def test_a_bin_runs_and_every_document_goes_to_finishing(parts):
     docs = [make_doc(tracker, offset=o) for o in range(3)]
     prompts = [[1, 2], [3, 4, 5], [6]]
     sids = [registered(registry, d, [p])[0] for d, p in zip(docs, prompts)]
-    packer = FakePacker([bin_of(1, sids, prompts)])
-    loop_for(FakeEngine(), packer, registry, sink, metrics).run_bin(packer.bins.pop(0))
+    packer = run_bins(FakeEngine(), [bin_of(1, sids, prompts)], registry, sink, metrics, 3)
     (pairs, share), = sink.bins
     assert [(s.doc.offset, r.text) for s, r in pairs] == [(0, "len 2"), (1, "len 3"), (2, "len 1")]
     assert packer.released == [1] and share > 0
@@ -76,32 +81,11 @@ def test_a_failing_bin_is_retried_alone_and_a_lone_failure_travels_as_its_except
     prompts = [[1, 2], [3, 4, 5]]
     sids = [registered(registry, make_doc(tracker, offset=o), [p])[0] for o, p in enumerate(prompts)]
     engine = FakeEngine(fail_above=1, fail_len=3)
-    loop_for(engine, FakePacker(), registry, sink, metrics).run_bin(bin_of(0, sids, prompts))
+    run_bins(engine, [bin_of(0, sids, prompts)], registry, sink, metrics, 2)
     (pairs, _), = sink.bins
     assert engine.calls == [2, 1, 1]
     assert pairs[0][1].text == "len 2" and isinstance(pairs[1][1], RuntimeError)
     assert metrics.registry.get_sample_value("ribbon_model_errors_total") == 1
-
-
-def test_revoked_sequences_reach_finishing_as_none(parts):
-    tracker, registry, metrics, sink = parts
-    (sid,) = registered(registry, make_doc(tracker), [[1, 2]])
-    registry.drop_epochs({tracker.epoch(("in", 0))})
-    loop_for(FakeEngine(), FakePacker(), registry, sink, metrics).run_bin(bin_of(0, [sid], [[1, 2]]))
-    (pairs, _), = sink.bins
-    assert pairs[0][0] is None
-
-
-def test_the_thread_runs_bins_until_stopped(parts):
-    tracker, registry, metrics, sink = parts
-    (sid,) = registered(registry, make_doc(tracker), [[1, 2]])
-    loop = loop_for(FakeEngine(), FakePacker([bin_of(2, [sid], [[1, 2]])]), registry, sink, metrics)
-    t = threading.Thread(target=loop.run)
-    t.start()
-    assert sink.got.wait(5)
-    loop.stop.set()
-    t.join(5)
-    assert not t.is_alive() and loop.error is None
 
 
 def test_warm_up_runs_at_start_before_the_packer_exists(monkeypatch):

@@ -1,18 +1,18 @@
-"""The GPU stage's proxy (the model in its own process) with a fake engine process: it moves bins and
-results, keeps one bin queued ahead, keeps the metrics' meaning, and stops on the process's death."""
+"""The GPU stage with the model in the engine process, a bin at a time (a fake engine process): it moves
+bins and results, queues one bin ahead only in a backlog (the packer's rule), keeps the metrics' meaning,
+and stops on the process's death."""
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 from helpers import wait_for
-from stage_fakes import FakePacker, FakeSink, Generated, bin_of, make_doc, registered
+from stage_fakes import FakePacker, FakeSink, Generated, bin_of, gpu_stage, make_doc, registered
 
 from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
 from worker.remote.process import EngineProcessError
-from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.gpu_stage import GpuStage
 from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
@@ -24,19 +24,16 @@ def parts():
     return OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
 
 
-def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[ProcessGpuLoop, threading.Thread]:
+def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[GpuStage, None]:
     packer.config = PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs)  # its full-bin rule
-    loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics),
-                          finishing=sink, config=packer.config, seed=5)
-    t = threading.Thread(target=loop.run)
-    t.start()
-    return loop, t
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, where="process", seed=5)
+    loop.start()
+    return loop, None
 
 
-def stop(loop, t) -> None:
-    loop.stop.set()
-    t.join(5)
-    assert not t.is_alive()
+def stop(loop, _t) -> None:
+    loop.stop()
+    assert loop.join(5)
 
 
 def test_bins_go_through_the_process_and_every_document_reaches_finishing(parts):
@@ -75,14 +72,21 @@ def test_in_a_backlog_one_bin_runs_and_one_waits_there_no_more(parts):
         bins.append(bin_of(o, [sid], [[1, 2]]))
     remote = FakeRemote(gated=True)
     # bins of one document at most: the packer holds full bins (a backlog), so one is queued ahead
-    loop, t = started(remote, FakePacker(bins), registry, sink, metrics, max_seqs=1)
+    packer = FakePacker(bins)
+    loop, t = started(remote, packer, registry, sink, metrics, max_seqs=1)
     try:
         # the running bin and one queued behind it; no room for a third until a result is back
-        wait_for(lambda: len(remote.sent) == 2 and loop._room._value == 0, 5, "two bins sent and no room left")
+        looks = []  # each time the stage asks the model's room
+        room = loop.runner.room
+        loop.runner.room = lambda flight: (looks.append(1), room(flight))[1]
+        wait_for(lambda: len(remote.sent) == 2, 5, "two bins sent")
+        seen = len(looks)
+        wait_for(lambda: len(looks) >= seen + 3, 5, "the stage to ask three times more")
         assert len(remote.sent) == 2 and loop.busy_since is not None
         remote.gate.release()
-        wait_for(lambda: len(sink.bins) == 1 and len(remote.sent) == 3 and loop._room._value == 0, 5,
+        wait_for(lambda: len(sink.bins) == 1 and len(remote.sent) == 3, 5,
                  "one result back and the next bin queued in its place")
+        assert loop.flight.bins() == 2
         assert len(remote.sent) == 3 and len(sink.bins) == 1
         remote.gate.release(4)
         wait_for(lambda: len(sink.bins) == 5, 5, "every bin at finishing")
@@ -116,17 +120,17 @@ def test_without_a_full_bin_pending_the_next_bin_is_cut_when_the_model_is_free(p
     assert len(sink.bins) == 3 and packer.released == [0, 1, 2]
 
 
-def test_revoked_documents_are_sent_as_not_live_and_come_back_as_none(parts):
+def test_revoked_documents_are_sent_as_not_live_and_never_reach_finishing(parts):
     tracker, registry, metrics, sink = parts
     (sid,) = registered(registry, make_doc(tracker), [[1, 2]])
     registry.drop_epochs({tracker.epoch(("in", 0))})
     remote = FakeRemote()
     loop, t = started(remote, FakePacker([bin_of(0, [sid], [[1, 2]])]), registry, sink, metrics)
     try:
-        assert sink.got.wait(5)
+        wait_for(lambda: len(remote.sent) == 1 and remote.results.empty(), 5, "the bin there and its result read")
     finally:
         stop(loop, t)
-    assert remote.sent[0][2] == [False] and sink.bins[0][0] == [(None, None)]
+    assert remote.sent[0][2] == [False] and sink.bins == [] and loop.flight.docs == 0
 
 
 def test_the_process_dying_stops_the_stage_with_its_error(parts):
@@ -134,8 +138,9 @@ def test_the_process_dying_stops_the_stage_with_its_error(parts):
     remote = FakeRemote()
     loop, t = started(remote, FakePacker(), registry, sink, metrics)
     remote.dead = True
-    t.join(5)
-    assert not t.is_alive()
+    wait_for(lambda: loop.error is not None, 5, "the stage to fail")
+    loop.stop()
+    assert loop.join(5)
     assert isinstance(loop.error, EngineProcessError) and "exit code -9" in str(loop.error)
 
 

@@ -94,7 +94,7 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
         produce(b.bootstrap, topic, [f"more {i}".encode() for i in range(20)])
         wait_for(lambda: consumed() >= 40, 30, "messages after the partitions came back (they stayed paused)")
     finally:
-        ingest.stop.set()
+        ingest.stop()
         thread.join(30)
     assert ingest.error is None
     assert "lost" in caplog.text
@@ -120,6 +120,6 @@ def test_an_input_holding_its_partition_is_reported_by_coordinates(private_broke
             ingest.tracker.complete(("held-in", 0), epoch, off, ())
         wait_for(lambda: held() == 0, 15, "the gauge to clear once the input finished")
     finally:
-        ingest.stop.set()
+        ingest.stop()
         thread.join(30)
     assert caplog.text.count("has held its partition") == 1, "one warning per input"

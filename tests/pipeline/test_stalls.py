@@ -10,16 +10,16 @@ import time
 
 import orjson
 import pytest
-from stage_fakes import FakePacker, FakeSink, bin_of, make_doc, registered
+from stage_fakes import FakePacker, FakeSink, bin_of, gpu_stage, make_doc, registered
 from remote_fakes import FakeRemote
 from ingest_fakes import Msg, make_ingest
 
 from worker.digest.prepared import PrepareOptions
 from worker.packer import PackerConfig
 from worker.pipeline.inflight import DocRegistry
-from worker.remote.process import EngineProcessError
-from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.gpu_stage import GpuStalled
 from worker.observability.metrics import HealthServer, Metrics, Probes
+from worker.remote.process import EngineProcessError
 from worker.pipeline.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -87,7 +87,7 @@ def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_kill
         assert isinstance(ing.error, PreprocessStalled) and "pipeline.stall_timeout_s" in str(ing.error)
         assert wait_for(lambda: gone(pid), 10)  # killed: it cannot hold the worker's exit
     finally:
-        ing.stop.set()
+        ing.stop()
         go.set()
         t.join(30)
 
@@ -124,26 +124,23 @@ def test_a_silent_engine_process_makes_readyz_not_ready_then_is_killed_and_stops
     sid = registered(registry, doc, [[1, 2, 3]])[0]
     remote = SilentRemote()
     packer = FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])])
-    loop = ProcessGpuLoop(engine=remote, packer=packer, shared=Shared(OffsetTracker(), registry, metrics), finishing=sink,
-                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
-    loop.stall_s = 1.0
-    half = lambda: "engine stalled" if loop.stalled_s() >= 0.5 else None  # noqa: E731 - as Worker.stalled
-    health = HealthServer(metrics, "127.0.0.1", 0, Probes(stalled=half))
-    metrics.ready = True
+    packer.config = PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8)
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, where="process", stall_s=1.0)
+    health = HealthServer(metrics, "127.0.0.1", 0, Probes(health=loop.health))
     t = threading.Thread(target=loop.run)
     t.start()
     try:
         assert health.readiness()[0]
         assert wait_for(lambda: not health.readiness()[0])
-        assert health.readiness() == (False, "not ready: engine stalled")
+        assert "not ready: the engine process (pid None) has returned nothing for" in health.readiness()[1]
         assert wait_for(lambda: loop.error is not None)
-        assert isinstance(loop.error, EngineProcessError) and "pipeline.stall_timeout_s" in str(loop.error)
+        assert isinstance(loop.error, GpuStalled) and "pipeline.stall_timeout_s" in str(loop.error)
         assert remote.killed and sink.bins == []
     finally:
-        loop.stop.set()
+        loop.stop()
         t.join(5)
         health.http.httpd.server_close()
-    assert not t.is_alive()
+    assert not t.is_alive() and loop.join(5)
 
 
 class BlockedRemote(SilentRemote):
@@ -166,16 +163,14 @@ def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
     tracker, registry, metrics, sink = OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
     sid = registered(registry, make_doc(tracker), [[1, 2, 3]])[0]
     remote = BlockedRemote()
-    loop = ProcessGpuLoop(engine=remote, packer=FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])]), shared=Shared(OffsetTracker(), registry, metrics),
-                          finishing=sink,
-                          config=PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8))
-    loop.stall_s = 0.5
+    packer = FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])], config=PackerConfig(budget=100, reserve_per_seq=4))
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, where="process", stall_s=0.5)
     t = threading.Thread(target=loop.run)
     t.start()
     try:
         assert wait_for(lambda: loop.error is not None)
         assert remote.killed and "pipeline.stall_timeout_s" in str(loop.error)
     finally:
-        loop.stop.set()
+        loop.stop()
         t.join(5)
-    assert not t.is_alive()
+    assert not t.is_alive() and loop.join(5)

@@ -78,14 +78,18 @@ def pack_bins(packer, prompts: list[list[int]]) -> list[tuple]:
 
 
 def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
-                continuous: bool = False) -> dict:
+                continuous: bool | None = None) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
-    prompts come from, when some are chunks); continuous: through the continuous batcher."""
+    prompts come from, when some are chunks); continuous: through the continuous batcher (None: as the
+    engine batches, model.batching). An engine process batches as its own settings say (either way
+    through the worker's protocol)."""
     p = parts.packer
     bins = [(torch.from_numpy(t), torch.from_numpy(c), mx, ids, nt) for t, c, mx, ids, nt in pack_bins(p, prompts)]
     eng = parts.engine
+    if continuous is None:
+        continuous = getattr(getattr(eng, "options", None), "batching", "bin") == "continuous"
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
-        wall, out_tokens = (_time_there_continuous if continuous else _time_there)(eng, bins, seeds)
+        wall, out_tokens = _time_there(eng, bins, seeds)
     elif continuous:
         _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
                                               [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
@@ -99,50 +103,34 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
 
 
 def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
-    """The engine process alone: one warm-up bin, then every bin queued back to back; the wall time
-    from the first bin's start to the last one's end, both timed there."""
-    def run(batch: list) -> list[tuple]:
-        ids = [eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
-               for t, c, mx, s, _ in batch]
-        done: dict[int, tuple] = {}
-        deadline = time.monotonic() + timeout_s
-        while len(done) < len(ids) and time.monotonic() < deadline:
-            msg = eng.receive(0.5)
-            if msg is not None and msg[0] == "done":
-                done[msg[1]] = msg
-        if len(done) < len(ids):
-            raise RuntimeError(f"the engine process finished {len(done)} of {len(ids)} bins in {timeout_s:.0f} s")
-        return [done[i] for i in ids]
-
-    run(bins[:1])  # warm-up (CUDA graphs, allocator)
-    msgs = run(bins)
-    out_tokens = sum(len(o.token_ids) for m in msgs for o in m[2] if o is not None and not isinstance(o, BaseException))
-    return msgs[-1][4] - msgs[0][3], out_tokens
-
-
-def _time_there_continuous(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
-    """As _time_there, with the engine process batching continuously: its results come back per document
-    ("docs" messages); the wall time from sending the first bin to the last step's end."""
-    def run(batch: list) -> tuple[float, list[tuple]]:
+    """The engine process alone, a bin at a time or batching continuously: one warm-up bin, then every
+    bin queued back to back. Results come per bin ("done") or per document ("docs", continuous); the
+    wall time runs from the first bin's start there (a bin at a time) or from sending the first bin
+    (continuous), to the last result's end there."""
+    def run(batch: list) -> tuple[float, list]:
         want, start = 0, time.monotonic()
         for t, c, mx, s, _ in batch:
             eng.send_bin(t.numpy(), c.numpy(), mx, [seeds[i] for i in s], [True] * len(s))
             want += len(s)
-        msgs, got = [], 0
+        outs, spans = [], []
         deadline = time.monotonic() + timeout_s
-        while got < want and time.monotonic() < deadline:
+        while len(outs) < want and time.monotonic() < deadline:
             msg = eng.receive(0.5)
-            if msg is not None and msg[0] == "docs":
-                msgs.append(msg)
-                got += len(msg[1])
-        if got < want:
-            raise RuntimeError(f"the engine process finished {got} of {want} documents in {timeout_s:.0f} s")
-        return start, msgs
+            if msg is None or msg[0] not in ("done", "docs"):
+                continue
+            if msg[0] == "done":  # ("done", bin_id, outputs, t0, t1, ...)
+                outs += msg[2]
+                spans.append((msg[3], msg[4]))
+            else:  # ("docs", [(bin_id, index, output)], t0, t1, ...)
+                outs += [o for _, _, o in msg[1]]
+                spans.append((start, msg[3]))
+        if len(outs) < want:
+            raise RuntimeError(f"the engine process finished {len(outs)} of {want} documents in {timeout_s:.0f} s")
+        return max(e for _, e in spans) - min(s for s, _ in spans), outs
 
     run(bins[:1])  # warm-up (CUDA graphs, allocator)
-    start, msgs = run(bins)
-    out_tokens = sum(len(o.token_ids) for m in msgs for _, _, o in m[1] if not isinstance(o, BaseException))
-    return max(m[3] for m in msgs) - start, out_tokens
+    wall, outs = run(bins)
+    return wall, sum(len(o.token_ids) for o in outs if o is not None and not isinstance(o, BaseException))
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:

@@ -225,9 +225,10 @@ class PipelineSettings(_Group):
                     "tokenized in groups of at most this size (bounds a document's tokenizer memory)",
     )
     stall_timeout_s: float = Field(
-        300.0, gt=0.0, le=86_400.0, description="a preprocessing batch, or a bin in the engine process, with no "
-                                                "result for this long: /readyz turns not ready at half of it, and "
-                                                "the worker exits 1 at all of it (nothing more is committed; a "
+        300.0, gt=0.0, le=86_400.0, description="a preprocessing batch, or documents on the model (in the engine "
+                                                "process or in this one), with no result for this long: /readyz "
+                                                "turns not ready at half of it, and the worker exits 1 at all of it "
+                                                "(a stalled engine process is killed; nothing more is committed; a "
                                                 "restart redoes the rest)",
     )
     gc_freeze: bool = Field(True, description="at start, freeze what start-up built out of Python's garbage "

@@ -1,6 +1,7 @@
 """A bin that fails (not an OOM: the engine splits those itself) is retried one document at a time.
 
-Shared by the GPU thread (worker/pipeline/gpu.py) and the engine process (worker/remote/child.py).
+Shared by the GPU stage's runner in this process (worker/pipeline/gpu_runners.py) and the engine
+process (worker/remote/child.py, child_continuous.py).
 """
 
 from __future__ import annotations
@@ -16,10 +17,21 @@ log = logging.getLogger(__name__)
 def as_tensor(x):
     """Packer slots are numpy arrays on CPU, pinned torch tensors on CUDA; the engine takes tensors."""
     if isinstance(x, np.ndarray):
-        import torch  # noqa: PLC0415 pipeline.gpu imports this module: torch only with an engine in-process
+        import torch  # noqa: PLC0415 the pipeline imports this module: torch only with an engine in-process
 
         return torch.from_numpy(x)  # zero-copy view
     return x
+
+
+def stage_or_none(engine, tokens, cu, max_seqlen: int):
+    """The bin staged on the device (H2D, copied), or None if staging failed (its documents then go alone)."""
+    try:
+        staged = engine.stage(tokens, cu, int(max_seqlen))
+        staged.wait_copied()
+        return staged
+    except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
+        log.exception("staging a bin failed; its documents go alone")
+        return None
 
 
 def generate_or_alone(engine, staged, pieces: list, seeds: list[int], on_bin_error: Callable[[], None]) -> list:

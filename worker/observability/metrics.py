@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -14,6 +13,7 @@ from prometheus_client import (
 
 from worker import __version__
 from worker.config.errors import StartupError
+from worker.observability.health import Health
 from worker.observability.http import HttpServer
 
 
@@ -130,10 +130,10 @@ class Metrics:
         self._starting = Gauge("ribbon_starting", "1 while the worker starts (model load, autotune, warm-up, "
                                "producer): /metrics answers, /healthz says starting", registry=r)
         self._flags = {"ready": False, "starting": False}
-        self.gpu_heartbeat = time.monotonic()
 
-    # `ready` and `starting` are plain booleans to the threads that set them, and gauges to Prometheus
-    # (the alert rules in deploy/prometheus-rules.yml tell a worker that starts from one that is down).
+    # `ready` and `starting` are plain booleans to the app, which alone sets them (`ready` from its combined
+    # health), and gauges to Prometheus (the alert rules in deploy/prometheus-rules.yml tell a worker that
+    # starts from one that is down).
     @property
     def ready(self) -> bool:
         return self._flags["ready"]
@@ -158,22 +158,15 @@ class Metrics:
 
 @dataclass(frozen=True)
 class Probes:
-    """What /healthz asks the worker: is the GPU stage busy (stuck past `stuck_after_s` without a
-    heartbeat), for how long has delivery's step been under way (stuck past `delivery_stuck_s`), and
-    why a stage has stopped making progress (None: it has not)."""
+    """What /healthz and /readyz ask the worker: its health, combined over every source it holds
+    (Worker.health; worker/observability/health.py). None: ready as `Metrics.ready` says, always live."""
 
-    busy: Callable[[], bool] = lambda: False
-    stuck_after_s: float = 120.0
-    delivery_busy_s: Callable[[], float] = lambda: 0.0
-    delivery_stuck_s: float = 60.0
-    stalled: Callable[[], str | None] = lambda: None
+    health: Callable[[], Health] | None = None
 
 
 class HealthServer:
-    """Serves /metrics, /healthz (the GPU loop is alive, delivery is not stuck) and /readyz (model loaded,
-    partitions assigned, neither the preprocessing pool nor the engine process stalled). Delivery counts as
-    stuck once one step has taken longer than `delivery_stuck_s` (half of kafka.delivery_stuck_s: the worker
-    stops itself when all of it is spent).
+    """Serves /metrics, /healthz (every health source live) and /readyz (every source ready: partitions
+    assigned, no stage stalled, not draining). /healthz says "starting" while the model loads.
 
     The server itself is worker.observability.http (prometheus_client's WSGI app, idle timeouts, no tracebacks);
     a port it cannot listen on is a start-up error naming server.port/server.host.
@@ -181,35 +174,25 @@ class HealthServer:
 
     def __init__(self, metrics: Metrics, host: str, port: int, probes: Probes | None = None,
                  idle_timeout_s: float = 5.0) -> None:
-        p = probes or Probes()
-        self.metrics, self.stuck_after_s, self.busy = metrics, p.stuck_after_s, p.busy
-        self.delivery_busy_s, self.delivery_stuck_s = p.delivery_busy_s, p.delivery_stuck_s
-        self.stalled = p.stalled  # why a stage has stopped making progress (Worker.stalled), or None
-        probes = {"/healthz": self.health, "/readyz": self.readiness}
+        self.metrics = metrics
+        self.probe = (probes or Probes()).health or (lambda: Health(ready=metrics.ready))
+        probes_by_path = {"/healthz": self.health, "/readyz": self.readiness}
         try:
-            self.http = HttpServer(metrics.registry, host, port, probes, idle_timeout_s=idle_timeout_s)
+            self.http = HttpServer(metrics.registry, host, port, probes_by_path, idle_timeout_s=idle_timeout_s)
         except OSError as exc:
             raise StartupError("server.port", f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                "a free port, or 0 to disable the server") from None
         self.port = self.http.port
 
     def readiness(self) -> tuple[bool, str]:
-        """Ready: partitions assigned (the model loaded) and no stage stalled."""
-        why = self.stalled()
-        if why is not None:
-            return False, f"not ready: {why}"
-        return self.metrics.ready, "ready" if self.metrics.ready else "not ready"
+        h = self.probe()
+        return (True, "ready") if h.ready else (False, f"not ready: {h.why}" if h.why else "not ready")
 
     def health(self) -> tuple[bool, str]:
         if self.metrics.starting:
             return False, "starting (model load, autotune, warm-up)"
-        idle = time.monotonic() - self.metrics.gpu_heartbeat
-        if idle >= self.stuck_after_s and self.busy():
-            return False, "gpu loop stuck"
-        stuck = self.delivery_busy_s()
-        if stuck >= self.delivery_stuck_s:
-            return False, f"delivery stuck for {stuck:.0f} s (a transaction neither commits nor aborts)"
-        return True, "ok"
+        h = self.probe()
+        return (True, "ok") if h.live else (False, h.why or "not live")
 
     def start(self) -> HealthServer:
         self.http.start()

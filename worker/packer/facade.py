@@ -16,6 +16,7 @@ import numpy as np
 from worker import _core
 
 from worker.packer.config import PackerConfig
+from worker.packer.room import Room, cut
 from worker.packer.stats import PackerStats
 
 if TYPE_CHECKING:
@@ -179,6 +180,10 @@ class Packer:
         backlog) the next bin is cut now and queued behind the running one; otherwise it is cut when
         the model is free, so it takes every document that arrives meanwhile."""
         return self.config.holds_full_bin(self.stats())
+
+    def bin_for(self, room: Room, timeout_s: float) -> Bin | None:
+        """The next bin for a model with `room` (worker/packer/room.py: the one rule of when a bin is cut)."""
+        return cut(self, room, timeout_s)
 
     def __enter__(self: _P) -> _P:
         return self

@@ -34,15 +34,14 @@ from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.finishing import Finishing, FinishingConfig
 from worker.remote.process import EngineProcess, EngineSpec, want_process
 from worker.observability.gcwatch import GcWatch, settle, unsettle
-from worker.pipeline.gpu import GpuLoop
-from worker.pipeline.gpu_continuous import ContinuousGpuLoop
-from worker.pipeline.gpu_proxy_continuous import ContinuousProcessGpuLoop
-from worker.pipeline.gpu_proxy import ProcessGpuLoop
+from worker.pipeline.gpu_batching import batching_policy
+from worker.pipeline.gpu_runners import LocalRunner, ProcessRunner
+from worker.pipeline.gpu_stage import GpuConfig, GpuStage
 from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
 from worker.pipeline.planner import Planner, engine_planner
 from worker.pipeline.spill import Spool
-from worker.pipeline.stage import EngineLike, Shared
+from worker.pipeline.stage import HEALTHY, EngineLike, Health, HealthSource, Shared, Stage, combine
 from worker.pipeline.tracker import OffsetTracker
 from worker.redaction import Policy, install
 
@@ -160,24 +159,26 @@ class Worker:
         # Each assigned partition's commits watched: /readyz 503 at pipeline.stall_timeout_s, exit 1 at twice.
         self.watch = CommitWatch(pl.stall_timeout_s)
         self.shared = Shared(self.tracker, self.registry, self.metrics, self.dead_letters, self.watch)
-        self.gpu: GpuLoop | None = None
+        self.gpu: GpuStage | None = None
+        self.stages: list[Stage] = []  # in start order (_build); stopped in _stop_order's
+        self.health_sources: list[HealthSource] = []  # the stages, and any other watch added after them
+        self.draining = threading.Event()
         # /metrics answers from here on, through the model load (ribbon_starting 1, /healthz "starting"):
         # an alert tells a worker that loads a model from one that is down.
         self.metrics.starting = True
         self.server = None
         if settings.server.port:
-            probes = Probes(busy=lambda: self.gpu is not None and self.gpu.busy_since is not None,
-                            delivery_busy_s=self.delivery.stuck_for,
-                            delivery_stuck_s=settings.kafka.delivery_stuck_s / 2, stalled=self.stalled)
-            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port, probes).start()
+            self.server = HealthServer(self.metrics, settings.server.host, settings.server.port,
+                                       Probes(health=self.health)).start()
         try:
             self._build(settings, parts, stop)
         except BaseException:
             if self.server:
                 self.server.stop()
             raise
-        self.draining = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.stages = [self.delivery, self.finishing, *((self.gpu,) if self.gpu is not None else ()), self.ingest]
+        self.health_sources += [*self.stages, self.watch]  # the stages, then each partition's commits
+        self._started: list[Stage] = []
 
     def _build(self, settings, parts: Parts | None, stop: threading.Event | None) -> None:
         """The stages, and in generative mode the engine (loaded here unless given), packer and GPU loop."""
@@ -194,29 +195,23 @@ class Worker:
             marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
                                high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
-            loop = ProcessGpuLoop if isinstance(self.engine, EngineProcess) else GpuLoop
-            if settings.model.batching == "continuous":  # documents handed back as they finish (docs/engine.md)
-                loop = ContinuousProcessGpuLoop if loop is ProcessGpuLoop else ContinuousGpuLoop
-            self.gpu = loop(engine=self.engine, packer=self.packer, shared=self.shared, finishing=self.finishing,
-                            config=self.packer.config, seed=settings.model.seed)
-            if isinstance(self.gpu, ProcessGpuLoop):
-                self.gpu.stall_s = pl.stall_timeout_s  # a bin with no result this long kills the engine process
+            # one GPU stage: the runner where the model runs (model.process), the policy how it batches
+            # (model.batching: continuous hands documents back as they finish, docs/engine.md)
+            runner = ProcessRunner if isinstance(self.engine, EngineProcess) else LocalRunner
+            self.gpu = GpuStage(runner=runner(self.engine, batching_policy(settings.model.batching), self.packer.config),
+                                packer=self.packer, shared=self.shared, finishing=self.finishing,
+                                config=GpuConfig(self.packer.config, settings.model.seed, pl.stall_timeout_s))
 
-    def stalled(self) -> str | None:
-        """Why /readyz says not ready although partitions are assigned: the preprocessing pool or the engine
-        process without a result for half of pipeline.stall_timeout_s (at all of it the worker exits 1)."""
-        ingest = getattr(self, "ingest", None)  # the server answers while the stages are still being built
-        if ingest is None:
-            return None
-        limit = self.s.pipeline.stall_timeout_s
-        pool = ingest.batches.waiting_s()
-        if pool >= limit / 2:
-            return f"the preprocessing pool has returned no batch for {pool:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
-        engine = self.gpu.stalled_s() if isinstance(self.gpu, ProcessGpuLoop) else 0.0
-        if engine >= limit / 2:
-            return f"the engine process has returned no bin for {engine:.0f} s (pipeline.stall_timeout_s {limit:.0f})"
-        ok, why = self.watch.health()
-        return None if ok else why
+    def health(self) -> Health:
+        """Every health source's, combined (/healthz, /readyz), with the app's own: not ready while it
+        starts, drains or after a stage failed. Sets the ribbon_ready gauge."""
+        failed = next((s.error for s in self.stages if s.error is not None), None)
+        own = (Health(ready=False, why="starting") if not self.stages else
+               Health(ready=False, why=f"a stage failed: {failed}") if failed is not None else
+               Health(ready=False, why="draining") if self.draining.is_set() else HEALTHY)
+        h = combine([own, *(source.health() for source in list(self.health_sources))])
+        self.metrics.ready = h.ready
+        return h
 
     def _planner(self, settings, parts: Parts) -> Planner:
         try:
@@ -239,25 +234,20 @@ class Worker:
         """Start the threads: delivery first (its producer must be ready before anything is consumed).
 
         A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
-        delivery thread was started, and close() stops it."""
+        delivery stage was started, and close() stops it."""
         # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
         # Python: the switch interval bounds that wait (and how often every thread is preempted).
         sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
         if self.s.pipeline.gc_freeze:  # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
             log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
         self.gc.start()
-        t = threading.Thread(target=self.delivery.run, name="ribbon-delivery", daemon=True)
-        t.start()
-        self._threads = [t]
-        while not self.delivery.started.wait(0.1):
-            if stop is not None and stop.is_set():
-                log.info("stopped while waiting for the producer (is the broker reachable?)")
-                return self
-        gpu = (("ribbon-gpu", self.gpu.run),) if self.gpu is not None else ()
-        for name, target in (("ribbon-finishing", self.finishing.run), *gpu, ("ribbon-ingest", self.ingest.run)):
-            th = threading.Thread(target=target, name=name, daemon=True)
-            th.start()
-            self._threads.append(th)
+        for stage in self.stages:
+            stage.start()
+            self._started.append(stage)
+            while stage is self.delivery and not self.delivery.started.wait(0.1):  # its producer, before any input
+                if stop is not None and stop.is_set():
+                    log.info("stopped while waiting for the producer (is the broker reachable?)")
+                    return self
         self._wait_for_consumer()
         self.metrics.starting = False
         return self
@@ -277,7 +267,7 @@ class Worker:
     def drain(self, timeout_s: float) -> bool:
         """Stop taking input and wait until everything taken is delivered; True if it all went out."""
         self.draining.set()
-        self.metrics.ready = False
+        self.health()  # ribbon_ready 0 at once
         self.ingest.stop_polling.set()
         if self.packer is not None:
             self.packer.drain(True)  # the last partial bins go at once
@@ -298,20 +288,12 @@ class Worker:
         Returns False if a thread did not stop within `timeout_s` in all."""
         deadline = time.monotonic() + timeout_s
         left = lambda: max(0.1, deadline - time.monotonic())  # noqa: E731
-        threads = {t.name: t for t in self._threads}  # only delivery when stopped during start()
-        self.ingest.stop.set()
-        if "ribbon-ingest" in threads:
-            threads["ribbon-ingest"].join(left())
-        self.delivery.stop.set()
-        self.delivery.wake()
-        threads["ribbon-delivery"].join(left())
-        if self.gpu is not None:
-            self.gpu.stop.set()
-            self.packer.close()
-        self.finishing.stop()  # a GPU blocked on a full finishing queue sees it and returns
-        for name in ("ribbon-gpu", "ribbon-finishing"):
-            if name in threads:
-                threads[name].join(left())
+        for group in self._stop_order():
+            for stage in group:
+                stage.stop()
+            for stage in group:
+                if stage in self._started:
+                    stage.join(left())
         if self.server:
             self.server.stop()
         if self.tracer is not None:
@@ -321,7 +303,14 @@ class Worker:
             unsettle()
         if self._own_engine and isinstance(self.engine, EngineProcess):
             self.engine.close(timeout_s=left())
-        return not any(t.is_alive() for t in self._threads)
+        return all(stage.join(0) for stage in self._started)
+
+    def _stop_order(self) -> list[tuple[Stage, ...]]:
+        """Ingest first (leaving the group: its revoke commits what is finished, through delivery), then
+        delivery, then the GPU stage and finishing together (a GPU stage blocked on a full finishing
+        queue sees finishing stop and returns)."""
+        gpu = (self.gpu,) if self.gpu is not None else ()
+        return [(self.ingest,), (self.delivery,), (*gpu, self.finishing)]
 
     def run_until_signalled(self, stop: threading.Event | None = None) -> int:
         """Run until `stop` is set (by a signal: see install_signal_handlers) or a thread fails."""
@@ -334,11 +323,12 @@ class Worker:
             while not stop.is_set() and self.failed() is None:
                 join.tick()  # a log line while the group join takes its time
                 self.watch.export(self.metrics.stalled_seconds)
+                self.health()  # keeps ribbon_ready current between probes
                 stop.wait(0.2)
         finally:
             logging.getLogger("worker").removeHandler(problems)
         if self.failed() is not None:
-            self.metrics.ready = False
+            self.health()  # ribbon_ready 0
             log.error("stopping without committing more: %s", self.failed())
             self.ingest.stop_polling.set()
             self.close(timeout_s=30)

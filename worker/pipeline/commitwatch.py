@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from worker.observability.health import HEALTHY, Health
+
 TopicPartition = tuple[str, int]
 
 
@@ -98,11 +100,17 @@ class CommitWatch:
                         key=lambda x: x[1], default=None)
         return worst
 
-    def health(self) -> tuple[bool, str]:
+    def status(self) -> tuple[bool, str]:
+        """(progressing, why): False from pipeline.stall_timeout_s without a commit while input waits."""
         worst = self._worst()
         if worst is None or worst[1] < self.stall_s:
             return True, "progressing"
         return False, self._line(*worst)
+
+    def health(self) -> Health:
+        """A health source of the app's (worker/observability/health.py): not ready while a partition stalls."""
+        ok, why = self.status()
+        return HEALTHY if ok else Health(ready=False, why=why)
 
     def failure(self) -> str | None:
         worst = self._worst()

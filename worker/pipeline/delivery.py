@@ -31,8 +31,9 @@ Contract:
 - May block: in transactional calls and `flush`; never on another stage.
 - Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
   the worker without committing more.
-- Shutdown: `stop` then `wake()`: one last step, then the channel closes and
-  the producer flushes.
+- Shutdown: `stop()` (it wakes the thread): one last step, then the channel
+  closes and the producer flushes. Health: not live while one step has taken
+  half of kafka.delivery_stuck_s.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from worker.kafka.clients import Factory
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.spill import Spilled
-from worker.pipeline.stage import run_stage
+from worker.pipeline.stage import HEALTHY, Health, StageThread, run_stage
 from worker.pipeline.tracker import OffsetTracker, Ready
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,9 @@ class DeliveryConfig:
     max_bytes: int = 64 << 20
 
 
-class Delivery:
+class Delivery(StageThread):
+    thread_name = "ribbon-delivery"
+
     def __init__(self, *, config: DeliveryConfig, make_producer: Factory, tracker: OffsetTracker, metrics,
                  tracer=None, dead_letters: DeadLetters | None = None):
         settings, interval_s = config.settings, config.interval_s
@@ -101,7 +104,7 @@ class Delivery:
         self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
         self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
-        self.stop = threading.Event()
+        self.stopping = threading.Event()  # stop()
         self.commits = Commits(tracker, wake=self.wake)  # the one channel with ingest (worker/pipeline/commits.py)
         self.busy = False  # a step is under way (drain waits for it)
         self.busy_since: float | None = None  # time.monotonic() at the start of the step under way
@@ -140,12 +143,23 @@ class Delivery:
     def run(self) -> None:
         run_stage(self, self._loop, log, "delivery thread", cleanup=self._close)
 
+    def stop(self) -> None:
+        self.stopping.set()
+        self.wake()
+
+    def health(self) -> Health:
+        """Not live once one step has taken half of kafka.delivery_stuck_s (at all of it `failure` stops it)."""
+        stuck = self.stuck_for()
+        if stuck >= self.stuck_s / 2:
+            return Health(live=False, why=f"delivery stuck for {stuck:.0f} s (a transaction neither commits nor aborts)")
+        return HEALTHY
+
     def _loop(self) -> None:
         self.producer = self.make_producer()
         if self.exactly_once:
             self._init_transactions()
         self.started.set()
-        while not self.stop.is_set():
+        while not self.stopping.is_set():
             self._wake.wait(self.interval_s)
             self._wake.clear()
             self.commits.serve(self.step)  # revokes first, each with its own metadata
@@ -173,7 +187,7 @@ class Delivery:
         """Retried until it succeeds or `stop` is set (a SIGTERM while the broker is unreachable): each
         call waits one second at most (librdkafka resumes a timed-out init), so the stop is seen soon."""
         delay, started, next_log = 0.5, time.monotonic(), 0.0
-        while not self.stop.is_set():
+        while not self.stopping.is_set():
             try:
                 self.producer.init_transactions(min(1.0, self.op_timeout_s))
                 return
@@ -186,7 +200,7 @@ class Delivery:
                                 time.monotonic() - started, err)
                     next_log = time.monotonic() + 30.0
                 if err.code() != KafkaError._TIMED_OUT:
-                    self.stop.wait(delay)
+                    self.stopping.wait(delay)
                     delay = min(delay * 2, 10.0)
 
     # ---- one step -------------------------------------------------------------------

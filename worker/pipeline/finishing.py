@@ -45,7 +45,7 @@ from worker.pipeline.inflight import Doc, Seq
 from worker.pipeline.outputs import build_output
 from worker.redaction import scrub_headers
 from worker.pipeline.tracker import Record
-from worker.pipeline.stage import Shared, run_stage
+from worker.pipeline.stage import HEALTHY, Health, Shared, StageThread, run_stage
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,9 @@ class FinishingConfig:
     capacity: int = 8  # bins (or finished documents) queued at most: the GPU's backpressure
 
 
-class Finishing:
+class Finishing(StageThread):
+    thread_name = "ribbon-finishing"
+
     """The finishing thread (see the module contract)."""
 
     def __init__(self, *, config: FinishingConfig, shared: Shared, combine: Callable[[Doc], None],
@@ -123,6 +125,10 @@ class Finishing:
     def stop(self) -> None:
         """The thread finishes what is queued, then returns; submits from now on return False."""
         self._stop.set()
+
+    def health(self) -> Health:
+        """Finishing waits only on its queue: its own progress needs no watch."""
+        return HEALTHY
 
     # ---- the thread ----------------------------------------------------------------------
     def run(self) -> None:

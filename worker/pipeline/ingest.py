@@ -18,16 +18,16 @@ Contract:
   round back through `combine_q`); the consumer's side of the commit channel with delivery
   (worker/pipeline/commits.py: group metadata and revokes out, at_least_once offsets in).
 - May block: in the poll (at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
-  waits for the pool's batches and for delivery's last transaction of those partitions; an assign
-  asks the group coordinator for the committed offsets, at most 10 s), in
-  planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
+  waits for the pool's batches and for delivery's last transaction of those partitions; an assign asks
+  the group coordinator for the committed offsets, at most 10 s), in planning, on the pool when
+  nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
 - Errors: bad input goes to `DeadLetters.send` (then commits like any output); any other exception
   that one message raises goes there too, as `internal_error` (worker/pipeline/guard.py), and the
   thread goes on; a failure that is not one message's (the pool broke or stalled past
   pipeline.stall_timeout_s, the packer closed) sets `error` and the app stops the worker.
-- Shutdown: `stop_polling` (drain: polled messages are no longer taken), then
-  `stop`: the consumer closes (its revoke commits what is finished).
+- Shutdown: `stop_polling` (drain: take no new messages), then `stop()`: the consumer closes (its revoke
+  commits what is finished). Health: ready while it holds partitions and the pool is not stalled.
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ from worker.pipeline.commits import Commits
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.planner import Planner, combine_text, prompt_texts
-from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, start_forkserver
+from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, cold_pieces, start_forkserver
 from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
 from worker.pipeline.source import Source
-from worker.pipeline.stage import Shared, run_stage
+from worker.pipeline.stage import HEALTHY, Health, Shared, StageThread, run_stage
 from worker.redaction import Policy
 
 log = logging.getLogger(__name__)
@@ -63,17 +63,6 @@ MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrin
 POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
 LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
 COLD_FIRST = 8  # documents in the first piece of a batch split while the model waits (see _submit)
-
-
-def cold_pieces(n: int, first: int) -> list[int]:
-    """Sizes of doubling pieces of a batch of `n`: first, 2*first, 4*first, ..., a piece taken only while
-    what stays after it fills the next (twice as large); the last piece takes the rest. Sums to n."""
-    out, size, left = [], max(1, first), n
-    while left - size >= 2 * size:
-        out.append(size)
-        left -= size
-        size *= 2
-    return [*out, left] if left else out
 
 
 FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
@@ -95,7 +84,9 @@ class Downstream:
     finished: FinishedFn | None = None
 
 
-class Ingest:
+class Ingest(StageThread):
+    thread_name = "ribbon-ingest"
+
     def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, commits: Commits,
                  downstream: Downstream):
         planner, settings = downstream.planner, config.settings
@@ -105,15 +96,16 @@ class Ingest:
         self.finished = downstream.finished
         self.s = settings
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
-        self.tracker, self.registry, self.packer = tracker, shared.registry, downstream.packer
-        self.planner, self.metrics = planner, metrics
+        self.tracker, self.registry, self.packer, self.planner, self.metrics = (tracker, shared.registry,
+                                                                               downstream.packer, planner, metrics)
         self.commits = commits  # the one channel with delivery (worker/pipeline/commits.py)
         self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
         self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
         self.stop_polling = threading.Event()  # drain: take no new messages
-        self.stop = threading.Event()          # leave: close the consumer
+        self.leaving = threading.Event()       # stop(): close the consumer
+        self.holds_partitions = False  # ready (/readyz) only with partitions assigned
         self.consumer = None
         self.prepare_options = PrepareOptions(
             highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
@@ -122,17 +114,25 @@ class Ingest:
         if auto_processes(settings.pipeline.preprocess_processes):
             start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
-        self.assigned = threading.Event()
-        self.error: BaseException | None = None
+        self.assigned, self.error = threading.Event(), None  # error: BaseException | None
         self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s, shared.watch)
-        # Line topics: records become windows, and closed windows documents (worker/pipeline/lines.py).
-        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter, metrics=metrics) \
-            if settings.windowing.enabled else None
+        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter,  # line topics: windows
+                                metrics=metrics) if settings.windowing.enabled else None
         self.source = Source(settings, shared, self.lines, self.guard)  # the poll and the decoding
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
         run_stage(self, self._loop, log, "ingest thread", cleanup=self._close)
+
+    def stop(self) -> None:  # the consumer closes; its revoke commits what is finished
+        self.leaving.set()
+
+    def health(self) -> Health:
+        limit, waiting = self.s.pipeline.stall_timeout_s, self.batches.waiting_s()
+        if waiting >= limit / 2:
+            return Health(ready=False, why=f"the preprocessing pool has returned no batch for {waiting:.0f} s "
+                                           f"(pipeline.stall_timeout_s {limit:.0f})")
+        return HEALTHY if self.holds_partitions else Health(ready=False, why="no partitions assigned")
 
     def _loop(self) -> None:
         processes = auto_processes(self.s.pipeline.preprocess_processes)
@@ -146,7 +146,7 @@ class Ingest:
         self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
                                 on_revoke=self._on_revoke, on_lost=self._on_lost)
         next_lag = 0.0
-        while not self.stop.is_set():
+        while not self.leaving.is_set():
             # Delivery never calls the consumer (calls into one consumer are serialized): publish
             # the group metadata for its transactions, and commit what it delivered (at_least_once).
             self.commits.publish(self.consumer.consumer_group_metadata())
@@ -354,7 +354,7 @@ class Ingest:
             (consumer.pause if self.paused else consumer.resume)(partitions)
             self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
         self.assigned.set()
-        self.metrics.ready = bool(partitions) or bool(consumer.assignment())
+        self.holds_partitions = bool(partitions) or bool(consumer.assignment())
         log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
 
     def _forget(self, partitions) -> tuple[list, set[int]]:
@@ -382,7 +382,7 @@ class Ingest:
     def _not_ready_if_empty(self, consumer, partitions) -> None:
         gone = {(p.topic, p.partition) for p in partitions}
         if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
-            self.metrics.ready = False
+            self.holds_partitions = False
         for topic, part in gone:
             for gauge in (self.metrics.lag, self.metrics.unfinished, self.metrics.held):
                 try:

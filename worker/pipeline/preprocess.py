@@ -220,3 +220,14 @@ class Preprocessor:
                 proc.kill()
                 proc.join(5.0)
         self._pool = None
+
+
+def cold_pieces(n: int, first: int) -> list[int]:
+    """Sizes of doubling pieces of a batch of `n`: first, 2*first, 4*first, ..., a piece taken only while
+    what stays after it fills the next (twice as large); the last piece takes the rest. Sums to n."""
+    out, size, left = [], max(1, first), n
+    while left - size >= 2 * size:
+        out.append(size)
+        left -= size
+        size *= 2
+    return [*out, left] if left else out

@@ -2,7 +2,8 @@
 
 Started by `worker.remote.process.EngineProcess` (spawn context: a fresh interpreter
 that alone initialises CUDA). Its main thread does nothing but run bins through the Engine's
-public API (`load_engine`, `autotune_budget`, `warm_up`, `stage`, `generate`); a reader thread
+public API (`load_engine`, `autotune_budget`, `warm_up`, `stage`, `generate`; `run_bin`, the body of
+a bin at a time, also runs a model in the worker's own process: worker/pipeline/gpu_batching.py); a reader thread
 takes the next bin off the pipe (and pins it) while the current one runs, so the GPU never waits
 for the worker between bins. See engine_process.py for the protocol.
 
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 
 from worker.engine.errors import EngineSettingError
-from worker.engine.fallback import generate_or_alone
+from worker.engine.fallback import generate_or_alone, stage_or_none
 from worker.observability.logs import setup_logging
 from worker.remote.child_continuous import serve_continuous
 from worker.remote.lifeline import die_with_parent
@@ -108,22 +109,36 @@ def _read(bins, inbox: queue.Queue, pin: bool) -> None:
 
 
 def _run(engine, item) -> tuple:
-    """One bin: ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits). Times are
-    time.monotonic() (one clock for every process of the host)."""
+    """One bin off the pipe: staged, then `run_bin`."""
     _, bin_id, tokens, host_tokens, cu, max_seqlen, seeds, live = item
-    errors: list[int] = []
     t0 = time.monotonic()
-    try:
-        staged = engine.stage(tokens, cu, int(max_seqlen))
-        staged.wait_copied()
-    except Exception:  # noqa: BLE001 - routed: each document is retried alone, then dead-lettered
-        log.exception("staging a bin failed; its documents go alone")
-        staged = None
+    staged = stage_or_none(engine, tokens, cu, int(max_seqlen))
     pieces = [host_tokens[cu[i]:cu[i + 1]] if live[i] else None for i in range(len(cu) - 1)]
-    outs = generate_or_alone(engine, staged, pieces, list(seeds), lambda: errors.append(1))
+    return run_bin(engine, bin_id, staged, pieces, list(seeds), t0)
+
+
+def run_bin(engine, bin_id: int, staged, pieces: list, seeds: list[int], t0: float) -> tuple:
+    """A bin at a time: one staged bin through the model (a failure: each document alone). Returns
+    ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits, phases); times are time.monotonic()
+    (one clock for every process of the host); phases: the bin's (prefill_s, decode_s), None where the
+    engine does not keep them. `pieces[i]`: a document's prompt tokens (None: not live)."""
+    errors: list[int] = []
+    before = _phases(engine)
+    outs = generate_or_alone(engine, staged, pieces, seeds, lambda: errors.append(1))
     t1 = time.monotonic()
+    after = _phases(engine)
+    phases = (after[0] - before[0], after[1] - before[1]) if before and after else None
     outs = [RuntimeError(f"{type(o).__name__}: {o}") if isinstance(o, BaseException) else o for o in outs]
-    return ("done", bin_id, outs, t0, t1, len(errors), int(getattr(engine, "stats", {}).get("oom_splits", 0)))
+    return ("done", bin_id, outs, t0, t1, len(errors), int(getattr(engine, "stats", {}).get("oom_splits", 0)),
+            phases)
+
+
+def _phases(engine) -> tuple[float, float] | None:
+    """The engine's prefill and decode seconds so far (Engine.stats), or None if it does not keep them."""
+    stats = getattr(engine, "stats", None) or {}
+    if "prefill_s" not in stats or "decode_s" not in stats:
+        return None
+    return float(stats["prefill_s"]), float(stats["decode_s"])
 
 
 def _device_name(device) -> str:

@@ -1,4 +1,6 @@
-"""The engine process's main loop with continuous batching (worker/remote/child.py starts it).
+"""The engine process's main loop with continuous batching (worker/remote/child.py starts it). Its
+bodies, `admit` and `step`, also run a model in the worker's own process (the GPU stage's continuous
+policy, worker/pipeline/gpu_batching.py), so both hand back the same messages.
 
     bins from the reader thread (while the batcher wants work) → batcher.add → batcher.step
     → ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s) per step
@@ -17,7 +19,7 @@ import logging
 import queue
 import time
 
-from worker.engine.fallback import run_alone
+from worker.engine.fallback import run_alone, stage_or_none
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, out
             else:
                 _add(engine, batcher, item, pieces, outbox)
         if batcher.busy:
-            _step(engine, batcher, pieces, outbox, busy)
+            step(engine, batcher, pieces, outbox, busy)
         elif stopping:
             return
 
@@ -46,21 +48,28 @@ def serve_continuous(engine, budget: int, max_seqs: int, inbox: queue.Queue, out
 def _add(engine, batcher, item, pieces: dict, outbox: queue.Queue) -> None:
     _, bin_id, tokens, host_tokens, cu, max_seqlen, seeds, live = item
     t0 = time.monotonic()
-    tags = [(bin_id, i) if live[i] else None for i in range(len(cu) - 1)]
-    for i, tag in enumerate(tags):
+    staged = stage_or_none(engine, tokens, cu, int(max_seqlen))
+    admit(engine, batcher, staged, bin_id, [host_tokens[cu[i]:cu[i + 1]] if live[i] else None
+                                            for i in range(len(cu) - 1)], list(seeds), (pieces, outbox, t0))
+
+
+def admit(engine, batcher, staged, bin_id: int, host: list, seeds: list[int], into: tuple) -> None:
+    """A staged bin's documents into the batcher, tagged (bin_id, index); `host[i]`: a document's prompt
+    tokens (None: not live, never comes back). `into`: (pieces, outbox, t0): the prompts kept for a
+    retry alone, where results go, when the bin arrived. A bin that failed to stage (None) goes alone."""
+    pieces, outbox, t0 = into
+    tags = [(bin_id, i) if p is not None else None for i, p in enumerate(host)]
+    for tag, p in zip(tags, host):
         if tag is not None:
-            pieces[tag] = host_tokens[cu[i]:cu[i + 1]]
-    try:
-        staged = engine.stage(tokens, cu, int(max_seqlen))
-        staged.wait_copied()
-    except Exception:  # noqa: BLE001 - routed: each document goes alone, then dead-letters
-        log.exception("staging a bin failed; its documents go alone")
+            pieces[tag] = p
+    if staged is None:
         _alone(engine, [(t, seeds[t[1]]) for t in tags if t is not None], pieces, outbox, t0)
         return
-    batcher.add(staged, list(seeds), tags, engine.limits(list(seeds)))
+    batcher.add(staged, seeds, tags, engine.limits(seeds))
 
 
-def _step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float]) -> None:
+def step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float]) -> None:
+    """One batcher step; finished documents out as one "docs" message (none when none finished)."""
     t0 = time.monotonic()
     try:
         r = batcher.step()

@@ -17,12 +17,13 @@ Contract:
     worker → engine  ("bin", bin_id, tokens int32 [T], cu_seqlens int32 [n+1], max_seqlen, seeds [n], live [n])
                      ("stop",)                         run what is queued, then exit
     engine → worker  ("ready", info) | ("failed", kind, ...)   once, at start
-                     ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits)   per bin, in order
+                     ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits, phases)   per bin, in order
+                         (phases: the bin's (prefill_s, decode_s), for the documents' traces; None: not kept)
                      ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
                          model.batching = continuous: documents as they finish (worker/remote/child_continuous.py)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
-  retried one document at a time there, as in the GPU thread (worker.engine.fallback.generate_or_alone).
+  retried one document at a time there, as in this process (worker.engine.fallback.generate_or_alone).
   Times are time.monotonic(), one clock for the processes of a host.
 - May block: the constructor (the model's start, up to `start_timeout_s`, seeing `stop`), `send_bin`
   (only if the engine stops reading), `receive` (at most its timeout).
