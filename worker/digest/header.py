@@ -84,6 +84,7 @@ def _ts(mark: str = "") -> str:
 _DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
+                "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
                 **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
                                                                  # no literal digit in the grammar)
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
@@ -176,13 +177,16 @@ _GRAMMAR = rf"""^
   | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
   | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
   )
+  # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
+  # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
+  (?:(?:{_ts()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
   | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
-  | (?P<ctx>(?:\S+\s+){{1,6}}?)(?=[A-Z]{{3,}}:\s)
+  | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
@@ -201,12 +205,16 @@ _GRAMMAR = rf"""^
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
   (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
 |
+  # keyed fields after the time, one of them the host: `Process(1.1) User(u) Host(h) `
+  (?(ts)(?:[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\)\s+){{0,8}}?Host\((?P<hostk>[^()\s]{{1,80}})\)(?:\s+[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\))*\s+|(?!))
+|
   # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
   (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
 |
   # RFC 3164: a host before a message without a tag
   (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
+(?=(?:\S+\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
 (?P<msg>.*)$"""
 
 
@@ -241,7 +249,7 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvl")   # where a level token may stand
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvy", "lvz", "lvl", "lvcef")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
 
 
