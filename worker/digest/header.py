@@ -19,13 +19,16 @@ each tried in order and kept when it matches:
    an epoch or a date-only field may be followed by a node and a second time
    (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
 4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
-   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message; otherwise a pid (and a
-   thread id), a host when a level token follows it, the line prefix before an upper-case `LEVEL:`,
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message, then the program's own
+   `time [category:] level: ` (taken off) or bare `level: ` (read, kept in the message); otherwise a
+   pid (and a thread id), a host when a level token follows it, the line prefix before an upper-case
+   `LEVEL:` (in words, or glued to it by `>`, `]`, `:`), keyed fields holding `Host(...)`,
    bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
    `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
    `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
    follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `); or
-   `ts|field|field|`; or `program - `.
+   `ts|field|field|`; or `program - `;
+5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
 parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
