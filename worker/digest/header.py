@@ -19,13 +19,16 @@ each tried in order and kept when it matches:
    an epoch or a date-only field may be followed by a node and a second time
    (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
 4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
-   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message; otherwise a pid (and a
-   thread id), a host when a level token follows it, the line prefix before an upper-case `LEVEL:`,
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message, then the program's own
+   `time [category:] level: ` (taken off) or bare `level: ` (read, kept in the message); otherwise a
+   pid (and a thread id), a host when a level token follows it, the line prefix before an upper-case
+   `LEVEL:` (in words, or glued to it by `>`, `]`, `:`), keyed fields holding `Host(...)`,
    bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
    `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
    `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
    follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `); or
-   `ts|field|field|`; or `program - `.
+   `ts|field|field|`; or `program - `;
+5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
 parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
@@ -84,6 +87,7 @@ def _ts(mark: str = "") -> str:
 _DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
+                "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
                 **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
                                                                  # no literal digit in the grammar)
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
@@ -176,13 +180,16 @@ _GRAMMAR = rf"""^
   | (?!{LEVEL_WORD}[:\[\s])(?P<progp>{_PROG})\[(?P<pidp>\d+)\]:(?:\s|$)
   | (?!{LEVEL_WORD}:)(?P<hostc>{_HOST_NC}):(?:\s|$)
   )
+  # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
+  # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
+  (?:(?:{_ts()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
   | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
-  | (?P<ctx>(?:\S+\s+){{1,6}}?)(?=[A-Z]{{3,}}:\s)
+  | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
@@ -201,12 +208,16 @@ _GRAMMAR = rf"""^
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
   (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
 |
+  # keyed fields after the time, one of them the host: `Process(1.1) User(u) Host(h) `
+  (?(ts)(?:[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\)\s+){{0,8}}?Host\((?P<hostk>[^()\s]{{1,80}})\)(?:\s+[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\))*\s+|(?!))
+|
   # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
   (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
 |
   # RFC 3164: a host before a message without a tag
   (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
+(?=(?:\S+\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
 (?P<msg>.*)$"""
 
 
@@ -241,7 +252,7 @@ def _one_line(pattern: str) -> str:
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 
-LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvl")   # where a level token may stand
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvy", "lvz", "lvl", "lvcef")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
 
 

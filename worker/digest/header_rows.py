@@ -28,7 +28,7 @@ _ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII dig
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
-_HOST = ("host5", "host", "hostc", "hosts", "hostl", "node")
+_HOST = ("host5", "host", "hostc", "hosts", "hostl", "hostk", "node")
 _PROG = ("prog5", "prog", "progp")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr")
 _NONE = (0, 0)
