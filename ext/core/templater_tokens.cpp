@@ -145,6 +145,27 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
   }
 }
 
+// Replaces each run [k, run(k)) of two or more tokens with one token spanning it, finished by `merge`; the
+// separator after a run follows its token. run(k) <= k + 1 leaves toks[k] as it is.
+template <class Run, class Merge>
+void merge_runs(std::vector<Token>& toks, std::vector<std::string>& seps, Run run, Merge merge) {
+  std::vector<Token> kt;
+  std::vector<std::string> ks{seps[0]};
+  for (size_t k = 0; k < toks.size();) {
+    const size_t e = std::max(run(k), k + 1);
+    Token t = toks[k];
+    if (e - k >= 2) {
+      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
+      merge(t);
+    }
+    kt.push_back(t);
+    ks.push_back(seps[e]);
+    k = e;
+  }
+  toks.swap(kt);
+  seps.swap(ks);
+}
+
 // A date written in words and numbers (Sun Jul 17 01:47:22 2005, 17 Jul 2005) is one time variable: a run of
 // time tokens and short integers joined by single spaces, holding a month or weekday name or two time tokens.
 void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
@@ -156,34 +177,19 @@ void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
       if (!is_digit(line[t.start - base + c])) return 0;
     return 1;
   };
-  std::vector<Token> kt;
-  std::vector<std::string> ks{seps[0]};
-  for (size_t k = 0; k < toks.size();) {
-    size_t e = k + 1;  // the run [k, e)
+  auto run = [&](size_t k) {
+    if (part(toks[k]) == 0) return k + 1;
+    size_t e = k;  // the run [k, e)
     int times = 0;
     bool word = false;
-    if (part(toks[k]) > 0) {
-      times = part(toks[k]) >= 2;
-      word = part(toks[k]) == 3;
-      while (e < toks.size() && seps[e] == " " && part(toks[e]) > 0) {
-        times += part(toks[e]) >= 2;
-        word = word || part(toks[e]) == 3;
-        ++e;
-      }
-    }
-    Token t = toks[k];
-    if (e - k >= 2 && (word || times >= 2)) {
-      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
-      t.kind = VarKind::kTime;
-    } else {
-      e = k + 1;
-    }
-    kt.push_back(t);
-    ks.push_back(seps[e]);
-    k = e;
-  }
-  toks.swap(kt);
-  seps.swap(ks);
+    do {
+      times += part(toks[e]) >= 2;
+      word = word || part(toks[e]) == 3;
+      ++e;
+    } while (e < toks.size() && seps[e] == " " && part(toks[e]) > 0);
+    return e - k >= 2 && (word || times >= 2) ? e : k + 1;
+  };
+  merge_runs(toks, seps, run, [](Token& t) { t.kind = VarKind::kTime; });
 }
 
 // A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16 an17, frames a.b:1 c.d:2 e.f:3 g.h:4) is
@@ -202,25 +208,15 @@ void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
     const std::string_view sa = stem(a);
     return !sa.empty() && sa == stem(b);
   };
-  std::vector<Token> kt;
-  std::vector<std::string> ks{seps[0]};
-  for (size_t k = 0; k < toks.size();) {
+  auto run = [&](size_t k) {
     size_t e = k + 1;
     while (e < toks.size() && seps[e] == " " && same(toks[k], toks[e])) ++e;
-    Token t = toks[k];
-    if (e - k >= 4 && (t.var || !stem(t).empty())) {
-      t.len = toks[e - 1].start + toks[e - 1].len - t.start;
-      t.var = true;
-      t.kind = VarKind::kOther;
-    } else {
-      e = k + 1;
-    }
-    kt.push_back(t);
-    ks.push_back(seps[e]);
-    k = e;
-  }
-  toks.swap(kt);
-  seps.swap(ks);
+    return e - k >= 4 && (toks[k].var || !stem(toks[k]).empty()) ? e : k + 1;
+  };
+  merge_runs(toks, seps, run, [](Token& t) {
+    t.var = true;
+    t.kind = VarKind::kOther;
+  });
 }
 
 }  // namespace
