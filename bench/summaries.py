@@ -1,6 +1,6 @@
 """Quality of the generative path: SmolLM2-135M-Instruct's summaries against the digest rendering.
 
-Corpus: the labelled quality corpus (worker/samples.py: long logs of six kinds, two injected faults
+Corpus: the labelled quality corpus (worker/demo/samples.py: long logs of six kinds, two injected faults
 each) and, where the folder exists, the first --devlog-lines lines of each loghub system in
 /work/shared/devlogs (benchmark only). Each document goes the production way: one digest pass
 (worker/digest/prepared.py), the digest prompt when compaction pays, the engine's packed prefill

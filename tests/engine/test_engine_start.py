@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hide_varlen(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.nn.attention.varlen", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.varlen", None)  # importing it raises ImportError
 
 
 def test_auto_picks_varlen_only_when_torch_has_it(monkeypatch):

@@ -157,7 +157,7 @@ class LineStream:
 
 
 def window_info(doc: Doc) -> dict | None:
-    """The output's `window` object (worker/messages.py WindowInfo) of a window document, else None."""
+    """The output's `window` object (worker/messages/models.py WindowInfo) of a window document, else None."""
     w = doc.window
     if w is None:
         return None
