@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from worker.errors import RibbonError
 from worker.messages.digest import Digest
 from worker.messages.jsonwalk import too_deep
 from worker.messages.otlp import InvalidExport, from_proto, is_export, read_export
@@ -44,7 +45,7 @@ PROTO_SNIFF_BYTES = 4096  # a UTF-8 value is tried as protobuf when it starts wi
 _BIG_FLOAT = float(2**63)  # orjson parses an integer outside INT_RANGE as a float at least this large
 
 
-class BadMessage(Exception):
+class BadMessage(RibbonError):
     """An input that can never be summarized: it goes to the dead-letter topic, then is committed."""
 
     def __init__(self, error_class: str, message: str):

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from worker.errors import RibbonError
 from worker.kafka.clients import Factory
 from worker.pipeline.commits import Commits
 from worker.pipeline.spill import Spilled
@@ -56,7 +57,7 @@ log = logging.getLogger(__name__)
 VALUE_DROPPED = ("error.value_dropped", b"msg_size_too_large")  # header of a dead letter sent without its value
 
 
-class FatalDeliveryError(RuntimeError):
+class FatalDeliveryError(RibbonError, RuntimeError):
     """The producer cannot go on (fenced, fatal error, a transaction stuck): stop without committing."""
 
 

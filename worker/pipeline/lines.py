@@ -31,6 +31,7 @@ from datetime import datetime, timezone
 
 import orjson
 
+from worker.errors import RibbonError
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
 from worker.windowing.windows import Rules, Window, Windower
@@ -38,7 +39,7 @@ from worker.windowing.windows import Rules, Window, Windower
 LINE_FIELDS = ("text", "message", "log", "msg", "MESSAGE")  # Ribbon, Vector, Fluent Bit, logfmt-ish, journald
 
 
-class NoLine(ValueError):
+class NoLine(RibbonError, ValueError):
     def __init__(self, error_class: str, message: str) -> None:
         super().__init__(message)
         self.error_class, self.message = error_class, message
