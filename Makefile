@@ -30,9 +30,12 @@ promtool:
 	    prometheus prometheus-alertmanager >/dev/null; }
 	@promtool --version | head -1
 
-# The gates first (seconds), then the whole suite.
+# The gates first (seconds), then the whole suite, PYTEST_WORKERS tests at a time (pytest-xdist; most
+# tests wait on brokers and worker processes, not on the CPU); an idle worker takes queued tests
+# from a busy one (worksteal).
+PYTEST_WORKERS ?= 4
 test: install lint promtool kafka
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
 # ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.

@@ -6,6 +6,12 @@ session; `cluster` is either, chosen by a test's parameter (`on_both_brokers`
 in helpers.py runs a test on each), and `cluster_topic` makes topics on it. Without java or
 mvn the Apache Kafka tests are skipped with the reason; under CI (CI=true) a
 broker that cannot be fetched or started fails them.
+
+The suite runs in parallel (pytest-xdist, `make test`): a session is one xdist worker, so each
+worker has its own Tansu broker, its own Apache Kafka node (started on its first Apache Kafka test)
+and its own tiny model; no broker is shared between workers. Brokers listen on free ports picked by
+the kernel; a port taken by another process between the pick and the broker's bind is picked
+again (`started`).
 """
 
 from __future__ import annotations
@@ -18,22 +24,33 @@ from pathlib import Path
 
 import pytest
 
-from worker.kafka.broker import EmbeddedBroker
+from worker.kafka.broker import BrokerError, EmbeddedBroker
 
 _counter = itertools.count()
+PORT_ATTEMPTS = 3  # a free port picked by the kernel can be taken by another process before the broker binds it
+
+
+def started(make: Callable[[], object]):
+    """make().start(), on another free port when the first was taken (BrokerError) in the meantime."""
+    for _ in range(PORT_ATTEMPTS - 1):
+        try:
+            return make().start()
+        except BrokerError:
+            pass
+    return make().start()
 
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     log_path = tmp_path_factory.mktemp("broker") / "tansu.log"
-    with EmbeddedBroker(log_path=log_path) as b:
+    with started(lambda: EmbeddedBroker(log_path=log_path)) as b:
         yield b
 
 
 @pytest.fixture
 def private_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A broker of this test alone: for tests that freeze it (SIGSTOP) or stop it."""
-    with EmbeddedBroker(log_path=tmp_path / "tansu.log") as b:
+    with started(lambda: EmbeddedBroker(log_path=tmp_path / "tansu.log")) as b:
         yield b
 
 
@@ -56,12 +73,11 @@ def new_topic(broker: EmbeddedBroker) -> Callable[..., str]:
 
 def apache_kafka_or_skip(log_path: Path, overrides: dict[str, str] | None = None):
     """A started ApacheKafka; without java/mvn a visible skip, but a failure under CI=true."""
-    from apache_kafka import ApacheKafka
-
-    from worker.kafka.broker import BrokerError
+    from apache_kafka import ApacheKafka, jars_dir
 
     try:
-        return ApacheKafka(log_path=log_path, overrides=overrides).start()
+        jars_dir()  # fetched once (a failure here is not retried)
+        return started(lambda: ApacheKafka(log_path=log_path, overrides=overrides))
     except BrokerError as exc:
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"Apache Kafka is required in CI: {exc}")
