@@ -28,7 +28,7 @@ WORDS = (
     r"before this (?:change|rule|fix|commit|issue)", r"until (?:now|recently)", r"these days",
     r"the old (?:path|code|way|name|rule|default|behaviou?r|layout|setting)s?",
 )
-PATTERN = re.compile(r"\b(?:%s)\b" % "|".join(WORDS), re.IGNORECASE)
+PATTERN = re.compile(r"(?<!\w)(?:%s)\b" % "|".join(WORDS), re.IGNORECASE)
 CODE_SPAN = re.compile(r"`[^`]*`")
 
 
