@@ -31,11 +31,11 @@ promtool:
 	@promtool --version | head -1
 
 # The gates first (seconds), then the whole suite, PYTEST_WORKERS tests at a time (pytest-xdist; most
-# tests wait on brokers and worker processes, not on the CPU); an idle worker takes queued tests
-# from a busy one (worksteal).
-PYTEST_WORKERS ?= 4
+# tests wait on brokers and worker processes, not on the CPU). loadgroup: a module's tests that share
+# a module-scoped fixture go to one worker (tests/conftest.py).
+PYTEST_WORKERS ?= 6
 test: install lint promtool kafka
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist worksteal
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
 # ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.

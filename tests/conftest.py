@@ -7,11 +7,14 @@ in helpers.py runs a test on each), and `cluster_topic` makes topics on it. With
 mvn the Apache Kafka tests are skipped with the reason; under CI (CI=true) a
 broker that cannot be fetched or started fails them.
 
-The suite runs in parallel (pytest-xdist, `make test`): a session is one xdist worker, so each
-worker has its own Tansu broker, its own Apache Kafka node (started on its first Apache Kafka test)
-and its own tiny model; no broker is shared between workers. Brokers listen on free ports picked by
-the kernel; a port taken by another process between the pick and the broker's bind is picked
-again (`started`).
+The suite runs in parallel (pytest-xdist, `make test`: `--dist loadgroup`): a session is one
+xdist worker, so each worker has its own Tansu broker, its own Apache Kafka node (started on its
+first Apache Kafka test) and its own tiny model; no broker is shared between workers. Brokers
+listen on free ports picked by the kernel; a port taken by another process between the pick and
+the broker's bind is picked again (`started`). The tests of a module that share a module-scoped
+fixture run on one worker (one xdist group), so the fixture is built once; the tests that run a
+worker process (`tiny_model`, `slow`, `kafka_apache`) are handed out first, so the longest waits
+overlap with the rest instead of ending the run.
 """
 
 from __future__ import annotations
@@ -28,6 +31,26 @@ from worker.kafka.broker import BrokerError, EmbeddedBroker
 
 _counter = itertools.count()
 PORT_ATTEMPTS = 3  # a free port picked by the kernel can be taken by another process before the broker binds it
+
+
+def _runs_a_worker(item: pytest.Item) -> bool:
+    return "tiny_model" in item.fixturenames or any(item.get_closest_marker(m) for m in ("slow", "kafka_apache"))
+
+
+def _module_fixture(item: pytest.Item) -> bool:
+    defs = getattr(item, "_fixtureinfo", None)
+    return defs is not None and any(d[-1].scope == "module" for d in defs.name2fixturedefs.values())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist: a module's tests that share a module-scoped fixture in one group; workers' tests first."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if _module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    items.sort(key=lambda item: not _runs_a_worker(item))  # stable: the rest keep their order
 
 
 def started(make: Callable[[], object]):
