@@ -31,11 +31,10 @@ promtool:
 	@promtool --version | head -1
 
 # The gates first (seconds), then the whole suite, PYTEST_WORKERS tests at a time (pytest-xdist; most
-# tests wait on brokers and worker processes, not on the CPU). loadgroup: a module's tests that share
-# a module-scoped fixture go to one worker (tests/conftest.py).
+# tests wait on brokers and worker processes, not on the CPU; how tests are handed out: tests/conftest.py).
 PYTEST_WORKERS ?= 6
 test: install lint promtool kafka
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
 # ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.

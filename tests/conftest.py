@@ -7,18 +7,20 @@ in helpers.py runs a test on each), and `cluster_topic` makes topics on it. With
 mvn the Apache Kafka tests are skipped with the reason; under CI (CI=true) a
 broker that cannot be fetched or started fails them.
 
-The suite runs in parallel (pytest-xdist, `make test`: `--dist loadgroup`): a session is one
-xdist worker, so each worker has its own Tansu broker, its own Apache Kafka node (started on its
-first Apache Kafka test) and its own tiny model; no broker is shared between workers. Brokers
-listen on free ports picked by the kernel; a port taken by another process between the pick and
-the broker's bind is picked again (`started`). The tests of a module that share a module-scoped
-fixture run on one worker (one xdist group), so the fixture is built once; the tests that run a
-worker process (`tiny_model`, `slow`, `kafka_apache`) are handed out first, so the longest waits
-overlap with the rest instead of ending the run.
+The suite runs in parallel (pytest-xdist, `make test`): a session is one xdist worker, so each
+worker has its own Tansu broker, its own Apache Kafka node (started on its first Apache Kafka test)
+and its own tiny model; no broker is shared between workers. Brokers listen on free ports picked
+by the kernel; a port taken by another process between the pick and the broker's bind is picked
+again (`started`). Tests are handed out one at a time to the worker that is free, except that the
+tests of a module defining a module-scoped fixture go to one worker together, so the fixture is
+built once (`pytest_xdist_make_scheduler`). The tests that run a worker process (`tiny_model`,
+`slow`, `kafka_apache`) are handed out first: the longest waits overlap with the rest instead of
+ending the run.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import uuid
@@ -37,20 +39,30 @@ def _runs_a_worker(item: pytest.Item) -> bool:
     return "tiny_model" in item.fixturenames or any(item.get_closest_marker(m) for m in ("slow", "kafka_apache"))
 
 
-def _module_fixture(item: pytest.Item) -> bool:
-    defs = getattr(item, "_fixtureinfo", None)
-    return defs is not None and any(d[-1].scope == "module" for d in defs.name2fixturedefs.values())
+@functools.cache
+def _module_fixture(path: Path) -> bool:
+    """Whether the test module at `path` defines a module-scoped fixture."""
+    return path.suffix == ".py" and 'scope="module"' in path.read_text(encoding="utf-8")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: called only when the suite runs under it
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's scheduling by scope, a scope being one test, or a whole module that defines a
+    module-scoped fixture; each worker takes the next scope when it has at most two tests left."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if _module_fixture(config.rootpath / module) else nodeid
+
+    return ModuleFixtureScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist: a module's tests that share a module-scoped fixture in one group; workers' tests first."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if _module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    items.sort(key=lambda item: not _runs_a_worker(item))  # stable: the rest keep their order
+    """Under xdist, the tests that run a worker first."""
+    if config.pluginmanager.hasplugin("xdist"):
+        items.sort(key=lambda item: not _runs_a_worker(item))  # stable: the rest keep their order
 
 
 def started(make: Callable[[], object]):
