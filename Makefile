@@ -40,9 +40,11 @@ kustomize:
 	  mkdir -p $(BIN) && GOBIN="$(abspath $(BIN))" go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION); }
 	@PATH="$(abspath $(BIN)):$$PATH" kustomize version
 
-# The gates first (seconds), then the whole suite.
+# The gates first (seconds), then the whole suite, PYTEST_WORKERS tests at a time (pytest-xdist; most
+# tests wait on brokers and worker processes, not on the CPU; how tests are handed out: tests/conftest.py).
+PYTEST_WORKERS ?= 6
 test: install lint promtool kustomize kafka
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 # The Apache Kafka jars of the tests (tests/kafka/pom.xml), fetched once with Maven into
 # ~/.cache/ribbon/kafka-<version>/; needs java 17+ and mvn. The tests fetch them too on first use.
@@ -50,12 +52,16 @@ kafka: install
 	$(BIN)/python -c "from tests.apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
 
 # Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
-# code), the package graph (layers one way, no cycles), every path the docs name exists and
-# bench/results/ is indexed and small.
+# code), the package graph (layers one way, no cycles), files of at most 400 lines and constructors
+# of at most 6 parameters (.ci/check_size.py), no history narration in docs, docstrings and comments
+# (.ci/check_history.py), every path the docs and docstrings name exists and bench/results/ is
+# indexed and small (.ci/check_paths.py).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/vulture
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/check_size.py
+	$(BIN)/python .ci/check_history.py
 	$(BIN)/python .ci/check_paths.py
 
 demo: install

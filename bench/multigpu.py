@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 
 from bench.results_io import machine_name, save
-from worker.bench.loadgen import OutputReader, SteadyLoad, Topics
+from worker.bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
 from worker.bench.parts import random_checkpoint
 from worker.cli.supervisor import parse_gpus
 from worker.demo.samples import corpus
@@ -132,10 +132,10 @@ def partitions_held(log: Path, since: int) -> dict[str, list[int]]:
 
 
 class Run:
-    """One `ribbon run --gpus` supervisor over fresh topics."""
+    """One `ribbon run --gpus` supervisor over fresh topics; its children serve on ports from a.base_port."""
 
-    def __init__(self, a, broker, model: str, gpus: list[int], label: str, log: Path,
-                 base_port: int) -> None:
+    def __init__(self, a, broker, model: str, gpus: list[int], label: str, log: Path) -> None:
+        base_port = a.base_port
         self.gpus, self.label, self.log = gpus, label, log
         self.topics = Topics(broker.bootstrap, f"in-{label}", f"out-{label}", a.partitions)
         broker.create_topics({self.topics.input: a.partitions, self.topics.output: a.partitions, f"dlq-{label}": 1})
@@ -170,8 +170,8 @@ class Run:
     def backlog(self, docs: list[dict], timeout_s: float) -> dict:
         """Produce `docs` at once; docs/s until the last summary is read (of these docs: ids are `<prefix>-i`)."""
         prefix = docs[0]["id"].rsplit("-", 1)[0] + "-"
-        reader = OutputReader(self.topics.bootstrap, self.topics.output, self.topics.partitions, len(docs), timeout_s,
-                              prefix=prefix)
+        reader = OutputReader(OutputTopic(self.topics.bootstrap, self.topics.output, self.topics.partitions),
+                              len(docs), timeout_s, prefix=prefix)
         prod = clients.producer(plain_config(self.topics.bootstrap).tool_producer())
         t0 = time.monotonic()
         for d in docs:
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             plan = [("1gpu", gpus[:1])] + ([(f"{len(gpus)}gpu", gpus)] if len(gpus) > 1 else [])
             plan = plan[-1:] if a.skip_single else plan
             for label, use in plan:
-                run = Run(a, broker, model, use, label, log, a.base_port)
+                run = Run(a, broker, model, use, label, log)
                 r: dict = {}
                 try:
                     ready_s = run.wait_ready(a.ready_timeout)

@@ -2,7 +2,7 @@
 look-alikes (lines that must come out unchanged), built deterministically from a seed.
 
 Sources:
-- ggshield 1.56.1 (GitGuardian, MIT licence; its sdist on PyPI, tests/unit/conftest.py and tests/conftest.py):
+- ggshield 1.56.1 (GitGuardian, MIT licence; its sdist on PyPI, ggshield-1.56.1/tests/unit/conftest.py and ggshield-1.56.1/tests/conftest.py):
   the test secrets its own unit tests feed its scanner, in the lines they appear in (a SendGrid key,
   GitGuardian test tokens, a GitHub token under `github_token:`, a Facebook app secret, an RSA private
   key block, a URL with a password). Copyright (c) GitGuardian, MIT licence: permission is granted to

@@ -30,9 +30,10 @@ import numpy as np
 import torch
 
 from bench.results_io import machine_name, save
-from worker.bench.e2e import _sample, engine_only, overhead_parts
-from worker.bench.loadgen import OutputReader
+from worker.bench.e2e import engine_only
+from worker.bench.loadgen import OutputReader, OutputTopic
 from worker.bench.parts import load_parts
+from worker.bench.timeline import overhead_parts, sample_timeline
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker
@@ -112,10 +113,10 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     config = PackerConfig.from_settings(s.packer, parts.budget, parts.reserve)
     packer = RecordingPacker(config, "cuda" if packer_device(parts.engine).startswith("cuda") else "cpu")
     worker = Worker(s, bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
-    reader = OutputReader(bootstrap, topics["out"], topics["partitions"], records, timeout_s, windows=True)
+    reader = OutputReader(OutputTopic(bootstrap, topics["out"], topics["partitions"]), records, timeout_s, windows=True)
     timeline: list[dict] = []
     stop = threading.Event()
-    sampler = threading.Thread(target=_sample, args=(worker, timeline, stop), daemon=True)
+    sampler = threading.Thread(target=sample_timeline, args=(worker, timeline, stop), daemon=True)
     t0, cpu0 = time.monotonic(), process_cpu_s()
     sampler.start()
     worker.start()

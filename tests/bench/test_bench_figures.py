@@ -1,4 +1,4 @@
-"""The benchmark's derived figures (worker/bench/e2e.py, steady.py): where the time beyond the
+"""The benchmark's derived figures (worker/bench/timeline.py, steady.py): where the time beyond the
 model's went, and where each document's latency went, computed from synthetic timelines."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.bench.e2e import overhead_parts
 from worker.bench.steady import _stages, _worker_share, windows
+from worker.bench.timeline import overhead_parts
 
 
 def _row(t, consumed=0, work=0.0, bins=0):

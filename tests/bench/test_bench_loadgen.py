@@ -9,7 +9,7 @@ import time
 import orjson
 from confluent_kafka import TopicPartition
 
-from worker.bench.loadgen import OutputReader, SteadyLoad, Topics
+from worker.bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
 from worker.kafka import clients
 from worker.kafka.config import plain_config
 
@@ -64,9 +64,9 @@ def test_output_reader_stops_at_n_and_at_its_timeout(broker, new_topic):
     for i in range(5):
         p.produce(dst, value=orjson.dumps({"id": f"o{i}", "timing_ms": {}, "tokens": {"input": 1, "output": 1}}))
     p.flush(10)
-    assert sorted(OutputReader(broker.bootstrap, dst, 2, 5, timeout_s=20).result()) == [f"o{i}" for i in range(5)]
+    assert sorted(OutputReader(OutputTopic(broker.bootstrap, dst, 2), 5, timeout_s=20).result()) == [f"o{i}" for i in range(5)]
     t0 = time.monotonic()
-    assert len(OutputReader(broker.bootstrap, dst, 2, 6, timeout_s=2).result()) == 5  # one never comes
+    assert len(OutputReader(OutputTopic(broker.bootstrap, dst, 2), 6, timeout_s=2).result()) == 5  # one never comes
     assert time.monotonic() - t0 < 15
 
 
@@ -77,7 +77,7 @@ def test_output_reader_of_windows_stops_when_their_windows_hold_n_records(broker
         out = {"id": f"w{i}", "timing_ms": {}, "tokens": {"input": 1, "output": 1}, "window": {"records": records}}
         p.produce(dst, value=orjson.dumps(out), partition=1)
     p.flush(10)
-    seen = OutputReader(broker.bootstrap, dst, 2, 7, timeout_s=20, windows=True).result()
+    seen = OutputReader(OutputTopic(broker.bootstrap, dst, 2), 7, timeout_s=20, windows=True).result()
     assert sorted((k, v[3]) for k, v in seen.items()) == [("w0", 3), ("w1", 4)]  # 7 records: the first two
-    seen = OutputReader(broker.bootstrap, dst, 2, 13, timeout_s=2, windows=True).result()
+    seen = OutputReader(OutputTopic(broker.bootstrap, dst, 2), 13, timeout_s=2, windows=True).result()
     assert sorted(seen) == ["w0", "w1", "w2"]  # 13 never come: all there is, at the timeout

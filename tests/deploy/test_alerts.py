@@ -55,7 +55,7 @@ def test_promtool_checks_the_rules_and_runs_their_cases():
 
 
 def test_promtool_cases_catch_an_alert_that_pages_on_start_up(tmp_path):
-    """The cases are not vacuous: the old rule (no readiness, /metrics silent while loading) fails them."""
+    """The cases are not vacuous: a rule without readiness (one that pages while a worker loads) fails them."""
     rules = yaml.safe_load((DEPLOY / "prometheus-rules.yml").read_text())
     for r in rules["groups"][0]["rules"]:
         if r["alert"] == "RibbonWorkerDown":

@@ -163,8 +163,8 @@ def test_corpus_is_deterministic():
 @given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.integers(0, 50), st.integers(0, 10**6))),
                 min_size=1, max_size=60))
 def test_scores_from_the_pass_equal_the_numpy_reference(rows):
-    """num_z, line_z and template_severity (C++, one pass) equal worker/digest/outliers.py and a max per template."""
-    from worker.digest.outliers import line_outlier_z
+    """num_z, line_z and template_severity (C++, one pass) equal the numpy reference and a max per template."""
+    from outliers_reference import line_outlier_z
 
     words = ("heartbeat ok", "link down on", "session timeout after", "cell load")
     lines = [f"{words[w]} v={x}" for w, x in rows]

@@ -82,7 +82,7 @@ def test_a_single_deviant_row_among_equal_rows_is_an_outlier():
 
 
 def test_numbers_of_a_small_group_are_not_compared():
-    """Four rows of one shape (< MIN_GROUP): the odd value is not an outlier; a unique line wins."""
+    """Four rows of one shape (under the templater's min_group of 5): the odd value is not an outlier; a unique line wins."""
     rows = [f"link {c} rtt={v} ms" for c, v in zip("abcd", (10, 11, 10, 900))] + ["heartbeat from peer"]
     assert highlights(rows, 1) == ["heartbeat from peer"]
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hide_varlen(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.nn.attention.varlen", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.varlen", None)  # importing it raises ImportError
 
 
 def test_auto_picks_varlen_only_when_torch_has_it(monkeypatch):
@@ -86,8 +86,9 @@ def test_compile_setting():
     assert err.value.setting == "model.compile"
 
 
-def test_worker_with_an_impossible_backend_exits_2_with_one_line(tmp_path):
+def test_worker_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_path):
     env = {**os.environ, "RIBBON_MODEL__ATTENTION": "varlen", "RIBBON_MODEL__DEVICE": "cpu",
+           "RIBBON_MODEL__PATH": str(tiny),
            "RIBBON_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:9", "RIBBON_CACHE_DIR": str(tmp_path),
            "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_LEVEL": "ERROR"}
     run = subprocess.run([sys.executable, "-m", "worker", "run"], capture_output=True, text=True, env=env,

@@ -14,7 +14,7 @@ import sys
 
 import jsonschema
 import orjson
-from helpers import ROOT, by_id, consume_all, mixed_docs, on_both_brokers, produce, start_worker, topics, worker_env
+from helpers import ROOT, by_id, consume_all, mixed_docs, on_both_brokers, produce, start_worker, topics, wait_for, worker_env
 
 from worker.demo.samples import document
 
@@ -169,10 +169,12 @@ def test_broker_unreachable_at_start_then_back(tiny_model, tmp_path):
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     names = {"input_topic": "late-in", "output_topic": "late-out", "dlq_topic": "late-dlq"}
-    proc = start_worker(worker_env(bootstrap, tiny_model, group="g-late", **names), tmp_path / "worker.log")
-    try:
-        time.sleep(12)  # model loaded, clients retrying against a closed port
-        assert proc.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+    log = tmp_path / "worker.log"
+    proc = start_worker(worker_env(bootstrap, tiny_model, group="g-late", **names), log)
+    try:  # the model loaded, the producer retrying against a closed port
+        wait_for(lambda: "init_transactions not done" in log.read_text() or proc.poll() is not None, 120,
+                 "the worker to retry its producer")
+        assert proc.poll() is None, log.read_text()[-2000:]
         with EmbeddedBroker(port=port) as broker:
             broker.create_topics({"late-in": 2, "late-out": 1, "late-dlq": 1})
             docs = mixed_docs(50, seed=8)

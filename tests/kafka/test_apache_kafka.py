@@ -16,7 +16,8 @@ import uuid
 
 import orjson
 import pytest
-from helpers import by_id, consume_all, frozen, mixed_docs, produce, start_worker, topics, wait_for, worker_env
+from helpers import (by_id, consume_all, frozen, mixed_docs, produce, reader, start_worker, topics, wait_for,
+                     worker_env)
 
 from worker.cli.main import main
 from worker.kafka import clients
@@ -53,6 +54,17 @@ def transactional(bootstrap: str, tid: str | None = None, **props):
     return p
 
 
+def last_stable_offset(bootstrap: str, topic: str) -> int:
+    """Partition 0's last stable offset: what a read_committed reader's end offset query answers."""
+    from confluent_kafka import TopicPartition
+
+    c = reader(bootstrap, f"lso-{uuid.uuid4().hex[:8]}", "read_committed")
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)[1]
+    finally:
+        c.close()
+
+
 def values(bootstrap: str, topic: str, expected: int, timeout_s: float = 10) -> list[bytes]:
     return [m.value() for m in consume_all(bootstrap, topic, expected, timeout_s, isolation="read_committed")]
 
@@ -82,7 +94,9 @@ def test_the_broker_aborts_a_transaction_past_its_timeout(kafka, kafka_topic):
     p.begin_transaction()
     p.produce(topic, b"late")
     p.flush(10)
-    time.sleep(TXN_TIMEOUT_MS / 1000 + 3)  # past the timeout and the broker's next look
+    # The broker aborts it: its abort marker (offset 1) moves the last stable offset past "late" (to 2).
+    wait_for(lambda: last_stable_offset(kafka.bootstrap, topic) == 2, TXN_TIMEOUT_MS / 1000 + 30,
+             "the broker to abort the transaction")
     with pytest.raises(KafkaException):
         p.commit_transaction(10)
     after = transactional(kafka.bootstrap)

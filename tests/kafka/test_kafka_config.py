@@ -72,7 +72,7 @@ def test_fetch_wait_reaches_the_consumer_and_is_cut_for_the_embedded_broker():
 
 
 def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypatch, tmp_path):
-    """`ribbon produce` used to pass only producer_extra: SASL/SSL settings never reached its producer."""
+    """`ribbon produce` builds its producer with kafka's SASL/SSL settings, not only producer_extra."""
     from worker.cli import main as cli, produce
     from worker.cli import preflight
 

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker.observability.metrics import HealthServer, Metrics
@@ -69,8 +70,7 @@ def test_idle_connections_are_closed_and_their_threads_end(server):
     base = _http_threads()
     socks = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(30)]
     try:
-        time.sleep(0.3)
-        assert _http_threads() >= base + 30  # one handler thread per open connection
+        wait_for(lambda: _http_threads() >= base + 30, 10, "one handler thread per open connection")
         t0 = time.monotonic()
         for s in socks:  # the server closes each after the idle timeout: recv sees EOF
             s.settimeout(30)
@@ -92,13 +92,13 @@ def test_reset_requests_print_no_traceback(server, capfd):
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # headers not finished
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # RST
-    time.sleep(0.3)
     s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     s.close()  # connect and leave at once
-    time.sleep(0.5)
+    assert get(server, "/healthz")[0] == 200  # answered after the server accepted every connection above
+    wait_for(lambda: not [t for t in threading.enumerate() if "process_request_thread" in t.name], 10,
+             "the server's handler threads to end")
     out, err = capfd.readouterr()
     assert "Traceback" not in out + err and "Exception" not in out + err
-    assert get(server, "/healthz")[0] == 200
 
 
 def test_default_bind_is_loopback_and_a_busy_port_is_one_line(tmp_path: Path):

@@ -84,7 +84,7 @@ def test_addresses_times_and_lists_are_not_loops(text):
 def test_the_output_schema_names_every_reason():
     from typing import get_args
 
-    from worker.messages.models import Summary
+    from worker.messages.output import Summary
     from worker.pipeline.gate import CHECKS
 
     assert get_args(Summary.model_fields["reason"].annotation) == ("passed", "digest_mode", *CHECKS)

@@ -1,4 +1,4 @@
-"""The grounding check (worker/service/grounding.py) and its place in the output message."""
+"""The grounding check (worker/pipeline/grounding.py) and its place in the output message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No tokenizer call takes more than pipeline.max_document_bytes of text (worker/service/slices.py):
+"""No tokenizer call takes more than pipeline.max_document_bytes of text (worker/pipeline/slices.py):
 long documents are counted by slices and chunked, never tokenized whole, and plan as before."""
 
 from __future__ import annotations

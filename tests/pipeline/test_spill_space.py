@@ -1,5 +1,5 @@
 """The dead-letter spill file stays bounded by what waits (over a long backlog, in any commit order), and a
-full disk keeps values in memory instead of failing (worker/service/spill.py)."""
+full disk keeps values in memory instead of failing (worker/pipeline/spill.py)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ class FakeConsumer:
 
 
 def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_killed():
-    start_forkserver()  # as the worker does, on a lasting thread (worker/service/lifeline.py)
+    start_forkserver()  # as the worker does, on a lasting thread (worker/remote/lifeline.py)
     ing, tracker, _ = make_ingest()
     ing.s = load_settings(environ={"RIBBON_PIPELINE__PREPROCESS_PROCESSES": "1",
                                    "RIBBON_PIPELINE__STALL_TIMEOUT_S": "1.5"})

@@ -1,5 +1,5 @@
 """kill -9 of a worker takes its children along: the engine process, the preprocessing pool's
-forkserver and processes, and multiprocessing's resource tracker (worker/service/lifeline.py)."""
+forkserver and processes, and multiprocessing's resource tracker (worker/remote/lifeline.py)."""
 
 from __future__ import annotations
 

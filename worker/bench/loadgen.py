@@ -137,15 +137,23 @@ class _Child:
             self.proc.kill()
 
 
+@dataclass(frozen=True)
+class OutputTopic:
+    """The topic an OutputReader reads: its broker, its name and its partitions."""
+
+    bootstrap: str
+    topic: str
+    partitions: int
+
+
 class OutputReader(_Child):
     """Reads the output topic in its own process from the start (assign, read_committed) until n
     summaries are read or `timeout_s` passes; `result()` waits for that and returns {id: (t, timing_ms, tokens)}.
     windows=True: outputs of windows, read until their windows hold n records; {id: (t, timing_ms, tokens, records)}."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float,
-                 windows: bool = False, prefix: str = "") -> None:
+    def __init__(self, out: OutputTopic, n: int, timeout_s: float, windows: bool = False, prefix: str = "") -> None:
         self.timeout_s = timeout_s
-        super().__init__(_read_main, bootstrap, topic, partitions, n, timeout_s, windows, prefix)
+        super().__init__(_read_main, out.bootstrap, out.topic, out.partitions, n, timeout_s, windows, prefix)
 
     def result(self) -> dict:
         try:

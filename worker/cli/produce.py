@@ -11,12 +11,13 @@ from pathlib import Path
 import orjson
 from tqdm import tqdm
 
+from worker.errors import RibbonError
 from worker.kafka.clients import producer as make_producer
 
 _SPLIT = re.compile(r"^(jsonl|blank|lines:(\d+))$")
 
 
-class SplitError(ValueError):
+class SplitError(RibbonError, ValueError):
     pass
 
 

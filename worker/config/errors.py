@@ -15,13 +15,14 @@ import sys
 from typing import NoReturn
 
 from worker.config.load import env_var_for
+from worker.errors import RibbonError
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 
-class StartupError(Exception):
+class StartupError(RibbonError):
     """A start-up failure outside settings validation; str() is one line naming the setting and its variable."""
 
     def __init__(self, setting: str | None, message: str, allowed: str = "", exit_code: int = EXIT_USAGE):

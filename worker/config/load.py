@@ -17,6 +17,8 @@ import orjson
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from worker.errors import RibbonError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -32,7 +34,7 @@ Kind = Literal["group", "dict", "list", "scalar"]
 Path_ = tuple[str, ...]
 
 
-class SettingsError(Exception):
+class SettingsError(RibbonError):
     """A bad or unknown setting; str() is one line naming it, its env var and what is allowed."""
 
     def __init__(self, setting: str, message: str, allowed: str = "", source: str = "", env_var: str | None = None):

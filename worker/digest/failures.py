@@ -160,7 +160,7 @@ LEVEL_FACTOR = 4.0   # one level worse weighs as much as 4x the lines' log-count
 def incident_weight(lines: int, rank: int, template_lines: int) -> float:
     """lines x level x novelty: (1 + log2 lines) x LEVEL_FACTOR^(levels above WARN) x (0.5 + 0.5 x the share of
     the template's lines that fail). A burst of 30 FATAL lines outweighs one FATAL line (5.9 to 1), a single
-    FATAL line outweighs 1,000 WARN lines (64 to 11), and a template that fails only now is weighed whole,
+    FATAL line outweighs 1,000 WARN lines (64 to 11), and a template whose every line fails is weighed whole,
     one that mostly logs at a normal level half."""
     novelty = 0.5 + 0.5 * lines / max(1, template_lines)
     return (1.0 + math.log2(max(1, lines))) * LEVEL_FACTOR ** (WARN_RANK - rank) * novelty

@@ -8,23 +8,20 @@ is at least Z_OUTLIER and which lies outside the range of the variable's other, 
 (z below Z_OUTLIER) by at least FAR of that range (far_outside): the range it is quoted against
 never contains it.
 
-A variable's values (at least MIN_GROUP of them) are compared by a robust
+A variable's values (at least 5 of them: the templater's min_group) are compared by a robust
 z-score: |x - median| / (1.4826 MAD); when more than half are equal (MAD = 0)
 the scale falls back to 1.2533 * mean absolute deviation, so one deviant among
 n >= 5 equal values still stands out.
 
 The worker's pass gets these scores from the C++ templater (ext/core/templater.cpp,
-robust_z: Templates.num_z and line_z); the numpy version here is the reference the
-property test holds it to (tests/digest/test_digest_templates.py), and the thresholds.
+robust_z: Templates.num_z and line_z); a property test holds it to a numpy reference
+(tests/outliers_reference.py). This module holds the thresholds.
 """
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
-
-MIN_GROUP = 5         # values of one variable needed before they are compared
 Z_OUTLIER = 3.5       # robust z from which a number is an outlier (Iglewicz & Hoaglin)
 MIN_SAMPLE = 10       # values of one variable needed before the digest names an outlier of it
 FAR = 0.25            # an outlier lies at least this share of the inliers' range beyond it
@@ -38,55 +35,6 @@ _NOT_QUANTITY = re.compile(r"(?:^|[_.\-])(?:id|seq|sn|port|pid|tid|uid|gid|versi
 _UNIT = re.compile(r"^[-+]?\d+(?:\.\d+)?(?:ms|us|µs|ns|s|sec|min|h|%|[kKMGT]i?[bB]|[bB]|bytes|[kMG]?bps|dBm?|C)$")
 _DECIMAL = re.compile(r"^[-+]?\d+\.\d+$")
 _ENOTATION = re.compile(r"\d[eE][-+]?\d")
-
-
-def _cell_sorted(x: np.ndarray, cell: np.ndarray) -> np.ndarray:
-    """[T] x sorted by (cell, value)."""
-    return x[np.lexsort((x, cell))]
-
-
-def robust_z(cell: np.ndarray, vals: np.ndarray) -> np.ndarray:
-    """[T] float64 robust z of each value within its cell; cells with fewer than MIN_GROUP values get 0.
-
-    cell [T] int (any ids), vals [T] float64.
-    """
-    z = np.zeros(len(vals))
-    if len(vals) < MIN_GROUP:
-        return z
-    ids, dense, cnt = np.unique(cell, return_inverse=True, return_counts=True)  # [C], [T], [C]
-    dense = dense.reshape(-1)
-    keep = cnt[dense] >= MIN_GROUP                                   # [T]
-    if not keep.any():
-        return z
-    dense, x = dense[keep], vals[keep]
-    n_cells = len(ids)
-    cnt = np.bincount(dense, minlength=n_cells)                      # [C] (0 for dropped cells)
-    base = np.concatenate(([0], np.cumsum(cnt)[:-1]))               # [C] first sorted slot of each cell
-    lo, hi = base + np.maximum(cnt - 1, 0) // 2, base + cnt // 2     # [C] middle slots
-    used = cnt > 0
-
-    def median(v: np.ndarray) -> np.ndarray:                         # [K] -> [C]
-        s = _cell_sorted(v, dense)
-        out = np.zeros(n_cells)
-        out[used] = 0.5 * (s[lo[used]] + s[np.minimum(hi[used], len(s) - 1)])
-        return out
-
-    dev = np.abs(x - median(x)[dense])                               # [K]
-    mad = median(dev)                                                # [C]
-    mean_ad = np.bincount(dense, weights=dev, minlength=n_cells) / np.maximum(cnt, 1)  # [C]
-    scale = np.where(mad > 0, 1.4826 * mad, 1.2533 * mean_ad)[dense]  # [K]
-    z[keep] = np.divide(dev, scale, out=np.zeros_like(dev), where=scale > 0)
-    return z
-
-
-def line_outlier_z(n_lines: int, num_lines: np.ndarray, num_vars: np.ndarray, num_values: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """([L] largest z of each line's numbers, [T] z of each number)."""
-    z = robust_z(num_vars, num_values)                               # [T]
-    best = np.zeros(n_lines)                                         # [L]
-    if len(z):
-        np.maximum.at(best, num_lines, z)
-    return best, z
 
 
 def is_quantity(name: str, v) -> bool:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from worker.errors import RibbonError
 
-class EngineSettingError(ValueError):
+
+class EngineSettingError(RibbonError, ValueError):
     """A model setting the engine cannot honour here; `setting` names it (the worker turns this into
     its one-line settings error, exit code 2)."""
 

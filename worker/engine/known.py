@@ -28,10 +28,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.errors import RibbonError
+
 log = logging.getLogger(__name__)
 
 
-class KnownModelError(ValueError):
+class KnownModelError(RibbonError, ValueError):
     """A known model could not be made ready (no wheel and no network, bad hash, failed conversion)."""
 
 

@@ -20,12 +20,14 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from worker.errors import RibbonError
+
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 
 
-class BrokerError(RuntimeError):
+class BrokerError(RibbonError, RuntimeError):
     """The embedded broker could not be started, reached or stopped."""
 
 

@@ -31,12 +31,14 @@ import socket
 import uuid
 from collections.abc import Mapping
 
+from worker.errors import RibbonError
+
 GPU_INDEX_ENV = "RIBBON_GPU_INDEX"
 _ORDINAL = re.compile(r"^.+-(\d+)$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class IdentityError(ValueError):
+class IdentityError(RibbonError, ValueError):
     pass
 
 

@@ -1,6 +1,6 @@
 """Bounded walks over decoded JSON (orjson's dicts, lists and scalars), iterative: no recursion.
 
-The input decoder (worker/messages.py) refuses nesting deeper than a limit in every field it does
+The input decoder (worker/messages/models.py) refuses nesting deeper than a limit in every field it does
 not validate itself (attributes and unknown fields), before anything else walks the value: the
 exact re-parse of big integers, pydantic, the output encoder. Only containers are visited, and a
 path is built only for the one that breaks the limit.

@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.errors import RibbonError
+
 MAX_SERVICES_IN_SOURCE = 3
 _SEVERITY = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")    # severityNumber 1-4, 5-8, ... 21-24
 
 
-class InvalidExport(ValueError):
+class InvalidExport(RibbonError, ValueError):
     """An OTLP export whose structure is wrong: the message names the place (`resourceLogs.0.scopeLogs`)."""
 
 

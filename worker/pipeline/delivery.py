@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from worker.errors import RibbonError
 from worker.kafka.clients import Factory
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
@@ -60,7 +61,7 @@ log = logging.getLogger(__name__)
 REFUSALS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD})
 
 
-class FatalDeliveryError(RuntimeError):
+class FatalDeliveryError(RibbonError, RuntimeError):
     """The producer cannot go on (fenced, fatal error, a transaction stuck): stop without committing."""
 
 

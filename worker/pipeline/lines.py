@@ -34,6 +34,7 @@ import orjson
 
 from worker.digest.timeparse import parse_line
 from worker.messages.shippers import LINE_FIELDS, iso_ms, read_record
+from worker.errors import RibbonError
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
 from worker.windowing.hosts import host_of
@@ -47,7 +48,7 @@ class Line(NamedTuple):
     time_ms: int | None = None   # the record's own time field (a shipper's, worker/messages/shippers.py)
 
 
-class NoLine(ValueError):
+class NoLine(RibbonError, ValueError):
     def __init__(self, error_class: str, message: str) -> None:
         super().__init__(message)
         self.error_class, self.message = error_class, message
@@ -198,7 +199,7 @@ def line_time_ms(line: str, near_ms: int | None) -> int | None:
 
 
 def window_info(doc: Doc) -> dict | None:
-    """The output's `window` object (worker/messages.py WindowInfo) of a window document, else None."""
+    """The output's `window` object (worker/messages/models.py WindowInfo) of a window document, else None."""
     w = doc.window
     if w is None:
         return None

@@ -29,6 +29,7 @@ from multiprocessing import forkserver
 from typing import Generic, TypeVar
 
 from worker.digest.prepared import PrepareOptions, Prepared, prepare_many, use_tokenizer
+from worker.errors import RibbonError
 from worker.remote.lifeline import die_with_parent
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ MANY_CORES = 8  # auto: a pool only from this many cores
 CLOSE_S = 10.0  # a pool process not ended this long after close() is killed
 
 
-class PreprocessError(RuntimeError):
+class PreprocessError(RibbonError, RuntimeError):
     """The pool itself failed (not one document): the worker stops."""
 
 

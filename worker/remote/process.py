@@ -51,12 +51,13 @@ from typing import Any
 import numpy as np
 
 from worker.engine.errors import EngineSettingError
+from worker.errors import RibbonError
 from worker.remote.child import child_main
 
 log = logging.getLogger(__name__)
 
 
-class EngineProcessError(RuntimeError):
+class EngineProcessError(RibbonError, RuntimeError):
     """The engine process failed to start, died, or closed its pipe."""
 
 
