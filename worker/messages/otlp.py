@@ -36,7 +36,7 @@ class InvalidExport(RibbonError, ValueError):
     """An OTLP export whose structure is wrong: the message names the place (`resourceLogs.0.scopeLogs`)."""
 
 
-class TooDeep(ValueError):
+class TooDeep(RibbonError, ValueError):
     """A protobuf export nested deeper than the decoder reads (a `schema` dead letter, like deep JSON)."""
 
 

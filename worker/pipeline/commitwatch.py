@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from worker.errors import RibbonError
 from worker.observability.health import HEALTHY, Health
 
 TopicPartition = tuple[str, int]
@@ -128,7 +129,7 @@ class CommitWatch:
                 f"pipeline.stall_timeout_s {self.stall_s:.0f}); last problem: {problem}")
 
 
-class PartitionStalled(RuntimeError):
+class PartitionStalled(RibbonError, RuntimeError):
     """A partition committed nothing for twice pipeline.stall_timeout_s with input waiting: exit 1."""
 
 

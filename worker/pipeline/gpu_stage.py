@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from worker.errors import RibbonError
 from worker.packer.config import PackerConfig
 from worker.pipeline.gpu_flight import Flight
 from worker.pipeline.inflight import Seq, mark_bin, mark_phases
@@ -59,7 +60,7 @@ class BinSink(Protocol):
     def submit_bin(self, pairs, gpu_s_per_doc: float) -> bool: ...
 
 
-class GpuStalled(RuntimeError):
+class GpuStalled(RibbonError, RuntimeError):
     """The model returned nothing for pipeline.stall_timeout_s with documents in flight."""
 
 
