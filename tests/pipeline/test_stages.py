@@ -205,7 +205,7 @@ def test_an_assignment_starts_each_partition_at_its_commit_or_at_the_reset_end()
 
     ing, tracker, _ = make_ingest()
     ing.consumer = AssigningConsumer(offsets={1: 42})
-    ing._on_assign(ing.consumer, [TopicPartition("in", 0), TopicPartition("in", 1)])
+    ing.rebalance.on_assign(ing.consumer, [TopicPartition("in", 0), TopicPartition("in", 1)])
     # named to librdkafka: no partition is left to its reset path (and its fixed 100 ms wait)
     assert ing.consumer.assigned == [("in", 0, OFFSET_BEGINNING), ("in", 1, 42)]
     assert tracker.epoch(("in", 1)) is not None and ing.assigned.is_set()

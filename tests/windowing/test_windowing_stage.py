@@ -222,7 +222,8 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
             return out
 
     from worker.pipeline.commits import Commits
-    from worker.pipeline.ingest import LINE_POLLS, Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.source import LINE_POLLS
     from worker.pipeline.stage import Shared
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.inflight import DocRegistry
@@ -238,13 +239,13 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
                  make_consumer=PausingConsumer, commits=Commits(tracker), downstream=Downstream(finished=lambda doc, text: True))
     ing.consumer = Fetched("logs", 1000)
     first = ing.consumer.consume(4, 0)
-    assert len(ing._more_lines(first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
+    assert len(ing.source.more_lines(ing.consumer, first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
     ing.consumer = Fetched("logs", 10)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 10  # all there was
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 10  # all there was
     ing.consumer = Fetched("docs", 1000)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
     ing.consumer = Fetched("logs", 3)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
 
 
 SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time in ms)

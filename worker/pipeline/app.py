@@ -223,7 +223,7 @@ class Worker:
         """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
         self.finishing = Finishing(config=FinishingConfig(settings, settings.kafka.output_topic, model_name,
                                                           capacity=settings.pipeline.finishing_queue_bins),
-                                   shared=self.shared, combine=lambda doc: self.ingest.combine_q.put(doc),
+                                   shared=self.shared, combine=lambda doc: self.ingest.rounds.put(doc),
                                    wake=self.delivery.wake, tracer=self.tracer)
         self.ingest = Ingest(config=IngestConfig(settings, marks), shared=self.shared,
                              make_consumer=self.clients.consumer, commits=self.delivery.commits,

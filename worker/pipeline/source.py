@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 OFFSET_ERRORS = {KafkaError._BAD_COMPRESSION: "bad_compression", KafkaError._BAD_MSG: "corrupt_record",
                  KafkaError.INVALID_MSG: "corrupt_record", KafkaError.INVALID_RECORD: "corrupt_record"}
 CONSUME_ERROR_TRIES = 5
+LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
 
 
 class Source:
@@ -58,6 +59,17 @@ class Source:
             except Exception as exc:  # noqa: BLE001 - the partition went meanwhile (revoked): nothing to skip
                 log.warning("seek past %s/%d@%d failed: %s", tp.topic, tp.partition, tp.offset - 1, exc)
         return take(consumer, self.batch, timeout_s)
+
+    def more_lines(self, consumer, msgs: list) -> list:
+        """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
+        polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
+        digest pool and the tokenizer as one batch instead of one window at a time."""
+        chunk = msgs
+        while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
+                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
+            chunk = consumer.consume(num_messages=self.batch, timeout=0)
+            msgs = msgs + chunk
+        return msgs
 
     def documents(self, msgs: list) -> list[Doc]:
         """The polled records as documents; the bad ones completed with a dead letter, the others
