@@ -9,8 +9,9 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from worker.pipeline.configs import delivery_config
 from worker.messages.models import parse_dead_letter_headers
-from worker.pipeline.delivery import Delivery, DeliveryConfig
+from worker.pipeline.delivery import Delivery
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.tracker import OffsetTracker, Record
@@ -147,7 +148,7 @@ class FakeProducer:
 def make_delivery(producer: FakeProducer, delivery: str = "exactly_once"):
     settings = load_settings(environ={"RIBBON_KAFKA__DELIVERY": delivery})
     tracker = OffsetTracker()
-    d = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    d = Delivery(config=delivery_config(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
     d.producer = producer
     d.commits.publish(object())
     e = tracker.assign(("in", 0))

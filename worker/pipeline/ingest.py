@@ -41,7 +41,6 @@ from confluent_kafka import KafkaException
 
 from worker.digest.prepared import PrepareOptions
 from worker.kafka.clients import Factory
-from worker.kafka.config import offset_reset
 from worker.pipeline.backpressure import Backpressure, Watermarks
 from worker.pipeline.commits import Commits
 from worker.pipeline.guard import Guard
@@ -63,8 +62,20 @@ COLD_FIRST = 8  # documents in the first piece of a batch split while the model 
 
 @dataclass(frozen=True)
 class IngestConfig:
-    settings: object  # worker.config.settings.Settings
     watermarks: Watermarks
+    input_topics: tuple[str, ...]  # kafka.input_topics
+    offset_reset: str  # where a partition without a commit starts (worker/kafka/config.offset_reset)
+    poll_batch: int  # pipeline.poll_batch
+    max_message_bytes: int  # kafka.max_message_bytes
+    lag_interval_s: float  # pipeline.lag_interval_s
+    hold_warning_s: float  # kafka.hold_warning_s
+    stall_timeout_s: float  # pipeline.stall_timeout_s
+    preprocess_processes: int | str  # pipeline.preprocess_processes
+    max_document_bytes: int  # pipeline.max_document_bytes
+    highlights: int  # model.highlights
+    redaction: Policy  # the redaction settings' policy
+    digest: object  # the `digest` settings group (compaction, the prompt's text)
+    windowing: object = None  # the `windowing` settings group when enabled, else None
 
 
 class Ingest(StageThread):
@@ -72,11 +83,11 @@ class Ingest(StageThread):
 
     def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, commits: Commits,
                  downstream: Downstream):
-        planner, settings = downstream.planner, config.settings
+        planner = downstream.planner
         tracker, metrics = shared.tracker, shared.metrics
         if planner is None and downstream.finished is None:
             raise ValueError("digest mode (no planner) needs Downstream(finished=...)")
-        self.s = settings
+        self.config = config
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer, self.planner, self.metrics = (tracker, shared.registry,
                                                                                downstream.packer, planner, metrics)
@@ -84,24 +95,24 @@ class Ingest(StageThread):
         self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
-        self.rounds = Rounds(shared, self.guard, downstream, digest=settings.digest)  # passes → plans → packer
+        self.rounds = Rounds(shared, self.guard, downstream, digest=config.digest)  # passes → plans → packer
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.leaving = threading.Event()       # stop(): close the consumer
         self.consumer = None
         self.prepare_options = PrepareOptions(
-            highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
-            min_saving=settings.digest.min_saving, render=planner is None, redaction=Policy.of(settings.redaction))
+            highlights=config.highlights, compaction=planner is not None and config.digest.compaction,
+            min_saving=config.digest.min_saving, render=planner is None, redaction=config.redaction)
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
-        if auto_processes(settings.pipeline.preprocess_processes):
+        if auto_processes(config.preprocess_processes):
             start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
         self.error = None  # BaseException | None
-        self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s, shared.watch)
-        self.lines = LineStream(settings, tracker=tracker, dead_letter=self.dead_letters.send,  # line windows
-                                metrics=metrics) if settings.windowing.enabled else None
-        self.source = Source(settings, shared, self.lines, self.guard)  # the poll and the decoding
+        self.reports = ProgressReports(tracker, metrics, config.hold_warning_s, shared.watch)
+        self.lines = LineStream(config, tracker=tracker, dead_letter=self.dead_letters.send,  # line windows
+                                metrics=metrics) if config.windowing is not None else None
+        self.source = Source(config, shared, self.lines, self.guard)  # the poll and the decoding
         self.rebalance = Rebalance(shared, self, packer=downstream.packer, lines=self.lines,
-                                   reset=offset_reset(settings.kafka))  # its callbacks run inside poll
+                                   reset=config.offset_reset)  # its callbacks run inside poll
 
     @property
     def assigned(self) -> threading.Event:
@@ -116,23 +127,23 @@ class Ingest(StageThread):
         self.leaving.set()
 
     def health(self) -> Health:
-        limit, waiting = self.s.pipeline.stall_timeout_s, self.batches.waiting_s()
+        limit, waiting = self.config.stall_timeout_s, self.batches.waiting_s()
         if waiting >= limit / 2:
             return Health(ready=False, why=f"the preprocessing pool has returned no batch for {waiting:.0f} s "
                                            f"(pipeline.stall_timeout_s {limit:.0f})")
         return HEALTHY if self.rebalance.holds_partitions else Health(ready=False, why="no partitions assigned")
 
     def _loop(self) -> None:
-        processes = auto_processes(self.s.pipeline.preprocess_processes)
+        c = self.config
+        processes = auto_processes(c.preprocess_processes)
         if processes:
-            self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s,
-                                           tokenizer=self._pool_tokenizer(),
-                                           max_text_bytes=self.s.pipeline.max_document_bytes)
-            self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
+            self.preprocess = Preprocessor(processes, self.prepare_options, c.stall_timeout_s,
+                                           tokenizer=self._pool_tokenizer(), max_text_bytes=c.max_document_bytes)
+            self.batches = InOrder(self.preprocess, POOL_DEPTH, c.stall_timeout_s)
             log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
         self.consumer = self.make_consumer()
         r = self.rebalance
-        self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=r.on_assign, on_revoke=r.on_revoke,
+        self.consumer.subscribe(list(c.input_topics), on_assign=r.on_assign, on_revoke=r.on_revoke,
                                 on_lost=r.on_lost)
         next_lag = 0.0
         while not self.leaving.is_set():
@@ -149,7 +160,7 @@ class Ingest(StageThread):
             if time.monotonic() >= next_lag:
                 self.reports.lag(self.consumer)
                 self.reports.held()
-                next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
+                next_lag = time.monotonic() + c.lag_interval_s
             # short polls while batches are in the pool: their documents go on as soon as they are back
             msgs = self.source.poll(self.consumer, 0.005 if len(self.batches) else 0.05)
             if self.lines is not None:

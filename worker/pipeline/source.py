@@ -41,9 +41,9 @@ LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' 
 
 
 class Source:
-    def __init__(self, settings, shared: Shared, lines: LineStream | None, guard: Guard) -> None:
-        """`settings`: worker.config.settings.Settings (kafka.max_message_bytes, pipeline.poll_batch)."""
-        self.max_bytes, self.batch = settings.kafka.max_message_bytes, settings.pipeline.poll_batch
+    def __init__(self, config, shared: Shared, lines: LineStream | None, guard: Guard) -> None:
+        """`config`: ingest's (worker/pipeline/ingest.py: max_message_bytes, poll_batch)."""
+        self.max_bytes, self.batch = config.max_message_bytes, config.poll_batch
         self.tracker, self.metrics, self.dead_letters = shared.tracker, shared.metrics, shared.dead_letters
         self.lines, self.guard = lines, guard
         self._tries: dict[tuple, int] = {}  # (topic, partition, offset) -> consume errors there in a row
