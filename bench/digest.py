@@ -27,6 +27,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
+from worker.pipeline.configs import finishing_config
 from worker.config.settings import load_settings
 from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
 from worker.digest.digest import build_digest
@@ -104,7 +105,7 @@ def _doc(i: int, d: dict, text: str):
 def output_messages(docs: list, s) -> None:
     """What finishing does per document with its pass done: build_output (schema checked) and encode."""
     for doc in docs:
-        encode_output(build_output(doc, "summary", settings=s, model_name="bench", now=1.0))
+        encode_output(build_output(doc, "summary", config=finishing_config(s, "bench"), now=1.0))
 
 
 def per_document(n_docs: int) -> dict:

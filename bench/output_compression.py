@@ -24,6 +24,7 @@ import orjson
 
 from bench.results_io import RESULTS, save
 from bench.windows import wire_bytes
+from worker.pipeline.configs import finishing_config, ingest_config
 from worker.config.settings import load_settings
 from worker.demo.lines import syslog_stream
 from worker.demo.samples import mixed_corpus
@@ -46,7 +47,7 @@ def document_outputs(n: int) -> tuple[list[bytes], list[bytes], int]:
         raw += len(orjson.dumps(d))
         meta = {"id": d["id"], "source": d.get("source"), "kind": d.get("kind"), "attributes": None}
         doc = Doc(("in", i % 8), 1, i, None, d["id"], text, meta, time.monotonic())
-        values.append(encode_output(build_output(doc, "", settings=s, model_name="digest", now=time.monotonic())))
+        values.append(encode_output(build_output(doc, "", config=finishing_config(s, "digest"), now=time.monotonic())))
         keys.append(d["id"].encode())
     return values, keys, raw
 
@@ -57,13 +58,13 @@ def window_outputs(hosts: int, per_window: int) -> tuple[list[bytes], list[bytes
     tracker = OffsetTracker()
     tp = ("in", 0)
     epoch = tracker.assign(tp)
-    lines = LineStream(s, tracker=tracker, dead_letter=lambda *a: None)
+    lines = LineStream(ingest_config(s, None), tracker=tracker, dead_letter=lambda *a: None)
     docs, raw = [], 0
     for off, (host, line) in enumerate(syslog_stream(hosts * per_window * 4, hosts, seed=3)):
         tracker.see(tp, epoch, off)
         raw += len(line)
         docs += lines.add(_Msg(host, line, off), tp, epoch)
-    values = [encode_output(build_output(d, "", settings=s, model_name="digest", now=time.monotonic()))
+    values = [encode_output(build_output(d, "", config=finishing_config(s, "digest"), now=time.monotonic()))
               for d in docs]
     covered = sum(d.window.records for d in docs)
     return values, [d.key for d in docs], int(raw * covered / (hosts * per_window * 4))

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 
 from stage_fakes import Wake
 
+from worker.pipeline.configs import ingest_config
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, Watermarks
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.stage import Shared
@@ -93,7 +94,7 @@ def make_ingest(packer: FakePacker | None = None):
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                      wake=wake)
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
-    ing = Ingest(config=IngestConfig(load_settings(environ={}), marks), shared=Shared(tracker, registry, metrics, dl),
+    ing = Ingest(config=ingest_config(load_settings(environ={}), marks), shared=Shared(tracker, registry, metrics, dl),
                  make_consumer=PausingConsumer, commits=Commits(tracker),
                  downstream=Downstream(packer or FakePacker(), Planner(words, counts, PlanLimits(50, max_new_tokens=4))))
     ing.consumer = ing.make_consumer()

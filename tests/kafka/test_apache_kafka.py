@@ -19,11 +19,12 @@ import pytest
 from helpers import (by_id, consume_all, frozen, mixed_docs, produce, reader, start_worker, topics, wait_for,
                      worker_env)
 
+from worker.pipeline.configs import delivery_config
 from worker.cli.main import main
 from worker.kafka import clients
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
-from worker.pipeline.delivery import Delivery, DeliveryConfig, FatalDeliveryError
+from worker.pipeline.delivery import Delivery, FatalDeliveryError
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.config.settings import KafkaSettings, Settings
@@ -160,7 +161,7 @@ def test_a_transaction_held_past_its_timeout_is_aborted_by_the_broker_and_redone
     def deliver(make_producer) -> tuple[Delivery, OffsetTracker, Metrics]:
         """A worker's delivery (fresh state, as after a restart) given the ten inputs, until done or failed."""
         tracker, metrics = OffsetTracker(), Metrics()
-        delivery = Delivery(config=DeliveryConfig(settings), make_producer=make_producer, tracker=tracker, metrics=metrics)
+        delivery = Delivery(config=delivery_config(settings), make_producer=make_producer, tracker=tracker, metrics=metrics)
         delivery.commits.publish(consumer.consumer_group_metadata())
         thread = threading.Thread(target=delivery.run, name="ribbon-delivery", daemon=True)
         thread.start()

@@ -6,16 +6,18 @@ records it makes are handed to the tracer as delivery hands them after a commit.
 
 from __future__ import annotations
 
+import dataclasses
 import orjson
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from stage_fakes import Wake, make_doc
+from worker.pipeline.configs import finishing_config
 from worker.observability.tracing import DocTracer, make_tracer, otlp_endpoint
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.finishing import Finishing, FinishingConfig
+from worker.pipeline.finishing import Finishing
 from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
@@ -32,7 +34,7 @@ def traced():
     tracer = DocTracer(exporter, batch=False, group="g", max_open=3)
     tracker, metrics, wake = OffsetTracker(), Metrics(), Wake()
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=wake)
-    fin = Finishing(config=FinishingConfig(load_settings(environ={}), "out", "m"),
+    fin = Finishing(config=dataclasses.replace(finishing_config(load_settings(environ={}), "m"), output_topic="out"),
                     shared=Shared(tracker, DocRegistry(), metrics, dl), combine=lambda d: None, wake=wake,
                     clock=lambda: 10.0, tracer=tracer)
     yield fin, tracker, tracer, exporter

@@ -10,13 +10,14 @@ import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 from stage_fakes import make_doc
 
+from worker.pipeline.configs import ingest_config
 from worker.config.settings import KafkaSettings, PipelineSettings, Settings
 from worker.observability.metrics import Metrics
 from worker.packer import PackerStats
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks, cold_pieces
+from worker.pipeline.ingest import Downstream, Ingest, Watermarks, cold_pieces
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.preprocess import InOrder, Preprocessor
 from worker.pipeline.stage import Shared
@@ -46,7 +47,7 @@ def make_ingest(packer: RecordingPacker | None, processes: int = 0,
                       PlanLimits(4096))
     down = Downstream(packer, planner) if finished is None else \
         Downstream(finished=lambda doc, text: finished.append(doc.offset) or True)
-    ingest = Ingest(config=IngestConfig(s, Watermarks(10**9, 10**9, 10**9, 10**9)),
+    ingest = Ingest(config=ingest_config(s, Watermarks(10**9, 10**9, 10**9, 10**9)),
                     shared=Shared(tracker, DocRegistry(), metrics, dead), make_consumer=None,
                     commits=Commits(tracker), downstream=down)
     if processes:

@@ -15,9 +15,10 @@ import urllib.request
 
 from helpers import consume_all, frozen, wait_for
 
+from worker.pipeline.configs import delivery_config
 from worker.kafka import clients
 from worker.kafka.config import client_config
-from worker.pipeline.delivery import Delivery, DeliveryConfig, FatalDeliveryError
+from worker.pipeline.delivery import Delivery, FatalDeliveryError
 from worker.observability.metrics import HealthServer, Metrics, Probes
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.config.settings import KafkaSettings, Settings
@@ -49,7 +50,7 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
     conf = client_config(settings.kafka, bootstrap=b.bootstrap)
     consumer = clients.consumer(conf.consumer)
     tracker, metrics = OffsetTracker(), Metrics()
-    delivery = Delivery(config=DeliveryConfig(settings), make_producer=clients.Clients(conf).producer,
+    delivery = Delivery(config=delivery_config(settings), make_producer=clients.Clients(conf).producer,
                         tracker=tracker, metrics=metrics)
     delivery.commits.publish(consumer.consumer_group_metadata())
     health = HealthServer(metrics, "127.0.0.1", 0,

@@ -13,12 +13,13 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 
 from worker import __version__
+from worker.pipeline.configs import delivery_config
 from worker.config.settings import KafkaSettings, Settings
 from worker.kafka.headers import output_headers
 from worker.messages.models import parse_dead_letter_headers
 from worker.observability.metrics import Metrics
 from worker.pipeline.deadletter import HEADER_BUDGET
-from worker.pipeline.delivery import Delivery, DeliveryConfig
+from worker.pipeline.delivery import Delivery
 from worker.pipeline.tracker import OffsetTracker, Record
 
 LIMIT = 1000
@@ -76,7 +77,7 @@ class RefusingProducer:
 def _delivery(producer: RefusingProducer) -> tuple[Delivery, OffsetTracker, Metrics]:
     settings = Settings(kafka=KafkaSettings(input_topics=("in",), output_topic="out", dlq_topic="dlq"))
     tracker, metrics = OffsetTracker(), Metrics()
-    delivery = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker,
+    delivery = Delivery(config=delivery_config(settings), make_producer=lambda: producer, tracker=tracker,
                         metrics=metrics)
     delivery.producer = producer  # what run() does on its thread
     return delivery, tracker, metrics

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import orjson
 import pytest
 
 from stage_fakes import Generated, Wake, make_doc, registered
+from worker.pipeline.configs import finishing_config
 from worker.messages.models import parse_dead_letter_headers
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.finishing import Finishing, FinishingConfig
+from worker.pipeline.finishing import Finishing
 from worker.pipeline.stage import Shared
 from worker.observability.metrics import Metrics
 from worker.pipeline.tracker import OffsetTracker
@@ -24,7 +26,7 @@ def stage():
     combined: list = []
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                      wake=wake)
-    fin = Finishing(config=FinishingConfig(load_settings(environ={}), "out", "m", capacity=2),
+    fin = Finishing(config=dataclasses.replace(finishing_config(load_settings(environ={}), "m"), output_topic="out", capacity=2),
                     shared=Shared(tracker, registry, metrics, dl), combine=combined.append, wake=wake)
     return fin, tracker, registry, wake, combined
 
@@ -122,8 +124,8 @@ def test_an_outputs_timing_says_where_its_time_went():
 
     doc = make_doc(OffsetTracker())
     doc.received, doc.packed, doc.first_gpu, doc.model_end = 100.0, 100.01, 100.25, 100.5
-    t = build_output(doc, "s", settings=load_settings(environ={}), model_name="m", now=100.6).timing_ms
+    t = build_output(doc, "s", config=finishing_config(load_settings(environ={}), "m"), now=100.6).timing_ms
     assert (t.ingest, t.queued, t.model_done, t.total) == pytest.approx((10.0, 250.0, 500.0, 600.0))
     doc.packed = doc.model_end = None  # digest mode: no packer, no bin
-    t = build_output(doc, "s", settings=load_settings(environ={}), model_name="m", now=100.6).timing_ms
+    t = build_output(doc, "s", config=finishing_config(load_settings(environ={}), "m"), now=100.6).timing_ms
     assert (t.ingest, t.model_done) == (0.0, 0.0)

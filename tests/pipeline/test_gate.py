@@ -4,8 +4,10 @@ name, a copied line, a text that names no failure) publishes the digest renderin
 
 from __future__ import annotations
 
+import dataclasses
 import pytest
 
+from worker.pipeline.configs import finishing_config
 from worker.config.settings import load_settings
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
@@ -30,7 +32,7 @@ def _out(text: str, **overrides):
     s = load_settings(environ={}, overrides={"model.path": "tiny-random", **overrides})
     doc = Doc(tp=("t", 0), epoch=0, offset=1, key=None, doc_id="t:0:1", text=DOC, meta={"source": "amf-2"},
               received=0.0, prepared=prepare(DOC, "amf-2", "log", PrepareOptions(3, False, 0.0, False)))
-    return build_output(doc, text, settings=s, model_name="m", now=1.0), doc
+    return build_output(doc, text, config=finishing_config(s, "m"), now=1.0), doc
 
 
 def test_a_summary_that_names_the_failure_in_grounded_words_is_published():
@@ -96,7 +98,7 @@ def test_the_verdict_records_every_check():
 
 
 def test_the_finishing_stage_counts_summaries_by_source_and_reason():
-    from worker.pipeline.finishing import Finishing, FinishingConfig
+    from worker.pipeline.finishing import Finishing
     from worker.pipeline.stage import Shared
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.tracker import OffsetTracker
@@ -105,7 +107,7 @@ def test_the_finishing_stage_counts_summaries_by_source_and_reason():
 
     tracker, metrics, wake = OffsetTracker(), Metrics(), Wake()
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=wake)
-    fin = Finishing(config=FinishingConfig(load_settings(environ={}), "out", "m"),
+    fin = Finishing(config=dataclasses.replace(finishing_config(load_settings(environ={}), "m"), output_topic="out"),
                     shared=Shared(tracker, DocRegistry(), metrics, dl), combine=lambda d: None, wake=wake)
     for offset, text in enumerate(("[1] " * 40, GOOD, "Theme:")):
         doc = make_doc(tracker, offset=offset, text=DOC)
@@ -131,8 +133,8 @@ def test_a_windows_output_goes_through_the_same_gate():
               meta={"source": "node-001"}, received=0.0, window=window,
               prepared=prepare(text, "node-001", None, PrepareOptions(3, False, 0.0, False)))
     fragment = "10.14.199.221: 22:13:20 node-001 nginx[6319]: GET /api/v1/health 200 461ms 10.14.199"
-    msg = build_output(doc, fragment, settings=s, model_name="m", now=1.0)
+    msg = build_output(doc, fragment, config=finishing_config(s, "m"), now=1.0)
     assert msg.window.key == "node-001" and msg.summary.source == "digest" and msg.summary.reason != "passed"
     good = "node-001 nginx had its upstream timed out to 10.14.199.7 at 22:13:30 after health checks passed."
-    msg = build_output(doc, good, settings=s, model_name="m", now=1.0)
+    msg = build_output(doc, good, config=finishing_config(s, "m"), now=1.0)
     assert (msg.summary.source, msg.summary.text) == ("model", good)

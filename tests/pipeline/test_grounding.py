@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from worker.pipeline.configs import finishing_config
 from worker.pipeline.grounding import Support, check, identifiers
 
 DOC = """2026-03-01T21:06:40Z gnb-017 oam ERROR S1 link down: SCTP association lost to 10.20.0.7:36412
@@ -87,7 +88,7 @@ def test_the_output_message_carries_the_grounding_and_metrics_count_it():
     s = load_settings(environ={}, overrides={"model.path": "tiny-random"})
     doc = Doc(tp=("t", 0), epoch=0, offset=1, key=None, doc_id="t:0:1", text=DOC, meta={"source": "gnb-017/oam"},
               received=0.0, prepared=prepare(DOC, "gnb-017/oam", None, PrepareOptions(3, False, 0.0, False)))
-    msg = build_output(doc, "Element gnb-042 failed.", settings=s, model_name="m", now=1.0)
+    msg = build_output(doc, "Element gnb-042 failed.", config=finishing_config(s, "m"), now=1.0)
     assert msg.grounding.fallback and msg.grounding.unsupported == ["gnb-042"]
     assert msg.summary.text.startswith("3 lines from gnb-017")
     assert (msg.summary.source, msg.summary.reason) == ("digest", "grounded")

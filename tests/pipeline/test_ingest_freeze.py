@@ -13,13 +13,14 @@ import threading
 
 from helpers import frozen, produce, wait_for
 
+from worker.pipeline.configs import ingest_config
 from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.packer import PackerStats
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, Watermarks
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.stage import Shared
@@ -64,7 +65,7 @@ def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, Fa
     planner = Planner(lambda text: [1] * (8 + len(text.split())), lambda texts: [len(t.split()) for t in texts],
                       PlanLimits(4096))
     marks = Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6, low_messages=10**6)
-    ingest = Ingest(config=IngestConfig(settings, marks), shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
+    ingest = Ingest(config=ingest_config(settings, marks), shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
                     make_consumer=Clients(conf).consumer, commits=no_delivery(tracker),
                     downstream=Downstream(packer, planner))
     return ingest, packer

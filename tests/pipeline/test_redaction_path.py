@@ -6,6 +6,7 @@ packer; spans go to the SDK's in-memory exporter; log lines are captured with th
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import orjson
@@ -14,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ingest_fakes import FakePacker, Msg, PausingConsumer, counts, words
 from stage_fakes import Wake
+from worker.pipeline.configs import finishing_config, ingest_config
 from worker.config.settings import load_settings
 from worker.messages.models import parse_dead_letter_headers
 from worker.observability.logs import Redact
@@ -21,9 +23,9 @@ from worker.observability.metrics import Metrics
 from worker.observability.tracing import DocTracer
 from worker.pipeline.commits import Commits
 from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.finishing import Finishing, FinishingConfig
+from worker.pipeline.finishing import Finishing
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, Watermarks
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
@@ -51,11 +53,11 @@ def _stages(settings, tracer=None, packer=None, planner=None):
     tracker, registry, metrics, wake = OffsetTracker(), DocRegistry(), Metrics(), Wake()
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=wake)
     shared = Shared(tracker, registry, metrics, dl)
-    fin = Finishing(config=FinishingConfig(settings, "out", "m"), shared=shared, combine=lambda d: None, wake=wake,
+    fin = Finishing(config=dataclasses.replace(finishing_config(settings, "m"), output_topic="out"), shared=shared, combine=lambda d: None, wake=wake,
                     tracer=tracer)
     marks = Watermarks(high_tokens=10_000, low_tokens=5_000, high_messages=10, low_messages=5)
     down = Downstream(packer, planner) if planner is not None else Downstream(finished=fin.submit_finished)
-    ing = Ingest(config=IngestConfig(settings, marks), shared=shared, make_consumer=PausingConsumer,
+    ing = Ingest(config=ingest_config(settings, marks), shared=shared, make_consumer=PausingConsumer,
                  commits=Commits(tracker), downstream=down)
     ing.consumer = ing.make_consumer()
     tracker.assign(("in", 0))

@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError
 from ingest_fakes import Msg
 from stage_fakes import Wake
 
+from worker.pipeline.configs import ingest_config
 from worker.config.settings import load_settings
 from worker.messages.models import parse_dead_letter_headers
 from worker.observability.metrics import Metrics
@@ -34,7 +35,7 @@ def make_source() -> tuple[Source, OffsetTracker, Metrics]:
     tracker, metrics = OffsetTracker(), Metrics()
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: metrics.dead_lettered.labels(c).inc(),
                      wake=Wake())
-    source = Source(load_settings(environ={}), Shared(tracker, DocRegistry(), metrics, dl), None,
+    source = Source(ingest_config(load_settings(environ={}), None), Shared(tracker, DocRegistry(), metrics, dl), None,
                     Guard(dl, metrics))
     tracker.assign(("in", 0))
     return source, tracker, metrics

@@ -9,8 +9,9 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from worker.pipeline.configs import delivery_config
 from worker.messages.models import parse_dead_letter_headers
-from worker.pipeline.delivery import Delivery, DeliveryConfig
+from worker.pipeline.delivery import Delivery
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import PlanLimits, Planner
 from worker.pipeline.tracker import OffsetTracker, Record
@@ -147,7 +148,7 @@ class FakeProducer:
 def make_delivery(producer: FakeProducer, delivery: str = "exactly_once"):
     settings = load_settings(environ={"RIBBON_KAFKA__DELIVERY": delivery})
     tracker = OffsetTracker()
-    d = Delivery(config=DeliveryConfig(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
+    d = Delivery(config=delivery_config(settings), make_producer=lambda: producer, tracker=tracker, metrics=Metrics())
     d.producer = producer
     d.commits.publish(object())
     e = tracker.assign(("in", 0))
@@ -205,7 +206,7 @@ def test_an_assignment_starts_each_partition_at_its_commit_or_at_the_reset_end()
 
     ing, tracker, _ = make_ingest()
     ing.consumer = AssigningConsumer(offsets={1: 42})
-    ing._on_assign(ing.consumer, [TopicPartition("in", 0), TopicPartition("in", 1)])
+    ing.rebalance.on_assign(ing.consumer, [TopicPartition("in", 0), TopicPartition("in", 1)])
     # named to librdkafka: no partition is left to its reset path (and its fixed 100 ms wait)
     assert ing.consumer.assigned == [("in", 0, OFFSET_BEGINNING), ("in", 1, 42)]
     assert tracker.epoch(("in", 1)) is not None and ing.assigned.is_set()

@@ -3,6 +3,7 @@ process makes /readyz not ready, then stops the stage with a clear error (the wo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -23,7 +24,6 @@ from worker.remote.process import EngineProcessError
 from worker.pipeline.preprocess import InOrder, PreprocessStalled, Preprocessor, start_forkserver
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
-from worker.config.settings import load_settings
 
 OPTIONS = PrepareOptions(highlights=2, compaction=False, min_saving=0.2, render=True)
 
@@ -70,8 +70,7 @@ class FakeConsumer:
 def test_a_stopped_pool_process_fails_ingest_after_the_stall_timeout_and_is_killed():
     start_forkserver()  # as the worker does, on a lasting thread (worker/remote/lifeline.py)
     ing, tracker, _ = make_ingest()
-    ing.s = load_settings(environ={"RIBBON_PIPELINE__PREPROCESS_PROCESSES": "1",
-                                   "RIBBON_PIPELINE__STALL_TIMEOUT_S": "1.5"})
+    ing.config = dataclasses.replace(ing.config, preprocess_processes=1, stall_timeout_s=1.5)
     go = threading.Event()
     ing.make_consumer = lambda: FakeConsumer([Msg(orjson.dumps({"text": "disk full on upf-1"}), 0)], go)
     t = threading.Thread(target=ing.run)

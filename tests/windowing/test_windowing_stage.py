@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from worker.pipeline.configs import ingest_config
 from worker.cli.produce import LineKey, lines
 from worker.pipeline.tracker import OffsetTracker
 from worker.config.settings import load_settings
@@ -41,7 +42,7 @@ def stream(**env):
                                                                       for k, v in env.items()}})
     tracker = OffsetTracker()
     dead: list = []
-    ls = LineStream(s, tracker=tracker, dead_letter=lambda *a: dead.append(a), clock=lambda: 5.0)
+    ls = LineStream(ingest_config(s, None), tracker=tracker, dead_letter=lambda *a: dead.append(a), clock=lambda: 5.0)
     return ls, tracker, dead
 
 
@@ -166,7 +167,7 @@ def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one
     from worker.pipeline.commits import Commits
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.inflight import DocRegistry
-    from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.ingest import Downstream, Ingest, Watermarks
     from worker.pipeline.stage import Shared
 
     tracker, metrics, finished = OffsetTracker(), Metrics(), []
@@ -174,7 +175,7 @@ def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one
                                "RIBBON_WINDOWING__MAX_WINDOWS": "3", "RIBBON_MODEL__MODE": "digest"})
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
-    ing = Ingest(config=IngestConfig(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),
+    ing = Ingest(config=ingest_config(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),
                  make_consumer=PausingConsumer, commits=Commits(tracker),
                  downstream=Downstream(finished=lambda doc, text: finished.append(doc) or True))
     ing.consumer = ing.make_consumer()
@@ -222,7 +223,8 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
             return out
 
     from worker.pipeline.commits import Commits
-    from worker.pipeline.ingest import LINE_POLLS, Downstream, Ingest, IngestConfig, Watermarks
+    from worker.pipeline.ingest import Downstream, Ingest, Watermarks
+    from worker.pipeline.source import LINE_POLLS
     from worker.pipeline.stage import Shared
     from worker.pipeline.deadletter import DeadLetters
     from worker.pipeline.inflight import DocRegistry
@@ -234,17 +236,17 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
                                "RIBBON_WINDOWING__TOPICS": "logs", "RIBBON_PIPELINE__POLL_BATCH": "4",
                                "RIBBON_MODEL__MODE": "digest"})
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
-    ing = Ingest(config=IngestConfig(s, Watermarks(100, 50, 10, 5)), shared=Shared(tracker, DocRegistry(), Metrics(), dl),
+    ing = Ingest(config=ingest_config(s, Watermarks(100, 50, 10, 5)), shared=Shared(tracker, DocRegistry(), Metrics(), dl),
                  make_consumer=PausingConsumer, commits=Commits(tracker), downstream=Downstream(finished=lambda doc, text: True))
     ing.consumer = Fetched("logs", 1000)
     first = ing.consumer.consume(4, 0)
-    assert len(ing._more_lines(first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
+    assert len(ing.source.more_lines(ing.consumer, first)) == LINE_POLLS * 4  # lines: up to LINE_POLLS polls at once
     ing.consumer = Fetched("logs", 10)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 10  # all there was
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 10  # all there was
     ing.consumer = Fetched("docs", 1000)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
     ing.consumer = Fetched("logs", 3)
-    assert len(ing._more_lines(ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
+    assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
 
 
 SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time in ms)

@@ -29,15 +29,16 @@ from worker.observability.tracing import make_tracer
 from worker.packer import Packer, PackerConfig, resolve_reserve
 from worker.pipeline.commitwatch import CommitWatch, LastProblem, PartitionStalled
 from worker.pipeline.deadletter import DeadLetters
-from worker.pipeline.delivery import Delivery, DeliveryConfig
+from worker.pipeline.configs import delivery_config, finishing_config, ingest_config
+from worker.pipeline.delivery import Delivery
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.finishing import Finishing, FinishingConfig
+from worker.pipeline.finishing import Finishing
 from worker.remote.process import EngineProcess, EngineSpec, want_process
 from worker.observability.gcwatch import GcWatch, settle, unsettle
 from worker.pipeline.gpu_batching import batching_policy
 from worker.pipeline.gpu_runners import LocalRunner, ProcessRunner
 from worker.pipeline.gpu_stage import GpuConfig, GpuStage
-from worker.pipeline.ingest import Downstream, Ingest, IngestConfig, Watermarks
+from worker.pipeline.ingest import Downstream, Ingest, Watermarks
 from worker.observability.metrics import HealthServer, Metrics, Probes
 from worker.pipeline.planner import Planner, engine_planner
 from worker.pipeline.spill import Spool
@@ -152,8 +153,7 @@ class Worker:
                                         wake=lambda: self.delivery.wake(),
                                         spool=Spool(settings.kafka.dead_letter_spill_bytes),
                                         count_skipped=lambda reason: self.metrics.skipped.labels(reason).inc())
-        self.delivery = Delivery(config=DeliveryConfig(settings, interval_s=pl.delivery_interval_ms / 1e3,
-                                                       max_records=pl.delivery_max_records),
+        self.delivery = Delivery(config=delivery_config(settings),
                                  make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics,
                                  tracer=self.tracer, dead_letters=self.dead_letters)
         # Each assigned partition's commits watched: /readyz 503 at pipeline.stall_timeout_s, exit 1 at twice.
@@ -221,11 +221,10 @@ class Worker:
 
     def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
         """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
-        self.finishing = Finishing(config=FinishingConfig(settings, settings.kafka.output_topic, model_name,
-                                                          capacity=settings.pipeline.finishing_queue_bins),
-                                   shared=self.shared, combine=lambda doc: self.ingest.combine_q.put(doc),
+        self.finishing = Finishing(config=finishing_config(settings, model_name),
+                                   shared=self.shared, combine=lambda doc: self.ingest.rounds.put(doc),
                                    wake=self.delivery.wake, tracer=self.tracer)
-        self.ingest = Ingest(config=IngestConfig(settings, marks), shared=self.shared,
+        self.ingest = Ingest(config=ingest_config(settings, marks), shared=self.shared,
                              make_consumer=self.clients.consumer, commits=self.delivery.commits,
                              downstream=Downstream(self.packer, planner, self.finishing.submit_finished))
 

@@ -83,7 +83,11 @@ class _Deadline:
 
 @dataclass(frozen=True)
 class DeliveryConfig:
-    settings: object  # worker.config.settings.Settings
+    output_topic: str  # kafka.output_topic
+    dlq_topic: str  # kafka.dlq_topic
+    exactly_once: bool  # kafka.delivery == "exactly_once"
+    txn_call_timeout_s: float  # one transactional call or flush, at most (kafka.txn_call_timeout_s)
+    delivery_stuck_s: float  # one whole step, at most (kafka.delivery_stuck_s)
     interval_s: float = 0.5  # the unwoken step's period (pipeline.delivery_interval_ms)
     max_records: int = 2000  # records per transaction at most (pipeline.delivery_max_records)
     max_bytes: int = 64 << 20
@@ -94,16 +98,15 @@ class Delivery(StageThread):
 
     def __init__(self, *, config: DeliveryConfig, make_producer: Factory, tracker: OffsetTracker, metrics,
                  tracer=None, dead_letters: DeadLetters | None = None):
-        settings, interval_s = config.settings, config.interval_s
-        max_records, max_bytes = config.max_records, config.max_bytes
-        self.s = settings
+        interval_s, max_records, max_bytes = config.interval_s, config.max_records, config.max_bytes
+        self.output_topic = config.output_topic
         self.tracer = tracer  # worker/observability/tracing.DocTracer, or None: no traces
-        self.exactly_once = settings.kafka.delivery == "exactly_once"
+        self.exactly_once = config.exactly_once
         self.make_producer = make_producer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.metrics = tracker, metrics
         self.interval_s, self.max_records, self.max_bytes = interval_s, max_records, max_bytes
-        self.op_timeout_s = settings.kafka.txn_call_timeout_s  # one transactional call or flush, at most
-        self.stuck_s = settings.kafka.delivery_stuck_s  # one whole step, at most
+        self.op_timeout_s = config.txn_call_timeout_s  # one transactional call or flush, at most
+        self.stuck_s = config.delivery_stuck_s  # one whole step, at most
         self._wake = threading.Event()
         self.stopping = threading.Event()  # stop()
         self.commits = Commits(tracker, wake=self.wake)  # the one channel with ingest (worker/pipeline/commits.py)
@@ -113,7 +116,7 @@ class Delivery(StageThread):
         # or None once even that was refused: skipped). The record is held so that its id stays its own.
         self._replaced: dict[int, tuple[object, object]] = {}
         self.dead_letters = dead_letters or DeadLetters(
-            dlq_topic=settings.kafka.dlq_topic, tracker=tracker, wake=self.wake,
+            dlq_topic=config.dlq_topic, tracker=tracker, wake=self.wake,
             count=lambda cls: metrics.dead_lettered.labels(cls).inc(),
             count_skipped=lambda reason: metrics.skipped.labels(reason).inc())
         self.producer = None
@@ -224,7 +227,7 @@ class Delivery(StageThread):
             self.metrics.delivery_step.observe(time.monotonic() - self.busy_since)
         finally:
             self.busy, self.busy_since = False, None
-        n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.s.kafka.output_topic)
+        n_out = sum(1 for r in ready for rec in r.records if rec.topic == self.output_topic)
         self.metrics.produced.inc(n_out)
         n_in = sum(len(r.offsets) for r in ready)
         self.metrics.committed.inc(n_in)

@@ -78,9 +78,11 @@ class FinishedDoc:
 
 @dataclass(frozen=True)
 class FinishingConfig:
-    settings: object  # worker.config.settings.Settings
-    output_topic: str
+    output_topic: str  # kafka.output_topic
     model_name: str  # the outputs' `model`
+    mode: str  # model.mode: "generative" or "digest"
+    highlights: int  # model.highlights
+    grounding: str  # model.grounding
     capacity: int = 8  # bins (or finished documents) queued at most: the GPU's backpressure
 
 
@@ -93,7 +95,7 @@ class Finishing(StageThread):
                  wake: Callable[[], None], clock: Callable[[], float] = time.monotonic, tracer=None) -> None:
         if config.capacity < 1:
             raise ValueError(f"finishing capacity must be >= 1, got {config.capacity}")
-        self.s, self.output_topic, self.model_name = config.settings, config.output_topic, config.model_name
+        self.config, self.output_topic = config, config.output_topic
         self.registry, self.tracker, self.dead_letters = shared.registry, shared.tracker, shared.dead_letters
         self.combine, self.metrics, self.wake, self.clock = combine, shared.metrics, wake, clock
         self.tracer = tracer  # worker/observability/tracing.DocTracer, or None: no traces
@@ -171,7 +173,7 @@ class Finishing(StageThread):
         failure dead-letters it."""
         now = self.clock()
         try:
-            msg = build_output(doc, summary, settings=self.s, model_name=self.model_name, now=now)
+            msg = build_output(doc, summary, config=self.config, now=now)
             value = encode_output(msg)
         except Exception as exc:  # noqa: BLE001 - routed: this document goes to the dead-letter topic
             log.warning("output of %s could not be built: %s", doc.doc_id, exc)

@@ -5,22 +5,22 @@
       when pipeline.preprocess_processes > 0) → plan (token gate, prompt, chunks: worker/pipeline/planner.py)
     → registry.add → packer.submit_many
 in digest mode (no model, no planner) → preprocess → `finished(doc, rendering)`, the finishing stage.
-Between polls: the commit channel with delivery, chunked documents' combine rounds, backpressure
-(worker/pipeline/backpressure.py), lag and held reports (worker/pipeline/progress.py). Rebalance
-callbacks run here, inside poll. Polling goes on while partitions are paused, so the group never
-sees this consumer as stuck.
+Between polls: the commit channel with delivery, chunked documents' combine rounds
+(worker/pipeline/rounds.py), backpressure (worker/pipeline/backpressure.py), lag and held reports
+(worker/pipeline/progress.py). Rebalance callbacks (worker/pipeline/rebalance.py) run here, inside poll.
+Polling goes on while partitions are paused, so the group never sees this consumer as stuck.
 
 Contract:
 - Owns: the consumer (built on this thread by the injected `make_consumer`),
   the preprocessing pool and each document's pass (`Doc.prepared`: worker/digest/prepared.py,
   once per document, taken back in fetch order), the token gate of compaction, the planner and
-  tokenizer, the registry's `add`, and the combine step of chunked documents (finishing hands a
-  round back through `combine_q`); the consumer's side of the commit channel with delivery
-  (worker/pipeline/commits.py: group metadata and revokes out, at_least_once offsets in).
-- May block: in the poll (at most 50 ms, only with nothing fetched), in rebalance callbacks (a revoke
-  waits for the pool's batches and for delivery's last transaction of those partitions; an assign asks
-  the group coordinator for the committed offsets, at most 10 s), in planning, on the pool when
-  nothing new was polled (or more than POOL_DEPTH batches are out).
+  tokenizer, the registry's `add` and the combine rounds of chunked documents (`rounds`: finishing hands
+  a round back through `rounds.put`), the rebalance callbacks (`rebalance`); the consumer's side of the
+  commit channel with delivery (worker/pipeline/commits.py: group metadata and revokes out, at_least_once
+  offsets in).
+- May block: in the poll (at most 50 ms, only with nothing fetched), in rebalance callbacks (the pool's
+  batches, delivery's last transaction, the committed offsets: worker/pipeline/rebalance.py), in
+  planning, on the pool when nothing new was polled (or more than POOL_DEPTH batches are out).
   Never on the GPU: `packer.submit` does not wait.
 - Errors: bad input goes to `DeadLetters.send` (then commits like any output); any other exception
   that one message raises goes there too, as `internal_error` (worker/pipeline/guard.py), and the
@@ -33,55 +33,49 @@ Contract:
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 from confluent_kafka import KafkaException
 
 from worker.digest.prepared import PrepareOptions
-from worker.kafka.clients import Factory, start_positions
-from worker.kafka.config import offset_reset
+from worker.kafka.clients import Factory
 from worker.pipeline.backpressure import Backpressure, Watermarks
 from worker.pipeline.commits import Commits
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
-from worker.pipeline.planner import Planner, combine_text, prompt_texts
 from worker.pipeline.preprocess import InOrder, Preprocessor, auto_processes, cold_pieces, start_forkserver
 from worker.pipeline.lines import LineStream
 from worker.pipeline.progress import ProgressReports
+from worker.pipeline.rebalance import Rebalance
+from worker.pipeline.rounds import Downstream, Rounds
 from worker.pipeline.source import Source
 from worker.pipeline.stage import HEALTHY, Health, Shared, StageThread, run_stage
 from worker.redaction import Policy
 
 log = logging.getLogger(__name__)
 
-MAX_ROUNDS = 8  # combine rounds of a chunked document, at most (each must shrink it)
 POOL_DEPTH = 2  # poll batches in the preprocessing pool at once, while ingest polls the next
-LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
 COLD_FIRST = 8  # documents in the first piece of a batch split while the model waits (see _submit)
-
-
-FinishedFn = Callable[[Doc, str], bool]  # Finishing.submit_finished: a document and its summary
 
 
 @dataclass(frozen=True)
 class IngestConfig:
-    settings: object  # worker.config.settings.Settings
     watermarks: Watermarks
-
-
-@dataclass(frozen=True)
-class Downstream:
-    """Where ingest's documents go: the packer, planned by `planner` (generative mode), or `finished`
-    with their digest's rendering (digest mode: packer and planner None)."""
-
-    packer: object = None
-    planner: Planner | None = None
-    finished: FinishedFn | None = None
+    input_topics: tuple[str, ...]  # kafka.input_topics
+    offset_reset: str  # where a partition without a commit starts (worker/kafka/config.offset_reset)
+    poll_batch: int  # pipeline.poll_batch
+    max_message_bytes: int  # kafka.max_message_bytes
+    lag_interval_s: float  # pipeline.lag_interval_s
+    hold_warning_s: float  # kafka.hold_warning_s
+    stall_timeout_s: float  # pipeline.stall_timeout_s
+    preprocess_processes: int | str  # pipeline.preprocess_processes
+    max_document_bytes: int  # pipeline.max_document_bytes
+    highlights: int  # model.highlights
+    redaction: Policy  # the redaction settings' policy
+    digest: object  # the `digest` settings group (compaction, the prompt's text)
+    windowing: object = None  # the `windowing` settings group when enabled, else None
 
 
 class Ingest(StageThread):
@@ -89,12 +83,11 @@ class Ingest(StageThread):
 
     def __init__(self, *, config: IngestConfig, shared: Shared, make_consumer: Factory, commits: Commits,
                  downstream: Downstream):
-        planner, settings = downstream.planner, config.settings
+        planner = downstream.planner
         tracker, metrics = shared.tracker, shared.metrics
         if planner is None and downstream.finished is None:
             raise ValueError("digest mode (no planner) needs Downstream(finished=...)")
-        self.finished = downstream.finished
-        self.s = settings
+        self.config = config
         self.make_consumer = make_consumer  # called on this thread (worker/kafka/clients.py, or a fake)
         self.tracker, self.registry, self.packer, self.planner, self.metrics = (tracker, shared.registry,
                                                                                downstream.packer, planner, metrics)
@@ -102,23 +95,29 @@ class Ingest(StageThread):
         self.pressure = Backpressure(config.watermarks, shared)  # pauses and resumes the assignment
         self.dead_letters = shared.dead_letters  # the one dead-letter function (worker/pipeline/deadletter.py)
         self.guard = Guard(shared.dead_letters, metrics)  # one message's exception never ends this thread
-        self.combine_q: queue.SimpleQueue[Doc] = queue.SimpleQueue()
+        self.rounds = Rounds(shared, self.guard, downstream, digest=config.digest)  # passes → plans → packer
         self.stop_polling = threading.Event()  # drain: take no new messages
         self.leaving = threading.Event()       # stop(): close the consumer
-        self.holds_partitions = False  # ready (/readyz) only with partitions assigned
         self.consumer = None
         self.prepare_options = PrepareOptions(
-            highlights=settings.model.highlights, compaction=planner is not None and settings.digest.compaction,
-            min_saving=settings.digest.min_saving, render=planner is None, redaction=Policy.of(settings.redaction))
+            highlights=config.highlights, compaction=planner is not None and config.digest.compaction,
+            min_saving=config.digest.min_saving, render=planner is None, redaction=config.redaction)
         self.preprocess = Preprocessor(0, self.prepare_options)  # run() starts the pool, when there is one
-        if auto_processes(settings.pipeline.preprocess_processes):
+        if auto_processes(config.preprocess_processes):
             start_forkserver()  # on this (lasting) thread: the forkserver's lifeline is tied to it
         self.batches: InOrder[Doc] = InOrder(self.preprocess, POOL_DEPTH)
-        self.assigned, self.error = threading.Event(), None  # error: BaseException | None
-        self.reports = ProgressReports(tracker, metrics, settings.kafka.hold_warning_s, shared.watch)
-        self.lines = LineStream(settings, tracker=tracker, dead_letter=self._dead_letter,  # line topics: windows
-                                metrics=metrics) if settings.windowing.enabled else None
-        self.source = Source(settings, shared, self.lines, self.guard)  # the poll and the decoding
+        self.error = None  # BaseException | None
+        self.reports = ProgressReports(tracker, metrics, config.hold_warning_s, shared.watch)
+        self.lines = LineStream(config, tracker=tracker, dead_letter=self.dead_letters.send,  # line windows
+                                metrics=metrics) if config.windowing is not None else None
+        self.source = Source(config, shared, self.lines, self.guard)  # the poll and the decoding
+        self.rebalance = Rebalance(shared, self, packer=downstream.packer, lines=self.lines,
+                                   reset=config.offset_reset)  # its callbacks run inside poll
+
+    @property
+    def assigned(self) -> threading.Event:
+        """Set at the first assignment."""
+        return self.rebalance.assigned
 
     # ---- the thread ---------------------------------------------------------------
     def run(self) -> None:
@@ -128,43 +127,44 @@ class Ingest(StageThread):
         self.leaving.set()
 
     def health(self) -> Health:
-        limit, waiting = self.s.pipeline.stall_timeout_s, self.batches.waiting_s()
+        limit, waiting = self.config.stall_timeout_s, self.batches.waiting_s()
         if waiting >= limit / 2:
             return Health(ready=False, why=f"the preprocessing pool has returned no batch for {waiting:.0f} s "
                                            f"(pipeline.stall_timeout_s {limit:.0f})")
-        return HEALTHY if self.holds_partitions else Health(ready=False, why="no partitions assigned")
+        return HEALTHY if self.rebalance.holds_partitions else Health(ready=False, why="no partitions assigned")
 
     def _loop(self) -> None:
-        processes = auto_processes(self.s.pipeline.preprocess_processes)
+        c = self.config
+        processes = auto_processes(c.preprocess_processes)
         if processes:
-            self.preprocess = Preprocessor(processes, self.prepare_options, self.s.pipeline.stall_timeout_s,
-                                           tokenizer=self._pool_tokenizer(),
-                                           max_text_bytes=self.s.pipeline.max_document_bytes)
-            self.batches = InOrder(self.preprocess, POOL_DEPTH, self.s.pipeline.stall_timeout_s)
+            self.preprocess = Preprocessor(processes, self.prepare_options, c.stall_timeout_s,
+                                           tokenizer=self._pool_tokenizer(), max_text_bytes=c.max_document_bytes)
+            self.batches = InOrder(self.preprocess, POOL_DEPTH, c.stall_timeout_s)
             log.info("%d preprocess processes started (pipeline.preprocess_processes)", processes)
         self.consumer = self.make_consumer()
-        self.consumer.subscribe(list(self.s.kafka.input_topics), on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        r = self.rebalance
+        self.consumer.subscribe(list(c.input_topics), on_assign=r.on_assign, on_revoke=r.on_revoke,
+                                on_lost=r.on_lost)
         next_lag = 0.0
         while not self.leaving.is_set():
             # Delivery never calls the consumer (calls into one consumer are serialized): publish
             # the group metadata for its transactions, and commit what it delivered (at_least_once).
             self.commits.publish(self.consumer.consumer_group_metadata())
-            self._commit_delivered(asynchronous=True)
-            self._plan_combines()
+            self.commit_delivered(asynchronous=True)
+            self.rounds.combine()
             if self.lines is not None:  # windows that time (or a drain) closed
                 self._submit(self.lines.due(self.stop_polling.is_set()))
             self._backpressure()
             if self.lines is not None:
                 self.lines.hold(self.paused)  # time paused is not a key's silence (its gap)
             if time.monotonic() >= next_lag:
-                self._report_lag()
-                self._report_held()
-                next_lag = time.monotonic() + self.s.pipeline.lag_interval_s
+                self.reports.lag(self.consumer)
+                self.reports.held()
+                next_lag = time.monotonic() + c.lag_interval_s
             # short polls while batches are in the pool: their documents go on as soon as they are back
             msgs = self.source.poll(self.consumer, 0.005 if len(self.batches) else 0.05)
             if self.lines is not None:
-                msgs = self._more_lines(msgs)
+                msgs = self.source.more_lines(self.consumer, msgs)
             # While draining, polled messages are not registered: their offsets never commit,
             # so whoever owns the partition next gets them again.
             if msgs and not self.stop_polling.is_set():
@@ -172,18 +172,8 @@ class Ingest(StageThread):
             # polled batches come back from the pool in order; with nothing new polled, wait for them
             self._take_prepared(block=not msgs or self.stop_polling.is_set())
 
-    def _more_lines(self, msgs: list) -> list:
-        """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
-        polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
-        digest pool and the tokenizer as one batch instead of one window at a time."""
-        chunk = msgs
-        while len(chunk) >= self.source.batch and len(msgs) < LINE_POLLS * self.source.batch and \
-                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
-            chunk = self.consumer.consume(num_messages=self.source.batch, timeout=0)
-            msgs = msgs + chunk
-        return msgs
-
-    def _commit_delivered(self, asynchronous: bool) -> None:
+    def commit_delivered(self, asynchronous: bool) -> None:
+        """The offsets delivery posted (at_least_once), committed; called by the loop and by a revoke."""
         offsets = self.commits.take()
         if offsets:
             try:
@@ -235,101 +225,18 @@ class Ingest(StageThread):
         """Generative mode, and the packer holds nothing: the model waits for whatever comes next."""
         return self.planner is not None and self.packer.stats().pending_seqs == 0
 
+    def settle(self) -> None:
+        """Every batch out in the preprocessing pool taken back and registered, unless the stage failed (a
+        stalled pool: nothing more is taken, the worker stops); a rebalance callback's first step."""
+        if self.error is None:
+            self._take_prepared(block=True)
+
     def _take_prepared(self, block: bool) -> None:
         """Every batch back from the preprocessing pool (with block, all of them), in fetch order."""
         done = self.batches.take(block)
         self.metrics.digest_wall_seconds.inc(self.batches.new_seconds())  # handing over and waiting
         for docs, preps in done:
-            self._prepared(docs, preps)
-
-    def _prepared(self, docs: list[Doc], preps: list) -> None:
-        """A batch with its passes done: dead letters, token gate, plan, pack (or finish, in digest mode)."""
-        good = self._passed(docs, preps)
-        if not good:
-            return
-        if self.planner is None:  # digest mode: no model, the digest in English is the summary
-            for doc in good:
-                self.finished(doc, doc.prepared.summary)  # blocks while finishing is full: backpressure
-            return
-        batch: list[tuple[int, np.ndarray, int]] = []
-        for doc, plan in self.guard.each(good, self._plan, "plan"):
-            try:
-                batch.extend(self._register(doc, plan))
-            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
-                self.guard.doc("register", doc, exc)
-        now = time.monotonic()  # stamped first: a bin may take them before submit_many returns
-        for doc in good:
-            doc.packed = now
-        self.packer.submit_many(batch)  # one arrival for the window: the poll's batch packs together
-
-    def _register(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
-        doc.input_tokens, doc.truncated, doc.chunks = plan.document_tokens, plan.truncated, len(plan.prompts)
-        if doc.document_tokens is not None:  # None: a window kept compacted by its bytes, not counted
-            doc.document_tokens = doc.document_tokens or plan.document_tokens
-            self.metrics.document_tokens.inc(doc.document_tokens)
-        return self._sequences(doc, plan)
-
-    def _passed(self, docs: list[Doc], preps: list) -> list[Doc]:
-        """The documents whose pass worked (each with its `prepared`); the others are dead-lettered
-        (`digest_error`)."""
-        self.metrics.digest_seconds.inc(sum(p.seconds for p in preps))
-        ok: list[Doc] = []
-        for doc, prep in zip(docs, preps):
-            if prep.error is not None:
-                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error", prep.error,
-                                  doc.headers)
-                continue
-            doc.take(prep)  # the redacted text replaces the document's (worker/redaction/)
-            ok.append(doc)
-        return ok
-
-    def _plan(self, docs: list[Doc]) -> list:
-        """Each document's plan (prompts, chunks), from the text its prompt is made from."""
-        return self.planner.plan_many(prompt_texts(docs, self.s.digest, self.planner.count, self.metrics))
-
-    def _sequences(self, doc: Doc, plan) -> list[tuple[int, np.ndarray, int]]:
-        """Register the plan's sequences; returns (seq_id, tokens, key) to submit."""
-        limit = self.planner.max_prompt_tokens
-        if any(len(p) > limit for p in plan.prompts):  # the planner keeps prompts in budget: a bug, not input
-            self.dead_letters.doc(doc, "oversize", f"a planned prompt exceeds {limit} tokens")
-            return []
-        out = []
-        for sid, seq, prompt in self.registry.add(doc, list(plan.prompts), final=len(plan.prompts) == 1):
-            seq.tokens = np.asarray(prompt, dtype=np.int32)  # [n] int32
-            out.append((sid, seq.tokens, doc.epoch))
-        return out
-
-    def _plan_combines(self) -> None:
-        while True:
-            try:
-                doc = self.combine_q.get_nowait()
-            except queue.Empty:
-                return
-            if self.tracker.epoch(doc.tp) != doc.epoch:
-                continue  # revoked meanwhile
-            parts = [doc.parts[i] for i in sorted(doc.parts)]
-            try:
-                plan = self.planner.plan(combine_text(parts))
-            except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard
-                self.guard.doc("combine", doc, exc)
-                continue
-            doc.rounds += 1
-            if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
-                self._dead_letter(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
-                                  f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
-                                  doc.headers)
-                continue
-            self.packer.submit_many(self._sequences(doc, plan))
-
-    def _dead_letter(self, tp, epoch: int, offset: int, key, value, error_class: str, message: str,
-                     in_headers=()) -> None:
-        self.dead_letters.send(tp, epoch, offset, key, value, error_class, message, in_headers)
-
-    def _report_lag(self) -> None:
-        self.reports.lag(self.consumer)
-
-    def _report_held(self) -> None:
-        self.reports.held()
+            self.rounds.prepared(docs, preps)
 
     # ---- backpressure (worker/pipeline/backpressure.py) ----------------------------
     def _backpressure(self) -> None:
@@ -338,63 +245,3 @@ class Ingest(StageThread):
     @property
     def paused(self) -> bool:
         return self.pressure.paused
-
-    # ---- rebalances (called inside poll, on this thread) --------------------------
-    def _on_assign(self, consumer, partitions) -> None:
-        for p in partitions:
-            self.tracker.assign((p.topic, p.partition))
-        if partitions:
-            # librdkafka keeps a partition's pause flag across unassign and assign: a partition lost while
-            # paused comes back paused, and a resume after the loss (on the empty assignment) never reaches
-            # it. So every assignment sets the flag explicitly, to what backpressure wants now.
-            # Each partition starts where the group committed, or where auto.offset.reset says, named
-            # here so librdkafka does not wait its fixed 100 ms before looking that up (start_positions).
-            partitions = start_positions(consumer, partitions, offset_reset(self.s.kafka))
-            consumer.incremental_assign(partitions)
-            (consumer.pause if self.paused else consumer.resume)(partitions)
-            self.metrics.paused.set(len(consumer.assignment()) if self.paused else 0)
-        self.assigned.set()
-        self.holds_partitions = bool(partitions) or bool(consumer.assignment())
-        log.info("assigned %s", [(p.topic, p.partition) for p in partitions])
-
-    def _forget(self, partitions) -> tuple[list, set[int]]:
-        tps = [(p.topic, p.partition) for p in partitions]
-        epochs = {e for e in (self.tracker.epoch(tp) for tp in tps) if e is not None}
-        for e in epochs:
-            if self.packer is not None:
-                self.packer.cancel(e)
-        self.registry.drop_epochs(epochs)
-        if self.lines is not None:
-            self.lines.drop(tps)
-        return tps, epochs
-
-    def _on_revoke(self, consumer, partitions) -> None:
-        if self.error is None:  # after a failure (a stalled pool) nothing more is taken: the worker stops
-            self._take_prepared(block=True)  # what was polled before the revoke is registered first, as without a pool
-        tps, _ = self._forget(partitions)
-        self._not_ready_if_empty(consumer, partitions)
-        # Whatever is finished for these partitions goes out (and commits) now; the rest is redone elsewhere.
-        # The metadata is taken here, inside the callback: the consumer admits this re-entrant call.
-        self.commits.revoke(tps, group_metadata=consumer.consumer_group_metadata())
-        self._commit_delivered(asynchronous=False)
-        log.info("revoked %s", tps)
-
-    def _not_ready_if_empty(self, consumer, partitions) -> None:
-        gone = {(p.topic, p.partition) for p in partitions}
-        if not any((p.topic, p.partition) not in gone for p in consumer.assignment()):
-            self.holds_partitions = False
-        for topic, part in gone:
-            for gauge in (self.metrics.lag, self.metrics.unfinished, self.metrics.held):
-                try:
-                    gauge.remove(topic, str(part))
-                except KeyError:
-                    pass
-
-    def _on_lost(self, consumer, partitions) -> None:
-        if self.error is None:
-            self._take_prepared(block=True)
-        tps, _ = self._forget(partitions)
-        self._not_ready_if_empty(consumer, partitions)
-        for tp in tps:
-            self.tracker.revoke(tp)
-        log.warning("lost %s: their uncommitted results are dropped", tps)

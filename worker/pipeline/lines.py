@@ -62,13 +62,14 @@ def rules_of(w) -> Rules:
 
 
 class LineStream:
-    def __init__(self, settings, *, tracker: OffsetTracker, dead_letter: Callable[..., object], metrics=None,
+    def __init__(self, config, *, tracker: OffsetTracker, dead_letter: Callable[..., object], metrics=None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        w = settings.windowing
-        self.topics = frozenset(w.topics or settings.kafka.input_topics)
+        """`config`: ingest's (worker/pipeline/ingest.py: windowing, input_topics, max_message_bytes)."""
+        w = config.windowing
+        self.topics = frozenset(w.topics or config.input_topics)
         self.key_path = tuple(w.key_field.split(".")) if w.key_field else None
         self.key_regex = re.compile(w.key_regex) if w.key_regex else None
-        self.max_bytes = settings.kafka.max_message_bytes
+        self.max_bytes = config.max_message_bytes
         self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/observability/metrics.py
         self.windows = Windower(rules_of(w), clock)
         self.clock_kind = w.time

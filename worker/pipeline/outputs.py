@@ -27,19 +27,20 @@ def prepared_of(doc: Doc, highlights: int) -> Prepared:
     return doc.prepared
 
 
-def build_output(doc: Doc, summary: str, *, settings, model_name: str, now: float) -> OutputMessage:
-    """The output message of a finished document. `now` is time.monotonic() at finishing."""
-    p = prepared_of(doc, settings.model.highlights)
+def build_output(doc: Doc, summary: str, *, config, now: float) -> OutputMessage:
+    """The output message of a finished document. `config`: finishing's (worker/pipeline/finishing.py:
+    `model_name`, `mode`, `highlights`, `grounding`); `now` is time.monotonic() at finishing."""
+    p = prepared_of(doc, config.highlights)
     grounding, published = None, {"text": summary, "source": "digest", "reason": "digest_mode"}
-    if settings.model.mode == "generative":
-        published, grounding = publish(doc, p, summary, settings.model.grounding)
+    if config.mode == "generative":
+        published, grounding = publish(doc, p, summary, config.grounding)
     queued = (doc.first_gpu or now) - doc.received
     return OutputMessage(
         id=doc.doc_id, source=doc.meta.get("source"), kind=doc.meta.get("kind"),
         attributes=scrub_tree(doc.meta.get("attributes")),
         input={"topic": doc.tp[0], "partition": doc.tp[1], "offset": doc.offset},
         summary={**published, "text": published["text"].strip()},
-        highlights=p.highlights, digest=p.digest, mode=settings.model.mode, model=model_name,
+        highlights=p.highlights, digest=p.digest, mode=config.mode, model=config.model_name,
         tokens={"input": doc.input_tokens, "document": doc.document_tokens or 0, "output": doc.output_tokens,
                 "chunks": doc.chunks},
         truncated=doc.truncated,

@@ -37,12 +37,13 @@ log = logging.getLogger(__name__)
 OFFSET_ERRORS = {KafkaError._BAD_COMPRESSION: "bad_compression", KafkaError._BAD_MSG: "corrupt_record",
                  KafkaError.INVALID_MSG: "corrupt_record", KafkaError.INVALID_RECORD: "corrupt_record"}
 CONSUME_ERROR_TRIES = 5
+LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
 
 
 class Source:
-    def __init__(self, settings, shared: Shared, lines: LineStream | None, guard: Guard) -> None:
-        """`settings`: worker.config.settings.Settings (kafka.max_message_bytes, pipeline.poll_batch)."""
-        self.max_bytes, self.batch = settings.kafka.max_message_bytes, settings.pipeline.poll_batch
+    def __init__(self, config, shared: Shared, lines: LineStream | None, guard: Guard) -> None:
+        """`config`: ingest's (worker/pipeline/ingest.py: max_message_bytes, poll_batch)."""
+        self.max_bytes, self.batch = config.max_message_bytes, config.poll_batch
         self.tracker, self.metrics, self.dead_letters = shared.tracker, shared.metrics, shared.dead_letters
         self.lines, self.guard = lines, guard
         self._tries: dict[tuple, int] = {}  # (topic, partition, offset) -> consume errors there in a row
@@ -58,6 +59,17 @@ class Source:
             except Exception as exc:  # noqa: BLE001 - the partition went meanwhile (revoked): nothing to skip
                 log.warning("seek past %s/%d@%d failed: %s", tp.topic, tp.partition, tp.offset - 1, exc)
         return take(consumer, self.batch, timeout_s)
+
+    def more_lines(self, consumer, msgs: list) -> list:
+        """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
+        polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
+        digest pool and the tokenizer as one batch instead of one window at a time."""
+        chunk = msgs
+        while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
+                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
+            chunk = consumer.consume(num_messages=self.batch, timeout=0)
+            msgs = msgs + chunk
+        return msgs
 
     def documents(self, msgs: list) -> list[Doc]:
         """The polled records as documents; the bad ones completed with a dead letter, the others
