@@ -17,12 +17,6 @@ raw_chars  # worker/digest/compact.py: a field of the typed result, read through
 compact_chars  # worker/digest/compact.py: a field of the typed result, read through dataclasses.asdict
 raw_templates  # worker/digest/templates.py: a field of the typed result, read through dataclasses.asdict
 _.profiling_enabled  # Drain3's config, read by Drain3 (bench/digest.py, worker/bench/quality.py)
-finish_reason  # worker/engine/engine.py: a field of Generated, part of the engine's API
-_.drain_depth  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.drain_sim_th  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.mask_prefix  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.mask_suffix  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.masking_instructions  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
 
 __getattr__  # worker/engine/__init__.py: the package's lazy exports (PEP 562), called by the import system
 

@@ -6,17 +6,10 @@ from __future__ import annotations
 import pytest
 
 from worker.windowing.windows import MAX_LINKS, Rules, Windower
+from clocks import Clock
 
 TP = ("lines", 0)
 T0 = 1_714_564_800_000  # ms
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def windower(**kw):

@@ -7,16 +7,9 @@ from hypothesis import strategies as st
 from worker.pipeline.tracker import OffsetTracker, Record
 from worker.windowing.multiline import Joiner, continues
 from worker.windowing.windows import Rules, Windower
+from clocks import Clock
 
 TP, TP2 = ("lines", 0), ("lines", 1)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def windower(**kw):
