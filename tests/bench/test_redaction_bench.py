@@ -30,3 +30,4 @@ def test_cost_runs_the_digest_pass_both_ways():
     c = redaction.cost("tiny", texts, repeats=1)
     assert c["documents"] == 6 and c["lines"] == 12
     assert c["digest_off_s"] > 0 and c["digest_on_s"] > 0 and c["redaction_alone_s"] > 0
+    assert (c["redactions_on"], c["redactions_off"]) == (6, 0)  # the sides differ by the pass, and only by it

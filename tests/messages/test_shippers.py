@@ -70,6 +70,7 @@ def test_records_without_a_line_stay_dead_letters(value, error_class):
 @pytest.mark.parametrize("value,ms", [
     ("2024-05-01T12:00:00Z", 1714564800000), ("2024-05-01T14:00:00+02:00", 1714564800000),
     (1714564800, 1714564800000), (1714564800123, 1714564800123), ("yesterday", None), (True, None), (None, None),
+    (1e17, None), (1e300, None),  # past what a datetime holds: no time, never a broken record
 ])
 def test_time_fields(value, ms):
     assert parse_time(value) == ms
@@ -90,3 +91,11 @@ def test_a_records_level_field_reaches_the_digest():
     assert digest["severity"] == {"ERROR": 1} and digest["span"]["first"] == "2024-05-01T12:00:03Z"
     plain = decode_input(orjson.dumps(VECTOR), max_bytes=1 << 20)   # no level field: the raw line, verbatim
     assert plain.document == VECTOR["message"]
+
+
+def test_a_nonsense_nanosecond_time_is_no_time_and_the_record_is_read():
+    from worker.messages.models import decode_input
+
+    msg = decode_input(b'{"message": "disk full", "level": "error", "ts": 1e17, "timestamp": 99999999999999999999999}',
+                       max_bytes=1 << 20)
+    assert "disk full" in msg.document and "time" not in (msg.attributes or {})

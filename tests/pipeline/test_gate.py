@@ -132,9 +132,14 @@ def test_a_windows_output_goes_through_the_same_gate():
     doc = Doc(tp=("lines", 0), epoch=0, offset=20, key=b"node-001", doc_id="lines:0:0-20", text=text,
               meta={"source": "node-001"}, received=0.0, window=window,
               prepared=prepare(text, "node-001", None, PrepareOptions(3, False, 0.0, False)))
+    # the fragment cites what no line holds: ungrounded
     fragment = "10.14.199.221: 22:13:20 node-001 nginx[6319]: GET /api/v1/health 200 461ms 10.14.199"
     msg = build_output(doc, fragment, config=finishing_config(s, "m"), now=1.0)
-    assert msg.window.key == "node-001" and msg.summary.source == "digest" and msg.summary.reason != "passed"
+    assert msg.window.key == "node-001" and (msg.summary.source, msg.summary.reason) == ("digest", "grounded")
+    # a line of the window copied, every value in it grounded: the copy check catches it
+    copied = "22:13:05 node-001 nginx[6319]: GET /api/v1/health 200 405ms 10.14.199.5"
+    msg = build_output(doc, copied, config=finishing_config(s, "m"), now=1.0)
+    assert (msg.summary.source, msg.summary.reason) == ("digest", "copy")
     good = "node-001 nginx had its upstream timed out to 10.14.199.7 at 22:13:30 after health checks passed."
     msg = build_output(doc, good, config=finishing_config(s, "m"), now=1.0)
     assert (msg.summary.source, msg.summary.text) == ("model", good)

@@ -100,3 +100,13 @@ def test_every_offset_commits_once_in_order(gaps, rnd, aborts):
         committed = r.next_offset
     assert out == [str(o).encode() for o in offsets]
     assert committed == offsets[-1] + 1
+
+
+def test_put_back_names_the_runs_of_a_partition_revoked_meanwhile():
+    t = OffsetTracker()
+    e = t.assign(TP)
+    t.see(TP, e, 1)
+    t.complete(TP, e, 1, rec(1))
+    taken = t.take_ready()
+    t.assign(TP)  # a new epoch: the taken run is no longer this assignment's
+    assert t.put_back(taken) == taken and t.take_ready() == []

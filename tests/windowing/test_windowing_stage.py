@@ -333,3 +333,17 @@ def test_record_time_uses_the_kafka_timestamps():
                            ts=1_700_000_000_000 + ts), TP, epoch)
     (first,) = docs
     assert window_info(first)["end"] == "2023-11-14T22:13:21.000Z" and window_info(first)["records"] == 2
+
+
+def test_event_time_reads_a_lines_own_stamp_and_never_the_kafka_clock_for_a_line_without_one():
+    """A stack frame has no stamp: it moves no clock (a Kafka timestamp months after a replayed log's times
+    would push the watermark past every later line); a 3164 stamp just after New Year is last year's."""
+    from datetime import datetime, timezone
+
+    from worker.pipeline.lines import line_time_ms
+
+    near = int(datetime(2026, 1, 1, 0, 0, 5, tzinfo=timezone.utc).timestamp() * 1e3)
+    assert line_time_ms("Dec 31 23:59:58 host a: b", near) == int(
+        datetime(2025, 12, 31, 23, 59, 58, tzinfo=timezone.utc).timestamp() * 1e3)
+    assert line_time_ms("Jan  1 00:00:01 host a: b", near) == near - 4000
+    assert line_time_ms("\tat a.b.C.d(C.java:1)", near) is None

@@ -75,9 +75,17 @@ def _parse(t: str) -> Stamp | None:
             year = int(y) + (2000 if len(y) == 2 else 0)
             zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
             return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), zone), form)
+    m = _CLF.match(t)
+    if m:
+        d, mon, y, h, mi, s, z = m.groups()
+        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)),
+                      "apache")
     m = _DMY.match(t) or _MDY.match(t)
     if m:
         return _named(m)
+    m = _NUMERIC_DATE.match(t)
+    if m:
+        return _numeric_date(m)
     m = _DM.match(t)
     if m:
         d, mon, mon2, d2, h, mi, sec, frac = m.groups()
@@ -88,11 +96,6 @@ def _parse(t: str) -> Stamp | None:
         ms = len(m.group(1)) == 13
         secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
         return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
-    m = _CLF.match(t)
-    if m:
-        d, mon, y, h, mi, s, z = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)),
-                      "apache")
     m = _CTIME.match(t)
     if m:
         mon, d, h, mi, s, frac, y = m.groups()
@@ -144,11 +147,29 @@ def sort_keys(stamps: list[str]) -> list[str]:
         return [_clf_key(s) if s else "" for s in stamps]
     if _EPOCH.match(sample):
         return [f"{float(s):020.6f}" if s else "" for s in stamps]
+    if _NUMERIC_DATE_NOT_YEAR_FIRST.match(sample):                  # 19-06-2019 10:00:00, 11/05/2018 19:21
+        return [_clf_key(s) if s else "" for s in stamps]
     widths = set(map(len, stamps))
     widths.discard(0)
-    if len(widths) == 1:     # fixed width, fields largest first, equal separators: the texts sort as the times
+    if len(widths) == 1 and sample[:4].isdigit():  # fixed width, the year first: the texts sort as the times
         return stamps
     return [_padded_key(s) if s else "" for s in stamps]
+
+
+_NUMERIC_DATE_NOT_YEAR_FIRST = re.compile(r"\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b")  # day or month first: parsed
+# 19-06-2019 10:00:00, 11/05/2018 19:21:00.123, 19.06.2019 10:00: day or month first, the year last
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?\Z")
+
+
+def _numeric_date(m: re.Match) -> Stamp:
+    """A field over 12 is the day; with neither over 12, `/` is read month first (the US order) and `-` or `.`
+    day first (the order of most other locales)."""
+    a, sep, b, y, h, mi, sec, frac = m.groups()
+    day_first = int(a) > 12 or (int(b) <= 12 and sep != "/")
+    d, mo = (a, b) if day_first else (b, a)
+    year = int(y) + (2000 if len(y) == 2 else 0)
+    return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(sec or 0), _fraction(frac)),
+                  "day_first" if day_first else "month_first")
 
 
 def _clf_key(s: str) -> str:

@@ -117,7 +117,9 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
         else:
             cont &= np.fromiter(continued, dtype=bool, count=n)
         if cont.any():
-            idx = np.where(cont, -1, np.arange(n))                 # [L] the record's first line at or before
+            # [L] the record's first line at or before; a blank line (no template) neither starts a record
+            # nor ends one (a Go panic's frames follow a blank line)
+            idx = np.where(cont | (tm.line_template < 0), -1, np.arange(n))
             np.maximum.accumulate(idx, out=idx)
             inherited = cont & (idx >= 0)
             ranks[inherited] = ranks[idx[inherited]]

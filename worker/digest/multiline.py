@@ -16,7 +16,7 @@ import re
 CONTINUATION = re.compile(r"(?:[ \t]+\S|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
                           r"|[\w./*()\[\]-]+\(.*\)\Z"
                           r"|Traceback \(most recent call last\):"
-                          r"|(?:[\w$]+\.)*[\w$]*(?:Exception|Error|Throwable)(?::\s|\Z)")
+                          r"|(?:[\w$]+\.)*[\w$]+(?:Exception|Error|Throwable)(?::\s|\Z)")
 
 
 def continues(line: str) -> bool:

@@ -138,7 +138,7 @@ def _time_ms(obj: dict[str, Any]) -> int | None:
             if isinstance(v, str) and v.isdigit():
                 v = int(v)
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return int(v * scale)
+                return _in_range(int(v * scale))
     for f in TEXT_TIME_FIELDS:
         ms = parse_time(obj.get(f))
         if ms is not None:
@@ -146,12 +146,21 @@ def _time_ms(obj: dict[str, Any]) -> int | None:
     return None
 
 
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: the last time ISO 8601 text (and datetime) can hold
+
+
+def _in_range(ms: int) -> int | None:  # integers: no float overflow
+    """`ms` when a datetime can hold it, else None (a nonsense time field is no time, not a broken record)."""
+    return ms if 0 < ms <= MAX_MS else None
+
+
 def parse_time(v: Any) -> int | None:
     """RFC 3339 text or seconds (milliseconds when that large) since the epoch -> ms since the epoch."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
-        return int(v if v > _EPOCH_S_MAX else v * 1e3) if v > 0 else None
+        ms = v if v > _EPOCH_S_MAX else v * 1e3
+        return int(ms) if 0 < ms <= MAX_MS else None
     if not isinstance(v, str) or len(v) < 10 or not v[:4].isdigit():
         return None
     text = _FRACTION.sub(r"\1", v.strip().replace("Z", "+00:00").replace("z", "+00:00"))

@@ -219,7 +219,9 @@ class Delivery(StageThread):
             ok = self._transaction(ready, group_metadata or self.commits.group_metadata, _Deadline(self.stuck_s)) \
                 if self.exactly_once else self._at_least_once(ready)
             if not ok:
-                self.tracker.put_back(ready)
+                for r in self.tracker.put_back(ready):  # revoked: their refused records' stand-ins go too
+                    for rec in r.records:
+                        self._replaced.pop(id(rec), None)
                 return 0
             self.tracker.mark_committed(ready)
             if self.tracer is not None:  # the documents' spans end at their commit

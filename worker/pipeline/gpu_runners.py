@@ -34,7 +34,7 @@ class LocalRunner:
     killable = False
 
     def __init__(self, engine, policy, config: PackerConfig) -> None:
-        self.engine, self.policy = engine, policy
+        self.engine = engine
         self.model = policy.local(engine, config)
         self._ids = itertools.count(1)
 

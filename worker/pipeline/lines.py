@@ -104,7 +104,9 @@ class LineStream:
         if self.clock_kind == "record":
             time_ms = kafka_ms
         elif time_ms is None:
-            time_ms = (line_time_ms(line, kafka_ms) if self.clock_kind == "event" else None) or kafka_ms
+            # event time: the line's own stamp; a line without one (a stack frame) moves no clock: it joins its
+            # key's window as the poll rules say, and never mixes the Kafka clock into the line times
+            time_ms = line_time_ms(line, kafka_ms) if self.clock_kind == "event" else kafka_ms
         late = self.windows.late_records
         closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind, m.headers())
         if self.metrics is not None and self.windows.late_records > late:
@@ -183,20 +185,28 @@ class LineStream:
         return docs
 
 
+DAY_MS = 86_400_000
+
+
 def line_time_ms(line: str, near_ms: int | None) -> int | None:
     """The timestamp at the start of `line` (worker/digest/timeparse.py), in ms since the epoch; a time without a
-    year (RFC 3164) takes the year of `near_ms` (the Kafka timestamp), else the current one. Times without a zone
-    are read as UTC."""
+    year (RFC 3164) takes the year of `near_ms` (the Kafka timestamp, else now), or the year before when that puts
+    it more than a day after `near_ms`. Times without a zone are read as UTC."""
     stamp = parse_line(line)
     if stamp is None:
         return None
     if not stamp.text.startswith("--"):
         return int(stamp.seconds * 1e3)
     year = datetime.fromtimestamp((near_ms if near_ms is not None else time.time() * 1e3) / 1e3, tz=timezone.utc).year
-    try:
-        return int(datetime.fromisoformat(f"{year}{stamp.text[1:]}").replace(tzinfo=timezone.utc).timestamp() * 1e3)
-    except ValueError:   # 29 February of a year without one
-        return None
+    near = near_ms if near_ms is not None else time.time() * 1e3
+    for y in (year, year - 1):  # a line read just after New Year is last year's
+        try:
+            ms = int(datetime.fromisoformat(f"{y}{stamp.text[1:]}").replace(tzinfo=timezone.utc).timestamp() * 1e3)
+        except ValueError:   # 29 February of a year without one
+            continue
+        if ms <= near + DAY_MS:
+            return ms
+    return None
 
 
 def window_info(doc: Doc) -> dict | None:

@@ -76,8 +76,7 @@ class Rounds:
         ok: list[Doc] = []
         for doc, prep in zip(docs, preps):
             if prep.error is not None:
-                self.dead_letters.send(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "digest_error",
-                                       prep.error, doc.headers)
+                self.dead_letters.doc(doc, "digest_error", prep.error)
                 continue
             doc.take(prep)  # the redacted text replaces the document's (worker/redaction/)
             ok.append(doc)
@@ -137,8 +136,7 @@ class Rounds:
                 continue
             doc.rounds += 1
             if doc.rounds > MAX_ROUNDS or len(plan.prompts) >= len(parts):
-                self.dead_letters.send(doc.tp, doc.epoch, doc.offset, doc.key, doc.raw, "chunking_diverged",
-                                       f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds",
-                                       doc.headers)
+                self.dead_letters.doc(doc, "chunking_diverged",
+                                      f"{len(parts)} chunk summaries did not combine within {doc.rounds} rounds")
                 continue
             self.packer.submit_many(self._sequences(doc, plan))

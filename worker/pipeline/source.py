@@ -46,7 +46,7 @@ class Source:
         self.max_bytes, self.batch = config.max_message_bytes, config.poll_batch
         self.tracker, self.metrics, self.dead_letters = shared.tracker, shared.metrics, shared.dead_letters
         self.lines, self.guard = lines, guard
-        self._tries: dict[tuple, int] = {}  # (topic, partition, offset) -> consume errors there in a row
+        self._tries: dict[tuple, tuple[int, int]] = {}  # (topic, partition) -> (offset, consume errors there in a row)
         self._seeks: list[TopicPartition] = []  # past offsets dead-lettered for a consume error
 
     def poll(self, consumer, timeout_s: float) -> list:
@@ -92,7 +92,7 @@ class Source:
                 continue  # not ours any more
             consumed += 1
             if self._tries:  # the partition reads again: its earlier consume errors were passing ones
-                self._tries = {k: n for k, n in self._tries.items() if (k[0], k[1]) != tp}
+                self._tries.pop(tp, None)
             kind, ts_ms = m.timestamp()
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 age.observe(max(0.0, wall - ts_ms / 1e3))
@@ -104,14 +104,15 @@ class Source:
         """A consume error at one offset: logged; at the CONSUME_ERROR_TRIES-th in a row, that offset is
         completed with a dead letter (no value, no key: there are none to read) and skipped."""
         tp, offset, err = (m.topic(), m.partition()), m.offset(), m.error()
-        key = (*tp, offset)
-        tries = self._tries[key] = self._tries.get(key, 0) + 1
+        at, tries = self._tries.get(tp, (offset, 0))
+        tries = tries + 1 if at == offset else 1
+        self._tries[tp] = (offset, tries)
         self.metrics.consume_errors.labels(err.name()).inc()
         log.warning("consume error at %s/%d@%d (try %d of %d): %s", tp[0], tp[1], offset, tries,
                     CONSUME_ERROR_TRIES, err, extra={"topic": tp[0], "partition": tp[1], "offset": offset})
         if tries < CONSUME_ERROR_TRIES:
             return
-        del self._tries[key]
+        del self._tries[tp]
         epoch = self.tracker.epoch(tp)
         if epoch is None or not self.tracker.see(tp, epoch, offset):
             return  # not ours any more

@@ -184,13 +184,16 @@ class OffsetTracker:
                     out.append(Ready(tp, p.epoch, tuple(recs), tuple(offs)))
         return out
 
-    def put_back(self, ready: list[Ready]) -> None:
-        """Return taken runs (their transaction aborted) so they go out again, in order."""
+    def put_back(self, ready: list[Ready]) -> list[Ready]:
+        """Return taken runs (their transaction aborted) so they go out again, in order; the runs dropped
+        instead (their partition revoked meanwhile: another consumer redoes them)."""
+        dropped: list[Ready] = []
         with self._lock:
             for r in ready:
                 p = self._parts.get(r.tp)
                 if p is None or p.epoch != r.epoch:
-                    continue  # revoked meanwhile: another consumer will redo them
+                    dropped.append(r)
+                    continue
                 p.scan = None  # the prefix changes
                 # The run's records ride on its first offset; the others carry none.
                 # The run goes out whole again: its offsets reach its last (no retake ends inside it).
@@ -202,6 +205,7 @@ class OffsetTracker:
                     if off != r.offsets[-1]:
                         p.reach[off] = r.offsets[-1]
                 p.done[r.offsets[0]] = r.records
+        return dropped
 
     def holding(self) -> list[tuple[TopicPartition, int, float]]:
         """Per partition whose oldest seen offset is unfinished: (partition, that offset, seconds since seen).
