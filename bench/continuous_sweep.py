@@ -31,8 +31,8 @@ from pathlib import Path
 
 import torch
 
-from worker.bench.e2e import CORPORA, model_texts, pack_bins
-from worker.bench.parts import load_parts
+from bench.e2e import CORPORA, model_texts, pack_bins
+from bench.parts import load_parts
 from worker.pipeline.planner import PlanLimits, Planner
 
 

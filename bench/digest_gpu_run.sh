@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: build, the digest's cost on the H200 host's CPU (bench/digest.py,
-# no Drain3 there), then `ribbon bench e2e` on the same mixed documents with compaction on and off
+# no Drain3 there), then `python -m bench.e2e` on the same mixed documents with compaction on and off
 # (0.5B architecture, engine-only alongside in each), with the preprocessing pool at its auto size
 # (cores // 4), then compaction on with the pool off (PROCS0=1). Results land in $OUT (then bench/results/).
 set -uo pipefail

@@ -1,4 +1,4 @@
-"""`ribbon bench engine`: Ribbon's packed engine against Hugging Face on one GPU.
+"""`python -m bench.engine`: Ribbon's packed engine against Hugging Face on one GPU.
 
 Random weights of public architectures (config/models/*.json), bf16. For each model and mix:
 prefill only (HF padded batches of 8 vs Ribbon packed bins) and generation of max_new tokens on
@@ -22,10 +22,10 @@ from pathlib import Path
 import torch
 import transformers
 
-from worker.bench import engine_hf as hf
-from worker.bench.engine_floors import ceilings, job_floor_s, model_figures, prefill_flops
-from worker.bench.engine_plot import plot
-from worker.bench.engine_profile import profile_engine
+from bench import engine_hf as hf
+from bench.engine_floors import ceilings, job_floor_s, model_figures, prefill_flops
+from bench.engine_plot import plot
+from bench.engine_profile import profile_engine
 from worker.engine.attention import REGISTERED
 from worker.engine.autotune import autotune_budget
 from worker.engine.fuse import compile_layers, uncompile_layers
@@ -74,7 +74,7 @@ def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str =
         packer.close()
 
 
-def _prefix(docs: list[list[int]], budget: int, reserve: int) -> list[int]:
+def first_bin(docs: list[list[int]], budget: int, reserve: int) -> list[int]:
     """The first documents whose weights fit one bin (warm-ups: a bin of the timed run's size)."""
     idx, used = [], 0
     for i, d in enumerate(docs):
@@ -85,7 +85,7 @@ def _prefix(docs: list[list[int]], budget: int, reserve: int) -> list[int]:
     return idx
 
 
-def _stage(eng, docs: list[list[int]], idx: list[int]):
+def stage_docs(eng, docs: list[list[int]], idx: list[int]):
     sel = [docs[i] for i in idx]
     cu = [0]
     for d in sel:
@@ -98,7 +98,7 @@ def _stage(eng, docs: list[list[int]], idx: list[int]):
 
 
 def ribbon_prefill(eng, docs: list[list[int]], bin_tokens: int) -> dict:
-    eng.prefill_last_logits(_stage(eng, docs, _prefix(docs, bin_tokens, 0)))  # warm-up
+    eng.prefill_last_logits(stage_docs(eng, docs, first_bin(docs, bin_tokens, 0)))  # warm-up
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
@@ -189,10 +189,10 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         r = res.setdefault(mix, {"docs": len(docs), "tokens": sum(lens)})
         flops = prefill_flops(fig, lens)
         runs = [] if args.skip_hf else [("hf_padded", lambda: _eager(eng, hf.hf_prefill, model, docs))]
-        runs += [(f"ribbon_chunk{c}", lambda c=c: _ribbon_prefill(eng, model, docs, c)) for c in args.prefill_chunks]
+        runs += [(f"ribbon_chunk{c}", lambda c=c: ribbon_prefill_at(eng, model, docs, c)) for c in args.prefill_chunks]
         if args.compare_fa2 and eng.prefill_kernel == "triton":  # same run, FlashAttention-2 prefill (not "ribbon*")
             c = max(args.prefill_chunks)
-            runs.append((f"fa2_chunk{c}", lambda c=c: _ribbon_prefill(eng, model, docs, c, "fa2")))
+            runs.append((f"fa2_chunk{c}", lambda c=c: ribbon_prefill_at(eng, model, docs, c, "fa2")))
         for name, fn in runs:
             out = fn()
             out["mfu"] = flops / out["wall_s"] / (ceil["bf16_matmul_tflops"] * 1e12)
@@ -224,7 +224,7 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
                  vs_job_floor=g[name].get("wall_vs_job_floor"))
             save()
         if args.profile:
-            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", _stage)
+            r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", stage_docs)
             save()
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
@@ -235,8 +235,8 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     torch.cuda.empty_cache()
 
 
-def _ribbon_prefill(eng, model, docs, chunk, kernel: str | None = None):
-    model.config._attn_implementation = REGISTERED[eng.backend]
+def ribbon_prefill_at(eng, model, docs, chunk, kernel: str | None = None):
+    model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved, eng.options.chunk_tokens = eng.options.chunk_tokens, chunk
     saved_kernel, eng.prefill_kernel = eng.prefill_kernel, kernel or eng.prefill_kernel
     try:
@@ -256,7 +256,7 @@ def _prefill_shape(shape: str | None) -> None:
 
 
 def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
-    model.config._attn_implementation = REGISTERED[eng.backend]
+    model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved = torch.backends.cuda.preferred_blas_library()
     if blas:
         torch.backends.cuda.preferred_blas_library(blas)
@@ -285,7 +285,7 @@ def _eager(eng, fn, *args):
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog="ribbon bench engine", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.engine", description=__doc__.splitlines()[0])
     p.add_argument("--models", default="7b,0.5b", help="comma list of: " + ", ".join(MODELS))
     p.add_argument("--mixes", default=",".join(MIXES), help="comma list of: stress, uniform")
     p.add_argument("--docs", type=int, default=None, help="documents per mix (default: 400 stress, 300 uniform)")
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
         return 0
 
     if not torch.cuda.is_available():
-        print("ribbon bench engine needs a CUDA GPU", file=sys.stderr)
+        print("python -m bench.engine needs a CUDA GPU", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

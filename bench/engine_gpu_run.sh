@@ -4,7 +4,7 @@
 # (the benchmark packs with the product's packer), then runs the stages given, in order:
 #   variants | kernels | tests | 7b | 0.5b        e.g.  bash bench/engine_gpu_run.sh tests 7b 0.5b
 # HF_GEN= (set, empty) also runs the HF generate baselines (~100 s on 7B). Results (JSON, logs) in $OUT;
-# draw the PNGs here: python -m worker.bench.engine --plot <json> --out bench/results.
+# draw the PNGs here: python -m bench.engine --plot <json> --out bench/results.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHL:-../../.whl}/*.whl || exit 1

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from worker.bench.e2e import model_texts
-from worker.bench.engine import greedy_agreement
+from bench.e2e import model_texts
+from bench.engine import greedy_agreement
 from worker.config.settings import ModelSettings, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine

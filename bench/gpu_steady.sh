@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call: a steady-load run, a `ribbon bench steady` process of its own (not inside
-# `ribbon bench e2e` after its backlog runs). RATE: documents/s (default 641.9: 90% of the 713 docs/s
+# One device call: a steady-load run, a `python -m bench.steady` process of its own (not inside
+# `python -m bench.e2e` after its backlog runs). RATE: documents/s (default 641.9: 90% of the 713 docs/s
 # end-to-end capacity measured on the H200); STEADY_S: seconds of load (60). The process also makes the
 # random checkpoint, starts the engine process and warms it up before its load, so its timeout is
 # STEADY_S + 240 s. PARTITIONS: the topics' partitions (8). Results: $OUT/${NAME:-steady}_h200.{json,txt}.

@@ -38,8 +38,8 @@ from pathlib import Path
 import orjson
 
 from bench.results_io import machine_name, save
-from worker.bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
-from worker.bench.parts import random_checkpoint
+from bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
+from bench.parts import random_checkpoint
 from worker.cli.supervisor import parse_gpus
 from worker.demo.samples import corpus
 from worker.engine.tiny import make_tiny_checkpoint

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from worker.bench.e2e import model_texts
+from bench.e2e import model_texts
 from worker.config.settings import ModelSettings, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKSHOP = ("worker.demo", "worker.bench", "bench")
+WORKSHOP = ("worker.demo", "bench")
 
 
 def _imports_of(func_name: str, path: Path) -> set[str]:
