@@ -1,6 +1,6 @@
 """FP8 prefill against bf16 on one GPU: Qwen2.5-7B architecture (random weights), the stress mix.
 
-    python bench/fp8_prefill.py --out $OUT [--model 7b] [--chunk 65536] [--big-chunk 131072]
+    python -m bench.fp8_prefill --out $OUT [--model 7b] [--chunk 65536] [--big-chunk 131072]
         [--variants all] [--acc-docs 128] [--gen-docs 32] [--gen-tokens 64]
 
 One engine (merged GEMMs, compiled layers, Triton prefill attention, as in production); in one run:
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
            "accuracy_docs": len(acc_docs), "greedy_docs": a.gen_docs, "greedy_tokens": a.gen_tokens,
            "greedy_note": "random weights: logits without a dominant token, so top-1 and greedy agreement are "
                           "near chance for any perturbation; real weights: fp8_accuracy_cpu.json",
-           "command": "python bench/fp8_prefill.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+           "command": "python -m bench.fp8_prefill " + " ".join(argv if argv is not None else sys.argv[1:])}
     out = Path(a.out) / f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json"
 
     def save():
