@@ -27,6 +27,7 @@ import torch
 
 from bench.loadgen import OutputReader, OutputTopic
 from bench.parts import load_parts
+from bench.results_io import command_line
 from bench.steady import report, steady_load
 from bench.timeline import overhead_parts, publication, sample_timeline
 from worker.demo.samples import corpus, mixed_corpus, quality_corpus
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
         "steady_load": steady, "capacity_docs_per_s": capacity,
-        "command": "python -m bench.e2e " + " ".join(argv or []),
+        "command": command_line("bench.e2e", argv),
     }
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
                         f"compaction_{a.compaction}.json")

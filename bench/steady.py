@@ -21,6 +21,7 @@ import numpy as np
 
 from bench.loadgen import SteadyLoad, Topics
 from bench.parts import load_parts
+from bench.results_io import command_line
 from worker.demo.samples import corpus
 from worker.kafka.broker import EmbeddedBroker
 from worker.kafka.config import embedded_settings
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         r = steady_load(settings, parts, a.rate, a.seconds, partitions=a.partitions)
     finally:
         cleanup()
-    r["command"] = "python -m bench.steady " + " ".join(argv or [])
+    r["command"] = command_line("bench.steady", argv)
     report(r, "steady")
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
