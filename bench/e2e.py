@@ -38,7 +38,6 @@ from worker.kafka.broker import EmbeddedBroker
 from worker.kafka.config import embedded_settings, plain_config
 from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 from worker.pipeline.planner import PlanLimits, Planner
-from worker.remote.child_continuous import time_continuous
 
 CORPORA = {
     "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
@@ -93,7 +92,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
         wall, out_tokens = _time_there(eng, bins, seeds, timeout_s)
     elif continuous:
-        _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
+        _, wall, out_tokens = _time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
                                               [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
                                                for t, c, mx, ids, _ in bins])
     else:
@@ -133,6 +132,25 @@ def _time_there(eng, bins: list, seeds: list[int], timeout_s: float) -> tuple[fl
     run(bins[:1])  # warm-up (CUDA graphs, allocator)
     wall, outs = run(bins)
     return wall, sum(len(o.token_ids) for o in outs if o is not None and not isinstance(o, BaseException))
+
+
+def _time_continuous(engine, batcher, bins: list) -> tuple:
+    """The engine in this process, batching continuously: bins (tokens, cu, max_seqlen, seeds) through
+    its batcher, taken as it wants work: ("timed", wall_s, output_tokens)."""
+    cuda = engine.device.type == "cuda"
+    prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
+    sync = (lambda: torch.cuda.synchronize(engine.device)) if cuda else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    out_tokens, nxt = 0, 0
+    while nxt < len(prep) or batcher.busy:
+        while nxt < len(prep) and (not batcher.busy or batcher.wants_work()):
+            tokens, cu, mx, seeds = prep[nxt]
+            batcher.add(engine.stage(tokens, cu, mx), list(seeds), list(range(len(cu) - 1)), engine.limits(list(seeds)))
+            nxt += 1
+        out_tokens += sum(len(g.token_ids) for _, g, _ in batcher.step().done)
+    sync()
+    return ("timed", time.perf_counter() - t0, out_tokens)
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
