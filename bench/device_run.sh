@@ -6,10 +6,11 @@
 # in $OUT/gpu.txt, then runs the stages in the order given. Each stage writes its JSON and its log
 # ($OUT/<name>.txt) under $OUT, named as in bench/results/; its last lines are shown.
 #
-# Every step has a time limit, and no step runs past CALL_S (default 590 s: the device's 600 s a call,
+# Every step has a time limit, and no step runs past CALL_S (default 585 s: the device's 600 s a call,
 # less a margin) from the call's start: a step's limit is its own or what is left of the call, the
-# smaller. --dry-run prints each step and its limit instead, and the limits' sum (no device needed:
-# tests/bench/test_device_run.py runs it on the CPU). --list prints the stages.
+# smaller (then 5 s to stop after SIGTERM). --dry-run prints each step and its limit instead, and the
+# limits' sum (no device needed: tests/bench/test_device_run.py runs it on the CPU). --list prints the
+# stages. The exit status is 1 when a step failed or was stopped at its limit (each is named at the end).
 #
 # Stages (a variable set for the call applies to every stage that reads it; defaults in brackets):
 #   check             gpu-tests, e2e-check and windows-capacity: the tree checked on the defaults in one call
@@ -65,9 +66,11 @@ for s in "$@"; do
 done
 
 [ -n "$DRY" ] || [ -n "${OUT:-}" ] || { echo "device_run.sh: OUT (the results' folder) is not set" >&2; exit 2; }
-CALL_S=${CALL_S:-590}
+CALL_S=${CALL_S:-585}
 START=$SECONDS
 TOTAL=0      # the steps' own limits, added up (what --dry-run reports)
+FAILED=()    # the steps that failed or were stopped
+TMP=${TMPDIR:-/tmp}  # the wheels' site, the build's mark and log, the model cache: this machine's
 ARCH=config/models/qwen2.5-0.5b.json
 LENGTHS=bench/results/stop_lengths_cpu.json
 [ -z "$DRY" ] || OUT='$OUT'  # printed as it is
@@ -83,16 +86,18 @@ step() {  # step LIMIT_S LOG CMD...: CMD under min(LIMIT_S, what is left of the 
   [ "$limit" -le "$left" ] || limit=$left
   if [ "$limit" -lt 10 ]; then
     echo "$log: not run, $left s left of the call (CALL_S $CALL_S)"
+    FAILED+=("$log")
     return 0
   fi
-  timeout -k 10 "$limit" "$@" 2>&1 | grep --line-buffered -v -e '^%' -e 'Writing model' -e 'Loading weights' \
+  timeout -k 5 "$limit" "$@" 2>&1 | grep --line-buffered -v -e '^%' -e 'Writing model' -e 'Loading weights' \
     | tee "$OUT/$log.txt" | grep -v -e '^{"t"' | tail -n "${SHOW:-25}"
   local rc=${PIPESTATUS[0]}
   case $rc in
-    0) ;;
+    0) return 0 ;;
     124|137) echo "$log: stopped at its limit, $limit s" ;;
     *) echo "$log: exit $rc" ;;
   esac
+  FAILED+=("$log")
   return "$rc"
 }
 
@@ -104,13 +109,13 @@ setup() {
   fi
   local whl=${WHL:-.whl}
   compgen -G "$whl/*.whl" > /dev/null || { echo "device_run.sh: no wheels in $whl (WHL): carry them (bench/RESULTS.md)" >&2; exit 2; }
-  timeout 20 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+  timeout 20 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$TMP/site" \
     "$whl"/*.whl || exit 1
-  export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=/tmp/ribbon-cache
-  if [ ! -f /tmp/ribbon-built ]; then  # once per machine: a warm machine keeps it
-    timeout "${BUILD_S:-90}" python3 -m pip install -q --no-build-isolation --no-deps -e . > /tmp/ribbon-build.log 2>&1 \
-      || { cp /tmp/ribbon-build.log "$OUT/build.log"; tail -30 /tmp/ribbon-build.log; exit 1; }
-    touch /tmp/ribbon-built
+  export PYTHONPATH=$PWD:$TMP/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=$TMP/ribbon-cache
+  if [ ! -f "$TMP/ribbon-built" ]; then  # once per machine: a warm machine keeps it
+    timeout "${BUILD_S:-90}" python3 -m pip install -q --no-build-isolation --no-deps -e . > "$TMP/ribbon-build.log" 2>&1 \
+      || { cp "$TMP/ribbon-build.log" "$OUT/build.log"; tail -30 "$TMP/ribbon-build.log"; exit 1; }
+    touch "$TMP/ribbon-built"
   fi
   nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 }
@@ -208,5 +213,6 @@ done
 if [ -n "$DRY" ]; then
   echo "limits: $TOTAL s in all, the setup's included (CALL_S $CALL_S)"
 else
-  echo "== done in $((SECONDS - START)) s"
+  echo "== done in $((SECONDS - START)) s${FAILED[*]:+; failed or stopped: ${FAILED[*]}}"
+  [ ${#FAILED[@]} -eq 0 ] || exit 1
 fi

@@ -72,3 +72,48 @@ def test_a_stage_it_does_not_have_is_one_line_and_exit_2():
 def test_a_run_without_its_results_folder_is_refused():
     out = run("e2e")
     assert out.returncode == 2 and "OUT" in out.stderr and out.stderr.count("\n") == 1
+
+
+FAKE_PYTHON = """#!/bin/bash
+# python3 of a device call, faked: pip installs nothing, pytest fails, a benchmark prints its arguments
+case "$1 $2" in
+  "-m pip") exit 0 ;;
+  "-m pytest") echo "1 failed, 3 passed"; exit 1 ;;
+  *) echo "ran $*" ;;
+esac
+"""
+
+
+@pytest.fixture
+def device(tmp_path):
+    """A device's tools faked (python3, nvidia-smi), a wheels folder, an empty $OUT and its own temp folder."""
+    bin_dir, whl, out = tmp_path / "bin", tmp_path / "whl", tmp_path / "out"
+    for d in (bin_dir, whl, out):
+        d.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "nvidia-smi").write_text("#!/bin/bash\necho 'index, name'\necho '0, NVIDIA H200'\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    (whl / "pkg-1.0-py3-none-any.whl").write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "WHL": str(whl), "TMPDIR": str(tmp_path)}
+    return env, out
+
+
+def test_a_call_runs_each_step_logs_it_under_out_and_names_the_failed_ones(device):
+    env, out = device
+    r = subprocess.run(["bash", str(SCRIPT), "check"], capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "NVIDIA H200" in (out / "gpu.txt").read_text()
+    assert "1 failed" in (out / "gpu_tests_h200.txt").read_text()
+    e2e = (out / "e2e-check_h200.txt").read_text()
+    assert "ran -m bench.e2e" in e2e and "--runs 3" in e2e and f"--out {out}/e2e-check_h200.json" in e2e
+    assert "--capacity" in (out / "windows-capacity_h200.txt").read_text()
+    assert r.stdout.rstrip().endswith("failed or stopped: gpu_tests_h200")
+
+
+def test_no_step_starts_past_the_calls_limit(device):
+    env, out = device
+    r = subprocess.run(["bash", str(SCRIPT), "e2e", "steady"], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env={**env, "CALL_S": "5"})
+    assert r.returncode == 1 and "e2e_h200: not run" in r.stdout and "steady_h200: not run" in r.stdout
+    assert not (out / "e2e_h200.txt").exists()
