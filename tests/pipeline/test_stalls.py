@@ -149,7 +149,7 @@ class BlockedRemote(SilentRemote):
         super().__init__()
         self._gone = threading.Event()
 
-    def send_bin(self, *a) -> int:
+    def send_bin(self, *a, bin_id: int | None = None) -> int:
         self._gone.wait(30)
         raise EngineProcessError("the engine process is gone")
 

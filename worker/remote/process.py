@@ -150,9 +150,15 @@ class EngineProcess:
         return [self._head + d + self._tail for d in docs]
 
     # ---- bins ------------------------------------------------------------------------------
-    def send_bin(self, tokens, cu_seqlens, max_seqlen: int, seeds: list[int], live: list[bool]) -> int:
-        """Queue one bin there (copies the arrays: the packer's slot may be released after); its id."""
-        bin_id = next(self._ids)
+    def new_bin_id(self) -> int:
+        """The next bin's id (thread-safe: itertools.count), reserved before its write (the GPU stage)."""
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu_seqlens, max_seqlen: int, seeds: list[int], live: list[bool],
+                 bin_id: int | None = None) -> int:
+        """Queue one bin there (copies the arrays: the packer's slot may be released after) under `bin_id`
+        (None: the next one); its id."""
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self._send(("bin", bin_id, np.array(tokens, dtype=np.int32), np.array(cu_seqlens, dtype=np.int32),
                     int(max_seqlen), list(seeds), list(live)))
         return bin_id
