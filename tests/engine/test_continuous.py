@@ -199,8 +199,11 @@ class _FakeContinuousRemote:
         self.stats = {"oom_splits": 0}
         self._ids = iter(range(1, 10**6))
 
-    def send_bin(self, tokens, cu, max_seqlen, seeds, live) -> int:
-        bin_id = next(self._ids)
+    def new_bin_id(self) -> int:
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live, bin_id: int | None = None) -> int:
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self.sent.append((bin_id, [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)], list(live)))
         return bin_id
 
