@@ -41,11 +41,13 @@ def _run(batcher, eng, bins, seeds, limits=None):
             batcher.add(_stage(eng, bins[nxt]), [seeds[t] for t in tags], tags,
                         None if limits is None else [limits[t] for t in tags])
             nxt += 1
+        before = dict(eng.stats)
         r = batcher.step()
         for tag, gen, gpu_s in r.done:
             assert tag not in got and gpu_s > 0
             got[tag] = (gen, step)
-        assert 0 < r.decode_rows <= batcher.sched.seats
+        steps, rows = (eng.stats[k] - before[k] for k in ("decode_steps", "live_row_steps"))
+        assert steps > 0 and 0 < rows // steps <= batcher.sched.seats and rows % steps == 0  # every step decodes
         step += 1
     return got
 

@@ -13,10 +13,9 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)
     eng.prompt_frame() -> (head, tail)               # the ids around every document: the one owner of framing
     eng.max_positions                                # the model's positions: a prompt + its summary fit them
-    eng.budget_weight(n_prompt_tokens) -> int        # n + max_new_tokens: the packer's unit
     staged = eng.stage(tokens, cu_seqlens, max_seqlen)
-        # H2D copy on a copy stream from a pinned slot view; release the slot once
-        # staged.copied() is true (or after staged.wait_copied()).
+        # H2D copy on a copy stream from a pinned slot view; release the slot after
+        # staged.wait_copied().
     outs = eng.generate(staged, seeds=None) -> list[Generated]   # ribbon order
         # Generated(token_ids, text, finish_reason "eos"|"stop"|"length"|"loop", prompt_tokens)
         # "loop": the output looped (guards.loop_start; EngineOptions.cut_loops), its text cut where it began

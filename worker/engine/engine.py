@@ -39,15 +39,12 @@ class Generated:
 
 @dataclass
 class Staged:
-    """A bin on the device. The caller may release the packer slot once copied() is true."""
+    """A bin on the device. The caller may release the packer slot after wait_copied()."""
 
     tokens: torch.Tensor  # int32 [T_pad] on the device
     cu_host: list[int]  # [n+1]
     max_seqlen: int
     event: object | None = None  # torch.cuda.Event of the copy (None on CPU: copied at once)
-
-    def copied(self) -> bool:
-        return self.event is None or self.event.query()
 
     def wait_copied(self) -> None:
         if self.event is not None:
@@ -174,9 +171,6 @@ class Engine:
         """The model's positions (config.max_position_embeddings): a prompt and its summary fit in them."""
         n = getattr(self.model.config, "max_position_embeddings", None)
         return int(n) if n else None
-
-    def budget_weight(self, n_prompt_tokens: int) -> int:
-        return n_prompt_tokens + self.options.max_new_tokens
 
     # ---------------------------------------------------------------- staging
     def stage(self, tokens: torch.Tensor, cu_seqlens, max_seqlen: int) -> Staged:
