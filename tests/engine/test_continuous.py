@@ -261,7 +261,7 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
 
 
 def test_continuous_batching_cuts_a_loop_as_a_bin_at_a_time_does(tiny):
-    """The worker's engine cuts a looping document where the loop starts (guards.loop_start): the
+    """The worker's engine cuts a looping document where the loop starts (loops.loop_start): the
     continuous batcher ends it at its look and hands back what a bin at a time gives."""
     import torch
 

@@ -18,7 +18,7 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
         # staged.wait_copied().
     outs = eng.generate(staged, seeds=None) -> list[Generated]   # ribbon order
         # Generated(token_ids, text, finish_reason "eos"|"stop"|"length"|"loop", prompt_tokens)
-        # "loop": the output looped (guards.loop_start; EngineOptions.cut_loops), its text cut where it began
+        # "loop": the output looped (loops.loop_start; EngineOptions.cut_loops), its text cut where it began
         # CUDA OOM: the bin is split and retried (eng.stats["oom_splits"]); nothing is dropped.
     eng.prefill_last_logits(staged) -> Tensor [n, vocab]
     b = eng.batcher(seats, kv_rows)   # continuous batching (continuous.py; policy in scheduler.py)

@@ -17,9 +17,10 @@ from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
-from worker.engine.guards import GuardConfig, apply_guards, loop_start, loops_at_end
+from worker.engine.guards import GuardConfig, apply_guards
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
+from worker.engine.loops import loop_start, loops_at_end
 from worker.engine.merge import merge_projections, want_merge
 from worker.engine.prefill import no_mask_marker, prefill_logits
 
@@ -82,7 +83,7 @@ class EngineOptions:
     fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; model.fp8_fast_accum)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
-    cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (guards.loop_start)
+    cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
 
 
 class Engine:
