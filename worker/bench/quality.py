@@ -45,7 +45,7 @@ from worker.bench import loghub_bench
 from worker.digest.clock import stamp_of
 from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
-from worker.digest.levels_table import ORDER, WARN_RANK, level_word
+from worker.messages.levels import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
 from worker.bench import headers
 from worker.demo.samples import format_corpus

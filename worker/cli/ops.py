@@ -10,8 +10,7 @@ from typing import Any
 from worker.cli.args import load, topic_name
 from worker.config.errors import EXIT_FAILED, StartupError, fail
 from worker.kafka.config import kafka_client_config
-
-LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # the digest's, most severe first
+from worker.messages.levels import ORDER as LEVELS  # the digest's levels, most severe first
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[..., None],

@@ -21,8 +21,8 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicParti
 
 from worker.kafka.clients import consumer as make_consumer
 from worker.kafka.config import ClientConfig
+from worker.messages.levels import RANK
 
-LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # most severe first
 WIDTH = 100
 
 
@@ -32,7 +32,7 @@ class TailOptions:
     dead_letters: bool = False
     follow: bool = False
     key: str | None = None
-    min_severity: str | None = None   # one of LEVELS: only summaries whose digest counts a line this severe
+    min_severity: str | None = None   # one of levels.ORDER: only summaries whose digest counts a line this severe
     as_json: bool = False
     last: int | None = None           # start this many records before each partition's end (None: the beginning)
     limit: int | None = None          # stop after printing this many
@@ -91,9 +91,9 @@ def tail(config: ClientConfig, opts: TailOptions, out: TextIO | None = None,
 def severe_enough(summary: dict, least: str | None) -> bool:
     if least is None:
         return True
-    worst = LEVELS.index(least)
+    worst = RANK[least]
     counts = (summary.get("digest") or {}).get("severity") or {}
-    return any(n > 0 and lv in LEVELS and LEVELS.index(lv) <= worst for lv, n in counts.items())
+    return any(n > 0 and lv in RANK and RANK[lv] <= worst for lv, n in counts.items())
 
 
 def summary_block(m: Any, opts: TailOptions) -> str | None:
@@ -119,7 +119,7 @@ def _summary_lines(m: Any, s: dict) -> Iterator[str]:
     text, published = _summary_text(s.get("summary"))
     yield f"   {span}  |  {s.get('mode')}: {s.get('model')}" + (f"  |  {published}" if published else "")
     sev = ", ".join(f"{lv} {n}" for lv, n in sorted((d.get("severity") or {}).items(),
-                                                     key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 99))
+                                                     key=lambda kv: RANK.get(kv[0], len(RANK))))
     yield f"   {d.get('lines', 0)} lines" + (f": {sev}" if sev else "")
     for para in text.splitlines() or [""]:
         yield textwrap.fill(para, WIDTH, initial_indent="   ", subsequent_indent="   ") if para else ""
