@@ -13,8 +13,10 @@ from helpers import ROOT, by_id, consume_all, mixed_docs, read_until_ids, topics
 
 from worker import __version__
 from worker.cli.main import main
-from worker.messages.models import BadMessage, dead_letter_headers
-from worker.cli.replay import REPLAY_HEADER, parse_time
+from worker.messages.models import BadMessage
+from worker.kafka.headers import dead_letter_headers
+from worker.cli.replay import parse_time
+from worker.kafka.headers import REPLAY_SOURCE as REPLAY_HEADER
 
 T0 = 1_700_000_000_000  # epoch ms of the "old" records
 T1 = T0 + 3_600_000

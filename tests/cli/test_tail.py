@@ -9,7 +9,8 @@ import pytest
 
 from worker import __version__
 from worker.cli.main import main
-from worker.messages.models import BadMessage, dead_letter_headers
+from worker.messages.models import BadMessage
+from worker.kafka.headers import dead_letter_headers
 
 
 def _summary(i: int, severity: dict, window: dict | None = None) -> bytes:
@@ -74,10 +75,12 @@ def test_dead_letters(broker, new_topic, capsys):
     headers = dead_letter_headers(BadMessage("invalid_json", "starts with '{' but is not valid JSON"),
                                   topic="in", partition=0, offset=7, worker_version=__version__)
     p.produce(dlq, b'{"text": ', key=b"k7", headers=headers)
+    p.produce(dlq, b"stray", key=b"k8", headers=[("error.class", b"x")])  # not written by Ribbon
     assert p.flush(10) == 0
     assert main(["tail", "--dlq", "--bootstrap-servers", broker.bootstrap, "--dlq-topic", dlq]) == 0
     out = capsys.readouterr().out
     assert "invalid_json: starts with '{' but is not valid JSON (from in/0@7)" in out and '{"text":' in out
+    assert "not a Ribbon dead letter" in out.split("== k8")[1]
 
 
 def test_a_missing_topic_and_bad_flags_are_one_line(broker, capsys):

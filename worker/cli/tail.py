@@ -17,10 +17,12 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import orjson
+import pydantic
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
 from worker.kafka.clients import consumer as make_consumer
 from worker.kafka.config import ClientConfig
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.messages.levels import RANK
 
 WIDTH = 100
@@ -144,15 +146,18 @@ def _digest_span(d: dict) -> str:
 
 
 def dead_letter_block(m: Any, opts: TailOptions) -> str | None:
-    headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
     value = m.value()
     if opts.as_json:
+        headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
         return orjson.dumps({"key": (m.key() or b"").decode("utf-8", "replace"), "headers": headers,
                              "value": None if value is None else value.decode("utf-8", "replace"),
                              "offset": m.offset(), "partition": m.partition()}).decode()
-    return _raw_block(m, f"{headers.get('error.class', '?')}: {headers.get('error.message', '')} (from "
-                         f"{headers.get('source.topic', '?')}/{headers.get('source.partition', '?')}"
-                         f"@{headers.get('source.offset', '?')})")
+    try:
+        h = parse_dead_letter_headers(m.headers() or ())
+    except pydantic.ValidationError:
+        return _raw_block(m, "not a Ribbon dead letter (its headers: docs/messages.md)")
+    return _raw_block(m, f"{h.error_class}: {h.error_message} (from {h.source_topic}/{h.source_partition}"
+                         f"@{h.source_offset})")
 
 
 def _raw_block(m: Any, reason: str) -> str:
