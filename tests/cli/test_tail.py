@@ -67,6 +67,15 @@ def test_filters_and_json(broker, outputs, capsys):
     assert [orjson.loads(line)["id"] for line in got.out.splitlines()] == ["in:0:1"]
 
 
+@pytest.mark.parametrize(("last", "ids"), [(1, ["in:0:1", "in:0:2"]), (2, ["in:0:0", "in:0:1", "in:0:2"]),
+                                          (50, ["in:0:0", "in:0:1", "in:0:2"])])
+def test_last_counts_records_not_offsets(broker, outputs, capsys, last, ids):
+    """Partition 0 ends in a commit marker, an aborted record and an abort marker: the last N of each
+    partition are its last N committed records, whatever offsets the markers and aborted records take."""
+    got = _tail(broker, outputs, capsys, "--last", str(last), "--json")
+    assert sorted(orjson.loads(line)["id"] for line in got.out.splitlines()) == ids
+
+
 def test_dead_letters(broker, new_topic, capsys):
     from confluent_kafka import Producer
 

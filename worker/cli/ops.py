@@ -59,8 +59,9 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
     tl.add_argument("--min-severity", type=str.upper, choices=LEVELS, metavar="LEVEL",
                     help=f"only summaries whose digest counts a line this severe or worse ({', '.join(LEVELS)})")
     tl.add_argument("--json", action="store_true", help="one JSON object a line instead of readable blocks")
-    tl.add_argument("--last", type=int, metavar="N", help="start N records before the end of each partition "
-                                                          "(default: from the beginning)")
+    tl.add_argument("--last", type=int, metavar="N", help="start at the last N records of each partition: "
+                                                          "committed records, not offsets (default: from the "
+                                                          "beginning)")
     tl.add_argument("--limit", type=int, metavar="N", help="stop after printing N records")
     tl.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker (default 10)")
     add_flags(tl, ["--bootstrap-servers", "--output-topic", "--dlq-topic"])

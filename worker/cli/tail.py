@@ -5,12 +5,15 @@ address, SASL and TLS, `kafka.consumer_extra`), joins no group and commits nothi
 every partition of the topic and reads committed records only (the worker's outputs are
 transactional). librdkafka decompresses every codec the worker may use (zstd by default) itself.
 Without `--follow` it stops at the end of every partition; with it, it waits for more until Ctrl-C.
+`--last N` starts at each partition's last N records, counted as records: transaction markers and
+aborted records take offsets but are none, so the start is found by reading back from the end.
 """
 
 from __future__ import annotations
 
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,7 +39,7 @@ class TailOptions:
     key: str | None = None
     min_severity: str | None = None   # one of levels.ORDER: only summaries whose digest counts a line this severe
     as_json: bool = False
-    last: int | None = None           # start this many records before each partition's end (None: the beginning)
+    last: int | None = None           # start at each partition's last this many records (None: the beginning)
     limit: int | None = None          # stop after printing this many
     timeout_s: float = 10.0           # metadata lookup
 
@@ -53,8 +56,7 @@ def records(config: ClientConfig, opts: TailOptions, stop: Callable[[], bool] = 
                for p in sorted(meta.partitions)]
         if opts.last is not None:
             for tp in tps:
-                low, high = c.get_watermark_offsets(tp, timeout=opts.timeout_s)
-                tp.offset = max(low, high - opts.last)
+                tp.offset = start_of_last(c, tp, opts.last, opts.timeout_s)
         c.assign(tps)
         open_parts = {tp.partition for tp in tps}
         while not stop() and (opts.follow or open_parts):
@@ -69,6 +71,45 @@ def records(config: ClientConfig, opts: TailOptions, stop: Callable[[], bool] = 
             yield m
     finally:
         c.close()
+
+
+def start_of_last(c, tp: TopicPartition, n: int, timeout_s: float) -> int:
+    """The offset of the first of the partition's last `n` records (its low mark when it holds fewer).
+
+    Offsets are not records: a transaction's marker takes one, and an aborted transaction's records
+    take theirs, yet read_committed delivers neither. So windows are read back from the end, each
+    twice as long as the one after it, until they hold `n` records or reach the low mark."""
+    low, high = c.get_watermark_offsets(tp, timeout=timeout_s)
+    seen: list[int] = []  # offsets of the records in [start, high), ascending
+    end, span = high, max(1, n)
+    while end > low:
+        start = max(low, end - span)
+        seen = _offsets_in(c, tp.topic, tp.partition, start, end, timeout_s) + seen
+        if len(seen) >= n:
+            return seen[-n]
+        end, span = start, 2 * span
+    return low
+
+
+def _offsets_in(c, topic: str, partition: int, start: int, end: int, timeout_s: float) -> list[int]:
+    """The offsets of the records read_committed delivers in [start, end) of one partition."""
+    c.assign([TopicPartition(topic, partition, start)])
+    out: list[int] = []
+    deadline = time.monotonic() + timeout_s  # without a record for this long, the broker is not answering
+    while True:
+        m = c.poll(0.5)
+        if m is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no record from {topic}/{partition} at offset {start} within {timeout_s:.0f} s")
+            continue
+        if m.error() is not None:
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                return out
+            raise RuntimeError(str(m.error()))
+        if m.offset() >= end:
+            return out
+        out.append(m.offset())
+        deadline = time.monotonic() + timeout_s
 
 
 def tail(config: ClientConfig, opts: TailOptions, out: TextIO | None = None,
