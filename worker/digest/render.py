@@ -16,13 +16,13 @@ from __future__ import annotations
 import re
 
 from worker.digest.clock import days
-from worker.messages.levels import FAILING
+from worker.messages.levels import FAILING, NAMES
 
 MAX_PATTERN_CHARS = 90
 MAX_FAILURES_SHOWN = 3
 _LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){}]+\s*|"
                       r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) )+")
-_LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
+_LEVEL_WORD = re.compile(rf"^(?:{'|'.join(sorted((w.upper() for w in NAMES), key=len, reverse=True))})\b[:\s]*")
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _WORDS = re.compile(r"[A-Za-z]{3,}")
 _PHRASE = re.compile(r'"[^"]*"')

@@ -17,6 +17,8 @@ ORDER = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE
 RANK = {lv: i for i, lv in enumerate(ORDER)}
 WARN_RANK = RANK["WARN"]          # a line of this rank or worse (lower) is a failure
 FAILING = ORDER[: WARN_RANK + 1]  # the levels of a failure, worst first
+# The level names as prose and patterns write them: the normalized names and their commonest spellings.
+NAMES = frozenset(lv.lower() for lv in ORDER) | {"crit", "severe", "err", "warning"}
 
 SPELLINGS = {
     "fatal": "FATAL", "fata": "FATAL", "panic": "FATAL", "pani": "FATAL", "dpanic": "FATAL", "emerg": "FATAL", "emergency": "FATAL", "ftl": "FATAL",

@@ -276,10 +276,5 @@ def encode_output(msg: OutputMessage) -> bytes:
     return orjson.dumps(msg.model_dump(exclude={"window"} if msg.window is None else None))
 
 
-def decode_output(value: bytes) -> OutputMessage:
-    """For consumers of the output topic and tests."""
-    return OutputMessage.model_validate(orjson.loads(value))
-
-
 def output_key(input_key: bytes | None, msg: OutputMessage) -> bytes:
     return input_key if input_key is not None else msg.id.encode()

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 from worker.engine.loops import loop_start
+from worker.messages.levels import NAMES
 from worker.pipeline.grounding import identifiers
 
 CHECKS = ("loop", "grounded", "copy", "content", "fact")
@@ -49,7 +50,7 @@ as so than then also which who what when where while all any some each other suc
 could would should will may might must about after before during between within log logs line lines
 following below above summary summarize theme text shows show describes described message messages
 document entry entries event events record records output input given provided""".split())
-_LEVELS = frozenset("fatal critical crit severe error errors err warn warning warnings notice info debug trace".split())
+_LEVELS = NAMES | {"errors", "warnings"}  # level words name no fact of their own
 
 
 @dataclass(frozen=True)
