@@ -30,7 +30,7 @@ from pathlib import Path
 
 from worker.digest import header, header_rows
 from worker.digest.formats import read
-from worker.digest.levels_table import level_word
+from worker.messages.levels import level_word
 
 FIELDS = ("timestamp", "level", "host", "message")
 

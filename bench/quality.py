@@ -46,7 +46,7 @@ from bench.drain_tuned import drain3_miner
 from worker.digest.clock import stamp_of
 from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
-from worker.digest.levels_table import ORDER, WARN_RANK, level_word
+from worker.messages.levels import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
 from worker.demo.samples import format_corpus
 

@@ -6,7 +6,7 @@ import pytest
 
 from worker.digest.document import analyze_document
 from worker.digest.formats import read
-from worker.digest.levels_table import ORDER
+from worker.messages.levels import ORDER
 
 
 def digest_of(lines: list[str]) -> dict:

@@ -10,7 +10,7 @@ such: JSON `level`/`severity`/`lvl`/`severityText`/`PRIORITY`/`severityNumber` (
 Every other line is read by itself by the header grammar (worker/digest/header.py, applied by
 worker/digest/header_rows.py): no format is chosen for a document, so a line reads the same in any
 document or window, and a document mixing shapes (RFC 5424 and RFC 3164 lines on one topic) reads
-each line as what it is. Levels: the level token (levels_table), a syslog PRI (severity = PRI mod 8),
+each line as what it is. Levels: the level token (worker/messages/levels.py), a syslog PRI (severity = PRI mod 8),
 an access log's status (5xx ERROR, 4xx WARN, else INFO). `Read.form` names the commonest header
 shape among the lines (rfc5424, rfc3164, access, timestamped, level_first, json, logfmt), None when
 no line has a header (the lines are then templated whole).
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import orjson
 
 from worker.digest import header, header_rows, winevent
-from worker.digest.levels_table import from_otlp, from_pri, level_word
+from worker.messages.levels import from_otlp, from_pri, level_word
 
 SAMPLE_LINES = 16        # lines read to tell a JSON or logfmt document
 MIN_SHARE = 0.25         # share of the sampled lines that must be JSON (or logfmt) for the document to be

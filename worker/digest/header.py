@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 
-from worker.digest.levels_table import SPELLINGS
+from worker.messages.levels import SPELLINGS
 
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"

@@ -19,7 +19,7 @@ from collections import Counter
 from operator import itemgetter
 
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, level_token
-from worker.digest.levels_table import level_word
+from worker.messages.levels import level_word
 from worker.digest.multiline import continues
 
 RECIPES_MAX = 32768

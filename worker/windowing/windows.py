@@ -63,6 +63,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from worker.kafka.headers import TRACEPARENT, without_trace
 from worker.windowing.multiline import Joiner, continues
 
 TopicPartition = tuple[str, int]
@@ -70,7 +71,6 @@ TopicPartition = tuple[str, int]
 
 CLOCKS = ("poll", "record", "event")
 MAX_LINKS = 128              # trace parents kept per window (OpenTelemetry's default limit of links per span)
-TRACE_HEADERS = ("traceparent", "tracestate")
 
 
 @dataclass(frozen=True)
@@ -218,17 +218,17 @@ class Windower:
             if not windows:
                 self._since[tp] = now
             w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first,
-                                      clock=r.time if ts_ms is not None else "poll", read_first_ms=int(self.wall() * 1e3), headers=_plain(headers))
+                                      clock=r.time if ts_ms is not None else "poll", read_first_ms=int(self.wall() * 1e3), headers=without_trace(headers))
             self._order[(tp, key)] = w
         elif w.headers:
-            kept = set(_plain(headers))
+            kept = set(without_trace(headers))
             w.headers = [h for h in w.headers if h in kept]
         if late:
             w.late += 1
             self.late_records += 1
         w.read_last_ms = int(self.wall() * 1e3)
         if headers and len(w.traceparents) < MAX_LINKS:
-            w.traceparents.extend(v for k, v in headers if k == "traceparent" and v)
+            w.traceparents.extend(v for k, v in headers if k == TRACEPARENT and v)
         size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
         w.joiner.add(line)
         w.offsets.append(offset)
@@ -327,9 +327,3 @@ class Windower:
             del self._open[tp]
             self._since.pop(tp, None)  # no window open: the partition's offset may commit through here
         return w
-
-
-
-def _plain(headers: list | None) -> list:
-    """A record's headers without its trace context (each record has its own), as (name, value) pairs."""
-    return [(k, v) for k, v in headers or () if k not in TRACE_HEADERS]
