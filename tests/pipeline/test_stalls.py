@@ -177,7 +177,7 @@ def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
 
 class MidMessageRemote(SilentRemote):
     """An engine process stopped in the middle of writing a result: `receive` found the pipe readable and
-    now waits inside the message until the process is killed."""
+    waits inside the message until the process is killed."""
 
     def __init__(self) -> None:
         super().__init__()
