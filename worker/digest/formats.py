@@ -6,7 +6,9 @@
 
 A document of JSON lines or logfmt pairs (a quarter of its first 16 non-blank lines) is read as
 such: JSON `level`/`severity`/`lvl`/`severityText`/`PRIORITY`/`severityNumber` (OTLP),
-`msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`.
+`msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`. A
+record's message is its message value; its other pairs are its `fields` (the templater reads both:
+`Read.bodies()`); a record without a message value has its pairs as its message.
 Every other line is read by itself by the header grammar (worker/digest/header.py, applied by
 worker/digest/header_rows.py): no format is chosen for a document, so a line reads the same in any
 document or window, and a document mixing shapes (RFC 5424 and RFC 3164 lines on one topic) reads
@@ -53,6 +55,14 @@ class Read:
     continued: list[bool] | None = None   # [L] the line continues the record before it (multiline.py);
                                           # None: not read (JSON and logfmt lines)
     tokens: list[str] | None = None       # [L] the level token as written, where a reader keeps it (Windows events)
+    fields: list[str] | None = None       # [L] a JSON or logfmt record's other pairs (`k=v ...`, "" where none);
+                                          # None: not read (the header grammar's lines)
+
+    def bodies(self) -> list[str]:
+        """[L] what the templater reads: each message, with its record's other pairs after it."""
+        if self.fields is None:
+            return self.messages
+        return [f"{m} {f}" if f else m for m, f in zip(self.messages, self.fields)]
 
 
 def clean(text: str) -> tuple[str, int]:
@@ -138,16 +148,16 @@ _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "t", "datetime", "timeUni
 
 
 def _json_row(line: str) -> tuple:
-    """(matched, message, level, stamp, host) of a JSON line."""
+    """(matched, message, level, stamp, host, fields) of a JSON line."""
     s = line.strip()
     if not s.startswith("{"):
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     try:
         obj = orjson.loads(s)
     except orjson.JSONDecodeError:
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     if not isinstance(obj, dict):
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     level = None
     for k in _JSON_LEVEL:
         v = obj.get(k)
@@ -171,8 +181,10 @@ def _json_row(line: str) -> tuple:
                  if isinstance(obj.get(k), str)), "")
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
     rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's
-    text = (str(msg) if msg is not None else "") + (" " + rest if rest else "")
-    return (True, text.strip() or s, level, stamp, host)
+    text = str(msg).strip() if msg is not None else ""
+    if not text:                                  # no message: the pairs are the message
+        return (True, rest or s, level, stamp, host, "")
+    return (True, text, level, stamp, host, rest)
 
 
 def _scalar(v) -> str:
@@ -182,20 +194,20 @@ def _scalar(v) -> str:
 
 
 def _logfmt_row(line: str) -> tuple:
-    """(matched, message, level, stamp, host) of a logfmt line: the msg= value first, then the other pairs."""
+    """(matched, message, level, stamp, host, fields) of a logfmt line: the msg= value, the other pairs."""
     m = _LOGFMT_LEVEL.search(line)
     if m is None:
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     t = _LOGFMT_TIME.search(line)
     g = _LOGFMT_MSG.search(line)
     rest = line
     for mm in sorted((x for x in (m, t, g) if x is not None), key=lambda x: -x.start()):
         rest = rest[:mm.start()] + rest[mm.end():]
-    msg = (g.group(2) if g.group(1) else g.group(4)) if g else ""
-    text = (msg.replace('\\"', '"') + " " + rest.strip()).strip()
-    return (True, text, level_word(m.group(2)), t.group(2) if t else "", "")
+    msg = (g.group(2) if g.group(1) else g.group(4)).replace('\\"', '"').strip() if g else ""
+    rest = rest.strip()
+    return (True, msg or rest, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
 
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:
-    matched, messages, levels, stamps, hosts = (list(c) for c in zip(*rows)) if rows else ([], [], [], [], [])
-    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned)
+    matched, messages, levels, stamps, hosts, fields = (list(c) for c in zip(*rows)) if rows else ([],) * 6
+    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned, fields=fields)

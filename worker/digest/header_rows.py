@@ -18,7 +18,7 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
-from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, level_token
+from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, TRAILER, level_token
 from worker.digest.levels_table import level_word
 from worker.digest.multiline import continues
 
@@ -73,8 +73,9 @@ def recipe(key: str) -> tuple:
     matched = ts != _NONE or tok != _NONE or pri != _NONE
     if matched:
         pre = m.group("pre")
-        several = pre is not None and len(pre.split()) > 1        # one leading column (a label, a record
-        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), None),)   # number) is dropped
+        several = pre is not None and len(pre.split()) > 1   # one leading column (a label, a record number) is dropped
+        end = TRAILER.search(key, m.start("msg")) if key[-1:] == ")" else None   # a logger after the message
+        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), end.start() if end else None),)
     else:
         pieces = ((0, None),)
         host = prog = pid = _NONE
@@ -104,10 +105,10 @@ class Columns:
         self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
         self.levels = list(map(itemgetter(5), recipes))
         self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
-        if all(len(k[7]) == 1 for k in kinds):
+        if all(len(k[7]) == 1 and k[7][0][1] is None for k in kinds):
             self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
         else:
-            self.messages = [ln[r[7][0][0]:] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
+            self.messages = [ln[r[7][0][0]:r[7][0][1]] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
                              for ln, r in zip(lines, recipes)]
         self.matched = list(map(itemgetter(8), recipes))
         self.shapes = Counter(map(itemgetter(9), recipes))
