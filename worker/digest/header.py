@@ -13,7 +13,7 @@ each tried in order and kept when it matches:
 2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
    `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
    `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
-3. a timestamp of any common shape (`_TS_PARTS`), bare or in `[...]`, `(...)`, `<...>` (a level may
+3. a timestamp of any common shape (worker/digest/timeparse.py's SHAPES), bare or in `[...]`, `(...)`, `<...>` (a level may
    follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
    digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
    an epoch or a date-only field may be followed by a node and a second time
@@ -48,46 +48,7 @@ from __future__ import annotations
 import re
 
 from worker.digest.levels_table import SPELLINGS
-
-_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
-_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
-_FRAC = r"(?:[.,]\d{1,9}|:\d{3}(?!\d))?"
-_ZONES = "UTC|GMT|CET|CEST|EET|EEST|WET|WEST|MSK|IST|JST|KST|HKT|SGT|AEST|AEDT|EST|EDT|CST|CDT|MST|MDT|PST|PDT|BST"
-_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w]|:\d{{2}}:))?"
-_HMS = r"\d{1,2}:\d{2}:\d{2}"
-# full timestamps, longest shapes first (each ends where the time does)
-_TS_PARTS = (
-    rf"\d{{4}}-\d{{2}}-\d{{2}}T{_HMS}{_FRAC}{_ZONE}",                                   # RFC 3339 (syslog writes it)
-    rf"\d{{4}}[-/.]\d{{2}}[-/.]\d{{2}}(?:T|\s{{1,2}}|\t){_HMS}{_FRAC}{_ZONE}",        # ISO 8601 and friends
-    r"\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{1,6}",                              # 2005-06-03-15.42.50.675872
-    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: (?:{_ZONES}))? \d{{4}}",        # ctime: Mon Aug 31 09:30:48 2015
-    rf"{_MON} {{1,2}}\d{{1,2}},? \d{{4}},? {_HMS}{_FRAC}(?: [AP]M)?{_ZONE}",          # Dec 16 2019 15:09:49, Dec 30, 2020 ...
-    rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
-    rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
-    rf"\d{{1,2}} {_MON} {_HMS}{_FRAC}",                                                 # 14 Nov 07:01:22.119
-    r"\d{1,2}-" + _MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                      # 09-Jan 19:54
-    rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
-    rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
-    r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
-    r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
-    rf"\d{{8}}[ T]{_HMS}{_FRAC}{_ZONE}",                                               # 20260327 11:34:21.908
-    rf"{_MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                 # Mar-18 21:41:15.684
-    r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
-    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
-)
-_SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
-
-
-def _ts(mark: str = "") -> str:
-    """TS: every shape (the syslog ones setting the empty group `mark`), those that open with a digit and
-    those that open with a name behind one look at the first character each (what keeps a miss cheap)."""
-    parts = [rf"{p}(?P<{mark}{i}>)" if mark and i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS)]
-    digit = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] == "\\d"]
-    named = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] != "\\d"]
-    return f"(?=\\d)(?:{'|'.join(digit)})|(?=[A-Z])(?:{'|'.join(named)})"
-
-
-_DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
+from worker.digest.timeparse import DATE_ONLY, shapes
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
                 "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
@@ -164,9 +125,9 @@ _GRAMMAR = rf"""^
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
-    (?P<ob>[\[(<])?(?P<ts>{_ts("sy")})
-    (?:\s+(?P<ts1b>{_DATE_ONLY}))?
-    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
+    (?P<ob>[\[(<])?(?P<ts>{shapes("sy")})
+    (?:\s+(?P<ts1b>{DATE_ONLY}))?
+    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
     (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
@@ -186,7 +147,7 @@ _GRAMMAR = rf"""^
   )
   # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
   # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
-  (?:(?:{_ts()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
+  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
