@@ -52,7 +52,7 @@ class Read:
     hosts: list[str]             # [L] the host/component of each line's header ("" if none), [] when the form has none
     matched: list[bool]          # [L] a header part (time, level, PRI) was found on this line
     cleaned: int                 # lines whose control bytes were removed
-    continued: list[bool] | None = None   # [L] the line continues the record before it (multiline.py);
+    continued: list[bool] | None = None   # [L] the line continues the record before it (worker/multiline.py);
                                           # None: not read (JSON and logfmt lines)
     tokens: list[str] | None = None       # [L] the level token as written, where a reader keeps it (Windows events)
     fields: list[str] | None = None       # [L] a JSON or logfmt record's other pairs (`k=v ...`, "" where none);

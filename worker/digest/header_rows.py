@@ -2,7 +2,7 @@
 
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message, whether a header was found, whether it continues
-                            the record before it (worker/digest/multiline.py)
+                            the record before it (worker/multiline.py)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
 `\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
@@ -20,7 +20,7 @@ from operator import itemgetter
 
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, TRAILER, level_token
 from worker.digest.levels_table import level_word
-from worker.digest.multiline import continues
+from worker.multiline import continues
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
