@@ -70,3 +70,16 @@ def test_the_templates_of_json_records_still_hold_their_fields():
             (("orders", 930), ("users", 1210), ("orders", 45))]
     d = analyze_document("\n".join(orjson.dumps(x).decode() for x in rows)).digest
     assert [t["pattern"] for t in d["templates"]] == ["slow query table=<*> ms=<n>"]
+
+
+@pytest.mark.parametrize("line,level", [
+    ('2026-03-03T11:22:33+00:00 192.0.2.7 "GET /api/v1/items?page=2 HTTP/1.1" 503 0 "-" "curl/8.5"', "ERROR"),
+    ("2026-03-03 11:22:33 192.0.2.7 - POST /login -1 404 512", "WARN"),
+    ('2026-03-03T11:22:33Z 192.0.2.7 "PUT /x HTTP/2.0" 201 12', "INFO"),
+])
+def test_an_access_lines_status_gives_its_level_whatever_its_time_shape(line, level):
+    assert read(line).levels == [level]
+
+
+def test_a_number_after_a_quoted_word_is_no_status():
+    assert read('2026-03-03 11:22:33 cache "orders" 500 entries evicted').levels == [None]

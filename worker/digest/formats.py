@@ -34,7 +34,6 @@ MIN_SHARE = 0.25         # share of the sampled lines that must be JSON (or logf
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what stays after the sequences (tab, \r, \n kept)
 _CONTROL_BYTES = bytes([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])   # the same, as UTF-8 bytes (all ASCII)
-_CLF_STATUS = re.compile(r'"[^"]*" (\d{3})\b')        # an access log's request and status, after its time
 
 _LOGFMT_KEYS = ("level=", "lvl=", "severity=")     # what a logfmt document's head must hold to be one
 _LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity|loglevel)=("?)(\w+)\1(?=\s|$)')
@@ -126,12 +125,6 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
         return Read(None, lines, lines, [None] * n, [""] * n, [], [False] * n, cleaned, c.continued)
     levels = c.levels
     stamps = c.stamps
-    clf = (i for i, s in enumerate(stamps) if s[-6:-5] == " " and s[2:3] == "/" and s[6:7] == "/")
-    for i in clf if "access" in c.shapes else ():
-        m = _CLF_STATUS.match(c.messages[i], c.messages[i].find('"'))   # access log: 5xx ERROR, 4xx WARN, else INFO
-        if m is not None and levels[i] is None:
-            code = m.group(1)[0]
-            levels[i] = "ERROR" if code == "5" else "WARN" if code == "4" else "INFO"
     if c.pris:
         by_pri = {p: from_pri(p) for p in set(c.pris) if p}
         levels = [by_pri[p] if p else lv for p, lv in zip(c.pris, levels)]

@@ -32,6 +32,7 @@ each tried in order and kept when it matches:
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).
+STATUS finds an access log's status after its request (where a timed line has no level token: its level).
 
 The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
 parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
@@ -217,6 +218,12 @@ def _one_line(pattern: str) -> str:
 
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
+# an access log's status after its request: the quoted request of a CLF-timed line (`"GET / HTTP/1.1" 404`,
+# `"-" 400`), or on any timed line a request (a method and a target) then, past at most one short field, the status
+_QUOTED_STATUS = r'"[^"]*" (\d{3})(?![^\s,;|])'
+_REQUEST = r"(?:GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS|CONNECT|TRACE|PROPFIND)"
+STATUS = {"access": re.compile(_QUOTED_STATUS),
+          "": re.compile(rf'(?<![^\s"\[(]){_REQUEST} "?[^\s"]+"?(?: HTTP/\d(?:\.\d)?"?)?(?: -?\d{{1,2}}| -)? (\d{{3}})(?![^\s,;|])')}
 # a log4j logger written after the message (`%m (%c)%n`): `... (org.acme.cluster.Elector)`, no part of the message
 TRAILER = re.compile(r"[ \t]+\((?:[a-z_$][\w$]*\.){2,}[A-Z][\w$]*\)\Z")
 

@@ -18,7 +18,7 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
-from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, TRAILER, level_token
+from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, STATUS, TRAILER, level_token
 from worker.digest.levels_table import level_word
 from worker.multiline import continues
 
@@ -32,6 +32,7 @@ _HOST = ("host5", "host", "hostc", "hosts", "hostl", "hostk", "node")
 _PROG = ("prog5", "prog", "progp")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr")
 _NONE = (0, 0)
+_BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 
 
@@ -63,8 +64,9 @@ def _level(token: str) -> str | None:
 
 
 def recipe(key: str) -> tuple:
-    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues) of a line
-    with its digits written 0: spans, the normalized level, and the pieces its message is made of."""
+    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status) of a
+    line with its digits written 0: spans, the normalized level, the pieces its message is made of, and
+    where an access log's status code starts (-1: none)."""
     m = HEADER.match(key)
     regs = m.regs                                   # every group's span at once
     ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
@@ -80,7 +82,18 @@ def recipe(key: str) -> tuple:
         pieces = ((0, None),)
         host = prog = pid = _NONE
     shape = _shape(m, prog, host, ts, key) if matched else ""
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key))
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key),
+            _status(key, m.start("msg"), shape) if level is None and ts != _NONE else -1)
+
+
+def _status(key: str, at: int, shape: str) -> int:
+    """Where an access log's status code starts (header.STATUS), or -1."""
+    if shape == "access":
+        at = key.find('"', at)
+        m = STATUS["access"].match(key, at) if at >= 0 else None
+    else:
+        m = STATUS[""].search(key, at) if " /" in key or '"/' in key else None
+    return m.start(1) if m is not None else -1
 
 
 def _recipe_of(key: str) -> tuple:
@@ -104,6 +117,8 @@ class Columns:
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
         self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
         self.levels = list(map(itemgetter(5), recipes))
+        if any(k[11] >= 0 for k in kinds):          # an access log's status: 5xx ERROR, 4xx WARN, else INFO
+            self.levels = [_BY_STATUS.get(ln[r[11]]) if r[11] >= 0 else lv for ln, r, lv in zip(lines, recipes, self.levels)]
         self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
         if all(len(k[7]) == 1 and k[7][0][1] is None for k in kinds):
             self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
