@@ -83,3 +83,14 @@ def test_an_access_lines_status_gives_its_level_whatever_its_time_shape(line, le
 
 def test_a_number_after_a_quoted_word_is_no_status():
     assert read('2026-03-03 11:22:33 cache "orders" 500 entries evicted').levels == [None]
+
+
+def test_templates_keep_the_header_fields_an_operator_searches_by():
+    lines = [f"[Tue Mar 03 11:22:3{i} 2026] [core:error] [pid 44{i}] [client 192.0.2.{i}:5{i}00] AH00128: File does "
+             f"not exist: /srv/www/f{i}.png (org.acme.web.Files)" for i in range(3)]
+    r = read("\n".join(lines))
+    assert r.messages[0] == "File does not exist: /srv/www/f0.png"
+    assert r.texts[0] == "[client 192.0.2.0:5000] AH00128: File does not exist: /srv/www/f0.png (org.acme.web.Files)"
+    d = analyze_document("\n".join(lines)).digest
+    (pattern,) = [t["pattern"] for t in d["templates"]]
+    assert pattern.startswith("[client <ip>] ") and pattern.endswith(": File does not exist: <*> (org.acme.web.Files)")

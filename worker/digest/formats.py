@@ -8,7 +8,9 @@ A document of JSON lines or logfmt pairs (a quarter of its first 16 non-blank li
 such: JSON `level`/`severity`/`lvl`/`severityText`/`PRIORITY`/`severityNumber` (OTLP),
 `msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`. A
 record's message is its message value; its other pairs are its `fields` (the templater reads both:
-`Read.bodies()`); a record without a message value has its pairs as its message.
+`Read.texts`); a record without a message value has its pairs as its message. A header's fields
+before the message and its trailer (worker/digest/header.py) are no part of the message either, and
+the templater reads them too.
 Every other line is read by itself by the header grammar (worker/digest/header.py, applied by
 worker/digest/header_rows.py): no format is chosen for a document, so a line reads the same in any
 document or window, and a document mixing shapes (RFC 5424 and RFC 3164 lines on one topic) reads
@@ -56,12 +58,14 @@ class Read:
     tokens: list[str] | None = None       # [L] the level token as written, where a reader keeps it (Windows events)
     fields: list[str] | None = None       # [L] a JSON or logfmt record's other pairs (`k=v ...`, "" where none);
                                           # None: not read (the header grammar's lines)
+    bodies: list[str] | None = None       # [L] what the templater reads where it holds more than the message: the
+                                          # header's fields and trailer (`[client ..] AH00558: msg (a.b.C)`), a
+                                          # record's other pairs after its message; None: the messages
 
-    def bodies(self) -> list[str]:
-        """[L] what the templater reads: each message, with its record's other pairs after it."""
-        if self.fields is None:
-            return self.messages
-        return [f"{m} {f}" if f else m for m, f in zip(self.messages, self.fields)]
+    @property
+    def texts(self) -> list[str]:
+        """[L] what the templater reads: `bodies` where set, else the messages."""
+        return self.messages if self.bodies is None else self.bodies
 
 
 def clean(text: str) -> tuple[str, int]:
@@ -131,7 +135,8 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
     shapes = c.shapes
     shapes.pop("", None)
     hosts = c.hosts
-    return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued)
+    return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued,
+                bodies=None if c.bodies is c.messages else c.bodies)
 
 
 _JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",
@@ -203,4 +208,6 @@ def _logfmt_row(line: str) -> tuple:
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:
     matched, messages, levels, stamps, hosts, fields = (list(c) for c in zip(*rows)) if rows else ([],) * 6
-    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned, fields=fields)
+    bodies = [f"{m} {f}" if f else m for m, f in zip(messages, fields)]
+    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned,
+                fields=fields, bodies=bodies)

@@ -26,12 +26,14 @@ each tried in order and kept when it matches:
    bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
    `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
    `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
-   follows it), bracketed `[key value]` fields (`[pid 7:tid 9]`, `[client 192.0.2.1:5000]`), a logger
-   (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), an error id (`AH00558: `,
-   `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
+   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), then the
+   `fields` before the message: bracketed `[key value]` fields (`[client 192.0.2.1:5000]`) and an
+   error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).
+The fields and the trailer are no part of the message, but stay in what the templater reads (an
+operator searches by `[client ...]` and `AH00558`; header_rows.py keeps both texts).
 STATUS finds an access log's status after its request (where a timed line has no level token: its level).
 
 The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
@@ -85,10 +87,11 @@ _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL
                 rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
 _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
-_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ [^\[\]\s]{{1,100}}(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
+_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
 _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
 _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
 _ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
+_KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
@@ -170,7 +173,7 @@ _GRAMMAR = rf"""^
   (?P<tags2>(?:{_TAG}\s*){{0,12}})
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
-  (?:{_ERROR_ID}\s+)?
+  (?P<fields>(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
 |
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
   (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*

@@ -1,8 +1,9 @@
 """The header grammar's fields of every line of a document, each line read once per shape of its digits.
 
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
-                            level, PRI, message, whether a header was found, whether it continues
-                            the record before it (worker/multiline.py)
+                            level, PRI, message (and the body the templater reads: the message with
+                            the header's fields and trailer), whether a header was found, whether it
+                            continues the record before it (worker/multiline.py)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
 `\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
@@ -64,9 +65,10 @@ def _level(token: str) -> str | None:
 
 
 def recipe(key: str) -> tuple:
-    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status) of a
-    line with its digits written 0: spans, the normalized level, the pieces its message is made of, and
-    where an access log's status code starts (-1: none)."""
+    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status, body
+    pieces) of a line with its digits written 0: spans, the normalized level, the pieces its message is made
+    of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
+    where it holds more than the message (the header's fields and trailer; None: the message)."""
     m = HEADER.match(key)
     regs = m.regs                                   # every group's span at once
     ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
@@ -77,13 +79,16 @@ def recipe(key: str) -> tuple:
         pre = m.group("pre")
         several = pre is not None and len(pre.split()) > 1   # one leading column (a label, a record number) is dropped
         end = TRAILER.search(key, m.start("msg")) if key[-1:] == ")" else None   # a logger after the message
-        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), end.start() if end else None),)
+        head = (m.span("pre"),) if several else ()
+        pieces = head + ((m.start("msg"), end.start() if end else None),)
+        fields = m.start("fields")
+        body = head + ((fields, None),) if end is not None or -1 < fields < m.start("msg") else None
     else:
-        pieces = ((0, None),)
+        pieces, body = ((0, None),), None
         host = prog = pid = _NONE
     shape = _shape(m, prog, host, ts, key) if matched else ""
     return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key),
-            _status(key, m.start("msg"), shape) if level is None and ts != _NONE else -1)
+            _status(key, m.start("msg"), shape) if level is None and ts != _NONE else -1, body)
 
 
 def _status(key: str, at: int, shape: str) -> int:
@@ -108,8 +113,8 @@ def _recipe_of(key: str) -> tuple:
 class Columns:
     """Per line of a document: the header's fields ("" or None where absent; see columns())."""
 
-    __slots__ = ("continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes", "shapes",
-                 "stamps")
+    __slots__ = ("bodies", "continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes",
+                 "shapes", "stamps")
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
@@ -125,6 +130,11 @@ class Columns:
         else:
             self.messages = [ln[r[7][0][0]:r[7][0][1]] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
                              for ln, r in zip(lines, recipes)]
+        if all(k[12] is None for k in kinds):
+            self.bodies = self.messages
+        else:
+            self.bodies = [msg if r[12] is None else "".join(ln[a:b] for a, b in r[12])
+                           for ln, r, msg in zip(lines, recipes, self.messages)]
         self.matched = list(map(itemgetter(8), recipes))
         self.shapes = Counter(map(itemgetter(9), recipes))
         self.continued = list(map(itemgetter(10), recipes))
