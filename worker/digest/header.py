@@ -223,10 +223,11 @@ def _one_line(pattern: str) -> str:
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
 # an access log's status after its request: the quoted request of a CLF-timed line (`"GET / HTTP/1.1" 404`,
 # `"-" 400`), or on any timed line a request (a method and a target) then, past at most one short field, the status
+# (REQUEST: where a request may start, searched for first; STATUS[""] is matched there)
 _QUOTED_STATUS = r'"[^"]*" (\d{3})(?![^\s,;|])'
-_REQUEST = r"(?:GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS|CONNECT|TRACE|PROPFIND)"
+REQUEST = re.compile(r'(?:GET|POST|PUT|HEAD|DELETE|PATCH|OPTIONS|CONNECT|TRACE|PROPFIND) "?/')
 STATUS = {"access": re.compile(_QUOTED_STATUS),
-          "": re.compile(rf'(?<![^\s"\[(]){_REQUEST} "?[^\s"]+"?(?: HTTP/\d(?:\.\d)?"?)?(?: -?\d{{1,2}}| -)? (\d{{3}})(?![^\s,;|])')}
+          "": re.compile(r'(?<![^\s"\[(])[A-Z]+ "?[^\s"]+"?(?: HTTP/\d(?:\.\d)?"?)?(?: -?\d{1,2}| -)? (\d{3})(?![^\s,;|])')}
 # a log4j logger written after the message (`%m (%c)%n`): `... (org.acme.cluster.Elector)`, no part of the message
 TRAILER = re.compile(r"[ \t]+\((?:[a-z_$][\w$]*\.){2,}[A-Z][\w$]*\)\Z")
 

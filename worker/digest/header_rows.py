@@ -19,7 +19,7 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
-from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, STATUS, TRAILER, level_token
+from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
 from worker.digest.levels_table import level_word
 from worker.multiline import continues
 
@@ -34,6 +34,7 @@ _PROG = ("prog5", "prog", "progp")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr")
 _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
+_PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 
 
@@ -73,22 +74,27 @@ def recipe(key: str) -> tuple:
     regs = m.regs                                   # every group's span at once
     ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
     level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
-    pri = m.span("pri") if m.group("pri") else _NONE
+    pri = regs[_PRI] if regs[_PRI][1] > regs[_PRI][0] else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
+    at = regs[_MSG][0]
+    body = None
     if matched:
-        pre = m.group("pre")
-        several = pre is not None and len(pre.split()) > 1   # one leading column (a label, a record number) is dropped
-        end = TRAILER.search(key, m.start("msg")) if key[-1:] == ")" else None   # a logger after the message
-        head = (m.span("pre"),) if several else ()
-        pieces = head + ((m.start("msg"), end.start() if end else None),)
-        fields = m.start("fields")
-        body = head + ((fields, None),) if end is not None or -1 < fields < m.start("msg") else None
+        pre = regs[_PRE]
+        several = pre[0] >= 0 and len(key[pre[0]:pre[1]].split()) > 1   # one leading column (a label, a record
+        head = (pre,) if several else ()                                  # number) is dropped
+        end = TRAILER.search(key, at) if key[-1:] == ")" else None      # a logger after the message
+        pieces = head + ((at, end.start() if end else None),)
+        fields = regs[_FIELDS][0]
+        if end is not None or -1 < fields < at:
+            body = head + ((fields, None),)
     else:
-        pieces, body = ((0, None),), None
+        pieces = ((0, None),)
         host = prog = pid = _NONE
     shape = _shape(m, prog, host, ts, key) if matched else ""
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key),
-            _status(key, m.start("msg"), shape) if level is None and ts != _NONE else -1, body)
+    status = -1
+    if level is None and ts != _NONE and (shape == "access" or " /" in key or '"/' in key):
+        status = _status(key, at, shape)
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key), status, body)
 
 
 def _status(key: str, at: int, shape: str) -> int:
@@ -97,7 +103,8 @@ def _status(key: str, at: int, shape: str) -> int:
         at = key.find('"', at)
         m = STATUS["access"].match(key, at) if at >= 0 else None
     else:
-        m = STATUS[""].search(key, at) if " /" in key or '"/' in key else None
+        r = REQUEST.search(key, at)
+        m = STATUS[""].match(key, r.start()) if r is not None else None
     return m.start(1) if m is not None else -1
 
 
