@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.digest.clock import sort_keys, stamp_of, true_span
+from worker.digest.clock import sort_keys, true_span
 from worker.digest.failures import line_ranks, ranked_failures, severity_counts
 from worker.digest.formats import Read
 from worker.digest.levels import level_of_pattern
 from worker.messages.levels import ORDER
 from worker.digest.outliers import MIN_SAMPLE, Z_OUTLIER, far_outside, is_quantity
 from worker.digest.templates import Template, Templates
-from worker.digest.timeparse import span
+from worker.digest.timeparse import span, stamp_of
 
 MAX_TEMPLATES = 8
 MAX_FAILURES = 8

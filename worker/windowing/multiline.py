@@ -1,29 +1,11 @@
-"""Continuation lines of a multiline event (Java stack traces, Go panics), as Fluent Bit's multiline
-parser joins them: a record that continues the event before it is appended to it with a newline,
-never starts an event of its own, and is never separated from its first line when a window closes
-on its line or byte count.
-
-A line continues the event before it when it starts with whitespace (a stack frame, a wrapped
-message), with `at ` (a Java frame logged without indentation), `Caused by:` / `Suppressed:`
-(chained exceptions), `... N more`, with `goroutine ` or `[signal ` (a Go panic's stack dump, which
-follows its `panic:` line and a blank line), or when it is a Go stack frame's function line
-(`main.main()`, `net/http.(*conn).serve(0xc000...)`), `created by `, or empty. Anything else starts
-a new event.
+"""Events of one key's lines, as Fluent Bit's multiline parser joins them: a record that continues the
+event before it (worker/multiline.py: `joins`) is appended to it with a newline, never starts an event
+of its own, and is never separated from its first line when a window closes on its line or byte count.
 """
 
 from __future__ import annotations
 
-import re
-
-# One regular expression (compiled once): the start rule is "anything that is not a continuation".
-CONTINUATION = re.compile(r"(?:[ \t]|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
-                          r"|[\w./*()\[\]-]+\(.*\)\Z"  # a Go stack frame's function line, whole
-                          r"|\Z")  # empty
-
-
-def continues(line: str) -> bool:
-    """True when `line` continues the event before it (see the module docstring)."""
-    return CONTINUATION.match(line) is not None
+from worker.multiline import joins
 
 
 class Joiner:
@@ -56,7 +38,7 @@ class Joiner:
         return ["\n".join(self._lines[a:b]) for a, b in zip(self._starts, ends)]
 
     def add(self, line: str) -> bool:
-        joined = self.enabled and bool(self._starts) and continues(line)
+        joined = self.enabled and bool(self._starts) and joins(line)
         if not joined:
             self._starts.append(len(self._lines))
         self._lines.append(line)

@@ -8,7 +8,7 @@ closes on whichever comes first (the `reason` it carries):
   records may be waiting in the topic, unread;
 - `max_length`: `max_length_s` since it opened;
 - `max_lines` / `max_bytes`: it holds that many records (or bytes of text). A
-  continuation line (worker/windowing/multiline.py) counts like any record and
+  continuation line (worker/multiline.py) counts like any record and
   still joins a full window's open event, so a stack trace is not cut from its
   first line by a count, but only up to twice the bounds: at `2 * max_lines`
   records or `2 * max_bytes` bytes the window closes even mid-event, and the
@@ -64,7 +64,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from worker.kafka.headers import TRACEPARENT, without_trace
-from worker.windowing.multiline import Joiner, continues
+from worker.multiline import joins
+from worker.windowing.multiline import Joiner
 
 TopicPartition = tuple[str, int]
 
@@ -210,7 +211,7 @@ class Windower:
                 w = None
             elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (
                     r.multiline and w.size < 2 * r.max_bytes and len(w.offsets) < 2 * r.max_lines
-                    and continues(line)):  # a continuation's slack: up to twice the bounds, then it is cut
+                    and joins(line)):  # a continuation's slack: up to twice the bounds, then it is cut
                 closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
                 w = None
         if w is None:
