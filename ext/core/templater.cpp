@@ -76,6 +76,27 @@ bool word_token(std::string_view t) {
   return true;
 }
 
+// A token's text with punctuation stripped at both ends ("down:" -> "down", "'Active'" -> "Active").
+std::string_view core_text(std::string_view t) {
+  size_t a = 0, b = t.size();
+  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
+  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
+  return t.substr(a, b - a);
+}
+
+// An event word: a participle or gerund of five or more letters (Started, Paused, opened, LOOKING). Raw templates
+// that differ only in such words say different things happened, however many there are.
+bool event_word(std::string_view w) {
+  if (w.size() < 5 || !std::all_of(w.begin(), w.end(), is_alpha)) return false;
+  auto ends = [&](std::string_view suffix) {
+    if (w.size() < suffix.size()) return false;
+    for (size_t i = 0; i < suffix.size(); ++i)
+      if (lower(w[w.size() - suffix.size() + i]) != suffix[i]) return false;
+    return true;
+  };
+  return ends("ed") || ends("ing");
+}
+
 // Drain-style merging: raw templates that differ in one unprotected position join, round after
 // round, while a template keeps at most a third of its positions merged. Returns each raw's root.
 std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
@@ -93,7 +114,8 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
   };
   std::vector<uint64_t> ph, prefix, suffix;
   // Families: raw templates equal but for one position. In a small family the constant words there are
-  // different messages (Starting/Ending, Paused/Resumed, GET/POST), not values of one variable.
+  // different messages (Starting/Ending, GET/POST, Active/Removable), not values of one variable, unless each of
+  // them is a value elsewhere in the document; event words (Paused/Resumed/Started/Stopped) are, in any family.
   auto family_keys = [&](const Raw& raw, const Group& g, std::vector<uint64_t>& keys) {
     const size_t n = raw.toks.size();
     ph.assign(n, 0);
@@ -105,19 +127,51 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     keys.resize(n);
     for (size_t p = 0; p < n; ++p) keys[p] = mix(mix(prefix[p], suffix[p + 1]), p);
   };
-  std::unordered_map<uint64_t, uint32_t> family;
-  std::vector<uint64_t> keys;
-  if (cfg.word_family > 0)
-    for (uint32_t r = 0; r < raws.size(); ++r) {
-      if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
-      family_keys(raws[r], groups[r], keys);
-      for (uint64_t k : keys) ++family[k];
+  // Per family: its size, whether every member holds an event word there, whether every member's word there is
+  // a value of a large family (one that merges) at some position of the document.
+  struct Family {
+    uint32_t count = 0;
+    bool events = true, values = true;
+  };
+  std::unordered_map<uint64_t, Family> family;
+  std::vector<std::vector<uint64_t>> raw_keys(raws.size());
+  auto word_at = [&](const Raw& r, size_t p) { return r.is_var[p] ? std::string_view() : core_text(r.toks[p]); };
+  for (uint32_t r = 0; r < raws.size(); ++r) {
+    if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
+    family_keys(raws[r], groups[r], raw_keys[r]);
+    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
+      Family& f = family[raw_keys[r][p]];
+      ++f.count;
+      f.events = f.events && !raws[r].is_var[p] && word_token(raws[r].toks[p]) && event_word(word_at(raws[r], p));
     }
+  }
+  std::unordered_set<uint64_t> value_words;  // words at a position where more than word_family raws differ
+  for (uint32_t r = 0; r < raws.size(); ++r)
+    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
+      const Family& f = family[raw_keys[r][p]];
+      if (f.count > cfg.word_family && !f.events && word_token(raws[r].toks[p]))
+        value_words.insert(hash_bytes(word_at(raws[r], p)));
+    }
+  for (uint32_t r = 0; r < raws.size(); ++r)
+    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
+      Family& f = family[raw_keys[r][p]];
+      f.values = f.values && !raws[r].is_var[p] && value_words.count(hash_bytes(word_at(raws[r], p))) > 0;
+    }
+  std::vector<uint64_t> keys;
+  // A small family's words are different messages unless each is a value elsewhere; event words always are.
   auto small_family_word = [&](const Raw& a, const Raw& b, size_t p, uint64_t key) {
     if (cfg.word_family == 0 || a.is_var[p] || b.is_var[p] || !word_token(a.toks[p]) || !word_token(b.toks[p]))
       return false;
     auto it = family.find(key);
-    return it != family.end() && it->second <= cfg.word_family;
+    if (it == family.end()) return false;
+    return it->second.events || (it->second.count <= cfg.word_family && !it->second.values);
+  };
+  // A line of two tokens merges at one position when its other token is constant and more than word_family
+  // raw templates differ there (evicting alpha/beta/gamma/delta).
+  auto two_token_merge = [&](const Raw& raw, size_t wild, size_t p) {
+    if (wild > 0 || raw.is_var[1 - p]) return false;
+    auto it = family.find(keys[p]);
+    return it != family.end() && it->second.count > cfg.word_family;
   };
   for (bool changed = true; changed;) {
     changed = false;
@@ -131,7 +185,7 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
       const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
       family_keys(raw, g, keys);
       for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
-        if (g.wild[p] || guarded(raw, p) || 3 * (wild + 1) > n) continue;
+        if (g.wild[p] || guarded(raw, p) || (n == 2 ? !two_token_merge(raw, wild, p) : 3 * (wild + 1) > n)) continue;
         const uint64_t key = keys[p];
         auto [it, fresh] = seen.emplace(key, r);
         if (fresh) continue;

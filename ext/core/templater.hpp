@@ -37,7 +37,7 @@ struct TemplaterConfig {
   uint32_t top_values = 5;       // commonest values kept per variable
   uint32_t track_values = 1024;  // distinct values counted exactly per variable (top values among them)
   uint32_t distinct_cap = 65536; // distinct count is exact up to this, then a lower bound
-  uint32_t min_merge_tokens = 3; // shorter lines never merge
+  uint32_t min_merge_tokens = 2; // shorter lines never merge; a line of two merges only over a large family
   bool merge = true;
   uint32_t word_family = 3;      // constant words that differ at one position stay apart when at most this many
                                  // raw templates differ only there (0: always merge)

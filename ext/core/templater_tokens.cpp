@@ -192,9 +192,9 @@ void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
   merge_runs(toks, seps, run, [](Token& t) { t.kind = VarKind::kTime; });
 }
 
-// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16 an17, frames a.b:1 c.d:2 e.f:3 g.h:4) is
-// one variable whatever its length: a run of four or more tokens joined by single spaces, each a variable of
-// one kind, or each a short name with the same letters before its digits.
+// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16, frames a.b:1 c.d:2 e.f:3 g.h:4) is one
+// variable whatever its length: a run of tokens joined by single spaces, four or more variables of one kind, or
+// three or more short names with the same letters before their digits.
 void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
   auto stem = [&](const Token& t) -> std::string_view {  // "an" of an14; empty when not a short name with digits
     const std::string_view s = line.substr(t.start - base, t.len);
@@ -211,7 +211,8 @@ void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
   auto run = [&](size_t k) {
     size_t e = k + 1;
     while (e < toks.size() && seps[e] == " " && same(toks[k], toks[e])) ++e;
-    return e - k >= 4 && (toks[k].var || !stem(toks[k]).empty()) ? e : k + 1;
+    if (toks[k].var) return e - k >= 4 ? e : k + 1;
+    return e - k >= 3 && !stem(toks[k]).empty() ? e : k + 1;
   };
   merge_runs(toks, seps, run, [](Token& t) {
     t.var = true;
@@ -413,7 +414,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
   bool timed = false;
   for (const Token& t : toks) timed = timed || (t.var && t.kind == VarKind::kTime);
   if (timed) fuse_times(toks, seps, line, base);
-  if (toks.size() >= 4) fold_lists(toks, seps, line, base);
+  if (toks.size() >= 3) fold_lists(toks, seps, line, base);
 }
 
 bool clock_candidate(std::string_view line) {
