@@ -109,21 +109,34 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     std::iota(roots.begin(), roots.end(), 0U);
     return roots;
   }
-  auto guarded = [&](const Raw& r, size_t p) {
-    return !r.is_var[p] && protect.count(core_code(r.toks[p])) > 0;
-  };
-  std::vector<uint64_t> ph, prefix, suffix;
+  // Per raw and position, computed once: the hash of its separator, its identity (position_hash unmerged) and
+  // whether it holds a protected word; base[r] is raw r's first entry.
+  std::vector<size_t> base(raws.size() + 1, 0);
+  for (size_t r = 0; r < raws.size(); ++r) base[r + 1] = base[r] + raws[r].toks.size();
+  std::vector<uint64_t> sep_h(base.back()), pos_h(base.back());
+  std::vector<uint8_t> guard(base.back());
+  for (size_t r = 0; r < raws.size(); ++r)
+    for (size_t p = 0; p < raws[r].toks.size(); ++p) {
+      const Raw& raw = raws[r];
+      sep_h[base[r] + p] = hash_bytes(raw.seps[p]);
+      pos_h[base[r] + p] = position_hash(raw, groups[r], p);
+      guard[base[r] + p] = !raw.is_var[p] && protect.count(core_code(raw.toks[p])) > 0;
+    }
+  auto guarded = [&](uint32_t r, size_t p) { return guard[base[r] + p] != 0; };
+  std::vector<uint64_t> prefix, suffix;
   // Families: raw templates equal but for one position. In a small family the constant words there are
   // different messages (Starting/Ending, GET/POST, Active/Removable), not values of one variable, unless each of
   // them is a value elsewhere in the document; event words (Paused/Resumed/Started/Stopped) are, in any family.
-  auto family_keys = [&](const Raw& raw, const Group& g, std::vector<uint64_t>& keys) {
+  auto family_keys = [&](uint32_t r, const Group& g, std::vector<uint64_t>& keys) {
+    const Raw& raw = raws[r];
     const size_t n = raw.toks.size();
-    ph.assign(n, 0);
+    const uint64_t* sh = sep_h.data() + base[r];
+    const uint64_t* ph = pos_h.data() + base[r];
+    auto at = [&](size_t p) { return g.wild[p] ? mix(sh[p], 0xFFFFULL) : ph[p]; };
     prefix.assign(n + 1, n);
     suffix.assign(n + 1, hash_bytes(raw.seps[n]));
-    for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
-    for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
-    for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
+    for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], at(p));
+    for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], at(p));
     keys.resize(n);
     for (size_t p = 0; p < n; ++p) keys[p] = mix(mix(prefix[p], suffix[p + 1]), p);
   };
@@ -134,30 +147,35 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     bool events = true, values = true;
   };
   std::unordered_map<uint64_t, Family> family;
-  std::vector<std::vector<uint64_t>> raw_keys(raws.size());
+  family.reserve(raws.size() * 8);
+  std::vector<Family*> at;       // the family of each (raw, position) of a raw that may merge, raw by raw
+  std::vector<uint32_t> at_raw;  // its raw
+  std::vector<uint64_t> keys;
   auto word_at = [&](const Raw& r, size_t p) { return r.is_var[p] ? std::string_view() : core_text(r.toks[p]); };
   for (uint32_t r = 0; r < raws.size(); ++r) {
     if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
-    family_keys(raws[r], groups[r], raw_keys[r]);
-    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
-      Family& f = family[raw_keys[r][p]];
+    family_keys(r, groups[r], keys);
+    for (size_t p = 0; p < keys.size(); ++p) {
+      Family& f = family[keys[p]];
       ++f.count;
       f.events = f.events && !raws[r].is_var[p] && word_token(raws[r].toks[p]) && event_word(word_at(raws[r], p));
+      at.push_back(&f);
+      at_raw.push_back(r);
     }
   }
   std::unordered_set<uint64_t> value_words;  // words at a position where more than word_family raws differ
-  for (uint32_t r = 0; r < raws.size(); ++r)
-    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
-      const Family& f = family[raw_keys[r][p]];
-      if (f.count > cfg.word_family && !f.events && word_token(raws[r].toks[p]))
-        value_words.insert(hash_bytes(word_at(raws[r], p)));
-    }
-  for (uint32_t r = 0; r < raws.size(); ++r)
-    for (size_t p = 0; p < raw_keys[r].size(); ++p) {
-      Family& f = family[raw_keys[r][p]];
-      f.values = f.values && !raws[r].is_var[p] && value_words.count(hash_bytes(word_at(raws[r], p))) > 0;
-    }
-  std::vector<uint64_t> keys;
+  for (size_t i = 0, p = 0; i < at.size(); ++i, ++p) {
+    if (i > 0 && at_raw[i] != at_raw[i - 1]) p = 0;
+    const Raw& r = raws[at_raw[i]];
+    if (at[i]->count > cfg.word_family && !at[i]->events && word_token(r.toks[p]))
+      value_words.insert(hash_bytes(word_at(r, p)));
+  }
+  for (size_t i = 0, p = 0; i < at.size(); ++i, ++p) {
+    if (i > 0 && at_raw[i] != at_raw[i - 1]) p = 0;
+    const Raw& r = raws[at_raw[i]];
+    Family& f = *at[i];
+    f.values = f.values && !r.is_var[p] && !value_words.empty() && value_words.count(hash_bytes(word_at(r, p))) > 0;
+  }
   // A small family's words are different messages unless each is a value elsewhere; event words always are.
   auto small_family_word = [&](const Raw& a, const Raw& b, size_t p, uint64_t key) {
     if (cfg.word_family == 0 || a.is_var[p] || b.is_var[p] || !word_token(a.toks[p]) || !word_token(b.toks[p]))
@@ -183,14 +201,14 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
       if (n < cfg.min_merge_tokens) continue;
       Group& g = groups[r];
       const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
-      family_keys(raw, g, keys);
+      family_keys(r, g, keys);
       for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
-        if (g.wild[p] || guarded(raw, p) || (n == 2 ? !two_token_merge(raw, wild, p) : 3 * (wild + 1) > n)) continue;
+        if (g.wild[p] || guarded(r, p) || (n == 2 ? !two_token_merge(raw, wild, p) : 3 * (wild + 1) > n)) continue;
         const uint64_t key = keys[p];
         auto [it, fresh] = seen.emplace(key, r);
         if (fresh) continue;
         const uint32_t other = uf.find(it->second);
-        if (other == r || guarded(raws[other], p) || small_family_word(raws[other], raw, p, key) ||
+        if (other == r || guarded(other, p) || small_family_word(raws[other], raw, p, key) ||
             !same_except(raws[other], groups[other], raw, g, p))
           continue;
         uf.join(other, r);
@@ -389,6 +407,7 @@ Templater::Templater(TemplaterConfig config) : cfg_(std::move(config)) {
     const uint64_t code = word_code(w);
     if (code == 0) throw std::invalid_argument("severity word must be 1-12 letters a-z, got '" + w + "'");
     sev_[code] = s;
+    sev_first_[w.size()] |= 1U << (lower(w[0]) - 'a');
   }
 }
 
@@ -417,7 +436,7 @@ Analysis Templater::analyze(std::string_view text) const {
     std::string_view line = text.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line_span.push_back(static_cast<uint32_t>(span_start.size()));
-    out.line_severity.push_back(line_severity(line, sev));
+    out.line_severity.push_back(line_severity(line, sev, sev_first_));
     out.line_clock.push_back(clock_candidate(line) ? 1 : 0);
     tokenize(line, pos, toks, seps);
     if (toks.empty() && seps[0].empty()) {

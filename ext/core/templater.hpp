@@ -90,6 +90,7 @@ class Templater {
   TemplaterConfig cfg_;
   std::unordered_set<uint64_t> protect_;    // word codes of protected words
   std::unordered_map<uint64_t, double> sev_;  // word code -> severity score
+  uint32_t sev_first_[13] = {};               // per word length: the first letters of severity words
 };
 
 // One-off form of Templater(config).analyze(text).

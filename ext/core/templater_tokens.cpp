@@ -3,6 +3,7 @@
 #include "templater_tokens.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 namespace ribbon {
@@ -80,25 +81,25 @@ bool iequals(std::string_view t, std::string_view lower_word) {  // t equals the
 
 // A month or weekday name, as dates write them (Jul, Sun, July, Sunday): part of a time.
 bool calendar_word(std::string_view t) {
-  static const char* const kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                       "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-  static const char* const kLong[] = {"january", "february", "march", "april", "june", "july", "august",
-                                      "september", "october", "november", "december", "monday", "tuesday",
-                                      "wednesday", "thursday", "friday", "saturday", "sunday"};
+  static constexpr std::string_view kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                                "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static constexpr std::string_view kLong[] = {"january", "february", "march", "april", "june", "july", "august",
+                                               "september", "october", "november", "december", "monday", "tuesday",
+                                               "wednesday", "thursday", "friday", "saturday", "sunday"};
   if (t.size() < 3 || t.size() > 9 || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
-  auto is = [&](const char* w) { return iequals(t, w); };
+  auto is = [&](std::string_view w) { return iequals(t, w); };
   if (t.size() == 3) return std::any_of(std::begin(kNames), std::end(kNames), is);
   return std::any_of(std::begin(kLong), std::end(kLong), is);
 }
 
 // A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
 bool unit_word(std::string_view t) {
-  static const char* const kUnits[] = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "byte", "bytes",
-                                       "ns", "us", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins",
-                                       "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "kbps", "mbps",
-                                       "gbps", "hz", "khz", "mhz", "ghz"};
-  if (t.empty() || t.size() > 7) return false;
-  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](const char* u) { return iequals(t, u); });
+  static constexpr std::string_view kUnits[] = {
+      "b",   "kb",   "mb",      "gb",     "tb",   "kib",  "mib",  "gib",   "tib",   "byte", "bytes", "ns",
+      "us",  "ms",   "s",       "sec",    "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h",
+      "hr",  "hrs",  "hour",    "hours",  "kbps", "mbps", "gbps", "hz",    "khz",   "mhz",  "ghz"};
+  if (t.empty() || t.size() > 7 || !is_alpha(t[0])) return false;
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](std::string_view u) { return iequals(t, u); });
 }
 
 // Quantities as one variable, so lines that write them in more or fewer words share a template:
@@ -149,6 +150,9 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
 // separator after a run follows its token. run(k) <= k + 1 leaves toks[k] as it is.
 template <class Run, class Merge>
 void merge_runs(std::vector<Token>& toks, std::vector<std::string>& seps, Run run, Merge merge) {
+  size_t k0 = 0;  // the first run (most lines have none: they are left as they are)
+  while (k0 < toks.size() && run(k0) <= k0 + 1) ++k0;
+  if (k0 == toks.size()) return;
   std::vector<Token> kt;
   std::vector<std::string> ks{seps[0]};
   for (size_t k = 0; k < toks.size();) {
@@ -426,30 +430,40 @@ bool clock_candidate(std::string_view line) {
   };
   if (digits(!line.empty() && line[0] == '[' ? 1 : 0, 10)) return true;
   if (digits(0, 6) && line.size() > 6 && line[6] == ' ' && digits(7, 6)) return true;
-  size_t head = 0;  // the bytes of the first 104 code points (Python slices characters)
-  for (size_t chars = 0; head < line.size() && chars < 104; ++chars) {
-    ++head;
-    while (head < line.size() && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) ++head;
+  size_t head = line.size();  // the bytes of the first 104 code points (Python slices characters)
+  if (head > 104) {
+    head = 0;
+    for (size_t chars = 0; head < line.size() && chars < 104; ++chars) {
+      ++head;
+      while (head < line.size() && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) ++head;
+    }
   }
-  for (size_t i = 0; i + 7 <= head; ++i)  // d:dd:dd
-    if (line[i + 1] == ':' && line[i + 4] == ':' && is_digit(line[i]) && is_digit(line[i + 2]) &&
-        is_digit(line[i + 3]) && is_digit(line[i + 5]) && is_digit(line[i + 6]))
+  for (size_t c = 1; c + 6 <= head;) {  // d:dd:dd, found from its first ':'
+    const void* hit = std::memchr(line.data() + c, ':', head - 6 - c + 1);
+    if (hit == nullptr) break;
+    c = static_cast<size_t>(static_cast<const char*>(hit) - line.data());
+    if (line[c + 3] == ':' && is_digit(line[c - 1]) && is_digit(line[c + 1]) && is_digit(line[c + 2]) &&
+        is_digit(line[c + 4]) && is_digit(line[c + 5]))
       return true;
+    ++c;
+  }
   return false;
 }
 
-float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev) {
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev, const uint32_t* first) {
   double best = 0.0;
   size_t i = 0;
-  while (i < line.size()) {
+  const size_t n = line.size();
+  while (i < n) {
     if (!is_alpha(line[i])) {
       ++i;
       continue;
     }
-    size_t j = i;
-    while (j < line.size() && is_alpha(line[j])) ++j;
-    if (j - i >= 2 && j - i <= 12) {
-      auto it = sev.find(word_code(line.substr(i, j - i)));
+    size_t j = i + 1;
+    while (j < n && is_alpha(line[j])) ++j;
+    const size_t len = j - i;
+    if (len >= 2 && len <= 12 && ((first[len] >> (lower(line[i]) - 'a')) & 1U) != 0) {
+      auto it = sev.find(word_code(line.substr(i, len)));
       if (it != sev.end()) best = std::max(best, it->second);
     }
     i = j;

@@ -56,7 +56,8 @@ const char* placeholder(VarKind k);  // <n> <hex> <ip> <uuid> <ts> <q> <*>
 // space; none before the first token or after the last). base: the line's offset in the document.
 void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps);
 
-// The highest severity word of a line (words are runs of letters), 0 if none.
-float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev);
+// The highest severity word of a line (words are runs of letters), 0 if none. first[len]: bit c - 'a' set when a
+// severity word of len letters starts with letter c (other words are not looked up).
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev, const uint32_t* first);
 
 }  // namespace ribbon
