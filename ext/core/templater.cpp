@@ -39,8 +39,53 @@ class UnionFind {
   std::vector<uint32_t> parent_;
 };
 
-struct Group {             // a merge group's current pattern (owned by its root raw template)
-  std::vector<uint8_t> wild;  // merged positions
+struct Group {        // a merge group's current pattern (owned by its root raw template)
+  uint8_t* wild;      // [positions] merged positions (in the merge's one flat array)
+};
+
+// An open-addressing map of 64-bit hashes to 32-bit values (linear probing, a power-of-two table): the merge's
+// tables, without a node allocated per entry.
+class HashIndex {
+ public:
+  void reset(size_t expected) {
+    size_t cap = 16;
+    while (cap < 2 * expected) cap <<= 1;
+    keys_.assign(cap, 0);
+    vals_.assign(cap, kEmpty);
+    used_ = 0;
+  }
+  // The value under `key`, `value` inserted when it had none; second: whether it was inserted.
+  std::pair<uint32_t, bool> emplace(uint64_t key, uint32_t value) {
+    if (2 * (used_ + 1) > keys_.size()) grow();
+    const size_t i = slot(key);
+    if (vals_[i] != kEmpty) return {vals_[i], false};
+    keys_[i] = key;
+    vals_[i] = value;
+    ++used_;
+    return {value, true};
+  }
+  uint32_t find(uint64_t key) const { return keys_.empty() ? kEmpty : vals_[slot(key)]; }
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+
+ private:
+  size_t slot(uint64_t key) const {
+    const size_t mask = keys_.size() - 1;
+    size_t i = static_cast<size_t>(key) & mask;
+    while (vals_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+  void grow() {
+    std::vector<uint64_t> keys;
+    std::vector<uint32_t> vals;
+    keys.swap(keys_);
+    vals.swap(vals_);
+    reset(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (vals[i] != kEmpty) emplace(keys[i], vals[i]);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> vals_;
+  size_t used_ = 0;
 };
 
 // Token identity at a position for merging: a constant's hash, or its kind for a variable.
@@ -101,18 +146,19 @@ bool event_word(std::string_view w) {
 // round, while a template keeps at most a third of its positions merged. Returns each raw's root.
 std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
                                  const std::unordered_set<uint64_t>& protect) {
-  UnionFind uf(raws.size());
-  std::vector<Group> groups(raws.size());
-  for (size_t r = 0; r < raws.size(); ++r) groups[r].wild.assign(raws[r].toks.size(), 0);
   if (!cfg.merge) {
     std::vector<uint32_t> roots(raws.size());
     std::iota(roots.begin(), roots.end(), 0U);
     return roots;
   }
+  UnionFind uf(raws.size());
   // Per raw and position, computed once: the hash of its separator, its identity (position_hash unmerged) and
   // whether it holds a protected word; base[r] is raw r's first entry.
   std::vector<size_t> base(raws.size() + 1, 0);
   for (size_t r = 0; r < raws.size(); ++r) base[r + 1] = base[r] + raws[r].toks.size();
+  std::vector<uint8_t> wild_at(base.back(), 0);
+  std::vector<Group> groups(raws.size());
+  for (size_t r = 0; r < raws.size(); ++r) groups[r].wild = wild_at.data() + base[r];
   std::vector<uint64_t> sep_h(base.back()), pos_h(base.back());
   std::vector<uint8_t> guard(base.back());
   for (size_t r = 0; r < raws.size(); ++r)
@@ -146,9 +192,10 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     uint32_t count = 0;
     bool events = true, values = true;
   };
-  std::unordered_map<uint64_t, Family> family;
-  family.reserve(raws.size() * 8);
-  std::vector<Family*> at;       // the family of each (raw, position) of a raw that may merge, raw by raw
+  std::vector<Family> families;
+  HashIndex family;              // family key -> index in families
+  family.reset(base.back());
+  std::vector<uint32_t> at;      // the family of each (raw, position) of a raw that may merge, raw by raw
   std::vector<uint32_t> at_raw;  // its raw
   std::vector<uint64_t> keys;
   auto word_at = [&](const Raw& r, size_t p) { return r.is_var[p] ? std::string_view() : core_text(r.toks[p]); };
@@ -156,10 +203,12 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
     family_keys(r, groups[r], keys);
     for (size_t p = 0; p < keys.size(); ++p) {
-      Family& f = family[keys[p]];
+      const auto [f_at, fresh] = family.emplace(keys[p], static_cast<uint32_t>(families.size()));
+      if (fresh) families.emplace_back();
+      Family& f = families[f_at];
       ++f.count;
       f.events = f.events && !raws[r].is_var[p] && word_token(raws[r].toks[p]) && event_word(word_at(raws[r], p));
-      at.push_back(&f);
+      at.push_back(f_at);
       at_raw.push_back(r);
     }
   }
@@ -167,47 +216,51 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
   for (size_t i = 0, p = 0; i < at.size(); ++i, ++p) {
     if (i > 0 && at_raw[i] != at_raw[i - 1]) p = 0;
     const Raw& r = raws[at_raw[i]];
-    if (at[i]->count > cfg.word_family && !at[i]->events && word_token(r.toks[p]))
-      value_words.insert(hash_bytes(word_at(r, p)));
+    const Family& f = families[at[i]];
+    if (f.count > cfg.word_family && !f.events && word_token(r.toks[p])) value_words.insert(hash_bytes(word_at(r, p)));
   }
   for (size_t i = 0, p = 0; i < at.size(); ++i, ++p) {
     if (i > 0 && at_raw[i] != at_raw[i - 1]) p = 0;
     const Raw& r = raws[at_raw[i]];
-    Family& f = *at[i];
+    Family& f = families[at[i]];
     f.values = f.values && !r.is_var[p] && !value_words.empty() && value_words.count(hash_bytes(word_at(r, p))) > 0;
   }
+  auto family_of = [&](uint64_t key) -> const Family* {
+    const uint32_t i = family.find(key);
+    return i == HashIndex::kEmpty ? nullptr : &families[i];
+  };
   // A small family's words are different messages unless each is a value elsewhere; event words always are.
   auto small_family_word = [&](const Raw& a, const Raw& b, size_t p, uint64_t key) {
     if (cfg.word_family == 0 || a.is_var[p] || b.is_var[p] || !word_token(a.toks[p]) || !word_token(b.toks[p]))
       return false;
-    auto it = family.find(key);
-    if (it == family.end()) return false;
-    return it->second.events || (it->second.count <= cfg.word_family && !it->second.values);
+    const Family* f = family_of(key);
+    return f != nullptr && (f->events || (f->count <= cfg.word_family && !f->values));
   };
   // A line of two tokens merges at one position when its other token is constant and more than word_family
   // raw templates differ there (evicting alpha/beta/gamma/delta).
   auto two_token_merge = [&](const Raw& raw, size_t wild, size_t p) {
     if (wild > 0 || raw.is_var[1 - p]) return false;
-    auto it = family.find(keys[p]);
-    return it != family.end() && it->second.count > cfg.word_family;
+    const Family* f = family_of(keys[p]);
+    return f != nullptr && f->count > cfg.word_family;
   };
+  HashIndex seen;  // per round: family key -> the first raw seen with it
   for (bool changed = true; changed;) {
     changed = false;
-    std::unordered_map<uint64_t, uint32_t> seen;
+    seen.reset(base.back());
     for (uint32_t r = 0; r < raws.size(); ++r) {
       if (uf.find(r) != r) continue;
       const Raw& raw = raws[r];
       const size_t n = raw.toks.size();
       if (n < cfg.min_merge_tokens) continue;
       Group& g = groups[r];
-      const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
+      const size_t wild = static_cast<size_t>(std::count(g.wild, g.wild + n, 1));
       family_keys(r, g, keys);
       for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
         if (g.wild[p] || guarded(r, p) || (n == 2 ? !two_token_merge(raw, wild, p) : 3 * (wild + 1) > n)) continue;
         const uint64_t key = keys[p];
-        auto [it, fresh] = seen.emplace(key, r);
+        const auto [first, fresh] = seen.emplace(key, r);
         if (fresh) continue;
-        const uint32_t other = uf.find(it->second);
+        const uint32_t other = uf.find(first);
         if (other == r || guarded(other, p) || small_family_word(raws[other], raw, p, key) ||
             !same_except(raws[other], groups[other], raw, g, p))
           continue;
@@ -223,23 +276,46 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
 }
 
 // One variable's values: an open-addressing table of value hashes (distinct count, capped) whose
-// first track_values entries also count their value (the commonest values come from those).
+// first track_values entries also count their value (the commonest values come from those). Its first
+// kSmall distinct values are kept in a list, looked up in order (most variables of a document have few).
 struct VarAcc {
-  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1)
+  static constexpr size_t kSmall = 8;
+  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1); empty while the list holds them
   std::vector<uint32_t> slot;   // entry index + 1, or 0 for a value seen but not tracked
   std::vector<std::pair<std::string_view, uint64_t>> entries;
   std::vector<double> nums;
   uint64_t occurrences = 0;
   size_t used = 0;
   bool capped = false;
+  uint64_t small[kSmall] = {};  // the hashes of the first distinct values, in order (entries[k] is small[k]'s)
 
   void add(std::string_view value, const TemplaterConfig& cfg) {
     ++occurrences;
     uint64_t h = hash_bytes(value);
     h = h == 0 ? 1 : h;
     if (keys.empty()) {
-      keys.assign(16, 0);
-      slot.assign(16, 0);
+      for (size_t k = 0; k < used; ++k)
+        if (small[k] == h) {
+          if (k < entries.size()) ++entries[k].second;
+          return;
+        }
+      if (used >= cfg.distinct_cap) {
+        capped = true;
+        return;
+      }
+      if (used < kSmall) {
+        small[used++] = h;
+        if (entries.size() < cfg.track_values) entries.emplace_back(value, 1);
+        return;
+      }
+      keys.assign(4 * kSmall, 0);
+      slot.assign(4 * kSmall, 0);
+      for (size_t k = 0; k < used; ++k) {
+        size_t i = static_cast<size_t>(small[k]) & (keys.size() - 1);
+        while (keys[i] != 0) i = (i + 1) & (keys.size() - 1);
+        keys[i] = small[k];
+        slot[i] = k < entries.size() ? static_cast<uint32_t>(k + 1) : 0;
+      }
     }
     size_t mask = keys.size() - 1;
     size_t i = static_cast<size_t>(h) & mask;
@@ -455,6 +531,10 @@ Analysis Templater::analyze(std::string_view text) const {
       if (fresh) {
         Raw r;
         r.seps = seps;
+        r.toks.reserve(toks.size());
+        r.kinds.reserve(toks.size());
+        r.is_var.reserve(toks.size());
+        r.var_index.reserve(toks.size());
         int32_t vi = 0;
         for (const Token& tk : toks) {
           r.toks.emplace_back(tk.var ? std::string() : std::string(text.substr(tk.start, tk.len)));

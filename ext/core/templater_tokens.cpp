@@ -116,6 +116,8 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
   if (!any) return;
   std::vector<Token> kt;  // kept tokens; ks[i] is the separator before kt[i], ks.back() the one after the last
   std::vector<std::string> ks{seps[0]};
+  kt.reserve(toks.size());
+  ks.reserve(seps.size());
   for (int pass = 0; pass < 2; ++pass) {
     kt.clear();
     ks.assign(1, seps[0]);
@@ -154,7 +156,10 @@ void merge_runs(std::vector<Token>& toks, std::vector<std::string>& seps, Run ru
   while (k0 < toks.size() && run(k0) <= k0 + 1) ++k0;
   if (k0 == toks.size()) return;
   std::vector<Token> kt;
-  std::vector<std::string> ks{seps[0]};
+  std::vector<std::string> ks;
+  kt.reserve(toks.size());
+  ks.reserve(seps.size());
+  ks.push_back(seps[0]);
   for (size_t k = 0; k < toks.size();) {
     const size_t e = std::max(run(k), k + 1);
     Token t = toks[k];
