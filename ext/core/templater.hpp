@@ -11,12 +11,16 @@
 // lines form a raw template. Raw templates of equal length that differ in one
 // position merge (the Drain idea) unless that position holds a protected word
 // (severity and level words), repeatedly, so a merged template may carry several
-// merged positions. Every template keeps its count, first and last line, and per
+// merged positions. Constant words at one position are different messages when at most
+// word_family raw templates differ only there (unless each word is a value of a merged variable
+// elsewhere in the document), and event words (participles, gerunds: Started, Paused, Opening) in
+// any number; a line of two tokens merges only where more than word_family raw templates differ. Every template keeps its count, first and last line, and per
 // variable a value summary. Pure C++17, single-threaded, no Python.
 //
 // Why not Drain3: it is a maintained library, but it groups fewer lines right on every
 // development system of `ribbon bench quality` and parses in Python per line; the goal is
-// >= 200k lines/s per core (docs/digest.md). Tokens and their kinds: templater_tokens.{hpp,cpp}.
+// >= 200k lines/s per core (docs/digest.md). Tokens: templater_tokens.{hpp,cpp}; their kinds:
+// templater_words.cpp; the merge: templater_merge.{hpp,cpp}.
 #include <cstdint>
 #include <string>
 #include <string_view>

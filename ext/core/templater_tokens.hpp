@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the templater: the token level (templater_tokens.cpp). Not part of the public API.
+// Internal to the templater: the token level (templater_tokens.cpp, templater_words.cpp). Not part of the public API.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +43,17 @@ inline uint64_t word_code(std::string_view w) {
 }
 
 uint64_t core_code(std::string_view t);  // word_code of the token with punctuation stripped at both ends
+
+// t equals the lowercase word, ignoring case.
+inline bool iequals(std::string_view t, std::string_view lower_word) {
+  if (t.size() != lower_word.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (lower(t[i]) != lower_word[i]) return false;
+  return true;
+}
+
+// S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits (then letters), a short name that stays constant.
+bool short_name(std::string_view t);
 
 struct Token {
   uint32_t start, len;  // byte offsets in the document
