@@ -93,13 +93,13 @@ def _outliers(tm: Templates) -> list[dict]:
     out, lines_seen, ranges, names = [], set(), {}, {}
     for j in order.tolist():
         var = int(tm.num_vars[j])
-        t = tm.templates[bisect.bisect_right(bases, var) - 1]
-        i = var - t.var_base
-        v = t.vars[i] if 0 <= i < len(t.vars) else None
-        if v is None or v.occurrences < MIN_SAMPLE:
-            continue
-        names[var] = v.key or f"v{i + 1}"
-        if not is_quantity(names[var], v):
+        if var not in names:   # its name when it is a quantity of enough values, else None (once per variable)
+            t = tm.templates[bisect.bisect_right(bases, var) - 1]
+            i = var - t.var_base
+            v = t.vars[i] if 0 <= i < len(t.vars) else None
+            name = (v.key or f"v{i + 1}") if v is not None else ""
+            names[var] = name if v is not None and v.occurrences >= MIN_SAMPLE and is_quantity(name, v) else None
+        if names[var] is None:
             continue
         if var not in ranges:
             inl = tm.num_values[(tm.num_vars == var) & (z < Z_OUTLIER)]
