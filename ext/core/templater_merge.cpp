@@ -176,7 +176,8 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
   // a value of a large family (one that merges) at some position of the document.
   struct Family {
     uint32_t count = 0;
-    bool events = true, values = true;
+    bool events = true, values = true;  // every member's word there is an event word / a value elsewhere
+    bool some_event = false;            // a member's word there is an event word
   };
   std::vector<Family> families;
   HashIndex family;              // family key -> index in families
@@ -193,7 +194,9 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
       if (fresh) families.emplace_back();
       Family& f = families[f_at];
       ++f.count;
-      f.events = f.events && !raws[r].is_var[p] && word_token(raws[r].toks[p]) && event_word(word_at(raws[r], p));
+      const bool event = !raws[r].is_var[p] && word_token(raws[r].toks[p]) && event_word(word_at(raws[r], p));
+      f.events = f.events && event;
+      f.some_event = f.some_event || event;
       at.push_back(f_at);
       at_raw.push_back(r);
     }
@@ -223,11 +226,12 @@ std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterCo
     return f != nullptr && (f->events || (f->count <= cfg.word_family && !f->values));
   };
   // A line of two tokens merges at one position when its other token is constant and more than word_family
-  // raw templates differ there (evicting alpha/beta/gamma/delta).
+  // raw templates differ there (evicting alpha/beta/gamma/delta), none of them in an event word (link
+  // closed/reset/refused/timeout: with one constant beside it, one event word says they are what happened).
   auto two_token_merge = [&](const Raw& raw, size_t wild, size_t p) {
     if (wild > 0 || raw.is_var[1 - p]) return false;
     const Family* f = family_of(keys[p]);
-    return f != nullptr && f->count > cfg.word_family;
+    return f != nullptr && f->count > cfg.word_family && !f->some_event;
   };
   HashIndex seen;  // per round: family key -> the first raw seen with it
   for (bool changed = true; changed;) {

@@ -130,6 +130,9 @@ TEST(templater_merges_two_token_lines_only_over_many_values) {
   CHECK(ribbon::analyze_templates("evicting alpha\nevicting beta\nevicting gamma", config()).templates.size() == 3);
   CHECK(ribbon::analyze_templates("queue Drained\nqueue Stalled\nqueue Resumed\nqueue Flushed", config())
             .templates.size() == 4);
+  // with two tokens, one event word among the values says they are what happened: they stay apart
+  CHECK(ribbon::analyze_templates("link closed\nlink reset\nlink refused\nlink timeout", config()).templates.size() ==
+        4);
 }
 
 TEST(templater_keeps_top_values_in_count_order) {

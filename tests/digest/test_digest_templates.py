@@ -106,6 +106,8 @@ def test_two_token_lines_merge_over_four_or_more_values():
     lines = [f"evicting {w}" for w in ("kilo", "lima", "mike")]
     assert len(analyze(lines).templates) == 3
     assert [t.pattern for t in analyze([*lines, "evicting oscar"]).templates] == ["evicting <*>"]
+    outcomes = [f"link {w}" for w in ("closed", "reset", "refused", "timeout")]   # one event word among them
+    assert len(analyze(outcomes).templates) == 4
 
 
 def test_a_list_of_addresses_is_one_variable():
