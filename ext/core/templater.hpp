@@ -14,7 +14,8 @@
 // merged positions. Constant words at one position are different messages when at most
 // word_family raw templates differ only there (unless each word is a value of a merged variable
 // elsewhere in the document), and event words (participles, gerunds: Started, Paused, Opening) in
-// any number; a line of two tokens merges only where more than word_family raw templates differ. Every template keeps its count, first and last line, and per
+// any number; a line of two tokens merges only where more than word_family raw templates differ, none
+// of them in an event word. Every template keeps its count, first and last line, and per
 // variable a value summary. Pure C++17, single-threaded, no Python.
 //
 // Why not Drain3: it is a maintained library, but it groups fewer lines right on every
