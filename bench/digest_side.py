@@ -4,7 +4,8 @@ Each round runs the per-document pass (worker/digest/prepared.py: format layer, 
 highlights, compaction) of both trees over the same documents in two fresh processes, one after the
 other, alternating which goes first; each process reports the best of --repeats passes over the
 documents (CPU seconds of the process) and, apart, its first pass (nothing kept from an earlier
-document: the cold cost). Writes bench/results/digest_side_cpu.json.
+document: the cold cost; the process has done what the worker does at start, compiling the redaction
+rules, where its tree has them). Writes bench/results/digest_side_cpu.json.
 
 Corpora: `mixed` (the e2e benchmark's mixed corpus: short documents, every tenth a long log) and,
 where present, the development logs (../shared/devlogs: Loghub systems, 2,000 lines each, cut into
@@ -38,6 +39,11 @@ if not (importlib.util.find_spec("worker").origin or "").startswith(root):   # n
 import worker
 assert worker.__file__.startswith(root), worker.__file__
 from worker.digest.prepared import PrepareOptions, prepare
+try:  # what the worker does at start: the redaction rules compiled once (worker/redaction: install)
+    from worker.redaction import Policy, install
+    install(Policy())
+except ImportError:  # a tree without redaction
+    pass
 if corpus == "mixed":
     from worker.demo.samples import mixed_corpus
     texts = ["\n".join(d["lines"]) for d in mixed_corpus(n, seed=11)]

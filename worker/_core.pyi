@@ -107,7 +107,7 @@ class Templater:
         severity: Sequence[tuple[str, float]],
         top_values: int = 5,
         merge: bool = True,
-        min_merge_tokens: int = 3,
+        min_merge_tokens: int = 2,
         min_group: int = 5,
         word_family: int = 3,
     ) -> None: ...

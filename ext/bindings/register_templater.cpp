@@ -71,7 +71,7 @@ void register_templater(py::module_& m) {
              return Templater(std::move(c));
            }),
            py::kw_only(), py::arg("protected_words"), py::arg("severity"), py::arg("top_values") = 5,
-           py::arg("merge") = true, py::arg("min_merge_tokens") = 3, py::arg("min_group") = 5,
+           py::arg("merge") = true, py::arg("min_merge_tokens") = 2, py::arg("min_group") = 5,
            py::arg("word_family") = 3)
       .def(
           "analyze",

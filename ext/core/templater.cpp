@@ -1,19 +1,122 @@
-// Line templates of one document: tokenize and mask (one pass over the bytes, templater_tokens.cpp),
-// Drain-style merging over the raw templates (few, templater_merge.cpp), then one pass over the lines
-// for the value summaries (templater_values.cpp). See templater.hpp for the rules.
+// Line templates of one document: tokenize and mask (one pass over the bytes, templater_tokens.cpp and
+// templater_words.cpp), Drain-style merging over the raw templates (few, templater_merge.cpp), then one pass over
+// the lines for the value summaries. See templater.hpp for the rules.
 #include "templater.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "templater_merge.hpp"
 #include "templater_tokens.hpp"
-#include "templater_values.hpp"
 
 namespace ribbon {
 namespace {
+
+// One variable's values: an open-addressing table of value hashes (distinct count, capped) whose
+// first track_values entries also count their value (the commonest values come from those). Its first
+// kSmall distinct values are kept in a list, looked up in order (most variables of a document have few).
+struct VarAcc {
+  static constexpr size_t kSmall = 8;
+  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1); empty while the list holds them
+  std::vector<uint32_t> slot;   // entry index + 1, or 0 for a value seen but not tracked
+  std::vector<std::pair<std::string_view, uint64_t>> entries;
+  std::vector<double> nums;
+  uint64_t occurrences = 0;
+  size_t used = 0;
+  bool capped = false;
+  uint64_t small[kSmall] = {};  // the hashes of the first distinct values, in order (entries[k] is small[k]'s)
+
+  void add(std::string_view value, const TemplaterConfig& cfg) {
+    ++occurrences;
+    uint64_t h = hash_bytes(value);
+    h = h == 0 ? 1 : h;
+    if (keys.empty()) {
+      for (size_t k = 0; k < used; ++k)
+        if (small[k] == h) {
+          if (k < entries.size()) ++entries[k].second;
+          return;
+        }
+      if (used >= cfg.distinct_cap) {
+        capped = true;
+        return;
+      }
+      if (used < kSmall) {
+        small[used++] = h;
+        if (entries.size() < cfg.track_values) entries.emplace_back(value, 1);
+        return;
+      }
+      keys.assign(4 * kSmall, 0);
+      slot.assign(4 * kSmall, 0);
+      for (size_t k = 0; k < used; ++k) {
+        size_t i = static_cast<size_t>(small[k]) & (keys.size() - 1);
+        while (keys[i] != 0) i = (i + 1) & (keys.size() - 1);
+        keys[i] = small[k];
+        slot[i] = k < entries.size() ? static_cast<uint32_t>(k + 1) : 0;
+      }
+    }
+    size_t mask = keys.size() - 1;
+    size_t i = static_cast<size_t>(h) & mask;
+    while (keys[i] != 0 && keys[i] != h) i = (i + 1) & mask;
+    if (keys[i] == h) {
+      if (slot[i] != 0) ++entries[slot[i] - 1].second;
+      return;
+    }
+    if (used >= cfg.distinct_cap) {
+      capped = true;
+      return;
+    }
+    keys[i] = h;
+    ++used;
+    if (entries.size() < cfg.track_values) {
+      entries.emplace_back(value, 1);
+      slot[i] = static_cast<uint32_t>(entries.size());
+    }
+    if (2 * used > keys.size()) grow();
+  }
+
+ private:
+  void grow() {
+    std::vector<uint64_t> old_keys(keys.size() * 2, 0);
+    std::vector<uint32_t> old_slot(slot.size() * 2, 0);
+    old_keys.swap(keys);
+    old_slot.swap(slot);
+    const size_t mask = keys.size() - 1;
+    for (size_t j = 0; j < old_keys.size(); ++j) {
+      if (old_keys[j] == 0) continue;
+      size_t i = static_cast<size_t>(old_keys[j]) & mask;
+      while (keys[i] != 0) i = (i + 1) & mask;
+      keys[i] = old_keys[j];
+      slot[i] = old_slot[j];
+    }
+  }
+};
+
+void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
+  out.occurrences = acc.occurrences;
+  out.distinct = acc.used;
+  out.distinct_capped = acc.capped;
+  out.numeric = acc.nums.size();
+  if (!acc.nums.empty()) {
+    auto& v = acc.nums;
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    out.min = *lo;
+    out.max = *hi;
+    const size_t m = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
+    double med = v[m];
+    if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m)));
+    out.median = med;
+  }
+  auto& top = acc.entries;
+  const size_t k = std::min<size_t>(cfg.top_values, top.size());
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  for (size_t i = 0; i < k; ++i) out.top.emplace_back(std::string(top[i].first), top[i].second);
+}
 
 // A template's text: constants, separators and placeholders; units[v] (when given and not empty) follows the
 // v-th variable's placeholder ("for <n> seconds").
@@ -33,6 +136,21 @@ std::string make_pattern(const Raw& r, const std::vector<uint8_t>& wild, const s
   return pattern + r.seps[r.toks.size()];
 }
 
+// The unit word every value of a quantity ends with ("70 seconds", "5 seconds" -> "seconds"), when all its
+// distinct values were tracked and there are two or more; else "".
+std::string common_unit(const VarAcc& a) {
+  if (a.capped || a.used < 2 || a.used != a.entries.size()) return "";
+  std::string_view unit;
+  for (const auto& [value, n] : a.entries) {
+    const size_t sp = value.rfind(' ');
+    if (sp == std::string_view::npos || sp + 1 == value.size()) return "";
+    const std::string_view u = value.substr(sp + 1);
+    if (!std::all_of(u.begin(), u.end(), is_alpha) || (!unit.empty() && u != unit)) return "";
+    unit = u;
+  }
+  return std::string(unit);
+}
+
 std::string var_key(const Raw& r, size_t p) {
   if (p == 0 || r.is_var[p - 1]) return "";
   std::string_view k = r.toks[p - 1];
@@ -40,7 +158,62 @@ std::string var_key(const Raw& r, size_t p) {
   return std::string(k);
 }
 
+double middle(std::vector<double>& v) {  // the median (mean of the two middle values when even)
+  const size_t hi = v.size() / 2, lo = (v.size() - 1) / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi), v.end());
+  const double upper = v[hi];
+  if (lo == hi) return upper;
+  return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi)));
+}
+
+// The scores read from the finished pass: each number's z, each line's largest, each template's severity.
+void score(Analysis& out, uint32_t min_group) {
+  const size_t n_vars = out.templates.empty() ? 0 : out.templates.back().var_base + out.templates.back().vars.size();
+  out.num_z = robust_z(out.num_vars, out.num_values, n_vars, min_group);
+  out.line_z.assign(out.line_template.size(), 0.0);
+  for (size_t j = 0; j < out.num_z.size(); ++j) {
+    double& best = out.line_z[static_cast<size_t>(out.num_lines[j])];
+    best = std::max(best, out.num_z[j]);
+  }
+  out.template_severity.assign(out.templates.size(), 0.0F);
+  for (size_t l = 0; l < out.line_template.size(); ++l)
+    if (out.line_template[l] >= 0) {
+      float& s = out.template_severity[static_cast<size_t>(out.line_template[l])];
+      s = std::max(s, out.line_severity[l]);
+    }
+}
+
 }  // namespace
+
+std::vector<double> robust_z(const std::vector<int32_t>& group, const std::vector<double>& values,
+                             size_t n_groups, uint32_t min_group) {
+  std::vector<double> z(values.size(), 0.0);
+  std::vector<uint32_t> start(n_groups + 1, 0);  // counting sort of the values by group
+  for (int32_t g : group) ++start[static_cast<size_t>(g) + 1];
+  for (size_t g = 0; g < n_groups; ++g) start[g + 1] += start[g];
+  std::vector<uint32_t> order(values.size()), fill(start.begin(), start.end() - 1);
+  for (uint32_t j = 0; j < values.size(); ++j) order[fill[static_cast<size_t>(group[j])]++] = j;
+  std::vector<double> x, dev;
+  for (size_t g = 0; g < n_groups; ++g) {
+    const uint32_t b = start[g], e = start[g + 1];
+    if (e - b < min_group) continue;
+    x.clear();
+    for (uint32_t i = b; i < e; ++i) x.push_back(values[order[i]]);
+    const double med = middle(x);
+    dev.clear();
+    double sum = 0.0;
+    for (uint32_t i = b; i < e; ++i) {
+      dev.push_back(std::abs(values[order[i]] - med));
+      sum += dev.back();
+    }
+    std::vector<double> dev_sorted = dev;
+    const double mad = middle(dev_sorted);
+    const double scale = mad > 0 ? 1.4826 * mad : 1.2533 * sum / static_cast<double>(e - b);
+    if (scale <= 0) continue;
+    for (uint32_t i = b; i < e; ++i) z[order[i]] = dev[i - b] / scale;
+  }
+  return z;
+}
 
 Templater::Templater(TemplaterConfig config) : cfg_(std::move(config)) {
   if (cfg_.min_merge_tokens < 2)
@@ -51,6 +224,7 @@ Templater::Templater(TemplaterConfig config) : cfg_(std::move(config)) {
     const uint64_t code = word_code(w);
     if (code == 0) throw std::invalid_argument("severity word must be 1-12 letters a-z, got '" + w + "'");
     sev_[code] = s;
+    sev_first_[w.size()] |= 1U << (lower(w[0]) - 'a');
   }
 }
 
@@ -79,7 +253,7 @@ Analysis Templater::analyze(std::string_view text) const {
     std::string_view line = text.substr(pos, end - pos);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     line_span.push_back(static_cast<uint32_t>(span_start.size()));
-    out.line_severity.push_back(line_severity(line, sev));
+    out.line_severity.push_back(line_severity(line, sev, sev_first_));
     out.line_clock.push_back(clock_candidate(line) ? 1 : 0);
     tokenize(line, pos, toks, seps);
     if (toks.empty() && seps[0].empty()) {
@@ -98,6 +272,10 @@ Analysis Templater::analyze(std::string_view text) const {
       if (fresh) {
         Raw r;
         r.seps = seps;
+        r.toks.reserve(toks.size());
+        r.kinds.reserve(toks.size());
+        r.is_var.reserve(toks.size());
+        r.var_index.reserve(toks.size());
         int32_t vi = 0;
         for (const Token& tk : toks) {
           r.toks.emplace_back(tk.var ? std::string() : std::string(text.substr(tk.start, tk.len)));

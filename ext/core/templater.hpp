@@ -11,13 +11,17 @@
 // lines form a raw template. Raw templates of equal length that differ in one
 // position merge (the Drain idea) unless that position holds a protected word
 // (severity and level words), repeatedly, so a merged template may carry several
-// merged positions. Every template keeps its count, first and last line, and per
+// merged positions. Constant words at one position are different messages when at most
+// word_family raw templates differ only there (unless each word is a value of a merged variable
+// elsewhere in the document), and event words (participles, gerunds: Started, Paused, Opening) in
+// any number; a line of two tokens merges only where more than word_family raw templates differ, none
+// of them in an event word. Every template keeps its count, first and last line, and per
 // variable a value summary. Pure C++17, single-threaded, no Python.
 //
 // Why not Drain3: it is a maintained library, but it groups fewer lines right on every
 // development system of `python -m bench.quality` and parses in Python per line; the goal is
-// >= 200k lines/s per core (docs/digest.md). Tokens: templater_tokens.{hpp,cpp}; how each reads:
-// templater_classify.cpp; merging: templater_merge.{hpp,cpp}; value summaries: templater_values.{hpp,cpp}.
+// >= 200k lines/s per core (docs/digest.md). Tokens: templater_tokens.{hpp,cpp}; their kinds:
+// templater_words.cpp; the merge: templater_merge.{hpp,cpp}.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,7 +42,7 @@ struct TemplaterConfig {
   uint32_t top_values = 5;       // commonest values kept per variable
   uint32_t track_values = 1024;  // distinct values counted exactly per variable (top values among them)
   uint32_t distinct_cap = 65536; // distinct count is exact up to this, then a lower bound
-  uint32_t min_merge_tokens = 3; // shorter lines never merge
+  uint32_t min_merge_tokens = 2; // shorter lines never merge; a line of two merges only over a large family
   bool merge = true;
   uint32_t word_family = 3;      // constant words that differ at one position stay apart when at most this many
                                  // raw templates differ only there (0: always merge)
@@ -91,6 +95,7 @@ class Templater {
   TemplaterConfig cfg_;
   std::unordered_set<uint64_t> protect_;    // word codes of protected words
   std::unordered_map<uint64_t, double> sev_;  // word code -> severity score
+  uint32_t sev_first_[13] = {};               // per word length: the first letters of severity words
 };
 
 // One-off form of Templater(config).analyze(text).

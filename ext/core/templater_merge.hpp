@@ -1,6 +1,6 @@
 #pragma once
-// Internal to the templater: raw templates (equal masked lines) and their Drain-style merging
-// (templater_merge.cpp). Not part of the public API.
+// Internal to the templater: raw templates and the Drain-style merge over them (templater_merge.cpp).
+// Not part of the public API.
 #include <cstdint>
 #include <string>
 #include <unordered_set>

@@ -1,8 +1,9 @@
-// Tokens of a log line: cutting (tokenize) and joining runs that are one value (quantities, dates,
-// lists). Internal to the templater (templater.cpp); how a token reads: templater_classify.cpp.
+// Tokens of a log line: cutting it, joining what is one value (quantities, dates, lists), hashing. How one token
+// reads: templater_words.cpp. Internal to the templater (templater.cpp); the public API is templater.hpp.
 #include "templater_tokens.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 namespace ribbon {
@@ -30,6 +31,16 @@ size_t call_end(std::string_view line, size_t at) {
   return 0;
 }
 
+// A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
+bool unit_word(std::string_view t) {
+  static constexpr std::string_view kUnits[] = {
+      "b",   "kb",   "mb",      "gb",     "tb",   "kib",  "mib",  "gib",   "tib",   "byte", "bytes", "ns",
+      "us",  "ms",   "s",       "sec",    "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h",
+      "hr",  "hrs",  "hour",    "hours",  "kbps", "mbps", "gbps", "hz",    "khz",   "mhz",  "ghz"};
+  if (t.empty() || t.size() > 7 || !is_alpha(t[0])) return false;
+  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](std::string_view u) { return iequals(t, u); });
+}
+
 // Quantities as one variable, so lines that write them in more or fewer words share a template:
 // a number and its unit word ("12 KB"), then a number and a bracketed number right after it, its
 // conversion ("1234 bytes (1.2 KB)").
@@ -44,6 +55,8 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
   if (!any) return;
   std::vector<Token> kt;  // kept tokens; ks[i] is the separator before kt[i], ks.back() the one after the last
   std::vector<std::string> ks{seps[0]};
+  kt.reserve(toks.size());
+  ks.reserve(seps.size());
   for (int pass = 0; pass < 2; ++pass) {
     kt.clear();
     ks.assign(1, seps[0]);
@@ -78,8 +91,14 @@ void fuse_quantities(std::string_view line, size_t base, std::vector<Token>& tok
 // separator after a run follows its token. run(k) <= k + 1 leaves toks[k] as it is.
 template <class Run, class Merge>
 void merge_runs(std::vector<Token>& toks, std::vector<std::string>& seps, Run run, Merge merge) {
+  size_t k0 = 0;  // the first run (most lines have none: they are left as they are)
+  while (k0 < toks.size() && run(k0) <= k0 + 1) ++k0;
+  if (k0 == toks.size()) return;
   std::vector<Token> kt;
-  std::vector<std::string> ks{seps[0]};
+  std::vector<std::string> ks;
+  kt.reserve(toks.size());
+  ks.reserve(seps.size());
+  ks.push_back(seps[0]);
   for (size_t k = 0; k < toks.size();) {
     const size_t e = std::max(run(k), k + 1);
     Token t = toks[k];
@@ -121,9 +140,9 @@ void fuse_times(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
   merge_runs(toks, seps, run, [](Token& t) { t.kind = VarKind::kTime; });
 }
 
-// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16 an17, frames a.b:1 c.d:2 e.f:3 g.h:4) is
-// one variable whatever its length: a run of four or more tokens joined by single spaces, each a variable of
-// one kind, or each a short name with the same letters before its digits.
+// A list written as words (channels 1 2 3 4 5, nodes an14 an15 an16, frames a.b:1 c.d:2 e.f:3 g.h:4) is one
+// variable whatever its length: a run of tokens joined by single spaces, four or more variables of one kind, or
+// three or more short names with the same letters before their digits.
 void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::string_view line, size_t base) {
   auto stem = [&](const Token& t) -> std::string_view {  // "an" of an14; empty when not a short name with digits
     const std::string_view s = line.substr(t.start - base, t.len);
@@ -140,7 +159,8 @@ void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
   auto run = [&](size_t k) {
     size_t e = k + 1;
     while (e < toks.size() && seps[e] == " " && same(toks[k], toks[e])) ++e;
-    return e - k >= 4 && (toks[k].var || !stem(toks[k]).empty()) ? e : k + 1;
+    if (toks[k].var) return e - k >= 4 ? e : k + 1;
+    return e - k >= 3 && !stem(toks[k]).empty() ? e : k + 1;
   };
   merge_runs(toks, seps, run, [](Token& t) {
     t.var = true;
@@ -149,6 +169,26 @@ void fold_lists(std::vector<Token>& toks, std::vector<std::string>& seps, std::s
 }
 
 }  // namespace
+
+// The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
+uint64_t core_code(std::string_view t) {
+  size_t a = 0, b = t.size();
+  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
+  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
+  return word_code(t.substr(a, b - a));
+}
+
+const char* placeholder(VarKind k) {
+  switch (k) {
+    case VarKind::kNumber: return "<n>";
+    case VarKind::kHex: return "<hex>";
+    case VarKind::kIp: return "<ip>";
+    case VarKind::kUuid: return "<uuid>";
+    case VarKind::kTime: return "<ts>";
+    case VarKind::kQuoted: return "<q>";
+    default: return "<*>";
+  }
+}
 
 // Cuts a line into tokens and separators; returns the tokens, fills seps (normalized: a run of
 // whitespace is one space, leading and trailing whitespace dropped).
@@ -321,7 +361,7 @@ void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std:
   bool timed = false;
   for (const Token& t : toks) timed = timed || (t.var && t.kind == VarKind::kTime);
   if (timed) fuse_times(toks, seps, line, base);
-  if (toks.size() >= 4) fold_lists(toks, seps, line, base);
+  if (toks.size() >= 3) fold_lists(toks, seps, line, base);
 }
 
 }  // namespace ribbon

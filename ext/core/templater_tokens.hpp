@@ -1,6 +1,5 @@
 #pragma once
-// Internal to the templater: the token level (templater_tokens.cpp cuts lines into tokens,
-// templater_classify.cpp says how each reads). Not part of the public API.
+// Internal to the templater: the token level (templater_tokens.cpp, templater_words.cpp). Not part of the public API.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,8 +43,17 @@ inline uint64_t word_code(std::string_view w) {
 }
 
 uint64_t core_code(std::string_view t);  // word_code of the token with punctuation stripped at both ends
-bool short_name(std::string_view t);     // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
-bool unit_word(std::string_view t);      // a unit of size, duration or rate written as a word ("KB", "sec")
+
+// t equals the lowercase word, ignoring case.
+inline bool iequals(std::string_view t, std::string_view lower_word) {
+  if (t.size() != lower_word.size()) return false;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (lower(t[i]) != lower_word[i]) return false;
+  return true;
+}
+
+// S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits (then letters), a short name that stays constant.
+bool short_name(std::string_view t);
 
 struct Token {
   uint32_t start, len;  // byte offsets in the document
@@ -59,7 +67,8 @@ const char* placeholder(VarKind k);  // <n> <hex> <ip> <uuid> <ts> <q> <*>
 // space; none before the first token or after the last). base: the line's offset in the document.
 void tokenize(std::string_view line, size_t base, std::vector<Token>& toks, std::vector<std::string>& seps);
 
-// The highest severity word of a line (words are runs of letters), 0 if none.
-float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev);
+// The highest severity word of a line (words are runs of letters), 0 if none. first[len]: bit c - 'a' set when a
+// severity word of len letters starts with letter c (other words are not looked up).
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev, const uint32_t* first);
 
 }  // namespace ribbon

@@ -94,7 +94,45 @@ TEST(templater_keeps_a_few_words_at_one_position_apart) {
   TemplaterConfig always = config();
   always.word_family = 0;
   CHECK(ribbon::analyze_templates(three, always).templates.size() == 1);
-  CHECK(ribbon::analyze_templates(three + "\njob Resuming main loop", config()).templates.size() == 1);
+  const std::string four = "job alpha main loop\njob beta main loop\njob gamma main loop\njob delta main loop";
+  CHECK(ribbon::analyze_templates(four, config()).templates.size() == 1);
+}
+
+TEST(templater_keeps_event_words_at_one_position_apart_however_many) {
+  // participles and gerunds say what happened: each is its own message, not a value
+  const std::string four = "[unit 4] pump Spawned (state event)\n[unit 4] pump Drained (state event)\n"
+                           "[unit 4] pump Restarted (state event)\n[unit 4] pump Killed (state event)";
+  CHECK(ribbon::analyze_templates(four, config()).templates.size() == 4);
+  // with other words among them the position is a variable again (a fourth value makes it one)
+  CHECK(ribbon::analyze_templates(four + "\n[unit 4] pump alpha (state event)", config()).templates.size() == 1);
+  const std::string ing = "relay Opening spool now\nrelay Closing spool now\nrelay Flushing spool now\n"
+                          "relay Draining spool now\nrelay Pausing spool now";
+  CHECK(ribbon::analyze_templates(ing, config()).templates.size() == 5);
+}
+
+TEST(templater_merges_a_few_words_that_are_values_elsewhere_in_the_document) {
+  // the words a merged variable holds in one message are values in another message too
+  const std::string granted = "lease granted to alpha by (pid=7)\nlease granted to beta by (pid=8)\n"
+                              "lease granted to gamma by (pid=9)";
+  CHECK(ribbon::analyze_templates(granted, config()).templates.size() == 3);
+  const Analysis a = ribbon::analyze_templates(
+      granted + "\nlease dropped by alpha\nlease dropped by beta\nlease dropped by gamma\nlease dropped by delta",
+      config());
+  CHECK(a.templates.size() == 2);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "lease granted to <*> by (pid=<n>)");
+}
+
+TEST(templater_merges_two_token_lines_only_over_many_values) {
+  const std::string four = "evicting alpha\nevicting beta\nevicting gamma\nevicting delta";
+  const Analysis a = ribbon::analyze_templates(four, config());
+  CHECK(a.templates.size() == 1);
+  CHECK(!a.templates.empty() && a.templates[0].pattern == "evicting <*>");
+  CHECK(ribbon::analyze_templates("evicting alpha\nevicting beta\nevicting gamma", config()).templates.size() == 3);
+  CHECK(ribbon::analyze_templates("queue Drained\nqueue Stalled\nqueue Resumed\nqueue Flushed", config())
+            .templates.size() == 4);
+  // with two tokens, one event word among the values says they are what happened: they stay apart
+  CHECK(ribbon::analyze_templates("link closed\nlink reset\nlink refused\nlink timeout", config()).templates.size() ==
+        4);
 }
 
 TEST(templater_keeps_top_values_in_count_order) {
@@ -218,4 +256,7 @@ TEST(templater_reads_a_list_in_words_as_one_variable) {
   CHECK(!a.templates.empty() && a.templates[0].pattern == "failed to resolve <*>");
   CHECK(a.templates.size() == 2 && a.templates[1].pattern == "Supported channels <*>");
   CHECK(ribbon::analyze_templates("rx 1 2 3 ok", config()).templates[0].pattern == "rx <n> <n> <n> ok");
+  const Analysis three = ribbon::analyze_templates("cannot reach db7 db8 db9\ncannot reach db1 db2 db3 db4", config());
+  CHECK(three.templates.size() == 1);  // three names of one stem are a list too
+  CHECK(!three.templates.empty() && three.templates[0].pattern == "cannot reach <*>");
 }

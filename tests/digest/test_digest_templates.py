@@ -79,11 +79,35 @@ def test_one_position_merges_but_severity_words_never_do():
 
 def test_a_few_words_in_one_position_are_different_messages():
     """Up to three raw templates equal but for one constant word stay apart; a fourth value makes it a variable."""
-    lines = ["worker pool Starting main loop", "worker pool Ending main loop", "worker pool Starting main loop"]
-    assert [t.pattern for t in analyze(lines).templates] == ["worker pool Starting main loop",
-                                                             "worker pool Ending main loop"]
-    lines += ["worker pool Pausing main loop", "worker pool Resuming main loop"]
-    assert [t.pattern for t in analyze(lines).templates] == ["worker pool <*> main loop"]
+    lines = ["queue north drained fully", "queue south drained fully", "queue north drained fully"]
+    assert [t.pattern for t in analyze(lines).templates] == ["queue north drained fully", "queue south drained fully"]
+    lines += ["queue east drained fully", "queue west drained fully"]
+    assert [t.pattern for t in analyze(lines).templates] == ["queue <*> drained fully"]
+
+
+def test_event_words_in_one_position_are_different_messages_however_many():
+    """Participles and gerunds say what happened: Starting/Ending/Pausing/Resuming are four messages."""
+    lines = [f"worker pool {w} main loop" for w in ("Starting", "Ending", "Pausing", "Resuming", "Starting")]
+    assert [t.pattern for t in analyze(lines).templates] == [
+        "worker pool Starting main loop", "worker pool Ending main loop", "worker pool Pausing main loop",
+        "worker pool Resuming main loop"]
+
+
+def test_words_that_are_values_elsewhere_merge_in_a_small_family():
+    """A word a merged variable holds in one message is a value in another message too."""
+    opened = [f"tunnel opened for peer {p} by (uid={i})" for i, p in enumerate(("kilo", "lima", "mike"))]
+    assert len(analyze(opened).templates) == 3
+    closed = [f"tunnel closed for peer {p}" for p in ("kilo", "lima", "mike", "oscar")]
+    assert [t.pattern for t in analyze(opened + closed).templates] == [
+        "tunnel opened for peer <*> by (uid=<n>)", "tunnel closed for peer <*>"]
+
+
+def test_two_token_lines_merge_over_four_or_more_values():
+    lines = [f"evicting {w}" for w in ("kilo", "lima", "mike")]
+    assert len(analyze(lines).templates) == 3
+    assert [t.pattern for t in analyze([*lines, "evicting oscar"]).templates] == ["evicting <*>"]
+    outcomes = [f"link {w}" for w in ("closed", "reset", "refused", "timeout")]   # one event word among them
+    assert len(analyze(outcomes).templates) == 4
 
 
 def test_a_list_of_addresses_is_one_variable():

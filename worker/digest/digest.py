@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -87,14 +88,18 @@ def _outliers(tm: Templates) -> list[dict]:
     hits = np.flatnonzero(z >= Z_OUTLIER)
     if not len(hits):
         return []
-    variables = {t.var_base + i: v for t in tm.templates for i, v in enumerate(t.vars)}
-    names = {t.var_base + i: (v.key or f"v{i + 1}") for t in tm.templates for i, v in enumerate(t.vars)}
+    bases = [t.var_base for t in tm.templates]     # ascending: a variable's template is the last base at or below it
     order = hits[np.lexsort((hits, -z[hits]))]     # farthest first, then earlier
-    out, lines_seen, ranges = [], set(), {}
+    out, lines_seen, ranges, names = [], set(), {}, {}
     for j in order.tolist():
         var = int(tm.num_vars[j])
-        v = variables.get(var)
-        if v is None or v.occurrences < MIN_SAMPLE or not is_quantity(names[var], v):
+        if var not in names:   # its name when it is a quantity of enough values, else None (once per variable)
+            t = tm.templates[bisect.bisect_right(bases, var) - 1]
+            i = var - t.var_base
+            v = t.vars[i] if 0 <= i < len(t.vars) else None
+            name = (v.key or f"v{i + 1}") if v is not None else ""
+            names[var] = name if v is not None and v.occurrences >= MIN_SAMPLE and is_quantity(name, v) else None
+        if names[var] is None:
             continue
         if var not in ranges:
             inl = tm.num_values[(tm.num_vars == var) & (z < Z_OUTLIER)]

@@ -43,6 +43,8 @@ _RANK_OR_NONE = {**RANK, None: -1}
 AUTH_FAILURE = re.compile(r"(?i)\b(?:failed (?:password|publickey|keyboard-interactive|login|none|su)\b"
                           r"|authentication fail|auth(?:entication)? failure|invalid user\b|illegal user\b"
                           r"|login incorrect|bad password|failed to authenticate|(?:access|permission) denied)")
+_AUTH_WORDS = ("fail", "invalid user", "illegal user", "login incorrect", "bad password", " denied")  # one is in
+# every text AUTH_FAILURE matches, as lower-case ASCII: a text holding none of them needs no search
 _PREFIX = re.compile(r"^\s*[\[<(]?([A-Za-z]{3,11})[\]>)]?:")
 
 
@@ -104,8 +106,7 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
                 t_rank[k] = RANK[level]
         fill = (ranks < 0) & (tm.line_template >= 0)
         ranks[fill] = t_rank[tm.line_template[fill]]
-    joined = "\n".join(t.pattern for t in tm.templates)          # one search over all (most find none)
-    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)] if AUTH_FAILURE.search(joined) else []
+    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)] if _may_authenticate(tm) else []
     if auth:
         hit = np.isin(tm.line_template, auth)                                                  # [L]
         ranks[hit & ((ranks < 0) | (ranks > WARN_RANK))] = WARN_RANK
@@ -125,6 +126,17 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
             ranks[inherited] = ranks[idx[inherited]]
             inherited &= ranks >= 0
     return ranks, inherited
+
+
+def _may_authenticate(tm) -> bool:
+    """Whether any template may be an authentication failure: one search over all (most find none), after a
+    look for the words every such text holds (ASCII text: `(?i)` also folds a few non-ASCII letters)."""
+    joined = "\n".join(t.pattern for t in tm.templates)
+    if joined.isascii():
+        low = joined.lower()
+        if not any(w in low for w in _AUTH_WORDS):
+            return False
+    return AUTH_FAILURE.search(joined) is not None
 
 
 def severity_counts(ranks: np.ndarray) -> dict[str, int]:

@@ -1,12 +1,25 @@
-// How a token reads: constant or which kind of variable; the words that classify it (names, calendar
-// and unit words); numbers, severity words and clock candidates of a line. Internal to the templater
-// (templater_tokens.cpp cuts the lines); the public API is templater.hpp.
-#include "templater_tokens.hpp"
-
+// How one token or one line reads: a token's kind (constant or which variable), a number's value, a line's
+// severity word and whether its head may hold a time. Internal to the templater; the public API is templater.hpp.
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
+#include "templater_tokens.hpp"
+
 namespace ribbon {
+
+bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
+  if (!t.empty() && t.back() == ':') t.remove_suffix(1);
+  size_t i = 0;
+  while (i < t.size() && (is_alpha(t[i]) || t[i] == '_')) ++i;
+  if (i == 0 || !is_alpha(t[0])) return false;
+  const size_t d0 = i;
+  while (i < t.size() && is_digit(t[i])) ++i;
+  if (i == d0 || i - d0 > 3) return false;
+  while (i < t.size() && is_alpha(t[i])) ++i;
+  return i == t.size();
+}
+
 namespace {
 
 // A name with a digit or two inside (jk2_init(), mod_jk2, log4j, utf8_decode): letters, '_' and runs of at most
@@ -38,70 +51,20 @@ bool uuid_like(std::string_view t) {
   return true;
 }
 
-bool iequals(std::string_view t, std::string_view lower_word) {  // t equals the lowercase word, ignoring case
-  if (t.size() != lower_word.size()) return false;
-  for (size_t i = 0; i < t.size(); ++i)
-    if (lower(t[i]) != lower_word[i]) return false;
-  return true;
-}
-
 // A month or weekday name, as dates write them (Jul, Sun, July, Sunday): part of a time.
 bool calendar_word(std::string_view t) {
-  static const char* const kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
-                                       "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
-  static const char* const kLong[] = {"january", "february", "march", "april", "june", "july", "august",
-                                      "september", "october", "november", "december", "monday", "tuesday",
-                                      "wednesday", "thursday", "friday", "saturday", "sunday"};
+  static constexpr std::string_view kNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                                "nov", "dec", "mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+  static constexpr std::string_view kLong[] = {"january", "february", "march", "april", "june", "july", "august",
+                                               "september", "october", "november", "december", "monday", "tuesday",
+                                               "wednesday", "thursday", "friday", "saturday", "sunday"};
   if (t.size() < 3 || t.size() > 9 || !(t[0] >= 'A' && t[0] <= 'Z')) return false;
-  auto is = [&](const char* w) { return iequals(t, w); };
+  auto is = [&](std::string_view w) { return iequals(t, w); };
   if (t.size() == 3) return std::any_of(std::begin(kNames), std::end(kNames), is);
   return std::any_of(std::begin(kLong), std::end(kLong), is);
 }
 
 }  // namespace
-
-bool short_name(std::string_view t) {  // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
-  if (!t.empty() && t.back() == ':') t.remove_suffix(1);
-  size_t i = 0;
-  while (i < t.size() && (is_alpha(t[i]) || t[i] == '_')) ++i;
-  if (i == 0 || !is_alpha(t[0])) return false;
-  const size_t d0 = i;
-  while (i < t.size() && is_digit(t[i])) ++i;
-  if (i == d0 || i - d0 > 3) return false;
-  while (i < t.size() && is_alpha(t[i])) ++i;
-  return i == t.size();
-}
-
-// A unit of size, duration or rate written as a word after its number ("12 KB", "3 sec", "1024 bytes").
-bool unit_word(std::string_view t) {
-  static const char* const kUnits[] = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "byte", "bytes",
-                                       "ns", "us", "ms", "s", "sec", "secs", "second", "seconds", "min", "mins",
-                                       "minute", "minutes", "h", "hr", "hrs", "hour", "hours", "kbps", "mbps",
-                                       "gbps", "hz", "khz", "mhz", "ghz"};
-  if (t.empty() || t.size() > 7) return false;
-  return std::any_of(std::begin(kUnits), std::end(kUnits), [&](const char* u) { return iequals(t, u); });
-}
-
-// The token's letters core: lowercase, punctuation stripped at both ends ("down:" -> "down").
-uint64_t core_code(std::string_view t) {
-  size_t a = 0, b = t.size();
-  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
-  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
-  return word_code(t.substr(a, b - a));
-}
-
-
-const char* placeholder(VarKind k) {
-  switch (k) {
-    case VarKind::kNumber: return "<n>";
-    case VarKind::kHex: return "<hex>";
-    case VarKind::kIp: return "<ip>";
-    case VarKind::kUuid: return "<uuid>";
-    case VarKind::kTime: return "<ts>";
-    case VarKind::kQuoted: return "<q>";
-    default: return "<*>";
-  }
-}
 
 bool clock_candidate(std::string_view line) {
   auto digits = [&](size_t from, size_t n) {
@@ -112,30 +75,40 @@ bool clock_candidate(std::string_view line) {
   };
   if (digits(!line.empty() && line[0] == '[' ? 1 : 0, 10)) return true;
   if (digits(0, 6) && line.size() > 6 && line[6] == ' ' && digits(7, 6)) return true;
-  size_t head = 0;  // the bytes of the first 104 code points (Python slices characters)
-  for (size_t chars = 0; head < line.size() && chars < 104; ++chars) {
-    ++head;
-    while (head < line.size() && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) ++head;
+  size_t head = line.size();  // the bytes of the first 104 code points (Python slices characters)
+  if (head > 104) {
+    head = 0;
+    for (size_t chars = 0; head < line.size() && chars < 104; ++chars) {
+      ++head;
+      while (head < line.size() && (static_cast<unsigned char>(line[head]) & 0xC0) == 0x80) ++head;
+    }
   }
-  for (size_t i = 0; i + 7 <= head; ++i)  // d:dd:dd
-    if (line[i + 1] == ':' && line[i + 4] == ':' && is_digit(line[i]) && is_digit(line[i + 2]) &&
-        is_digit(line[i + 3]) && is_digit(line[i + 5]) && is_digit(line[i + 6]))
+  for (size_t c = 1; c + 6 <= head;) {  // d:dd:dd, found from its first ':'
+    const void* hit = std::memchr(line.data() + c, ':', head - 6 - c + 1);
+    if (hit == nullptr) break;
+    c = static_cast<size_t>(static_cast<const char*>(hit) - line.data());
+    if (line[c + 3] == ':' && is_digit(line[c - 1]) && is_digit(line[c + 1]) && is_digit(line[c + 2]) &&
+        is_digit(line[c + 4]) && is_digit(line[c + 5]))
       return true;
+    ++c;
+  }
   return false;
 }
 
-float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev) {
+float line_severity(std::string_view line, const std::unordered_map<uint64_t, double>& sev, const uint32_t* first) {
   double best = 0.0;
   size_t i = 0;
-  while (i < line.size()) {
+  const size_t n = line.size();
+  while (i < n) {
     if (!is_alpha(line[i])) {
       ++i;
       continue;
     }
-    size_t j = i;
-    while (j < line.size() && is_alpha(line[j])) ++j;
-    if (j - i >= 2 && j - i <= 12) {
-      auto it = sev.find(word_code(line.substr(i, j - i)));
+    size_t j = i + 1;
+    while (j < n && is_alpha(line[j])) ++j;
+    const size_t len = j - i;
+    if (len >= 2 && len <= 12 && ((first[len] >> (lower(line[i]) - 'a')) & 1U) != 0) {
+      auto it = sev.find(word_code(line.substr(i, len)));
       if (it != sev.end()) best = std::max(best, it->second);
     }
     i = j;
