@@ -2,10 +2,10 @@
 # One device call: install carried wheels, build the extension, run the end-to-end benchmark
 # (three backlog runs, then steady load at 50% and 90% of the measured capacity) on the H200.
 # Results land in $OUT (then bench/results/). WHL: the wheels' folder (default .whl); GPU_TESTS=1
-# also runs the GPU tests first; PROCESS: model.process (auto: the model in its own process on CUDA);
+# also runs the GPU tests first; PROCESS: engine.process (auto: the model in its own process on CUDA);
 # NAME: the results' file stem (default e2e_h200); SKIP_BUILD=1 when an earlier step of the call built it;
-# TOKEN_BUDGET: packer.token_budget (default auto: autotuned on the device, 524,288 for this model on the H200);
-# BATCHING: model.batching (default the setting's, continuous; the committed e2e_h200 figures are BATCHING=bin).
+# TOKEN_BUDGET: batching.token_budget (default auto: autotuned on the device, 524,288 for this model on the H200);
+# BATCHING: batching.mode (default the setting's, continuous; the committed e2e_h200 figures are BATCHING=bin).
 set -uo pipefail
 WHL=${WHL:-.whl}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHL/*.whl || exit 1

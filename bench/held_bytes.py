@@ -46,8 +46,8 @@ def worker_env(bootstrap: str, model: str, spill: int) -> dict[str, str]:
         "RIBBON_KAFKA__OUTPUT_TOPIC": "out", "RIBBON_KAFKA__DLQ_TOPIC": "dlq",
         "RIBBON_KAFKA__GROUP_ID": f"g-{uuid.uuid4().hex[:6]}", "RIBBON_KAFKA__WORKER_SLOT": "0",
         "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000", "RIBBON_KAFKA__DEAD_LETTER_SPILL_BYTES": str(spill),
-        "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": "16", "RIBBON_MODEL__DEVICE": "cpu",
-        "RIBBON_MODEL__MAX_INPUT_TOKENS": "600", "RIBBON_PACKER__TOKEN_BUDGET": "65536",
+        "RIBBON_MODEL__PATH": model, "RIBBON_GENERATION__MAX_NEW_TOKENS": "16", "RIBBON_ENGINE__DEVICE": "cpu",
+        "RIBBON_GENERATION__MAX_INPUT_TOKENS": "600", "RIBBON_BATCHING__TOKEN_BUDGET": "65536",
         "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
         "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
     })

@@ -65,7 +65,7 @@ def worker_env(args, bootstrap: str, topics: dict[str, str], group: str) -> dict
         "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": topics["in"],
         "RIBBON_KAFKA__OUTPUT_TOPIC": topics["out"], "RIBBON_KAFKA__DLQ_TOPIC": topics["dlq"],
         "RIBBON_KAFKA__GROUP_ID": group, "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000",
-        "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "20", "RIBBON_MODEL__MODE": args.mode, "RIBBON_MODEL__DEVICE": args.device,
+        "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "20", "RIBBON_MODEL__MODE": args.mode, "RIBBON_ENGINE__DEVICE": args.device,
         "RIBBON_WINDOWING__ENABLED": "true", "RIBBON_WINDOWING__GAP_S": str(args.gap_s),
         "RIBBON_WINDOWING__MAX_LENGTH_S": str(args.max_length_s), "RIBBON_WINDOWING__MAX_OPEN_S": str(args.max_open_s),
         "RIBBON_SERVER__PORT": str(args.metrics_port), "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("--max-new-tokens", type=int, default=16)
     cap.add_argument("--token-budget", default="auto")
     cap.add_argument("--process", choices=("auto", "on", "off"), default="auto",
-                     help="model.process: the model in its own process (auto: on CUDA)")
+                     help="engine.process: the model in its own process (auto: on CUDA)")
     args = ap.parse_args(argv)
     if args.capacity:
         args.out = args.out or str(RESULTS / "windows-capacity_cpu.json")

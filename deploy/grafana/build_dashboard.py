@@ -139,7 +139,7 @@ ROWS: list[tuple[str, list[tuple]]] = [
              "{{stage}}: {{exception}} (5 m)")]),
         ("Ungrounded model text", "Model summaries holding an identifier found in neither the document nor its "
          "digest, those identifiers, the sentences dropped for them, and summaries replaced by the digest "
-         "rendering (model.grounding).", "short", [
+         "rendering (generation.grounding).", "short", [
             (f"sum(increase(ribbon_ungrounded_summaries_total{{{I}}}[5m]))", "summaries (5 m)"),
             (f"sum(increase(ribbon_ungrounded_identifiers_total{{{I}}}[5m]))", "identifiers (5 m)"),
             (f"sum(increase(ribbon_ungrounded_sentences_dropped_total{{{I}}}[5m]))", "sentences dropped (5 m)"),

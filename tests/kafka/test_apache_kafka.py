@@ -211,7 +211,7 @@ def test_a_frozen_worker_is_fenced_by_its_restart_and_commits_nothing(kafka, kaf
     docs = mixed_docs(1600, seed=41)  # 400 first, then up to 1,200 while the old worker wakes
     produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs[:400]])
     env = worker_env(kafka.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
-                     RIBBON_KAFKA__SESSION_TIMEOUT_MS="3000", RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2")
+                     RIBBON_KAFKA__CONSUMER_EXTRA='{"session.timeout.ms": 3000}', RIBBON_KAFKA__DELIVERY_STUCK_S="24")
     old = start_worker(env, tmp_path / "old.log")
     new = None
     try:

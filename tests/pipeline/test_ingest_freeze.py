@@ -102,7 +102,7 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
 
 
 def test_an_input_holding_its_partition_is_reported_by_coordinates(private_broker, caplog):
-    """kafka.hold_warning_s: a log line naming topic/partition/offset, and a per-partition gauge."""
+    """An input held past kafka.delivery_stuck_s: a log line naming topic/partition/offset, and a per-partition gauge."""
     caplog.set_level(logging.INFO, logger="worker.pipeline.ingest")
     b = private_broker
     b.create_topics({"held-in": 1})

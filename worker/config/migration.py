@@ -81,9 +81,8 @@ GROUPS: dict[str, str] = {"packer": "batching", "tracing": "OpenTelemetry's OTEL
 
 
 def moved(path: str) -> tuple[str, str] | None:
-    """An old dotted setting path -> ("renamed", new path) or ("removed", why); None for a current name.
-
-    A key inside an old dict setting, or the old group as a whole, counts as the old name."""
+    """A retired dotted setting path -> ("renamed", new path), ("removed", why) or ("group", where its
+    settings are); None for any other name."""
     if path in RENAMED:
         return "renamed", RENAMED[path]
     if path in REMOVED:

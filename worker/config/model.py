@@ -5,6 +5,9 @@ engine-side fields in one frozen object (`model_run(settings)`), also built dire
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -132,15 +135,33 @@ class BatchingSettings(_Group):
 class ModelRun(ModelSettings, GenerationSettings, EngineSettings):
     """The engine loader's input: the model, generation and engine groups' fields plus the batching mode.
 
-    Not a settings group: `model_run(settings)` builds it; tests and benchmarks build it directly, and
-    `stop_lengths_file` is theirs (random weights never reach their EOS: each document stops after one of
-    the lengths in that JSON list, chosen by its seed)."""
+    Not a settings group: `model_run(settings)` builds it; tests and benchmarks build it directly. The
+    fields below the batching mode are no settings: the worker keeps their defaults, benchmarks sweep them
+    (`stop_lengths_file`: random weights never reach their EOS, so each document stops after one of the
+    lengths in that JSON list, chosen by its seed)."""
 
     batching: Literal["continuous", "bin"] = "continuous"
+    local_files_only: bool = True  # hub_offline(): no hub downloads unless HF_HUB_OFFLINE=0
+    prefill_step_tokens: int = Field(131_072, ge=256)  # continuous: prompt tokens prefilled per step (measured)
+    refill_fraction: float = Field(0.25, ge=0.0, le=1.0)  # continuous: free seats before waiting ones join
     stop_lengths_file: str | None = None
 
 
 def model_run(settings: Any, **extra: Any) -> ModelRun:
     """`settings` (worker.config.settings.Settings) -> the engine's ModelRun; `extra` sets further fields."""
     fields = {**settings.model.model_dump(), **settings.generation.model_dump(), **settings.engine.model_dump()}
-    return ModelRun(**fields, batching=settings.batching.mode, **extra)
+    return ModelRun(**{**fields, "batching": settings.batching.mode, "local_files_only": hub_offline(), **extra})
+
+
+def hub_offline(environ: Mapping[str, str] | None = None) -> bool:
+    """Hugging Face hub downloads are off unless HF_HUB_OFFLINE is set to 0 (or false/no/off): a worker never
+    fetches weights it was not given, and the deploy manifests set HF_HUB_OFFLINE=1 for every library."""
+    env = os.environ if environ is None else environ
+    return env.get("HF_HUB_OFFLINE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """$RIBBON_CACHE_DIR, else ~/.cache/ribbon: the autotune cache, known models' wheels and conversions, the
+    tiny model."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")

@@ -1,4 +1,4 @@
-"""The GPU stage's runner, one seam: the model in this process | in the engine process (model.process).
+"""The GPU stage's runner, one seam: the model in this process | in the engine process (engine.process).
 
 A runner takes bins (`put`) and gives back the engine process's messages (`take`: "done" per bin or
 "docs" per set of finished documents, worker/pipeline/gpu_batching.py), so the stage handles one
