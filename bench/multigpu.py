@@ -23,6 +23,7 @@ children's longest stretch without a new summary from the kill until the restart
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -144,7 +145,7 @@ class Run:
         env.update({"RIBBON_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": self.topics.input,
                     "RIBBON_KAFKA__OUTPUT_TOPIC": self.topics.output, "RIBBON_KAFKA__DLQ_TOPIC": f"dlq-{label}",
                     "RIBBON_KAFKA__GROUP_ID": f"ribbon-{label}", "RIBBON_KAFKA__WORKER_SLOT": "0",
-                    "RIBBON_KAFKA__SESSION_TIMEOUT_MS": str(a.session_timeout_ms),
+                    "RIBBON_KAFKA__CONSUMER_EXTRA": json.dumps({"session.timeout.ms": a.session_timeout_ms}),
                     "RIBBON_MODEL__PATH": model, "RIBBON_GENERATION__MAX_NEW_TOKENS": str(a.max_new_tokens),
                     "RIBBON_BATCHING__TOKEN_BUDGET": str(a.token_budget), "RIBBON_SERVER__PORT": str(base_port),
                     "RIBBON_LOG_FORMAT": "json", "RIBBON_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"})
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                                                               "architecture's autotuned budget on the H200)")
     ap.add_argument("--broker", choices=["embedded", "apache"], default="embedded",
                     help="the embedded broker (Tansu), or the tests' one-node Apache Kafka")
-    ap.add_argument("--session-timeout-ms", type=int, default=10_000, help="kafka.session_timeout_ms")
+    ap.add_argument("--session-timeout-ms", type=int, default=10_000, help="the consumers' session.timeout.ms (kafka.consumer_extra)")
     ap.add_argument("--kill-load", type=float, default=0.5, help="the kill run's load, a fraction of the N-GPU rate")
     ap.add_argument("--kill-seconds", type=float, default=40.0)
     ap.add_argument("--no-kill", action="store_true")
