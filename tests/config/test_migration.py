@@ -87,3 +87,15 @@ def test_ribbon_refuses_a_removed_variable_saying_why(tmp_path: Path) -> None:
     assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
     assert "RIBBON_KAFKA__COMPRESSION_TYPE" in lines[0] and "removed:" in lines[0]
     assert "'compression.type' in kafka.producer_extra" in lines[0]
+
+
+def test_an_unknown_key_of_a_retired_group_names_where_its_settings_are(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"setting packer.nope \(RIBBON_PACKER__NOPE, from environment\): the group "
+                                            r"packer is gone: its settings are in batching"):
+        load_settings(_empty(tmp_path), environ={"RIBBON_PACKER__NOPE": "1"})
+
+
+def _empty(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.toml"
+    path.write_text("")
+    return path

@@ -76,7 +76,7 @@ REMOVED: dict[str, str] = {
     "tracing.sample_ratio": "OpenTelemetry's own variable: OTEL_TRACES_SAMPLER_ARG (default 1.0)",
 }
 
-# whole groups that no longer exist -> where their settings went
+# retired groups -> where their settings are
 GROUPS: dict[str, str] = {"packer": "batching", "tracing": "OpenTelemetry's OTEL_* variables"}
 
 
@@ -87,8 +87,9 @@ def moved(path: str) -> tuple[str, str] | None:
         return "renamed", RENAMED[path]
     if path in REMOVED:
         return "removed", REMOVED[path]
-    if path in GROUPS:
-        return "group", GROUPS[path]
+    group = path.split(".")[0]
+    if group in GROUPS:
+        return "group", GROUPS[group]
     return None
 
 
@@ -98,5 +99,5 @@ def refusal(path: str, how: tuple[str, str], env_var: str, new_env_var: str | No
     if kind == "renamed":
         return f"renamed: use {what} ({new_env_var})"
     if kind == "group":
-        return f"the group {path} is gone: its settings are in {what} (docs/settings.md, Migration)"
+        return f"the group {path.split('.')[0]} is gone: its settings are in {what} (docs/settings.md, Migration)"
     return f"removed: {what}"
