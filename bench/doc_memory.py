@@ -67,8 +67,8 @@ def worker_env(bootstrap: str, model: str, extra: dict[str, str]) -> dict[str, s
         "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": "in",
         "RIBBON_KAFKA__OUTPUT_TOPIC": "out", "RIBBON_KAFKA__DLQ_TOPIC": "dlq",
         "RIBBON_KAFKA__GROUP_ID": f"g-{uuid.uuid4().hex[:6]}", "RIBBON_KAFKA__WORKER_SLOT": "0",
-        "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000", "RIBBON_MODEL__PATH": model,
-        "RIBBON_MODEL__MAX_NEW_TOKENS": "16", "RIBBON_MODEL__DEVICE": "cpu", "RIBBON_MODEL__PROCESS": "off",
+        "RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 6000}', "RIBBON_MODEL__PATH": model,
+        "RIBBON_GENERATION__MAX_NEW_TOKENS": "16", "RIBBON_ENGINE__DEVICE": "cpu", "RIBBON_ENGINE__PROCESS": "off",
         "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0", "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text",
         "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
     })

@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 import torch
 
+from worker.config.settings import ModelRun
 from bench.loadgen import OutputReader, OutputTopic
 from bench.parts import load_parts
 from bench.results_io import command_line
@@ -49,7 +50,7 @@ CORPORA = {
 def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
     raws = ["\n".join(d["lines"]) for d in docs]
-    o = PrepareOptions(highlights=settings.model.highlights, compaction=settings.digest.compaction,
+    o = PrepareOptions(highlights=settings.digest.highlights, compaction=settings.digest.compaction,
                        min_saving=settings.digest.min_saving, render=False)
     t0 = time.perf_counter()
     preps = prepare_many(raws, [d.get("source") for d in docs], [d.get("kind") for d in docs], o)
@@ -82,7 +83,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
                 continuous: bool | None = None, timeout_s: float = 3_600.0) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
     prompts come from, when some are chunks); continuous: through the continuous batcher (None: as the
-    engine batches, model.batching). An engine process batches as its own settings say (either way
+    engine batches, batching.mode). An engine process batches as its own settings say (either way
     through the worker's protocol); `timeout_s` bounds the wait for its results."""
     p = parts.packer
     bins = [(torch.from_numpy(t), torch.from_numpy(c), mx, ids, nt) for t, c, mx, ids, nt in pack_bins(p, prompts)]
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", choices=sorted(CORPORA), default="short",
                     help="short: 3-80 lines each; mixed: every tenth a long repetitive log; quality: long logs only")
     ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
-                    help="model.process: the model in its own process (auto: on CUDA)")
+                    help="engine.process: the model in its own process (auto: on CUDA)")
     ap.add_argument("--compaction", choices=["on", "off"], default="on", help="digest.compaction")
     ap.add_argument("--preprocess-processes", type=int, default=None,
                     help="pipeline.preprocess_processes (default: auto, 0 below 8 cores)")
@@ -246,11 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady-seconds", type=float, default=60.0, help="length of each steady-load run")
     ap.add_argument("--steady-partitions", type=int, default=8, help="topic partitions of the steady-load runs")
     ap.add_argument("--batching", choices=["bin", "continuous"], default=None,
-                    help="model.batching (default: the setting's, continuous)")
-    ap.add_argument("--prefill-step-tokens", type=int, default=None, help="model.prefill_step_tokens (continuous)")
-    ap.add_argument("--refill-fraction", type=float, default=None, help="model.refill_fraction (continuous)")
+                    help="batching.mode (default: the setting's, continuous)")
+    ap.add_argument("--prefill-step-tokens", type=int, default=None, help="prompt tokens prefilled per step (continuous; default 131072)")
+    ap.add_argument("--refill-fraction", type=float, default=None, help="free seats before waiting documents join (continuous; default 0.25)")
     ap.add_argument("--stop-lengths", default=None,
-                    help="model.stop_lengths_file: documents stop after lengths drawn from this file "
+                    help="documents stop after lengths drawn from this file "
                          "(random weights never stop by themselves), e.g. bench/results/stop_lengths_cpu.json")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/e2e_<device>.json)")
     a = ap.parse_args(argv)
@@ -274,11 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     # slow or fast stretch of the device (run to run the engine alone varies by a few %) is in both.
     onlys, runs = [], []
     for _ in range(max(1, a.runs)):
-        onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=settings.model.batching == "continuous"))
+        onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=settings.batching.mode == "continuous"))
         runs.append(end_to_end(settings, parts, docs, a.timeout))
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
     only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
-                 if settings.model.batching == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
+                 if settings.batching.mode == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
     capacity = float(np.median([r["docs_per_s"] for r in runs]))
     fractions = [float(f) for f in a.steady.split(",") if f.strip()]
     steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
@@ -295,10 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
         "digest_docs_per_s": len(docs) / digest_s,
         "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "packer_order": settings.packer.order, "engine_process": hasattr(eng, "send_bin"),
+        "packer_order": settings.batching.order, "engine_process": hasattr(eng, "send_bin"),
         "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "batching": settings.model.batching, "stop_lengths": a.stop_lengths, "prefill_step_tokens": settings.model.prefill_step_tokens,
-        "refill_fraction": settings.model.refill_fraction,
+        "batching": settings.batching.mode, "stop_lengths": a.stop_lengths, "prefill_step_tokens": a.prefill_step_tokens or ModelRun().prefill_step_tokens,
+        "refill_fraction": ModelRun().refill_fraction if a.refill_fraction is None else a.refill_fraction,
         "engine_only": only, "engine_only_runs": onlys, "engine_only_bin_at_a_time": only_bins,
         "end_to_end": runs[mid], "runs": runs,
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,

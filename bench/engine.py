@@ -51,7 +51,7 @@ def make_mix(kind: str, vocab: int, seed: int = 0, n: int | None = None) -> list
 
 def product_bins(docs: list[list[int]], budget: int, reserve: int, device: str = "cuda", order: str | None = None):
     """The worker's own packer (worker.packer.Packer: the C++ core, pinned slots, alignment; `order`
-    None: the worker's default, packer.order) over these documents, all submitted at once and
+    None: the worker's default, batching.order) over these documents, all submitted at once and
     drained, as the worker packs a backlog. Yields (packer, bin); the caller releases each bin's
     slot once its copy to the device is done."""
     cfg = PackerConfig(budget=budget, reserve_per_seq=reserve, max_seqs=max(1, len(docs)), efficient_tokens=budget,

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM
 
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
 
@@ -75,9 +75,9 @@ def hf_run(model, docs: list[list[int]], max_new: int, eos: list[int], pad: int)
 
 
 def measure(path: Path, hf, n_docs: int, max_new: int, repeats: int) -> dict:
-    # cpu_threads: the loader would otherwise pick its own count (1 on small machines).
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=max_new,
-                                    cpu_threads=torch.get_num_threads()))
+    threads = torch.get_num_threads()  # the loader picks its own count (1 on small machines): keep this one
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=max_new))
+    torch.set_num_threads(threads)
     docs = make_docs(n_docs, hf.config.vocab_size, seed=n_docs)
     eos = list(eng.eos_ids)
     first = dict(eng.stats)

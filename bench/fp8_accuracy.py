@@ -23,7 +23,7 @@ import torch
 
 from bench.e2e import model_texts
 from bench.engine import greedy_agreement
-from worker.config.settings import ModelSettings, load_settings
+from worker.config.settings import ModelRun, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine
 
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    ms = ModelSettings(path=a.checkpoint, max_new_tokens=a.max_new_tokens, device="cpu")
+    ms = ModelRun(path=a.checkpoint, max_new_tokens=a.max_new_tokens, device="cpu")
     full = load_engine(ms)
     fp8 = load_engine(ms.model_copy(update={"quantization": "fp8"}), fp8_min_rows=64)
     settings = load_settings(environ={}, overrides={"model.path": a.checkpoint})

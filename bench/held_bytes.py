@@ -4,8 +4,9 @@ One partition: a long document (chunked, summarized in rounds: slow) at offset 0
 N bad messages of S bytes each (invalid UTF-8: dead-lettered at once), then one good
 document. Every dead letter must wait for offset 0 before it commits. The worker runs
 as a real process against a private embedded broker, tiny random model on CPU, with
-kafka.dead_letter_spill_bytes off (0: values held in memory, as before) and on (the
-default: values wait in an unlinked temp file). Sizes near and above the limits are
+the dead-letter spill off (0: values held in memory) and at the worker's threshold
+(DEAD_LETTER_SPILL_BYTES, 64 KiB: values wait in an unlinked temp file; no setting names it, so the
+benchmark sets the constant in the worker process it starts). Sizes near and above the limits are
 included: above kafka.max_message_bytes the input is an `oversize` dead letter, and
 above the producer's message.max.bytes its copy goes without the value.
 
@@ -39,15 +40,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
 
-def worker_env(bootstrap: str, model: str, spill: int) -> dict[str, str]:
+def worker_env(bootstrap: str, model: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIBBON_")}
     env.update({
         "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": "in",
         "RIBBON_KAFKA__OUTPUT_TOPIC": "out", "RIBBON_KAFKA__DLQ_TOPIC": "dlq",
         "RIBBON_KAFKA__GROUP_ID": f"g-{uuid.uuid4().hex[:6]}", "RIBBON_KAFKA__WORKER_SLOT": "0",
-        "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000", "RIBBON_KAFKA__DEAD_LETTER_SPILL_BYTES": str(spill),
-        "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": "16", "RIBBON_MODEL__DEVICE": "cpu",
-        "RIBBON_MODEL__MAX_INPUT_TOKENS": "600", "RIBBON_PACKER__TOKEN_BUDGET": "65536",
+        "RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 6000}',
+        "RIBBON_MODEL__PATH": model, "RIBBON_GENERATION__MAX_NEW_TOKENS": "16", "RIBBON_ENGINE__DEVICE": "cpu",
+        "RIBBON_GENERATION__MAX_INPUT_TOKENS": "600", "RIBBON_BATCHING__TOKEN_BUDGET": "65536",
         "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
         "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
     })
@@ -100,7 +101,9 @@ def run_case(model: str, count: int, size: int, spill: int, timeout_s: float, lo
         produce_case(b.bootstrap, count, size)
         t0 = time.monotonic()
         with open(log, "ab") as fh:
-            proc = subprocess.Popen([sys.executable, "-m", "worker", "run"], env=worker_env(b.bootstrap, model, spill),
+            start = (f"import runpy, worker.pipeline.app as app; app.DEAD_LETTER_SPILL_BYTES = {spill}; "
+                     "runpy.run_module('worker', run_name='__main__')")
+            proc = subprocess.Popen([sys.executable, "-c", start, "run"], env=worker_env(b.bootstrap, model),
                                     stdout=fh, stderr=fh, cwd=ROOT)
         dlq = outs = dropped = 0
         peak = 0

@@ -24,6 +24,7 @@ survivor idles until the restart, which is no pause). Scaling efficiency = N-GPU
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -157,9 +158,9 @@ class Run:
         env.update({"RIBBON_KAFKA__BOOTSTRAP_SERVERS": broker.bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": self.topics.input,
                     "RIBBON_KAFKA__OUTPUT_TOPIC": self.topics.output, "RIBBON_KAFKA__DLQ_TOPIC": f"dlq-{label}",
                     "RIBBON_KAFKA__GROUP_ID": f"ribbon-{label}", "RIBBON_KAFKA__WORKER_SLOT": "0",
-                    "RIBBON_KAFKA__SESSION_TIMEOUT_MS": str(a.session_timeout_ms),
-                    "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": str(a.max_new_tokens),
-                    "RIBBON_PACKER__TOKEN_BUDGET": str(a.token_budget), "RIBBON_SERVER__PORT": str(base_port),
+                    "RIBBON_KAFKA__CONSUMER_EXTRA": json.dumps({"session.timeout.ms": a.session_timeout_ms}),
+                    "RIBBON_MODEL__PATH": model, "RIBBON_GENERATION__MAX_NEW_TOKENS": str(a.max_new_tokens),
+                    "RIBBON_BATCHING__TOKEN_BUDGET": str(a.token_budget), "RIBBON_SERVER__PORT": str(base_port),
                     "RIBBON_LOG_FORMAT": "json", "RIBBON_LOG_LEVEL": "INFO", "PYTHONUNBUFFERED": "1"})
         env.update(kv.split("=", 1) for kv in a.env)
         self.since = log.stat().st_size if log.exists() else 0
@@ -266,22 +267,22 @@ def main(argv: list[str] | None = None) -> int:
                                           "config/models/qwen2.5-0.5b.json")
     ap.add_argument("--gpus", default="all", help="the GPUs of the N-GPU run (all or 0,1,...); the 1-GPU run "
                                                   "takes the first")
-    ap.add_argument("--device", default="auto", help="model.device of the children (cpu: the GPU indexes are names)")
+    ap.add_argument("--device", default="auto", help="engine.device of the children (cpu: the GPU indexes are names)")
     ap.add_argument("--documents", type=int, default=6000)
     ap.add_argument("--repeats", type=int, default=1, help="backlogs per run, one after the other (the median "
                                                              "is reported)")
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=64)
-    ap.add_argument("--token-budget", default="524288", help="packer.token_budget (524,288: the 0.5B "
+    ap.add_argument("--token-budget", default="524288", help="batching.token_budget (524,288: the 0.5B "
                                                               "architecture's autotuned budget on the H200)")
     ap.add_argument("--broker", choices=["embedded", "apache"], default="embedded",
                     help="the embedded broker (Tansu), or the tests' one-node Apache Kafka")
-    ap.add_argument("--session-timeout-ms", type=int, default=10_000, help="kafka.session_timeout_ms")
+    ap.add_argument("--session-timeout-ms", type=int, default=10_000, help="the consumers' session.timeout.ms (kafka.consumer_extra)")
     ap.add_argument("--kill-load", type=float, default=0.5, help="the kill run's load, a fraction of the N-GPU rate")
     ap.add_argument("--kill-seconds", type=float, default=40.0)
     ap.add_argument("--no-kill", action="store_true")
     ap.add_argument("--env", action="append", default=[], metavar="RIBBON_X=V",
-                    help="a further setting of the children (repeatable), e.g. RIBBON_MODEL__PROCESS=on")
+                    help="a further setting of the children (repeatable), e.g. RIBBON_ENGINE__PROCESS=on")
     ap.add_argument("--skip-single", action="store_true", help="only the run on all of --gpus")
     ap.add_argument("--ready-timeout", type=float, default=240.0)
     ap.add_argument("--timeout", type=float, default=180.0, help="per backlog or kill run, after producing")

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from worker.config.settings import load_settings
+from worker.config.settings import load_settings, model_run
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.pipeline.app import build_parts
 
@@ -37,16 +37,16 @@ def load_parts(a: argparse.Namespace, overrides: dict | None = None):
     `overrides`: further settings (dotted keys), e.g. the windowing group."""
     tmp = Path(tempfile.mkdtemp(prefix="ribbon-bench-"))
     model = random_checkpoint(a.arch_config, tmp) if a.arch_config else a.model
-    settings = load_settings(overrides={"model.path": model, "model.max_new_tokens": a.max_new_tokens,
-                                        "model.device": a.device, "packer.token_budget": a.token_budget,
-                                        "server.port": 0, "log_level": "WARNING", "model.process": getattr(a, "process", "auto"),
+    settings = load_settings(overrides={"model.path": model, "generation.max_new_tokens": a.max_new_tokens,
+                                        "engine.device": a.device, "batching.token_budget": a.token_budget,
+                                        "server.port": 0, "log_level": "WARNING", "engine.process": getattr(a, "process", "auto"),
                                         "digest.compaction": getattr(a, "compaction", "on") == "on",
                                         "pipeline.preprocess_processes": getattr(a, "preprocess_processes", None),
-                                        "model.stop_lengths_file": getattr(a, "stop_lengths", None),
-                                        **_given(a, prefill_step_tokens="model.prefill_step_tokens",
-                                                 refill_fraction="model.refill_fraction", batching="model.batching"),
+                                        **_given(a, batching="batching.mode"),
                                         **(overrides or {})})
-    parts = build_parts(settings)
+    knobs = {"stop_lengths_file": getattr(a, "stop_lengths", None),  # ModelRun's benchmark knobs, no settings
+             **_given(a, prefill_step_tokens="prefill_step_tokens", refill_fraction="refill_fraction")}
+    parts = build_parts(settings, run=model_run(settings, **knobs))
 
     def cleanup() -> None:
         if hasattr(parts.engine, "close"):  # an engine process

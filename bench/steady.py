@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--token-budget", default="auto")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--process", choices=["auto", "on", "off"], default="auto",
-                    help="model.process (auto: the model in its own process on CUDA)")
+                    help="engine.process (auto: the model in its own process on CUDA)")
     ap.add_argument("--partitions", type=int, default=8,
                     help="input and output topic partitions (the embedded broker's per-partition log length "
                          "grows its latency: bench/broker_drift.py)")

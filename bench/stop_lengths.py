@@ -1,5 +1,5 @@
 """Measure a real model's output lengths on the benchmark corpus: the stop-length distribution that
-random-weight benchmarks use (model.stop_lengths_file), since random weights never stop by themselves.
+random-weight benchmarks use (--stop-lengths: ModelRun.stop_lengths_file), since random weights never stop by themselves.
 
     python -m bench.stop_lengths --gguf DIR/SmolLM2-135M-Instruct.Q4_1.gguf --documents 96 \
         --out bench/results/stop_lengths_cpu.json
@@ -25,7 +25,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from bench.e2e import model_texts
-from worker.config.settings import ModelSettings, load_settings
+from worker.config.settings import ModelRun, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine
 
@@ -50,7 +50,7 @@ def main() -> int:
         model.generation_config = loaded.generation_config
         model.save_pretrained(ckpt)
         tok.save_pretrained(ckpt)
-    eng = load_engine(ModelSettings(path=str(ckpt), max_new_tokens=a.max_new_tokens, device="cpu"))
+    eng = load_engine(ModelRun(path=str(ckpt), max_new_tokens=a.max_new_tokens, device="cpu"))
     docs = corpus(a.documents, seed=11)
     settings = load_settings(environ={}, overrides={"model.path": str(ckpt)})
     count = lambda xs: [len(x) for x in eng.tokenizer(list(xs), add_special_tokens=False)["input_ids"]]  # noqa: E731

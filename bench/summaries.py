@@ -37,14 +37,14 @@ import torch
 
 from bench.results_io import RESULTS, save
 from bench.summaries_corpus import corpus
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.prompt import failure_message
 from worker.digest.render import render
 from worker.digest.timeparse import parse_line
 from worker.engine import load_engine
 from worker.engine.loader import apply_cpu_threads
-from worker.pipeline.app import resolve_model_path
+from worker.engine.known import ensure_known
 from worker.pipeline.gate import CHECKS, MIN_CONTENT_WORDS, content_words, loops
 from worker.pipeline.grounding import check
 from worker.pipeline.inflight import Doc
@@ -174,11 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(result["summary"]["all"]))
         return 0
     cache = Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
-    path = resolve_model_path("smollm2-135m", cache, args.wheel_dir)
+    path = str(ensure_known("smollm2-135m", cache, args.wheel_dir))
     print(f"{len(docs)} documents ({dict(Counter(d['set'] for d in docs))}), "
           f"{sum(p.prompt is not None for p in prepared)} compacted; model {path}", flush=True)
-    eng = load_engine(ModelSettings(path=path, device="cpu", dtype="float32", max_new_tokens=args.max_new_tokens))
-    threads = apply_cpu_threads(None)
+    eng = load_engine(ModelRun(path=path, device="cpu", dtype="float32", max_new_tokens=args.max_new_tokens))
+    threads = apply_cpu_threads()
     t0 = time.perf_counter()
     outs, secs, prompt_tokens = generate(eng, [p.prompt or d["text"] for d, p in zip(docs, prepared)], args.bin_docs)
     wall = time.perf_counter() - t0

@@ -64,16 +64,17 @@ def worker_env(args, bootstrap: str, topics: dict[str, str], group: str) -> dict
     env.update({
         "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": topics["in"],
         "RIBBON_KAFKA__OUTPUT_TOPIC": topics["out"], "RIBBON_KAFKA__DLQ_TOPIC": topics["dlq"],
-        "RIBBON_KAFKA__GROUP_ID": group, "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000",
-        "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "20", "RIBBON_MODEL__MODE": args.mode, "RIBBON_MODEL__DEVICE": args.device,
+        "RIBBON_KAFKA__GROUP_ID": group,
+        "RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 6000, "fetch.wait.max.ms": 20}',
+        "RIBBON_MODEL__MODE": args.mode, "RIBBON_ENGINE__DEVICE": args.device,
         "RIBBON_WINDOWING__ENABLED": "true", "RIBBON_WINDOWING__GAP_S": str(args.gap_s),
-        "RIBBON_WINDOWING__MAX_LENGTH_S": str(args.max_length_s), "RIBBON_WINDOWING__MAX_OPEN_S": str(args.max_open_s),
+        "RIBBON_WINDOWING__MAX_LENGTH_S": str(args.max_length_s),
         "RIBBON_SERVER__PORT": str(args.metrics_port), "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1",
     })
     if args.model:
         env["RIBBON_MODEL__PATH"] = args.model
     if args.compression:
-        env["RIBBON_KAFKA__COMPRESSION_TYPE"] = args.compression
+        env["RIBBON_KAFKA__PRODUCER_EXTRA"] = json.dumps({"compression.type": args.compression})
     return env
 
 
@@ -220,7 +221,7 @@ def run(args, bootstrap: str, broker=None) -> dict:
     return {
         "benchmark": "windows", "machine": machine_name(args.device), "python": platform.python_version(),
         "settings": {k: getattr(args, k) for k in ("records", "hosts", "rate", "partitions", "gap_s", "max_length_s",
-                                                   "max_open_s", "mode", "model", "device", "compression")},
+                                                   "mode", "model", "device", "compression")},
         "stream_s": round(stream_s, 1), "records_sent": sent[0], "records_covered": records,
         "outputs": len(outs), "records_per_output": round(records / max(1, len(outs)), 1),
         "outputs_per_host": {"mean": round(len(outs) / max(1, len(per_host)), 2), "min": min(per_host.values(),
@@ -255,13 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=6)
     ap.add_argument("--gap-s", type=float, default=5.0)
     ap.add_argument("--max-length-s", type=float, default=10.0)
-    ap.add_argument("--max-open-s", type=float, default=10.0)
     ap.add_argument("--mode", choices=("digest", "generative"), default="digest")
     ap.add_argument("--model", help="model path (generative mode)")
     ap.add_argument("--arch-config", help="generative mode on random weights of this architecture (config JSON)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compression", choices=("none", "gzip", "snappy", "lz4", "zstd"),
-                    help="the worker's kafka.compression_type (default: the setting's default)")
+                    help="the worker producer's compression.type (kafka.producer_extra; default zstd)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--metrics-port", type=int, default=19464, help="the worker's /metrics port (read at the end)")
     ap.add_argument("--bootstrap", help="an existing cluster (default: the embedded broker)")
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("--max-new-tokens", type=int, default=16)
     cap.add_argument("--token-budget", default="auto")
     cap.add_argument("--process", choices=("auto", "on", "off"), default="auto",
-                     help="model.process: the model in its own process (auto: on CUDA)")
+                     help="engine.process: the model in its own process (auto: on CUDA)")
     args = ap.parse_args(argv)
     if args.capacity:
         args.out = args.out or str(RESULTS / "windows-capacity_cpu.json")

@@ -171,8 +171,7 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
     overrides = {"model.mode": "generative", "kafka.input_topics": topics["in"], "kafka.output_topic": topics["out"],
                  "kafka.dlq_topic": topics["dlq"], "kafka.group_id": f"wc-{tag}", "windowing.enabled": True,
                  "windowing.gap_s": args.gap_s, "windowing.max_length_s": args.max_length_s,
-                 "windowing.max_open_s": args.max_open_s, "windowing.max_lines": args.max_lines,
-                 "kafka.compression_type": args.compression}
+                 "windowing.max_lines": args.max_lines, "kafka.producer_extra.compression.type": args.compression}
     settings, parts, cleanup = load_parts(ns, overrides)
     try:
         with EmbeddedBroker() as broker:
@@ -196,7 +195,7 @@ def run_capacity(args, argv: Sequence[str] | None) -> dict:
     return {
         "benchmark": "windows-capacity", "machine": machine_name(args.device), "device": device, "backend": backend,
         "settings": {k: getattr(args, k) for k in ("records", "hosts", "partitions", "gap_s", "max_length_s",
-                                                   "max_open_s", "max_lines", "model", "arch_config", "device",
+                                                   "max_lines", "model", "arch_config", "device",
                                                    "max_new_tokens", "token_budget", "process", "compression")},
         "token_budget": budget, "producer": produced, "prompts": len(prompts),
         "prompt_tokens": int(sum(len(p) for p in prompts)),

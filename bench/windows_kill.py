@@ -43,11 +43,11 @@ def env_for(bootstrap: str, t: dict, group: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIBBON_")}
     env.update({"RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": t["in"],
                 "RIBBON_KAFKA__OUTPUT_TOPIC": t["out"], "RIBBON_KAFKA__DLQ_TOPIC": t["dlq"],
-                "RIBBON_KAFKA__GROUP_ID": group, "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "2000",
-                "RIBBON_KAFKA__CONSUMER_EXTRA": '{"heartbeat.interval.ms": 400}',
+                "RIBBON_KAFKA__GROUP_ID": group,
+                "RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 2000, "heartbeat.interval.ms": 400}',
                 "RIBBON_MODEL__MODE": "digest", "RIBBON_WINDOWING__ENABLED": "true",
                 "RIBBON_WINDOWING__GAP_S": "1.0", "RIBBON_WINDOWING__MAX_LINES": "20",
-                "RIBBON_WINDOWING__MAX_OPEN_S": "3.0", "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0",
+                "RIBBON_WINDOWING__MAX_LENGTH_S": "3.0", "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0",
                 "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "PYTHONUNBUFFERED": "1"})
     return env
 

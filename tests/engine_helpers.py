@@ -7,7 +7,7 @@ import random
 import torch
 
 from worker.engine.loader import load_engine
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 
 
 GUARDS_OFF = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens": 0, "stop_strings": ()}
@@ -16,8 +16,8 @@ GUARDS_OFF = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens":
 def _engine(path, **kw):
     max_new = kw.pop("max_new_tokens", 6)
     kw = {"cut_loops": False, **GUARDS_OFF, **kw}  # compared with HF greedy generate: no guards, no loop cut
-    opts = {k: kw.pop(k) for k in list(kw) if k in ("chunk_tokens", "check_every", "cut_loops")}
-    return load_engine(ModelSettings(path=str(path), max_new_tokens=max_new, **kw), **opts)
+    opts = {k: kw.pop(k) for k in list(kw) if k not in ModelRun.model_fields}  # EngineOptions no setting names
+    return load_engine(ModelRun(path=str(path), max_new_tokens=max_new, **kw), **opts)
 
 
 def _docs(n, lo, hi, vocab, seed=0):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 
 
-FAST_GROUP = {"RIBBON_KAFKA__SESSION_TIMEOUT_MS": "2000",  # a killed member leaves the group quickly
-              "RIBBON_KAFKA__CONSUMER_EXTRA": '{"heartbeat.interval.ms": 400}'}
+# a killed member leaves the group quickly
+FAST_GROUP = {"RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 2000, "heartbeat.interval.ms": 400}'}
 
 
 def wait_for_assignment(proc, log: Path, since: int, timeout_s: float) -> bool:

@@ -60,9 +60,9 @@ def worker_env(bootstrap: str, model: str, *, input_topic: str, output_topic: st
         "RIBBON_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "RIBBON_KAFKA__INPUT_TOPICS": input_topic,
         "RIBBON_KAFKA__OUTPUT_TOPIC": output_topic, "RIBBON_KAFKA__DLQ_TOPIC": dlq_topic,
         "RIBBON_KAFKA__GROUP_ID": group, "RIBBON_KAFKA__WORKER_SLOT": str(slot),
-        "RIBBON_KAFKA__DELIVERY": delivery, "RIBBON_KAFKA__SESSION_TIMEOUT_MS": "6000",
-        "RIBBON_MODEL__PATH": model, "RIBBON_MODEL__MAX_NEW_TOKENS": "4", "RIBBON_MODEL__DEVICE": "cpu",
-        "RIBBON_PACKER__TOKEN_BUDGET": "4096", "RIBBON_PACKER__MAX_WAIT_MS": "20",
+        "RIBBON_KAFKA__DELIVERY": delivery, "RIBBON_KAFKA__CONSUMER_EXTRA": '{"session.timeout.ms": 6000}',
+        "RIBBON_MODEL__PATH": model, "RIBBON_GENERATION__MAX_NEW_TOKENS": "4", "RIBBON_ENGINE__DEVICE": "cpu",
+        "RIBBON_BATCHING__TOKEN_BUDGET": "4096", "RIBBON_BATCHING__MAX_WAIT_MS": "20",
         "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_FORMAT": "text", "RIBBON_DRAIN_TIMEOUT_S": "60",
         "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1",
     })

@@ -67,7 +67,7 @@ ROWS: list[tuple[str, list[tuple]]] = [
          "buffer.", "short", [
             (f"sum by (topic, partition) (ribbon_fetched_unfinished_messages{{{I}}})", "{{topic}}/{{partition}}")]),
         ("Oldest unfinished input", "Age of the oldest unfinished input holding back its partition's commits; "
-         "slow documents are those past kafka.hold_warning_s.", "s", [
+         "slow documents are those past kafka.delivery_stuck_s.", "s", [
             (f"max by (topic, partition) (ribbon_held_partition_seconds{{{I}}})", "{{topic}}/{{partition}}"),
             (f"sum(increase(ribbon_slow_documents_total{{{I}}}[5m]))", "slow documents (5 m)", "short")]),
         ("In flight and backpressure", "Messages polled and not committed, finished ones waiting for an earlier "
@@ -139,7 +139,7 @@ ROWS: list[tuple[str, list[tuple]]] = [
              "{{stage}}: {{exception}} (5 m)")]),
         ("Ungrounded model text", "Model summaries holding an identifier found in neither the document nor its "
          "digest, those identifiers, the sentences dropped for them, and summaries replaced by the digest "
-         "rendering (model.grounding).", "short", [
+         "rendering (generation.grounding).", "short", [
             (f"sum(increase(ribbon_ungrounded_summaries_total{{{I}}}[5m]))", "summaries (5 m)"),
             (f"sum(increase(ribbon_ungrounded_identifiers_total{{{I}}}[5m]))", "identifiers (5 m)"),
             (f"sum(increase(ribbon_ungrounded_sentences_dropped_total{{{I}}}[5m]))", "sentences dropped (5 m)"),

@@ -30,10 +30,10 @@ PRECEDENCE: list[tuple[str, str, dict[str, str], dict[str, Any], Callable[[Setti
      lambda s: s.log_level, ["INFO", "WARNING", "ERROR", "DEBUG"]),
     ("nested scalar", '[kafka]\ngroup_id = "g-toml"\n', {"RIBBON_KAFKA__GROUP_ID": "g-env"},
      {"kafka.group_id": "g-cli"}, lambda s: s.kafka.group_id, ["ribbon", "g-toml", "g-env", "g-cli"]),
-    ("nested float", "[packer]\nmax_wait_ms = 10.0\n", {"RIBBON_PACKER__MAX_WAIT_MS": "20"},
-     {"packer.max_wait_ms": 30}, lambda s: s.packer.max_wait_ms, [50.0, 10.0, 20.0, 30.0]),
-    ("int or literal", "[packer]\ntoken_budget = 4096\n", {"RIBBON_PACKER__TOKEN_BUDGET": "auto"},
-     {"packer.token_budget": "8192"}, lambda s: s.packer.token_budget, ["auto", 4096, "auto", 8192]),
+    ("nested float", "[batching]\nmax_wait_ms = 10.0\n", {"RIBBON_BATCHING__MAX_WAIT_MS": "20"},
+     {"batching.max_wait_ms": 30}, lambda s: s.batching.max_wait_ms, [50.0, 10.0, 20.0, 30.0]),
+    ("int or literal", "[batching]\ntoken_budget = 4096\n", {"RIBBON_BATCHING__TOKEN_BUDGET": "auto"},
+     {"batching.token_budget": "8192"}, lambda s: s.batching.token_budget, ["auto", 4096, "auto", 8192]),
     ("list", '[kafka]\ninput_topics = ["t1"]\n', {"RIBBON_KAFKA__INPUT_TOPICS": "e1, e2"},
      {"kafka.input_topics": '["c1"]'}, lambda s: s.kafka.input_topics,
      [("ribbon.input",), ("t1",), ("e1", "e2"), ("c1",)]),
@@ -102,7 +102,8 @@ def test_blank_bootstrap_means_embedded_broker(tmp_path: Path) -> None:
 
 # (id, TOML text, env, overrides, setting, env var, text the message must hold)
 ERRORS = [
-    ("bad type env", "", {"RIBBON_PACKER__SLOTS": "many"}, {}, "packer.slots", "RIBBON_PACKER__SLOTS", "integer"),
+    ("bad type env", "", {"RIBBON_BATCHING__MAX_SEQS_PER_BIN": "many"}, {}, "batching.max_seqs_per_bin",
+     "RIBBON_BATCHING__MAX_SEQS_PER_BIN", "integer"),
     ("bad type toml", '[server]\nport = "x"\n', {}, {}, "server.port", "RIBBON_SERVER__PORT", "config file"),
     ("fractional int", "[kafka]\nworker_slot = 1.5\n", {}, {}, "kafka.worker_slot", "RIBBON_KAFKA__WORKER_SLOT",
      ">= 0"),
@@ -112,19 +113,19 @@ ERRORS = [
      "'exactly_once' | 'at_least_once'"),
     ("literal toml", 'log_format = "xml"\n', {}, {}, "log_format", "RIBBON_LOG_FORMAT", "'json' | 'text'"),
     ("literal cli", "", {}, {"model.dtype": "int4"}, "model.dtype", "RIBBON_MODEL__DTYPE", "'bfloat16'"),
-    ("budget too small", "", {}, {"packer.token_budget": "8"}, "packer.token_budget",
-     "RIBBON_PACKER__TOKEN_BUDGET", "'auto' | integer >= 16"),
-    ("budget not a number", "", {"RIBBON_PACKER__TOKEN_BUDGET": "lots"}, {}, "packer.token_budget",
-     "RIBBON_PACKER__TOKEN_BUDGET", "'auto'"),
-    ("device", "", {}, {"model.device": "gpu"}, "model.device", "RIBBON_MODEL__DEVICE", "cuda:N"),
+    ("budget too small", "", {}, {"batching.token_budget": "8"}, "batching.token_budget",
+     "RIBBON_BATCHING__TOKEN_BUDGET", "'auto' | integer >= 16"),
+    ("budget not a number", "", {"RIBBON_BATCHING__TOKEN_BUDGET": "lots"}, {}, "batching.token_budget",
+     "RIBBON_BATCHING__TOKEN_BUDGET", "'auto'"),
+    ("device", "", {}, {"engine.device": "gpu"}, "engine.device", "RIBBON_ENGINE__DEVICE", "cuda:N"),
     ("unknown toml key", '[kafka]\ngrup_id = "x"\n', {}, {}, "kafka.grup_id", "RIBBON_KAFKA__GRUP_ID",
      "did you mean kafka.group_id"),
     ("unknown toml table", "[kafak]\nx = 1\n", {}, {}, "kafak", "RIBBON_KAFAK", "unknown setting"),
-    ("unknown env", "", {"RIBBON_PACKER__MAX_WAIT": "1"}, {}, "packer.max_wait", "RIBBON_PACKER__MAX_WAIT",
-     "did you mean packer.max_wait_ms"),
+    ("unknown env", "", {"RIBBON_BATCHING__MAX_WAIT": "1"}, {}, "batching.max_wait", "RIBBON_BATCHING__MAX_WAIT",
+     "did you mean batching.max_wait_ms"),
     ("unknown top-level env", "", {"RIBBON_VERBOSE": "1"}, {}, "verbose", "RIBBON_VERBOSE", "unknown setting"),
-    ("unknown override", "", {}, {"model.temprature": "1"}, "model.temprature", "RIBBON_MODEL__TEMPRATURE",
-     "did you mean model.temperature"),
+    ("unknown override", "", {}, {"generation.temprature": "1"}, "generation.temprature", "RIBBON_GENERATION__TEMPRATURE",
+     "did you mean generation.temperature"),
     ("key below a leaf", "", {}, {"kafka.group_id.x": "1"}, "kafka.group_id.x", "RIBBON_KAFKA__GROUP_ID__X",
      "no sub-settings"),
     ("group given a scalar", "kafka = 3\n", {}, {}, "kafka", "RIBBON_KAFKA", "expected a table"),
@@ -204,7 +205,7 @@ def test_secret_is_never_printed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path, var", [
     ("kafka.bootstrap_servers", "RIBBON_KAFKA__BOOTSTRAP_SERVERS"), ("log_level", "RIBBON_LOG_LEVEL"),
-    ("packer.token_budget", "RIBBON_PACKER__TOKEN_BUDGET"),
+    ("batching.token_budget", "RIBBON_BATCHING__TOKEN_BUDGET"),
     ("kafka.consumer_extra.fetch.min.bytes", "RIBBON_KAFKA__CONSUMER_EXTRA"),
 ])
 def test_env_var_for(path: str, var: str) -> None:
@@ -216,8 +217,8 @@ def _kafka(tmp_path: Path, **values: Any) -> Any:
 
 
 def test_client_config_exactly_once(tmp_path: Path) -> None:
-    k = _kafka(tmp_path, bootstrap_servers="b:9092", group_id="g", worker_slot=3, transactional_id_prefix="rib",
-               group_instance_id="w3", session_timeout_ms=10_000, max_poll_interval_ms=60_000)
+    k = _kafka(tmp_path, bootstrap_servers="b:9092", group_id="g", worker_slot=3, consumer_extra='{'
+               '"group.instance.id": "w3", "session.timeout.ms": 10000, "max.poll.interval.ms": 60000}')
     consumer, producer = kafka_client_config(k)
     assert consumer["bootstrap.servers"] == producer["bootstrap.servers"] == "b:9092"
     assert {key: consumer[key] for key in (
@@ -226,13 +227,15 @@ def test_client_config_exactly_once(tmp_path: Path) -> None:
     )} == {"group.id": "g", "group.instance.id": "w3", "enable.auto.commit": False, "auto.offset.reset": "earliest",
            "partition.assignment.strategy": "cooperative-sticky", "isolation.level": "read_committed",
            "session.timeout.ms": 10_000, "max.poll.interval.ms": 60_000}
-    assert producer["transactional.id"] == "rib-g-3" and producer["enable.idempotence"] is True
+    assert producer["transactional.id"] == "ribbon-g-3" and producer["enable.idempotence"] is True
+    assert producer["compression.type"] == "zstd" and consumer["fetch.wait.max.ms"] == 500
     assert producer["message.max.bytes"] > k.max_message_bytes  # room for a dead letter's headers
     assert "sasl.password" not in producer
 
 
 def test_supervised_children_are_separate_static_members(tmp_path: Path, monkeypatch) -> None:
-    k = _kafka(tmp_path, bootstrap_servers="b:9092", group_id="g", worker_slot=3, group_instance_id="w3")
+    k = _kafka(tmp_path, bootstrap_servers="b:9092", group_id="g", worker_slot=3,
+               consumer_extra='{"group.instance.id": "w3"}')
     monkeypatch.setenv("RIBBON_GPU_INDEX", "1")  # set by `ribbon run --gpus` for its second child
     consumer, producer = kafka_client_config(k)
     assert consumer["group.instance.id"] == "w3-gpu1" and producer["transactional.id"].endswith("-3-gpu1")

@@ -16,6 +16,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from worker.observability.metrics import Metrics
+from worker.config.model import hub_offline
 from worker.config.settings import Settings, load_settings
 from worker.kafka.config import kafka_client_config
 
@@ -64,7 +65,7 @@ def test_every_ribbon_variable_is_a_valid_setting(workers):
         assert s.kafka.bootstrap_servers, f"{name}: no bootstrap servers (the embedded broker would start)"
         if s.model.mode == "digest":
             continue   # no model: nothing to mount
-        assert s.model.local_files_only and svc["environment"].get("HF_HUB_OFFLINE") == "1"
+        assert hub_offline(svc["environment"]) and svc["environment"].get("HF_HUB_OFFLINE") == "1"
         assert s.model.path.startswith("/models/")
         assert any(v.endswith(":/models:ro") for v in svc["volumes"]), f"{name}: weights not mounted read-only"
 
@@ -125,12 +126,12 @@ def test_each_worker_reserves_its_own_gpu(workers):
     seen: list[str] = []
     for name, (svc, s) in workers.items():
         if s.model.mode == "digest":   # the GPU-free profile: no model, no GPU
-            assert "deploy" not in svc and s.model.device == "cpu", name
+            assert "deploy" not in svc and s.engine.device == "cpu", name
             continue
         devices = svc["deploy"]["resources"]["reservations"]["devices"]
         gpus = [d for d in devices if "gpu" in d.get("capabilities", [])]
         assert len(gpus) == 1, f"{name}: expected one GPU reservation, got {devices}"
-        assert s.model.device.startswith("cuda")
+        assert s.engine.device.startswith("cuda")
         seen += [str(i) for i in gpus[0].get("device_ids", [])]
     assert len(set(seen)) == len(seen), f"two workers reserve the same GPU: {seen}"
 

@@ -132,7 +132,7 @@ def test_the_pod_runs_the_worker_as_the_settings_say(worker_pod):
     sc = pod["securityContext"]
     assert sc["runAsNonRoot"] is True and isinstance(sc["runAsUser"], int) and sc["runAsUser"] > 0
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
-    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1 and s.model.device == "cuda"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1 and s.engine.device == "cuda"
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert s.model.path.startswith("/models/") and mounts["/models"]["readOnly"] is True
     # the Dockerfile's user is the pod's user
@@ -371,4 +371,4 @@ def test_the_digest_overlay_runs_without_a_gpu_or_a_model(tmp_path):
     empty = tmp_path / "empty.toml"
     empty.write_text("")
     s = load_settings(config_path=empty, environ={k: v for k, v in env.items() if k.startswith("RIBBON_")})
-    assert (s.model.mode, s.model.device) == ("digest", "cpu")
+    assert (s.model.mode, s.engine.device) == ("digest", "cpu")

@@ -41,6 +41,6 @@ def test_the_demo_gives_a_real_model_on_a_cpu_a_handful_of_documents():
     from worker.config.settings import load_settings
     from worker.demo.run import default_documents
 
-    real = load_settings(environ={}, overrides={"model.device": "cpu"})
-    tiny = load_settings(environ={}, overrides={"model.path": "tiny-random", "model.device": "cpu"})
+    real = load_settings(environ={}, overrides={"engine.device": "cpu"})
+    tiny = load_settings(environ={}, overrides={"model.path": "tiny-random", "engine.device": "cpu"})
     assert default_documents(real) == (8, 3) and default_documents(tiny) == (200, 10)

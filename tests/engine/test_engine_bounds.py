@@ -29,11 +29,11 @@ import random, sys, torch, transformers, tokenizers
 from transformers import AutoModelForCausalLM
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 
 print("versions", transformers.__version__, tokenizers.__version__)
 path = make_tiny_checkpoint(sys.argv[1], "qwen2", seed=2)
-eng = load_engine(ModelSettings(path=str(path), max_new_tokens=5))
+eng = load_engine(ModelRun(path=str(path), max_new_tokens=5))
 hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
 assert next(hf.parameters()).dtype == torch.float32
 rng = random.Random(0)

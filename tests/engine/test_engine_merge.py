@@ -14,7 +14,7 @@ from engine_helpers import _stage_unpadded as _stage
 from worker.engine.loader import load_engine
 from worker.engine.merge import Merged, Part, merge_projections, unmerge_projections, want_merge
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 
 
 @pytest.fixture(scope="module", params=["qwen2", "llama"])  # q/k/v with bias (Qwen2) and without (Llama)
@@ -23,7 +23,7 @@ def ckpt(request, tmp_path_factory):
 
 
 def _engine(path, merge: str, max_new: int = 7):
-    return load_engine(ModelSettings(path=str(path), max_new_tokens=max_new), merge=merge)
+    return load_engine(ModelRun(path=str(path), max_new_tokens=max_new), merge=merge)
 
 
 def _docs(n: int, vocab: int, seed: int = 0) -> list[list[int]]:

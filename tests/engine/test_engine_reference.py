@@ -138,7 +138,7 @@ def test_engine_generation_with_one_group_per_length_matches_hf(monkeypatch, tmp
 
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     for name, value in GROUPING["many_groups"].items():
         monkeypatch.setattr(attention, name, value)
@@ -153,8 +153,7 @@ def test_engine_generation_with_one_group_per_length_matches_hf(monkeypatch, tmp
     monkeypatch.setattr(attention, "_decode_plan", counted_plan)
     path = make_tiny_checkpoint(tmp_path / "tiny", arch="qwen2", seed=1)
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
-    threads = torch.get_num_threads()  # keep the process's thread count as it is
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=8, cpu_threads=threads))
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=8))
     rng = random.Random(4)
     docs = [[rng.randrange(4, hf.config.vocab_size) for _ in range(n)] for n in (1, 37, 5, 120, 1, 64, 9, 2)]
     cu = [0]

@@ -20,7 +20,7 @@ from worker.engine.errors import EngineSettingError
 from worker.engine.fuse import want_compile
 from worker.engine.loader import load_engine, refuse_slow_cuda
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 
 CUDA = torch.device("cuda")  # a device object only: choose_backend never touches the GPU
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def test_auto_picks_varlen_only_when_torch_has_it(monkeypatch):
     assert attention.choose_backend("auto", CUDA) == "reference"  # before: "varlen", then the first bin raised
     with pytest.raises(EngineSettingError, match="varlen needs torch.nn.attention.varlen") as err:
         attention.choose_backend("varlen", CUDA)
-    assert err.value.setting == "model.attention"
+    assert err.value.setting == "engine.attention"
 
 
 def test_prefill_kernel_triton_only_where_it_applies(monkeypatch):
@@ -64,17 +64,16 @@ def test_flash_attn_requested_without_it_names_the_setting(monkeypatch):
     monkeypatch.setattr(attention, "flash_attn_available", lambda: False)
     with pytest.raises(EngineSettingError) as err:
         attention.choose_backend("flash_attn", CUDA)
-    assert err.value.setting == "model.attention" and "flash_attn" in err.value.message
+    assert err.value.setting == "engine.attention" and "flash_attn" in err.value.message
 
 
-def test_reference_on_cuda_refused_unless_allowed_or_asked_for():
+def test_reference_on_cuda_refused_unless_asked_for():
     with pytest.raises(EngineSettingError) as err:
-        refuse_slow_cuda("reference", CUDA, "auto", allowed=False)
-    assert err.value.setting == "model.allow_reference_on_cuda" and "reference" in err.value.message
-    refuse_slow_cuda("reference", CUDA, "auto", allowed=True)  # told to
-    refuse_slow_cuda("reference", CUDA, "reference", allowed=False)  # asked for explicitly
-    refuse_slow_cuda("reference", torch.device("cpu"), "auto", allowed=False)  # the CPU path is the reference
-    refuse_slow_cuda("varlen", CUDA, "auto", allowed=False)
+        refuse_slow_cuda("reference", CUDA, "auto")
+    assert err.value.setting == "engine.attention" and "reference" in err.value.allowed
+    refuse_slow_cuda("reference", CUDA, "reference")  # asked for explicitly
+    refuse_slow_cuda("reference", torch.device("cpu"), "auto")  # the CPU path is the reference
+    refuse_slow_cuda("varlen", CUDA, "auto")
 
 
 def test_compile_setting():
@@ -83,11 +82,11 @@ def test_compile_setting():
     assert not want_compile("off", CUDA, "varlen") and not want_compile("auto", CUDA, "reference")
     with pytest.raises(EngineSettingError) as err:
         want_compile("on", torch.device("cpu"), "reference")
-    assert err.value.setting == "model.compile"
+    assert err.value.setting == "engine.compile"
 
 
 def test_worker_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_path):
-    env = {**os.environ, "RIBBON_MODEL__ATTENTION": "varlen", "RIBBON_MODEL__DEVICE": "cpu",
+    env = {**os.environ, "RIBBON_ENGINE__ATTENTION": "varlen", "RIBBON_ENGINE__DEVICE": "cpu",
            "RIBBON_MODEL__PATH": str(tiny),
            "RIBBON_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:9", "RIBBON_CACHE_DIR": str(tmp_path),
            "RIBBON_SERVER__PORT": "0", "RIBBON_LOG_LEVEL": "ERROR"}
@@ -96,12 +95,12 @@ def test_worker_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_path)
     assert run.returncode == 2, run.stderr[-1500:]
     assert "Traceback" not in run.stderr
     line = run.stderr.strip().splitlines()[-1]
-    assert line.startswith("ribbon: error: setting model.attention (RIBBON_MODEL__ATTENTION)"), line
+    assert line.startswith("ribbon: error: setting engine.attention (RIBBON_ENGINE__ATTENTION)"), line
 
 
 def test_autotune_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_path):
     """`ribbon autotune` loads the engine too: varlen on a CPU is one line naming the setting, exit 2."""
-    env = {**os.environ, "RIBBON_MODEL__ATTENTION": "varlen", "RIBBON_MODEL__DEVICE": "cpu",
+    env = {**os.environ, "RIBBON_ENGINE__ATTENTION": "varlen", "RIBBON_ENGINE__DEVICE": "cpu",
            "RIBBON_CACHE_DIR": str(tmp_path), "RIBBON_LOG_LEVEL": "ERROR"}
     run = subprocess.run([sys.executable, "-m", "worker", "autotune", "--model", str(tiny)], capture_output=True,
                          text=True, env=env, timeout=240, cwd=ROOT)
@@ -109,7 +108,7 @@ def test_autotune_with_an_impossible_backend_exits_2_with_one_line(tiny, tmp_pat
     assert "Traceback" not in run.stderr and run.stdout == ""
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("ribbon: error: setting model.attention (RIBBON_MODEL__ATTENTION)"), lines[0]
+    assert lines[0].startswith("ribbon: error: setting engine.attention (RIBBON_ENGINE__ATTENTION)"), lines[0]
     assert "needs a CUDA device" in lines[0]
 
 
@@ -119,7 +118,7 @@ def tiny(tmp_path_factory):
 
 
 def test_warm_up_builds_pool_and_decode_states_before_the_first_bin(tiny):
-    eng = load_engine(ModelSettings(path=str(tiny), max_new_tokens=6))
+    eng = load_engine(ModelRun(path=str(tiny), max_new_tokens=6))
     rng = random.Random(1)
     docs = [[rng.randrange(4, 200) for _ in range(rng.randint(1, 60))] for _ in range(10)]
     cold = eng.generate(_stage(eng, docs))

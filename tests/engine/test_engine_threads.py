@@ -1,13 +1,13 @@
-"""model.cpu_threads: the loader sets torch's intra-op thread count when the model runs on CPU."""
+"""The loader's CPU threads: 1 torch thread on 2 cores or fewer, else torch's default (OMP_NUM_THREADS)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from worker.config.settings import ModelRun, SettingsError, load_settings
 from worker.engine.loader import apply_cpu_threads, load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings, SettingsError, load_settings
 
 
 @pytest.fixture
@@ -20,30 +20,26 @@ def threads():
     torch.set_num_threads(before)
 
 
-def test_loading_on_cpu_with_one_thread_sets_torch_threads(threads, tmp_path):
+def test_loading_on_cpu_on_two_cores_sets_one_torch_thread(threads, tmp_path, monkeypatch):
+    from worker.engine import loader
+
+    monkeypatch.setattr(loader, "usable_cores", lambda: 2)
     path = make_tiny_checkpoint(tmp_path / "tiny", arch="qwen2", seed=0)
-    eng = load_engine(ModelSettings(path=str(path), cpu_threads=1), device="cpu")
+    eng = load_engine(ModelRun(path=str(path)), device="cpu")
     assert eng.device.type == "cpu"
     assert torch.get_num_threads() == 1
 
 
-def test_explicit_count_wins_over_the_core_count(threads):
-    assert apply_cpu_threads(3, cores=2) == 3
-    assert torch.get_num_threads() == 3
-
-
-def test_auto_is_one_thread_on_two_cores_or_fewer(threads):
-    assert apply_cpu_threads(None, cores=2) == 1
+def test_one_thread_on_two_cores_or_fewer(threads):
+    assert apply_cpu_threads(cores=2) == 1
     assert torch.get_num_threads() == 1
 
 
-def test_auto_leaves_torch_alone_on_more_cores(threads):
-    assert apply_cpu_threads(None, cores=16) == 2
+def test_torch_left_alone_on_more_cores(threads):
+    assert apply_cpu_threads(cores=16) == 2
     assert torch.get_num_threads() == 2
 
 
-def test_zero_threads_is_refused():
-    with pytest.raises(ValueError, match="cpu_threads"):
-        apply_cpu_threads(0)
-    with pytest.raises(SettingsError, match="RIBBON_MODEL__CPU_THREADS"):
-        load_settings(environ={"RIBBON_MODEL__CPU_THREADS": "0"})
+def test_the_thread_count_is_no_setting():
+    with pytest.raises(SettingsError, match="RIBBON_MODEL__CPU_THREADS.*removed: derived"):
+        load_settings(environ={"RIBBON_MODEL__CPU_THREADS": "2"})

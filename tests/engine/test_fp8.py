@@ -10,7 +10,7 @@ from engine_helpers import _docs, _stage
 from worker.engine.fp8 import Fp8Gemm, Fp8Mlp, fp8_gemms, fp8_mlps, quantize_rows, silu_mul_quant
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun
 
 
 def test_row_quantization_round_trips_within_e4m3_precision():
@@ -46,8 +46,8 @@ def test_fp8_gemm_is_close_to_the_full_precision_one_and_small_calls_keep_full_p
 def test_an_fp8_engine_prefills_close_to_the_full_precision_engine(tmp_path):
     path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
     docs = _docs(12, 20, 60, 500, seed=3)
-    full = load_engine(ModelSettings(path=str(path), max_new_tokens=4))
-    fp8 = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64)
+    full = load_engine(ModelRun(path=str(path), max_new_tokens=4))
+    fp8 = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64)
     a = full.prefill_last_logits(_stage(full, docs))  # [n, V]
     b = fp8.prefill_last_logits(_stage(fp8, docs))
     diff = (a - b).abs().mean() / a.abs().mean()
@@ -55,10 +55,10 @@ def test_an_fp8_engine_prefills_close_to_the_full_precision_engine(tmp_path):
     # (bf16-rounded weights give ~2%); the H200 benchmark reports the figure for a 7B architecture
     assert 0 < diff < 0.4
     assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.5
-    off = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8", fp8_fast_accum=False),
+    off = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_fast_accum=False,
                       fp8_min_rows=10**6)
     assert torch.equal(off.prefill_last_logits(_stage(off, docs)), a)  # below min_rows: the full-precision path
-    assert {g.fast_accum for g in fp8_gemms(fp8.base)} == {True}  # model.fp8_fast_accum reaches every GEMM
+    assert {g.fast_accum for g in fp8_gemms(fp8.base)} == {True}  # the worker's fast accumulation reaches every GEMM
     assert len(fp8_gemms(off.base)) == len(fp8_gemms(fp8.base)) > 0
     assert {g.fast_accum for g in fp8_gemms(off.base)} == {False}
 
@@ -66,7 +66,7 @@ def test_an_fp8_engine_prefills_close_to_the_full_precision_engine(tmp_path):
 def test_the_fused_mlp_matches_the_models_own_mlp_and_traces_with_dynamic_rows(tmp_path):
     path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
     docs = _docs(12, 20, 60, 500, seed=3)
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
     mlps = fp8_mlps(eng.base)
     assert len(mlps) == len(eng.base.layers) and all(isinstance(layer.mlp, Fp8Mlp) for layer in eng.base.layers)
     assert {m.kernel for m in mlps} == {"one_pass"}

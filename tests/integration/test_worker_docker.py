@@ -255,7 +255,7 @@ def test_a_transaction_the_broker_times_out_is_redone_exactly_once(kafka, bootst
     log = tmp_path / "worker.log"
     env = worker_env(bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
                      RIBBON_KAFKA__PRODUCER_EXTRA='{"transaction.timeout.ms": 5000}',
-                     RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2", RIBBON_KAFKA__DELIVERY_STUCK_S="20")
+                     RIBBON_KAFKA__DELIVERY_STUCK_S="24")  # each transactional call: 24 / 12 = 2 s at most
     frozen_once = threading.Event()
 
     def freeze_mid_stream() -> None:

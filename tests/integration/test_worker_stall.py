@@ -32,7 +32,7 @@ def free_port() -> int:
 
 def env_for(cluster, tiny_model: str, t: dict, group: str, port: int = 0) -> dict[str, str]:
     return worker_env(cluster.bootstrap, tiny_model, group=group, **t, **FAST_GROUP,
-                      RIBBON_MODEL__PROCESS="on", RIBBON_MODEL__BATCHING="continuous",
+                      RIBBON_ENGINE__PROCESS="on", RIBBON_BATCHING__MODE="continuous",
                       RIBBON_PIPELINE__STALL_TIMEOUT_S=str(STALL_S), RIBBON_SERVER__PORT=str(port),
                       RIBBON_SERVER__HOST="127.0.0.1")
 

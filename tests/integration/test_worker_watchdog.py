@@ -1,4 +1,4 @@
-"""Every wait on the model is bounded, the model in the worker's own process too (model.process = off):
+"""Every wait on the model is bounded, the model in the worker's own process too (engine.process = off):
 a model that stops returning anything with documents on it ends the worker with exit 1 and a log line
 naming pipeline.stall_timeout_s and its environment variable."""
 
@@ -32,8 +32,8 @@ def test_a_hung_model_in_this_process_ends_the_worker_with_exit_1(broker, new_to
     settings = embedded_settings(load_settings(environ={
         "RIBBON_KAFKA__INPUT_TOPICS": t["input_topic"], "RIBBON_KAFKA__OUTPUT_TOPIC": t["output_topic"],
         "RIBBON_KAFKA__DLQ_TOPIC": t["dlq_topic"], "RIBBON_KAFKA__GROUP_ID": f"g-{uuid.uuid4().hex[:8]}",
-        "RIBBON_MODEL__PATH": tiny_model, "RIBBON_MODEL__PROCESS": "off", "RIBBON_MODEL__BATCHING": "continuous",
-        "RIBBON_MODEL__DEVICE": "cpu", "RIBBON_MODEL__MAX_NEW_TOKENS": "4", "RIBBON_PACKER__TOKEN_BUDGET": "4096",
+        "RIBBON_MODEL__PATH": tiny_model, "RIBBON_ENGINE__PROCESS": "off", "RIBBON_BATCHING__MODE": "continuous",
+        "RIBBON_ENGINE__DEVICE": "cpu", "RIBBON_GENERATION__MAX_NEW_TOKENS": "4", "RIBBON_BATCHING__TOKEN_BUDGET": "4096",
         "RIBBON_PIPELINE__STALL_TIMEOUT_S": "2", "RIBBON_SERVER__PORT": "0"}), broker.bootstrap)
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(document(i, n_lines=2, seed=8)) for i in range(20)])
     worker = app.Worker(settings, broker.bootstrap)

@@ -8,6 +8,7 @@ summarized exactly once, no repeat.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import signal
 import threading
@@ -152,7 +153,7 @@ def test_a_transaction_held_past_its_timeout_is_aborted_by_the_broker_and_redone
     src, out, dlq = kafka_topic("in"), kafka_topic("out"), kafka_topic("dlq")
     settings = Settings(kafka=KafkaSettings(
         input_topics=(src,), output_topic=out, dlq_topic=dlq, group_id=f"g-{uuid.uuid4().hex[:6]}",
-        worker_slot=0, txn_call_timeout_s=2.0, delivery_stuck_s=60.0,
+        worker_slot=0, delivery_stuck_s=60.0,
         producer_extra={"transaction.timeout.ms": TXN_TIMEOUT_MS}))
     conf = client_config(settings.kafka, bootstrap=kafka.bootstrap)
     consumer = clients.consumer(conf.consumer)
@@ -161,7 +162,8 @@ def test_a_transaction_held_past_its_timeout_is_aborted_by_the_broker_and_redone
     def deliver(make_producer) -> tuple[Delivery, OffsetTracker, Metrics]:
         """A worker's delivery (fresh state, as after a restart) given the ten inputs, until done or failed."""
         tracker, metrics = OffsetTracker(), Metrics()
-        delivery = Delivery(config=delivery_config(settings), make_producer=make_producer, tracker=tracker, metrics=metrics)
+        config = dataclasses.replace(delivery_config(settings), txn_call_timeout_s=2.0)  # shorter than 1/12 of stuck
+        delivery = Delivery(config=config, make_producer=make_producer, tracker=tracker, metrics=metrics)
         delivery.commits.publish(consumer.consumer_group_metadata())
         thread = threading.Thread(target=delivery.run, name="ribbon-delivery", daemon=True)
         thread.start()
@@ -211,7 +213,7 @@ def test_a_frozen_worker_is_fenced_by_its_restart_and_commits_nothing(kafka, kaf
     docs = mixed_docs(1600, seed=41)  # 400 first, then up to 1,200 while the old worker wakes
     produce(kafka.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs[:400]])
     env = worker_env(kafka.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
-                     RIBBON_KAFKA__SESSION_TIMEOUT_MS="3000", RIBBON_KAFKA__TXN_CALL_TIMEOUT_S="2")
+                     RIBBON_KAFKA__CONSUMER_EXTRA='{"session.timeout.ms": 3000}', RIBBON_KAFKA__DELIVERY_STUCK_S="24")
     old = start_worker(env, tmp_path / "old.log")
     new = None
     try:

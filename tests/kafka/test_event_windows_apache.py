@@ -49,9 +49,8 @@ def test_event_time_windows_are_exactly_once_across_a_kill(kafka, tmp_path):
     inputs = inputs_of(kafka, t["input_topic"], len(values))
     group = f"g-{uuid.uuid4().hex[:8]}"
     env = windowed_env(kafka, t, group, RIBBON_WINDOWING__TIME="event", RIBBON_WINDOWING__GAP_S="10",
-                       RIBBON_WINDOWING__GRACE_S="5", RIBBON_WINDOWING__MAX_LENGTH_S="600",
-                       RIBBON_WINDOWING__MAX_OPEN_S="20", RIBBON_WINDOWING__MAX_LINES="1000",
-                       RIBBON_KAFKA__SESSION_TIMEOUT_MS="6000")
+                       RIBBON_WINDOWING__GRACE_S="5", RIBBON_WINDOWING__MAX_LENGTH_S="20",
+                       RIBBON_WINDOWING__MAX_LINES="1000")
     first = start_worker(env, tmp_path / "a.log")
     try:
         wait_for(lambda: sum(committed_offsets(kafka.bootstrap, group, t["input_topic"], 3)) > 0, 120,

@@ -13,12 +13,11 @@ SECURE = {"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k1:9093", "RIBBON_KAFKA__SECURITY_
           "RIBBON_KAFKA__SASL_MECHANISM": "SCRAM-SHA-512", "RIBBON_KAFKA__SASL_USERNAME": "ribbon",
           "RIBBON_KAFKA__SASL_PASSWORD": "s3cret", "RIBBON_KAFKA__SSL_CA_LOCATION": "/etc/kafka/ca.pem",
           "RIBBON_KAFKA__SSL_CERTIFICATE_LOCATION": "/etc/kafka/client.pem",
-          "RIBBON_KAFKA__SSL_KEY_LOCATION": "/etc/kafka/client.key", "RIBBON_KAFKA__SSL_KEY_PASSWORD": "kp",
-          "RIBBON_KAFKA__SSL_ENDPOINT_IDENTIFICATION": "none"}
+          "RIBBON_KAFKA__SSL_KEY_LOCATION": "/etc/kafka/client.key", "RIBBON_KAFKA__SSL_KEY_PASSWORD": "kp"}
 EXPECTED = {"bootstrap.servers": "k1:9093", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
             "sasl.username": "ribbon", "sasl.password": "s3cret", "ssl.ca.location": "/etc/kafka/ca.pem",
             "ssl.certificate.location": "/etc/kafka/client.pem", "ssl.key.location": "/etc/kafka/client.key",
-            "ssl.key.password": "kp", "ssl.endpoint.identification.algorithm": "none"}
+            "ssl.key.password": "kp"}
 
 
 def test_security_settings_reach_every_client_kind():
@@ -56,19 +55,20 @@ def test_no_bootstrap_names_the_setting():
 def test_embedded_broker_helpers():
     assert plain_config("127.0.0.1:9").common == {"bootstrap.servers": "127.0.0.1:9", "security.protocol": "PLAINTEXT"}
     s = embedded_settings(load_settings(environ={}), "127.0.0.1:9")
-    assert s.kafka.bootstrap_servers == "127.0.0.1:9" and s.kafka.session_timeout_ms <= 6000
+    assert s.kafka.bootstrap_servers == "127.0.0.1:9" and s.kafka.consumer_extra["session.timeout.ms"] == 6000
 
 
 def test_fetch_wait_reaches_the_consumer_and_is_cut_for_the_embedded_broker():
     s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:9092"})
     assert client_config(s.kafka).consumer["fetch.wait.max.ms"] == 500  # librdkafka's own default
-    s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:9092", "RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "80"})
+    s = load_settings(environ={"RIBBON_KAFKA__BOOTSTRAP_SERVERS": "k:9092",
+                               "RIBBON_KAFKA__CONSUMER_EXTRA": '{"fetch.wait.max.ms": 80}'})
     assert client_config(s.kafka).consumer["fetch.wait.max.ms"] == 80
     # the embedded broker answers a fetch only when the wait is over, so it gets a short one; a
-    # shorter setting stays
+    # shorter one given stays
     assert client_config(embedded_settings(s, "127.0.0.1:9").kafka).consumer["fetch.wait.max.ms"] == 20
-    low = load_settings(environ={"RIBBON_KAFKA__FETCH_WAIT_MAX_MS": "5"})
-    assert embedded_settings(low, "127.0.0.1:9").kafka.fetch_wait_max_ms == 5
+    low = load_settings(environ={"RIBBON_KAFKA__CONSUMER_EXTRA": '{"fetch.wait.max.ms": 5}'})
+    assert embedded_settings(low, "127.0.0.1:9").kafka.consumer_extra["fetch.wait.max.ms"] == 5
 
 
 def test_ribbon_produce_builds_its_producer_with_the_security_settings(monkeypatch, tmp_path):

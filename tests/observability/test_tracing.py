@@ -115,21 +115,22 @@ def test_undelivered_documents_end_as_errors_and_spans_stay_bounded(traced):
 
 def test_tracing_is_off_unless_an_endpoint_is_configured():
     s = load_settings(environ={})
-    assert otlp_endpoint(s, {}) is None and make_tracer(s, {}) is None
-    assert otlp_endpoint(s, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}) == "http://c:4318/v1/traces"
-    assert otlp_endpoint(s, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
-                             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x"}) == "http://t:1/x"
-    mine = load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "http://otel:4318"})
-    assert otlp_endpoint(mine, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}) == "http://otel:4318/v1/traces"
-    tracer = make_tracer(mine, {})
+    assert otlp_endpoint({}) is None and make_tracer(s, {}) is None
+    assert otlp_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}) == "http://c:4318/v1/traces"
+    assert otlp_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                          "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:1/x"}) == "http://t:1/x"
+    otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4318", "OTEL_TRACES_SAMPLER_ARG": "0.5"}
+    tracer = make_tracer(s, otel)
     try:
         assert isinstance(tracer, DocTracer)
     finally:
         tracer.close()
-    with pytest.raises(SettingsError, match="tracing.otlp_endpoint"):
-        make_tracer(mine, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
-    with pytest.raises(SettingsError, match="RIBBON_TRACING__OTLP_ENDPOINT"):
-        load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "otel:4318"})
+    with pytest.raises(SettingsError, match="OTEL_EXPORTER_OTLP_PROTOCOL"):
+        make_tracer(s, {**otel, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    with pytest.raises(SettingsError, match="OTEL_TRACES_SAMPLER_ARG.*'2' is not a sampling ratio"):
+        make_tracer(s, {**otel, "OTEL_TRACES_SAMPLER_ARG": "2"})
+    with pytest.raises(SettingsError, match="RIBBON_TRACING__OTLP_ENDPOINT.*removed: OpenTelemetry"):
+        load_settings(environ={"RIBBON_TRACING__OTLP_ENDPOINT": "http://otel:4318"})
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from worker.packer import Bin, Packer, PackerConfig
-from worker.config.settings import PackerSettings
+from worker.config.settings import BatchingSettings
 
 
 def make(**kw) -> Packer:
@@ -156,15 +156,17 @@ def test_torch_cpu_ring_gives_tensor_views():
 
 
 def test_from_settings_maps_every_field():
-    s = PackerSettings(token_budget=512, max_seqs_per_bin=7, efficient_tokens=300, max_wait_ms=25.0,
-                       latency_target_ms=900.0, alignment=8, slots=4)
+    s = BatchingSettings(token_budget=512, max_seqs_per_bin=7, efficient_tokens=300, max_wait_ms=25.0,
+                         latency_target_ms=900.0, order="decreasing")
     with Packer.from_settings(s, budget=512, reserve_per_seq=32) as p:
-        assert len(p._tokens) == 4 and len(p._tokens[0]) == 512 and len(p._ids[0]) == 7
+        c = p.config
+        assert (c.efficient_tokens, c.max_wait_s, c.latency_target_s, c.order) == (300, 0.025, 0.9, "decreasing")
+        assert len(p._tokens) == 3 and len(p._tokens[0]) == 512 and len(p._ids[0]) == 7  # 3 slots: no setting
         for i in range(8):
             p.submit(i, [1, 2], key=0)
         b = p.next_bin(5.0)
         assert len(b.seq_ids) == 7  # max_seqs_per_bin
-        assert len(b.tokens) % 8 == 0
+        assert len(b.tokens) % 16 == 0  # aligned to 16: no setting
 
 
 def test_next_bin_releases_the_gil_while_it_blocks():

@@ -7,7 +7,7 @@ import pytest
 
 from worker import _core
 from worker.packer import Packer
-from worker.config.settings import PackerSettings
+from worker.config.settings import BatchingSettings
 
 
 def test_arrival_takes_a_prefix_then_fills_with_the_largest():
@@ -54,8 +54,8 @@ def test_arrival_order_publishes_in_step_with_the_bins_and_keeps_the_fill():
 
 
 def test_settings_choose_the_order_and_arrival_is_the_default():
-    assert PackerSettings().order == "arrival"
-    with Packer.from_settings(PackerSettings(order="arrival", max_wait_ms=0.0, efficient_tokens=1),
+    assert BatchingSettings().order == "arrival"
+    with Packer.from_settings(BatchingSettings(order="arrival", max_wait_ms=0.0, efficient_tokens=1),
                               budget=100, reserve_per_seq=0) as p:
         for sid, n in enumerate((30, 30, 50, 10, 20)):
             p.submit(sid, [1] * n, key=0)
@@ -72,7 +72,7 @@ def test_one_frozen_config_holds_the_weight_rule_and_every_stat_is_typed():
 
     from worker.packer import PackerConfig, PackerStats
 
-    c = PackerConfig.from_settings(PackerSettings(efficient_tokens=10**6), budget=1000, reserve_per_seq=64)
+    c = PackerConfig.from_settings(BatchingSettings(efficient_tokens=10**6), budget=1000, reserve_per_seq=64)
     assert c.weight(100) == 164 and c.fill(936, 1) == 1.0 and c.efficient_tokens == 1000  # capped at the budget
     with pytest.raises(FrozenInstanceError):
         c.budget = 5  # type: ignore[misc]

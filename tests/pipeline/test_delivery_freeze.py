@@ -8,6 +8,7 @@ FatalDeliveryError (the worker exits 1 and a supervisor restarts it). Real produ
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import urllib.error
@@ -45,12 +46,12 @@ def test_a_frozen_broker_never_blocks_delivery_for_good(private_broker):
     b = private_broker
     b.create_topics({"rel-in": 1, "rel-out": 1})
     settings = Settings(kafka=KafkaSettings(input_topics=("rel-in",), output_topic="rel-out", dlq_topic="rel-dlq",
-                                            group_id="g-rel", worker_slot=0, txn_call_timeout_s=CALL_S,
-                                            delivery_stuck_s=STUCK_S))
+                                            group_id="g-rel", worker_slot=0, delivery_stuck_s=STUCK_S))
     conf = client_config(settings.kafka, bootstrap=b.bootstrap)
     consumer = clients.consumer(conf.consumer)
     tracker, metrics = OffsetTracker(), Metrics()
-    delivery = Delivery(config=delivery_config(settings), make_producer=clients.Clients(conf).producer,
+    config = dataclasses.replace(delivery_config(settings), txn_call_timeout_s=CALL_S)  # shorter than 1/12 of stuck
+    delivery = Delivery(config=config, make_producer=clients.Clients(conf).producer,
                         tracker=tracker, metrics=metrics)
     delivery.commits.publish(consumer.consumer_group_metadata())
     health = HealthServer(metrics, "127.0.0.1", 0,

@@ -60,8 +60,8 @@ def test_a_text_that_fails_a_check_publishes_the_digest_and_says_which(text, rea
 
 
 def test_with_grounding_mark_an_unverified_sentence_is_published_marked():
-    """model.grounding = mark publishes such sentences on purpose: the gate leaves grounding to it."""
-    msg, _ = _out(GOOD + " Recovery came at 05:00:00.", **{"model.grounding": "mark"})
+    """generation.grounding = mark publishes such sentences on purpose: the gate leaves grounding to it."""
+    msg, _ = _out(GOOD + " Recovery came at 05:00:00.", **{"generation.grounding": "mark"})
     assert msg.summary.source == "model" and "[unverified: 05:00:00]" in msg.summary.text
 
 

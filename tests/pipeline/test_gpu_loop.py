@@ -103,7 +103,7 @@ def test_warm_up_runs_at_start_before_the_packer_exists(monkeypatch):
 
     make_packer = app.make_packer
     monkeypatch.setattr(app, "make_packer", lambda *a, **k: (events.append("packer"), make_packer(*a, **k))[1])
-    settings = load_settings(environ={}, overrides={"packer.token_budget": 4096, "packer.max_seqs_per_bin": 32})
+    settings = load_settings(environ={}, overrides={"batching.token_budget": 4096, "batching.max_seqs_per_bin": 32})
     parts = app.build_parts(settings, engine=WarmEngine())
     assert events == ["warm_up 4096 32", "packer"] and parts.budget == 4096
     parts.packer.close()

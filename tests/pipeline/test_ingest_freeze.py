@@ -8,6 +8,7 @@ the commit channel.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
@@ -53,10 +54,10 @@ def no_delivery(tracker: OffsetTracker) -> Commits:
     return commits
 
 
-def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, FakePacker]:
+def make_ingest(bootstrap: str, topic: str, hold_warning_s: float | None = None) -> tuple[Ingest, FakePacker]:
     settings = Settings(kafka=KafkaSettings(input_topics=(topic,), output_topic="out", dlq_topic="dlq",
                                             group_id=f"g-{topic}", delivery="at_least_once",
-                                            session_timeout_ms=SESSION_MS, **kafka))
+                                            consumer_extra={"session.timeout.ms": SESSION_MS}))
     conf = client_config(settings.kafka, bootstrap=bootstrap)
     tracker, packer = OffsetTracker(), FakePacker()
     metrics = Metrics()
@@ -65,7 +66,10 @@ def make_ingest(bootstrap: str, topic: str, **kafka: object) -> tuple[Ingest, Fa
     planner = Planner(lambda text: [1] * (8 + len(text.split())), lambda texts: [len(t.split()) for t in texts],
                       PlanLimits(4096))
     marks = Watermarks(high_tokens=1000, low_tokens=500, high_messages=10**6, low_messages=10**6)
-    ingest = Ingest(config=ingest_config(settings, marks), shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
+    config = ingest_config(settings, marks)
+    if hold_warning_s is not None:  # shorter than kafka.delivery_stuck_s allows
+        config = dataclasses.replace(config, hold_warning_s=hold_warning_s)
+    ingest = Ingest(config=config, shared=Shared(tracker, DocRegistry(), metrics, dead_letters),
                     make_consumer=Clients(conf).consumer, commits=no_delivery(tracker),
                     downstream=Downstream(packer, planner))
     return ingest, packer
@@ -102,7 +106,7 @@ def test_partitions_lost_while_paused_are_consumed_again(private_broker, caplog)
 
 
 def test_an_input_holding_its_partition_is_reported_by_coordinates(private_broker, caplog):
-    """kafka.hold_warning_s: a log line naming topic/partition/offset, and a per-partition gauge."""
+    """An input held past kafka.delivery_stuck_s: a log line naming topic/partition/offset, and a per-partition gauge."""
     caplog.set_level(logging.INFO, logger="worker.pipeline.ingest")
     b = private_broker
     b.create_topics({"held-in": 1})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from worker.config.settings import load_settings
+from worker.config.settings import load_settings, model_run
 from worker.pipeline.planner import engine_planner, model_limits
 
 POSITIONS, MAX_NEW = 512, 32
@@ -20,10 +20,9 @@ def short_context(tmp_path_factory: pytest.TempPathFactory):
 
     path = make_tiny_checkpoint(tmp_path_factory.mktemp("model") / "tiny-512", arch="qwen2", seed=0,
                                 max_position_embeddings=POSITIONS)
-    s = load_settings(environ={}, overrides={"model.path": str(path), "model.device": "cpu",
-                                             "model.max_new_tokens": MAX_NEW, "model.attention": "reference",
-                                             "model.cuda_graphs": False})
-    return load_engine(s.model, device="cpu"), s
+    s = load_settings(environ={}, overrides={"model.path": str(path), "engine.device": "cpu",
+                                             "generation.max_new_tokens": MAX_NEW, "engine.attention": "reference"})
+    return load_engine(model_run(s), device="cpu"), s
 
 
 def _long_document(lines: int) -> str:

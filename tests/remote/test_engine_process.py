@@ -1,4 +1,4 @@
-"""The model in its own process (model.process = on), on CPU with the tiny model through the real loader,
+"""The model in its own process (engine.process = on), on CPU with the tiny model through the real loader,
 against the embedded broker: exactly-once through the engine process; the engine process killed
 mid-run stops the worker non-zero, and a restarted worker delivers every summary (any repeat
 identical: Tansu shows aborted records); SIGTERM stops the worker and its engine process."""
@@ -16,7 +16,7 @@ from helpers import by_id, committed_equals_end, mixed_docs, produce, read_until
 
 from worker.demo.samples import document
 
-PROCESS = {"RIBBON_MODEL__PROCESS": "on"}
+PROCESS = {"RIBBON_ENGINE__PROCESS": "on"}
 
 
 def children(pid: int) -> list[int]:
@@ -96,21 +96,21 @@ def test_a_setting_the_engine_process_cannot_honour_is_one_settings_error(tiny_m
     from worker.config.settings import SettingsError, load_settings
 
     settings = load_settings(environ={}, overrides={
-        "model.process": "on", "model.device": "cpu", "model.attention": "varlen", "model.path": tiny_model,
-        "packer.token_budget": 4096, "log_level": "ERROR"})
+        "engine.process": "on", "engine.device": "cpu", "engine.attention": "varlen", "model.path": tiny_model,
+        "batching.token_budget": 4096, "log_level": "ERROR"})
     with pytest.raises(SettingsError) as err:
         build_parts(settings)
-    assert err.value.setting == "model.attention" and "CUDA" in err.value.message
+    assert err.value.setting == "engine.attention" and "CUDA" in err.value.message
 
 
-def test_cache_dir_setting_comes_before_the_environment(tmp_path, monkeypatch):
-    from worker.pipeline.app import cache_root
-    from worker.config.settings import load_settings
+def test_the_cache_folder_is_ribbon_cache_dir(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from worker.config.model import cache_root
 
     monkeypatch.setenv("RIBBON_CACHE_DIR", str(tmp_path / "env"))
-    assert cache_root(load_settings(environ={}).model) == tmp_path / "env"
-    model = load_settings(environ={"RIBBON_MODEL__CACHE_DIR": str(tmp_path / "set")}).model
-    assert cache_root(model) == tmp_path / "set"
+    assert cache_root() == tmp_path / "env"
+    assert cache_root({}) == Path.home() / ".cache" / "ribbon"
 
 
 def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model):
@@ -119,9 +119,9 @@ def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model)
     import pytest
 
     from worker.remote.process import EngineProcess, EngineSpec, EngineStopped
-    from worker.config.settings import load_settings
+    from worker.config.settings import load_settings, model_run
 
-    model = load_settings(environ={}, overrides={"model.path": tiny_model, "model.device": "cpu"}).model
+    model = model_run(load_settings(environ={}, overrides={"model.path": tiny_model, "engine.device": "cpu"}))
     stop = threading.Event()
     stop.set()
     t0 = time.monotonic()
@@ -132,10 +132,10 @@ def test_the_stop_signal_ends_the_wait_for_a_starting_engine_process(tiny_model)
 
 def test_model_process_auto_is_on_with_cuda_only():
     from worker.remote.process import want_process
-    from worker.config.settings import load_settings
+    from worker.config.settings import load_settings, model_run
 
     def model(**kv):
-        return load_settings(environ={}, overrides={f"model.{k}": v for k, v in kv.items()}).model
+        return model_run(load_settings(environ={}, overrides={f"engine.{k}": v for k, v in kv.items()}))
 
     assert not want_process(model(device="cpu")) and want_process(model(device="cuda:1"))
     assert want_process(model(device="cpu", process="on")) and not want_process(model(device="cuda", process="off"))
@@ -150,10 +150,10 @@ def test_close_returns_in_its_time_while_a_bin_is_stuck_in_the_pipe_of_a_stopped
 
     import numpy as np
 
-    from worker.config.settings import load_settings
+    from worker.config.settings import load_settings, model_run
     from worker.remote.process import EngineProcess, EngineProcessError, EngineSpec
 
-    model = load_settings(environ={}, overrides={"model.path": tiny_model, "model.device": "cpu"}).model
+    model = model_run(load_settings(environ={}, overrides={"model.path": tiny_model, "engine.device": "cpu"}))
     eng = EngineProcess(EngineSpec(model=model, budget=4096, max_seqs=8, cache_dir=str(tmp_path)))
     pid = eng.proc.pid
     os.kill(pid, signal.SIGSTOP)  # it reads nothing more: a bin larger than the pipe blocks its write

@@ -45,7 +45,7 @@ def test_kill_9_of_the_worker_ends_its_engine_process_and_preprocessing_pool(bro
     docs = mixed_docs(3, seed=2)
     produce(broker.bootstrap, t["input_topic"], [orjson.dumps(d) for d in docs])
     env = worker_env(broker.bootstrap, tiny_model, group=f"g-{uuid.uuid4().hex[:8]}", **t,
-                     RIBBON_MODEL__PROCESS="on", RIBBON_PIPELINE__PREPROCESS_PROCESSES="2")
+                     RIBBON_ENGINE__PROCESS="on", RIBBON_PIPELINE__PREPROCESS_PROCESSES="2")
     log = tmp_path / "worker.log"
     proc = start_worker(env, log)
     try:

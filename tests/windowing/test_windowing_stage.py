@@ -159,9 +159,13 @@ class Polled(Msg):
         return 0
 
 
-def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one_document():
+def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one_document(monkeypatch):
+    import dataclasses
+
     from stage_fakes import Wake
     from ingest_fakes import PausingConsumer
+
+    from worker.pipeline import lines
 
     from worker.observability.metrics import Metrics
     from worker.pipeline.commits import Commits
@@ -171,8 +175,10 @@ def test_a_window_cap_closes_the_oldest_window_and_a_closed_window_counts_as_one
     from worker.pipeline.stage import Shared
 
     tracker, metrics, finished = OffsetTracker(), Metrics(), []
+    rules_of = lines.rules_of
+    monkeypatch.setattr(lines, "rules_of", lambda w: dataclasses.replace(rules_of(w), max_windows=3))  # the cap
     s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "logs",
-                               "RIBBON_WINDOWING__MAX_WINDOWS": "3", "RIBBON_MODEL__MODE": "digest"})
+                               "RIBBON_MODEL__MODE": "digest"})
     dl = DeadLetters(dlq_topic="dlq", tracker=tracker, count=lambda c: None, wake=Wake())
     marks = Watermarks(high_tokens=100, low_tokens=50, high_messages=10, low_messages=5)
     ing = Ingest(config=ingest_config(s, marks), shared=Shared(tracker, DocRegistry(), metrics, dl),

@@ -14,7 +14,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.set or []:
         key, sep, value = item.partition("=")
         if not sep:
-            fail(f"--set takes KEY=VALUE (a dotted setting name, e.g. packer.max_wait_ms=20), got {item!r}")
+            fail(f"--set takes KEY=VALUE (a dotted setting name, e.g. batching.max_wait_ms=20), got {item!r}")
         out[key.strip()] = value
     for name, value in vars(args).items():
         if name.startswith("set_") and value is not None:

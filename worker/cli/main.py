@@ -14,6 +14,7 @@ from worker.cli import ops as cli_ops
 from worker.cli.args import load, topic_name
 from worker.cli.supervisor import run_supervisor
 from worker.config.errors import EXIT_FAILED, EXIT_USAGE, OneLineParser, StartupError, fail
+from worker.config.model import cache_root, hub_offline, model_run
 from worker.config.settings import SettingsError
 from worker.engine.errors import EngineSettingError
 from worker.kafka.broker import BrokerError, EmbeddedBroker
@@ -42,10 +43,10 @@ SETTING_FLAGS: dict[str, tuple[str, str]] = {
     "--model": ("model.path", "model: a folder, a hub id, 'smollm2-135m' (the default; fetched and converted once) or 'tiny-random' (random weights: demo and benchmarks only)"),
     "--mode": ("model.mode", "generative (the model writes the summary) or digest (no model)"),
     "--compaction": ("digest.compaction", "true/false: give the model each line template once"),
-    "--max-new-tokens": ("model.max_new_tokens", "tokens generated per summary at most"),
-    "--device": ("model.device", "auto, cpu, cuda or cuda:N"),
-    "--token-budget": ("packer.token_budget", "tokens per bin (prompt + reserve), or auto"),
-    "--max-wait-ms": ("packer.max_wait_ms", "longest a bin waits to fill, in ms"),
+    "--max-new-tokens": ("generation.max_new_tokens", "tokens generated per summary at most"),
+    "--device": ("engine.device", "auto, cpu, cuda or cuda:N"),
+    "--token-budget": ("batching.token_budget", "tokens per bin (prompt + reserve), or auto"),
+    "--max-wait-ms": ("batching.max_wait_ms", "longest a bin waits to fill, in ms"),
     "--windowed": ("windowing.enabled", "true/false: input records are lines of a stream, summarized in windows per "
                                         "key (docs/windowing.md)"),
     "--window-key-field": ("windowing.key_field", "the windows' key: this field of a JSON record (unset: the Kafka "
@@ -72,7 +73,7 @@ def _common() -> argparse.ArgumentParser:
     c = OneLineParser(add_help=False)
     c.add_argument("--config", metavar="PATH", help="settings file (TOML); default config/ribbon.toml if present")
     c.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="set any setting by its dotted name, e.g. --set packer.max_wait_ms=20 (repeatable)")
+                   help="set any setting by its dotted name, e.g. --set batching.max_wait_ms=20 (repeatable)")
     return c
 
 
@@ -227,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if settings.model.mode != "digest":
         if settings.kafka.bootstrap_servers:  # the cheap checks first: a bad client property needs no model
             preflight.check_client_config(*kafka_client_config(settings.kafka))
-        preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+        preflight.check_model_path(settings.model.path, hub_offline(), fetch_known=True)
     stop = install_signal_handlers()  # before the model loads: a SIGTERM then still exits 0
     try:
         bootstrap = settings.kafka.bootstrap_servers
@@ -252,7 +253,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     settings = load(args)
     if settings.model.mode != "digest":
-        preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+        preflight.check_model_path(settings.model.path, hub_offline(), fetch_known=True)
     setup_logging("WARNING" if settings.log_level == "INFO" else settings.log_level, "text")
     return run_demo(settings, args.documents, args.timeout, progress=sys.stderr.isatty(),
                     show_model_text=args.show_model_text)
@@ -261,20 +262,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.cli import preflight  # noqa: PLC0415 confluent_kafka off --help
     from worker.engine import autotune_budget, load_engine  # noqa: PLC0415 torch (~1.5 s) off --help
-    from worker.pipeline.app import cache_root, resolve_model_path  # noqa: PLC0415 pipeline off --help
+    from worker.pipeline.app import resolve_model_path  # noqa: PLC0415 pipeline off --help
 
     settings = load(args)
-    path = preflight.check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+    path = preflight.check_model_path(settings.model.path, hub_offline(), fetch_known=True)
     setup_logging(settings.log_level, "text")
-    cache = cache_root(settings.model)
+    cache = cache_root()
     try:
-        eng = load_engine(settings.model.model_copy(update={"path": resolve_model_path(path, cache)}))
+        eng = load_engine(model_run(settings, path=resolve_model_path(path, cache)))
     except EngineSettingError as exc:
         raise StartupError(exc.setting, exc.message, exc.allowed) from None
-    override = settings.packer.token_budget if isinstance(settings.packer.token_budget, int) else None
-    budget = autotune_budget(eng, settings.model.max_new_tokens, override=override, refresh=args.refresh,
+    override = settings.batching.token_budget if isinstance(settings.batching.token_budget, int) else None
+    budget = autotune_budget(eng, settings.generation.max_new_tokens, override=override, refresh=args.refresh,
                              cache_path=cache / "autotune.json")
-    print(f"token budget {budget} for {eng.name} on {eng.device} (max_new_tokens {settings.model.max_new_tokens})")
+    print(f"token budget {budget} for {eng.name} on {eng.device} (max_new_tokens {settings.generation.max_new_tokens})")
     return 0
 
 

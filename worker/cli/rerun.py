@@ -35,6 +35,7 @@ from worker.cli.preflight import check_model_path, ensure_topic, probe_cluster, 
 from worker.cli.replay import end_offsets, parse_time, start_offsets
 from worker.cli.start import build_worker
 from worker.config.errors import EXIT_FAILED, StartupError
+from worker.config.model import hub_offline
 from worker.kafka import clients
 from worker.kafka.config import kafka_client_config
 from worker.observability.logs import setup_logging
@@ -125,7 +126,7 @@ def rerun(settings: Any, args: Any) -> int:
     since = parse_time(args.since) if args.since else None
     if settings.model.mode != "digest":
         refuse_random_model(settings.model.path)
-        check_model_path(settings.model.path, settings.model.local_files_only, settings.model)
+        check_model_path(settings.model.path, hub_offline(), fetch_known=True)
     setup_logging(settings.log_level, settings.log_format)
     dlq = getattr(args, "set_kafka__dlq_topic", None) or rerun_dlq_topic(k.dlq_topic)
     settings = settings.model_copy(update={"kafka": k.model_copy(update={"group_id": group, "dlq_topic": dlq})})

@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import SecretStr
 
 from worker.config.load import allowed_text, env_var_for, iter_fields, kind_of
-from worker.messages.models import InputMessage, OutputMessage
+from worker.config.migration import REMOVED, RENAMED
 from worker.kafka.headers import DeadLetterHeaders
+from worker.messages.models import InputMessage, OutputMessage
 from worker.config.settings import Settings
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -107,10 +108,19 @@ def render_settings_md() -> str:
         "  and whole groups are JSON objects (`RIBBON_KAFKA__CONSUMER_EXTRA='{\"fetch.min.bytes\": 1}'`).",
         "  On the command line a dict key may follow its setting: `--set kafka.consumer_extra.fetch.min.bytes=1`.",
         "- Unknown keys are errors in every source, including unknown `RIBBON_*` variables",
-        "  (`RIBBON_CONFIG` and the build switch `RIBBON_WERROR` are not settings and are ignored).",
+        "  (`RIBBON_CONFIG`, the cache folder `RIBBON_CACHE_DIR`, the build switch `RIBBON_WERROR` and",
+        "  `RIBBON_GPU_INDEX`, set by `run --gpus` for its children, are not settings).",
+        "- Renamed and removed settings are refused by their old name, with the new one or the reason",
+        "  (see Migration below).",
         "- A bad value stops the CLI with exit code 2 and one line on stderr naming the setting,",
         "  its variable, where the value came from and what is allowed.",
         "- `kafka.sasl_password` is secret: never printed, logged or echoed in errors.",
+        "",
+        "The model-side groups follow what a user tunes: `model` is which weights, in which dtype;",
+        "`generation` what a summary may be (length, sampling, guards, prompt); `engine` where and how",
+        "the model runs; `batching` how documents share it. Tracing is configured by OpenTelemetry's",
+        "own variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER_ARG`);",
+        "Hugging Face hub downloads are off unless `HF_HUB_OFFLINE=0`.",
         "",
         "| Setting | Environment variable | Default | Allowed | Description |",
         "|---|---|---|---|---|",
@@ -122,7 +132,28 @@ def render_settings_md() -> str:
             shown = "unset"
         out.append(f"| `{'.'.join(path)}` | `{env_var_for('.'.join(path))}` | {_cell(shown)} | "
                    f"{_cell(allowed_text(field))} | {_cell(field.description or '')} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _migration_md()) + "\n"
+
+
+def _old_var(path: str) -> str:
+    return "RIBBON_" + "__".join(p.upper() for p in path.split("."))
+
+
+def _migration_md() -> list[str]:
+    """docs/settings.md's Migration section, from worker/config/migration.py."""
+    out = [
+        "", "## Migration", "",
+        "An old name in a TOML file, a `RIBBON_*` variable or a `--set` flag stops the start with exit",
+        "code 2 and one line naming the new name, or saying why the setting is gone. The `packer` and",
+        "`tracing` groups are gone; a whole `[packer]` table is refused key by key.", "",
+        "### Renamed", "",
+        "| Old setting | Old variable | New setting | New variable |", "|---|---|---|---|",
+    ]
+    out += [f"| `{old}` | `{_old_var(old)}` | `{new}` | `{env_var_for(new)}` |" for old, new in RENAMED.items()]
+    out += ["", "### Removed: derived, or shown unneeded", "",
+            "| Old setting | Old variable | Why it is gone |", "|---|---|---|"]
+    out += [f"| `{old}` | `{_old_var(old)}` | {_cell(why)} |" for old, why in REMOVED.items()]
+    return out
 
 
 def generated_files(root: Path) -> dict[Path, str]:

@@ -191,10 +191,10 @@ def run_supervisor(settings: Any, args: Any) -> int:
     if not settings.kafka.bootstrap_servers:
         raise StartupError("kafka.bootstrap_servers", "--gpus needs a Kafka cluster the children share "
                            "(the embedded broker lives inside one process)", "host:port[,host:port]")
-    gpus = parse_gpus(args.gpus, 0 if settings.model.device == "cpu" and args.gpus == "all" else None)
+    gpus = parse_gpus(args.gpus, 0 if settings.engine.device == "cpu" and args.gpus == "all" else None)
     setup_logging(settings.log_level, settings.log_format)
     base_port = settings.server.port
-    device = "cpu" if settings.model.device == "cpu" else "cuda:0"
+    device = "cpu" if settings.engine.device == "cpu" else "cuda:0"
     children = make_children(gpus, list(args.argv), base_port, device, os.environ)
     sup = Supervisor(children, stop_timeout_s=settings.drain_timeout_s + 30.0)
     for sig in (signal.SIGTERM, signal.SIGINT):

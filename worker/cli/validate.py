@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException, Producer
 
 from worker.cli.preflight import PROBE_LOGGER, check_client_config, check_model_path, probe_cluster, refuse_random_model
 from worker.config.errors import StartupError
+from worker.config.model import hub_offline
 from worker.config.settings import SettingsError
 from worker.kafka.config import kafka_client_config
 
@@ -74,7 +75,7 @@ def _model(settings: Any) -> tuple[Check, str]:
     m = settings.model
     try:
         refuse_random_model(m.path)  # as run does
-        path = check_model_path(m.path, m.local_files_only, m)
+        path = check_model_path(m.path, hub_offline(), fetch_known=True)
     except StartupError as exc:
         return (False, "model", str(exc)), ""
     path = resolve_model_path(path)
@@ -97,8 +98,8 @@ def _attention(settings: Any) -> Check:
         from worker.engine.attention import choose_backend, varlen_available  # noqa: PLC0415 torch off digest mode
         from worker.engine.loader import resolve_device  # noqa: PLC0415 torch off a digest-mode validate
 
-        device = resolve_device(settings.model.device)
-        backend = choose_backend(settings.model.attention, device)
+        device = resolve_device(settings.engine.device)
+        backend = choose_backend(settings.engine.attention, device)
     except (ValueError, RuntimeError) as exc:  # the engine's EngineSettingError is a ValueError
         return False, "attention", " ".join(str(exc).split())
     import torch  # noqa: PLC0415 torch (~1.5 s) off a digest-mode validate

@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from worker.config.migration import moved, refusal
 from worker.errors import RibbonError
 
 if sys.version_info >= (3, 11):
@@ -159,8 +160,17 @@ class _Layers:
         self.provenance: dict[Path_, str] = {}
 
     def assign(self, parts: list[str], value: Any, source: str, text: bool = False) -> None:
-        path, key, kind = resolve(self.root, parts, source)
         name = ".".join(parts)
+        old = moved(name)
+        if old is not None:
+            if old[0] == "group" and isinstance(value, Mapping) and value:
+                for sub, item in value.items():  # a whole old table: name each key's new home
+                    self.assign([*parts, str(sub)], item, source)
+                return
+            new_var = env_var_for(old[1]) if old[0] == "renamed" else None
+            raise SettingsError(name, refusal(name, old, _env_name(parts), new_var), source=source,
+                                env_var=_env_name(parts))
+        path, key, kind = resolve(self.root, parts, source)
         if text and isinstance(value, str) and kind != "scalar" and key is None:
             value = parse_text(kind, value, name, source)
         if kind == "group" and key is None:

@@ -7,7 +7,8 @@ settings key by key; lists are replaced whole. Any bad or unknown key raises
 SettingsError, whose str() is one line naming the setting, its environment
 variable and what is allowed. docs/settings.md and config/ribbon.toml are
 generated from these models (python -m worker.cli.schemas); the groups are in
-worker/config/groups.py.
+worker/config/groups.py and worker/config/model.py; renamed and removed names are refused by
+worker/config/migration.py.
 """
 
 from __future__ import annotations
@@ -23,18 +24,17 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from worker.config.groups import (
-    DigestSettings, KafkaSettings, PackerSettings, PipelineSettings, RedactionSettings, ServerSettings, TracingSettings,
-    WindowingSettings,
-    _topic,
+    DigestSettings, KafkaSettings, PipelineSettings, RedactionSettings, ServerSettings, WindowingSettings, _topic,
 )
-from worker.config.model import ModelSettings
 from worker.config.load import SettingsError, env_var_for, layered_values, register_root, validation_error
+from worker.config.model import (
+    BatchingSettings, EngineSettings, GenerationSettings, ModelRun, ModelSettings, model_run,
+)
 
 __all__ = [
-    "DigestSettings", "KafkaSettings", "ModelSettings", "PackerSettings", "PipelineSettings", "RedactionSettings",
-    "ServerSettings",
-    "Settings", "SettingsError", "TracingSettings", "WindowingSettings", "_topic",
-    "cli_exit_on_error", "env_var_for", "load_settings",
+    "BatchingSettings", "DigestSettings", "EngineSettings", "GenerationSettings", "KafkaSettings", "ModelRun",
+    "ModelSettings", "PipelineSettings", "RedactionSettings", "ServerSettings", "Settings", "SettingsError",
+    "WindowingSettings", "_topic", "cli_exit_on_error", "env_var_for", "load_settings", "model_run",
 ]
 
 
@@ -46,14 +46,15 @@ class Settings(BaseSettings):
     )
 
     kafka: KafkaSettings = KafkaSettings()
-    packer: PackerSettings = PackerSettings()
     model: ModelSettings = ModelSettings()
+    generation: GenerationSettings = GenerationSettings()
+    engine: EngineSettings = EngineSettings()
+    batching: BatchingSettings = BatchingSettings()
     digest: DigestSettings = DigestSettings()
     pipeline: PipelineSettings = PipelineSettings()
     windowing: WindowingSettings = WindowingSettings()
     redaction: RedactionSettings = RedactionSettings()
     server: ServerSettings = ServerSettings()
-    tracing: TracingSettings = TracingSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="case-insensitive")
     log_format: Literal["json", "text"] = Field("json", description="log line format")
     drain_timeout_s: float = Field(30.0, ge=0.0, description="shutdown drains this long at most")

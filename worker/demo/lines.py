@@ -115,7 +115,7 @@ def run_lines(bootstrap: str, output_topic: str, timeout_s: float) -> tuple[bool
     out = sum(len(orjson.dumps(w)) for w in windows)
     report = [f"\nwindowed syslog: {LINES} one-line records from {HOSTS} hosts -> {len(windows)} outputs "
           f"(one per host window); {sent / 1e3:.1f} KB of lines -> {out / 1e3:.1f} KB of outputs before "
-          f"compression (kafka.compression_type)"]
+          f"the producer's zstd compression"]
     for w in sorted(windows, key=lambda w: w["window"]["key"])[:2]:
         info = w["window"]
         report.append(f"  {info['key']}: {info['records']} records ({info['events']} events after multiline joins), "

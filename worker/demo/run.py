@@ -67,7 +67,7 @@ def read(bootstrap: str, topics: list[str], expected: int, timeout_s: float, pro
 def default_documents(settings) -> tuple[int, int]:
     """(documents, every how many a long one): a real model on a CPU gets a handful, mostly long ones."""
     real = settings.model.mode != "digest" and settings.model.path != "tiny-random"
-    on_cpu = settings.model.device == "cpu" or (settings.model.device == "auto" and not _cuda())
+    on_cpu = settings.engine.device == "cpu" or (settings.engine.device == "auto" and not _cuda())
     return (CPU_REAL_DOCUMENTS, 3) if real and on_cpu else (200, 10)
 
 

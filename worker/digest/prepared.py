@@ -32,7 +32,7 @@ from worker.redaction import Policy, redactor
 
 @dataclass(frozen=True)
 class PrepareOptions:
-    highlights: int          # model.highlights
+    highlights: int          # digest.highlights
     compaction: bool         # build the digest prompt (generative mode with digest.compaction)
     min_saving: float        # digest.min_saving (the character gate; tokens are checked by the caller)
     render: bool             # digest mode: render the digest as the summary

@@ -3,7 +3,7 @@
 The facts are the span, the counts by level, the failures with their values and
 times, the entities and the first outlier, as short labelled lines; the log
 follows with each line template once. The instruction is added by the engine
-(model.instruction, chat template); the whole prompt is tokenized by the same
+(generation.instruction, chat template); the whole prompt is tokenized by the same
 safe path as a raw document.
 """
 

@@ -5,7 +5,7 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     from worker.engine import load_engine, Engine, Generated, autotune_budget
     eng = load_engine(model_settings, device=None)   # local path or hub id; bf16 on CUDA, fp32 on CPU
     eng.backend            # "flash_attn" | "varlen" | "reference" (logged at load)
-    eng.compiled           # decoder layers through torch.compile (model.compile; CUDA only)
+    eng.compiled           # decoder layers through torch.compile (engine.compile; CUDA only)
     eng.merged             # q/k/v and gate/up as one GEMM each (EngineOptions.merge; auto: CUDA only)
     eng.quantization       # "none" | "fp8": prefill GEMMs in FP8 (fp8.py; model.quantization)
     eng.warm_up(budget, max_docs)  # at start, after autotune: KV pool, compiled layers, every decode graph

@@ -366,14 +366,14 @@ def choose_backend(requested: str, device: torch.device) -> str:
     """
     if device.type != "cuda":
         if requested not in ("auto", "reference"):
-            raise EngineSettingError("model.attention", f"{requested!r} needs a CUDA device (here {device})",
+            raise EngineSettingError("engine.attention", f"{requested!r} needs a CUDA device (here {device})",
                                      "auto or reference")
         return "reference"
     if requested == "flash_attn" and not (flash_attn_available() and triton_available()):
-        raise EngineSettingError("model.attention", "flash_attn needs flash_attn and triton importable",
+        raise EngineSettingError("engine.attention", "flash_attn needs flash_attn and triton importable",
                                  "auto, varlen or reference")
     if requested == "varlen" and not (varlen_available() and triton_available()):
-        raise EngineSettingError("model.attention", f"varlen needs torch.nn.attention.varlen (torch >= 2.11; this is "
+        raise EngineSettingError("engine.attention", f"varlen needs torch.nn.attention.varlen (torch >= 2.11; this is "
                                  f"{torch.__version__}) and triton", "auto, flash_attn or reference")
     if requested != "auto":
         return requested

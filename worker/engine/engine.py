@@ -80,7 +80,7 @@ class EngineOptions:
     stop_lengths: tuple[int, ...] = ()
     quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
     fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
-    fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; model.fp8_fast_accum)
+    fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; measured, docs/engine.md)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
     cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
@@ -150,13 +150,15 @@ class Engine:
         framing. A prompt is head + the document's ids (tokenized as text) + tail; its length is
         len(head) + len(document ids) + len(tail)."""
         if self._frame is None:
-            tok, instruction = self.tokenizer, self.options.instruction
+            tok, instruction, rendered = self.tokenizer, self.options.instruction, None
             if self.options.use_chat_template and getattr(tok, "chat_template", None):
                 rendered = tok.apply_chat_template([{"role": "user", "content": f"{instruction}\n\n{_DOC}"}],
                                                    add_generation_prompt=True, tokenize=False)
                 if rendered.count(_DOC) != 1:
-                    raise ValueError("the tokenizer's chat template does not keep the user message as given; "
-                                     "set model.use_chat_template = false")
+                    log.warning("the tokenizer's chat template does not keep the user message as given: "
+                                "prompts go without it")
+                    rendered = None
+            if rendered is not None:
                 before, after = rendered.split(_DOC)
                 self._frame = (tok(before, add_special_tokens=False)["input_ids"],
                                tok(after, add_special_tokens=False)["input_ids"])

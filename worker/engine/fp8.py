@@ -9,7 +9,7 @@ in FP8 e4m3 through torch._scaled_mm with row-wise scales; decode keeps the bf16
   input, e.g. the RMSNorm before the merged q/k/v GEMM; no fp32 copy of an activation is written).
   q/k/v and gate/up are one merged GEMM each (merge.py), so each input is quantized once.
 - The GEMM: cuBLASLt through torch._scaled_mm with the two scale vectors and the bias in its
-  epilogue; `fast_accum` (model.fp8_fast_accum) lets Hopper's FP8 tensor cores accumulate without
+  epilogue; `fast_accum` (on in the worker; measured in docs/engine.md) lets Hopper's FP8 tensor cores accumulate without
   cuBLAS's periodic promotion to fp32 (bench/fp8_prefill.py measures speed and error both ways).
 - Which GEMMs: every nn.Linear of the decoder layers and the merged q/k/v and gate/up GEMMs
   (merge.py); a call with fewer than `min_rows` rows (decode batches, small prefill steps) uses the
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
-FAST_ACCUM = True  # model.fp8_fast_accum's default
+FAST_ACCUM = True  # the worker's choice (docs/engine.md: both accumulations measured)
 MLP_KERNEL = "one_pass"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py)
 
 

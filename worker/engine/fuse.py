@@ -34,12 +34,12 @@ INDUCTOR_OPTIONS = {"emulate_precision_casts": True}
 
 
 def want_compile(requested: str, device: torch.device, backend: str) -> bool:
-    """model.compile: auto -> on CUDA with a fused backend (inductor needs Triton there), off elsewhere."""
+    """engine.compile: auto -> on CUDA with a fused backend (inductor needs Triton there), off elsewhere."""
     if requested == "off":
         return False
     if requested == "on":
         if device.type != "cuda" or backend == "reference":
-            raise EngineSettingError("model.compile", f"on needs CUDA and a fused attention backend (device {device}, "
+            raise EngineSettingError("engine.compile", f"on needs CUDA and a fused attention backend (device {device}, "
                                      f"backend {backend})", "auto or off")
         return True
     return device.type == "cuda" and backend != "reference"
@@ -49,7 +49,7 @@ def compile_layers(base) -> int:
     """Compile every decoder layer of `base` in place; returns how many were compiled."""
     layers = getattr(base, "layers", None)
     if layers is None:
-        raise EngineSettingError("model.compile", f"{type(base).__name__} has no .layers (a decoder-layer stack)",
+        raise EngineSettingError("engine.compile", f"{type(base).__name__} has no .layers (a decoder-layer stack)",
                                  "off")
     _raise_limits()
     _quiet_imports()

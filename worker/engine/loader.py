@@ -24,7 +24,7 @@ def resolve_device(requested: str | None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(requested)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise EngineSettingError("model.device", f"{requested!r} but CUDA is not available", "auto or cpu")
+        raise EngineSettingError("engine.device", f"{requested!r} but CUDA is not available", "auto or cpu")
     return dev
 
 
@@ -44,53 +44,46 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def apply_cpu_threads(requested: int | None, cores: int | None = None) -> int:
-    """model.cpu_threads -> torch.set_num_threads; returns the thread count now in force.
+def apply_cpu_threads(cores: int | None = None) -> int:
+    """torch's intra-op threads for a model on the CPU; returns the thread count now in force.
 
-    None (auto): 1 thread on 2 cores or fewer (shared cores: a second thread mostly waits and
-    is slower, measured in docs/engine.md), else torch's default is left alone.
+    1 thread on 2 cores or fewer (shared cores: a second thread mostly waits and is slower, measured
+    in docs/engine.md), else torch's default (OMP_NUM_THREADS where set) is left alone.
     """
     cores = usable_cores() if cores is None else cores
-    if requested is not None:
-        if requested < 1:
-            raise ValueError(f"model.cpu_threads={requested!r} must be >= 1")
-        torch.set_num_threads(requested)
-    elif cores <= 2:
+    if cores <= 2:
         torch.set_num_threads(1)
     threads = torch.get_num_threads()
-    log.info("cpu threads", extra={"threads": threads, "requested": requested, "cores": cores})
+    log.info("cpu threads", extra={"threads": threads, "cores": cores})
     return threads
 
 
-def refuse_slow_cuda(backend: str, device: torch.device, requested: str, allowed: bool) -> None:
+def refuse_slow_cuda(backend: str, device: torch.device, requested: str) -> None:
     """On CUDA, `auto` landing on the exact reference path means a torch without the fused path
-    (e.g. an image whose torch predates varlen_attn): many times slower, so refuse to start
-    unless model.allow_reference_on_cuda says otherwise. An explicit attention=reference is honoured."""
-    if device.type != "cuda" or backend != "reference" or requested != "auto" or allowed:
+    (e.g. an image whose torch predates varlen_attn): many times slower, so refuse to start.
+    An explicit attention=reference is honoured."""
+    if device.type != "cuda" or backend != "reference" or requested != "auto":
         return
     raise EngineSettingError(
-        "model.allow_reference_on_cuda",
+        "engine.attention",
         f"on CUDA attention=auto found only the exact reference path (torch {torch.__version__}: flash_attn "
         f"{'yes' if flash_attn_available() else 'no'}, torch varlen_attn {'yes' if varlen_available() else 'no'}, "
         f"triton {'yes' if triton_available() else 'no'}); it is many times slower, so the worker does not start",
-        "true to run on the reference path anyway, or install a torch with varlen_attn (>= 2.11) and triton")
+        "reference to run on the reference path anyway, or install a torch with varlen_attn (>= 2.11) and triton")
 
 
 def options_from(settings) -> EngineOptions:
-    """ModelSettings (or any object with the same fields) -> EngineOptions."""
+    """ModelRun (or any object with the same fields) -> EngineOptions; what no setting names keeps
+    EngineOptions' default (CUDA graphs on CUDA, the chat template where the tokenizer has one, ...)."""
     return EngineOptions(
         max_new_tokens=settings.max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
-        seed=settings.seed,
         stop_strings=tuple(settings.stop_strings),
         instruction=settings.instruction,
-        use_chat_template=settings.use_chat_template,
-        cuda_graphs=settings.cuda_graphs,
         compile=getattr(settings, "compile", "auto"),
         batching=getattr(settings, "batching", "bin"),
         quantization=getattr(settings, "quantization", "none"),
-        fp8_fast_accum=getattr(settings, "fp8_fast_accum", True),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 131_072),
         refill_fraction=getattr(settings, "refill_fraction", 0.25),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),
@@ -102,7 +95,7 @@ def options_from(settings) -> EngineOptions:
 
 
 def read_stop_lengths(path: str | None) -> tuple[int, ...]:
-    """model.stop_lengths_file: a JSON list of positive ints, or an object with one under "lengths"."""
+    """ModelRun.stop_lengths_file (benchmarks): a JSON list of positive ints, or an object with one under "lengths"."""
     if not path:
         return ()
     try:
@@ -112,7 +105,7 @@ def read_stop_lengths(path: str | None) -> tuple[int, ...]:
         if not out or min(out) < 1:
             raise ValueError("an empty list or a length < 1")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise EngineSettingError("model.stop_lengths_file", f"{path!r} is not a list of output lengths ({exc})",
+        raise EngineSettingError("--stop-lengths", f"{path!r} is not a list of output lengths ({exc})",
                                  "a JSON list of ints >= 1, or {\"lengths\": [...]}") from None
     return out
 
@@ -120,14 +113,15 @@ def read_stop_lengths(path: str | None) -> tuple[int, ...]:
 def load_engine(settings, device: str | None = None, **option_overrides) -> Engine:
     """Load the model and tokenizer named by settings.path and wrap them in an Engine.
 
-    `device` overrides settings.device. Honors local_files_only (no download unless allowed).
+    `device` overrides settings.device. Honors local_files_only (no download unless allowed: hub_offline()).
+    `option_overrides` set EngineOptions fields no setting names (tests, benchmarks: cuda_graphs=False, ...).
     """
     dev = resolve_device(device if device is not None else settings.device)
     dtype = resolve_dtype(settings.dtype, dev)
     backend = choose_backend(settings.attention, dev)
-    refuse_slow_cuda(backend, dev, settings.attention, bool(getattr(settings, "allow_reference_on_cuda", False)))
+    refuse_slow_cuda(backend, dev, settings.attention)
     if dev.type == "cpu":
-        apply_cpu_threads(getattr(settings, "cpu_threads", None))
+        apply_cpu_threads()
     local = bool(getattr(settings, "local_files_only", True))
     tokenizer = AutoTokenizer.from_pretrained(settings.path, local_files_only=local)
     model = AutoModelForCausalLM.from_pretrained(settings.path, dtype=dtype, local_files_only=local, attn_implementation="sdpa")

@@ -42,7 +42,7 @@ def security(s: KafkaSettings) -> dict[str, Any]:
     optional = {
         "sasl.mechanism": s.sasl_mechanism, "sasl.username": s.sasl_username,
         "ssl.ca.location": s.ssl_ca_location, "ssl.certificate.location": s.ssl_certificate_location,
-        "ssl.key.location": s.ssl_key_location, "ssl.endpoint.identification.algorithm": s.ssl_endpoint_identification,
+        "ssl.key.location": s.ssl_key_location,
     }
     props.update({k: v for k, v in optional.items() if v is not None})
     for key, secret in (("sasl.password", s.sasl_password), ("ssl.key.password", s.ssl_key_password)):
@@ -63,9 +63,7 @@ def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfi
     consumer = {
         **common,
         "group.id": s.group_id,
-        "session.timeout.ms": s.session_timeout_ms,
-        "max.poll.interval.ms": s.max_poll_interval_ms,
-        "fetch.wait.max.ms": s.fetch_wait_max_ms,
+        "fetch.wait.max.ms": 500,  # librdkafka's own; the embedded broker's is cut (embedded_settings)
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "auto.offset.reset": "earliest",
@@ -74,16 +72,18 @@ def client_config(s: KafkaSettings, bootstrap: str | None = None) -> ClientConfi
         "fetch.max.bytes": fetch_max,
         "receive.message.max.bytes": max(100_000_000, fetch_max + 512),
     }
-    if s.group_instance_id is not None:  # under `run --gpus` each child is a member of its own: `<id>-gpuN`
-        gpu = os.environ.get(GPU_INDEX_ENV)
-        consumer["group.instance.id"] = f"{s.group_instance_id}-gpu{gpu}" if gpu else s.group_instance_id
+    # zstd: about twice lz4's ratio on outputs for about 1.5 times its (small) CPU
+    # (bench/results/output_compression_cpu.json); brokers and consumers need Kafka 2.1+
     producer = {**common, "enable.idempotence": True, "acks": "all", "message.max.bytes": message_max,
-                "compression.type": s.compression_type}
+                "compression.type": "zstd"}
     if s.delivery == "exactly_once":
         consumer["isolation.level"] = "read_committed"
-        producer["transactional.id"] = f"{s.transactional_id_prefix}-{s.group_id}-{_identity(s)}"
+        producer["transactional.id"] = f"ribbon-{s.group_id}-{_identity(s)}"
     consumer.update(s.consumer_extra)
     producer.update(s.producer_extra)
+    gpu = os.environ.get(GPU_INDEX_ENV)
+    if gpu and "group.instance.id" in consumer:  # under `run --gpus` each child is a member of its own: `<id>-gpuN`
+        consumer["group.instance.id"] = f"{consumer['group.instance.id']}-gpu{gpu}"
     return ClientConfig(consumer, producer, common)
 
 
@@ -105,6 +105,7 @@ def plain_config(bootstrap: str) -> ClientConfig:
 
 
 EMBEDDED_FETCH_WAIT_MS = 20
+EMBEDDED_SESSION_TIMEOUT_MS = 6_000
 
 
 def embedded_settings(settings, bootstrap: str):
@@ -112,9 +113,10 @@ def embedded_settings(settings, bootstrap: str):
     session.timeout.ms, so a short session keeps start-up quick. It also holds a fetch for the whole
     fetch.wait.max.ms even when data arrives meanwhile (Apache Kafka answers at once), which would add
     up to 500 ms to each document's latency: the fetch wait is cut to EMBEDDED_FETCH_WAIT_MS."""
-    kafka = settings.kafka.model_copy(update={
-        "bootstrap_servers": bootstrap, "session_timeout_ms": min(settings.kafka.session_timeout_ms, 6000),
-        "fetch_wait_max_ms": min(settings.kafka.fetch_wait_max_ms, EMBEDDED_FETCH_WAIT_MS)})
+    extra = dict(settings.kafka.consumer_extra)
+    for key, cap in (("session.timeout.ms", EMBEDDED_SESSION_TIMEOUT_MS), ("fetch.wait.max.ms", EMBEDDED_FETCH_WAIT_MS)):
+        extra[key] = min(int(extra.get(key, cap)), cap)
+    kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap, "consumer_extra": extra})
     return settings.model_copy(update={"kafka": kafka})
 
 

@@ -43,7 +43,7 @@ class TimingMs(_Out):
 class GroundingReport(_Out):
     checked: int = Field(ge=0, description="identifiers in the model's summary that were looked up")
     unsupported: list[str] = Field(default_factory=list, description="identifiers found in neither the document "
-                                   "nor its digest (their sentences were dropped or marked, per model.grounding)")
+                                   "nor its digest (their sentences were dropped or marked, per generation.grounding)")
     dropped_sentences: int = Field(0, ge=0, description="sentences dropped for holding one")
     fallback: bool = Field(False, description="no sentence was left: the summary is the digest in plain English")
 

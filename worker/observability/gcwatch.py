@@ -13,7 +13,7 @@ in this process, its loader's objects (how many: the start-up log line).
   one full collection, then `gc.freeze()` moves everything alive to the
   permanent generation, which later collections skip (the pattern CPython
   documents for long-lived servers, and the reason gc.freeze exists).
-  `pipeline.gc_freeze` turns it off. `unsettle()` at close gives them back to
+  The worker always does (measured: docs/pipeline.md). `unsettle()` at close gives them back to
   the collector (a process that runs workers one after another, as the tests
   and benchmarks do, does not keep each one's garbage for good).
 """

@@ -80,7 +80,7 @@ class Metrics:
         self.held = Gauge("ribbon_held_partition_seconds", "age of the oldest unfinished input holding back "
                           "its partition's commits", ["topic", "partition"], registry=r)
         self.slow_documents = Counter("ribbon_slow_documents_total", "inputs that held their partition longer "
-                                      "than kafka.hold_warning_s", registry=r)
+                                      "than kafka.delivery_stuck_s", registry=r)
         self.open_windows = Gauge("ribbon_open_windows", "windows of line records open (windowing.enabled)",
                                   registry=r)
         self.window_bytes = Gauge("ribbon_window_held_bytes", "text held in open windows", registry=r)

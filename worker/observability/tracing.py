@@ -1,7 +1,9 @@
 """OpenTelemetry traces: one span per document, from poll to produce.
 
-Off unless an OTLP endpoint is configured: `tracing.otlp_endpoint` (RIBBON_TRACING__OTLP_ENDPOINT), else the
-standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP/protobuf).
+Configured by OpenTelemetry's own variables, not by Ribbon's settings: off unless an OTLP endpoint is set in
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP/protobuf); OTEL_SERVICE_NAME
+(default ribbon) and OTEL_TRACES_SAMPLER_ARG (the share of documents traced when the input carries no sampling
+decision, default 1.0) as the OpenTelemetry specification names them.
 
 The spans are built from the timings a document already carries (worker/pipeline/inflight.py: `received` at poll,
 `packed` when ingest handed it to the packer, `first_gpu` / `model_end` around its bins, `gpu_s` its share
@@ -54,12 +56,9 @@ from worker.redaction import scrub
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
-def otlp_endpoint(settings, environ: Mapping[str, str] | None = None) -> str | None:
+def otlp_endpoint(environ: Mapping[str, str] | None = None) -> str | None:
     """Where spans go (a full OTLP/HTTP traces URL), or None: tracing is off."""
     env = os.environ if environ is None else environ
-    base = settings.tracing.otlp_endpoint
-    if base:
-        return base if base.rstrip("/").endswith("/v1/traces") else base.rstrip("/") + "/v1/traces"
     if env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         return env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]  # used as is, as the OTel specification says
     if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
@@ -69,20 +68,34 @@ def otlp_endpoint(settings, environ: Mapping[str, str] | None = None) -> str | N
 
 def make_tracer(settings, environ: Mapping[str, str] | None = None) -> DocTracer | None:
     """The worker's tracer, or None when no endpoint is configured (nothing is imported or started)."""
-    endpoint = otlp_endpoint(settings, environ)
+    endpoint = otlp_endpoint(environ)
     if endpoint is None:
         return None
     env = os.environ if environ is None else environ
     protocol = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
     if protocol not in (None, "", "http/protobuf"):
-        raise SettingsError("tracing.otlp_endpoint", f"OTLP protocol {protocol!r} (OTEL_EXPORTER_OTLP_PROTOCOL) "
-                            "is not supported", "http/protobuf")
+        raise SettingsError("tracing", f"OTLP protocol {protocol!r} is not supported", "http/protobuf",
+                            env_var="OTEL_EXPORTER_OTLP_PROTOCOL")
+    ratio = _sample_ratio(env.get("OTEL_TRACES_SAMPLER_ARG"))
     # the OTLP exporter (requests, protobuf: ~0.3 s) only when an endpoint is set
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # noqa: PLC0415 ~0.3 s
 
-    return DocTracer(OTLPSpanExporter(endpoint=endpoint), service_name=env.get("OTEL_SERVICE_NAME")
-                     or settings.tracing.service_name, sample_ratio=settings.tracing.sample_ratio,
-                     group=settings.kafka.group_id)
+    return DocTracer(OTLPSpanExporter(endpoint=endpoint), service_name=env.get("OTEL_SERVICE_NAME") or "ribbon",
+                     sample_ratio=ratio, group=settings.kafka.group_id)
+
+
+def _sample_ratio(text: str | None) -> float:
+    """OTEL_TRACES_SAMPLER_ARG: a share of 0 to 1 (unset or blank: 1.0)."""
+    if text is None or not text.strip():
+        return 1.0
+    try:
+        ratio = float(text)
+    except ValueError:
+        ratio = -1.0
+    if not 0.0 <= ratio <= 1.0:
+        raise SettingsError("tracing", f"{text!r} is not a sampling ratio", "a number from 0 to 1",
+                            env_var="OTEL_TRACES_SAMPLER_ARG")
+    return ratio
 
 
 @dataclass

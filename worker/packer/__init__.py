@@ -6,9 +6,9 @@
 - `Room` (room.py): the model's room, and the one rule of when a bin is cut for it.
 """
 
-from worker.packer.config import Order, PackerConfig, resolve_reserve
+from worker.packer.config import Order, PackerConfig
 from worker.packer.facade import Bin, Packer
 from worker.packer.room import Room
 from worker.packer.stats import PackerStats
 
-__all__ = ["Bin", "Order", "Packer", "PackerConfig", "PackerStats", "Room", "resolve_reserve"]
+__all__ = ["Bin", "Order", "Packer", "PackerConfig", "PackerStats", "Room"]

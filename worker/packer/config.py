@@ -12,21 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from worker.config.settings import PackerSettings
+    from worker.config.settings import BatchingSettings
     from worker.packer.stats import PackerStats
 
 Order = Literal["arrival", "decreasing"]
 
 
-def resolve_reserve(reserve_per_seq: int | None, max_new_tokens: int) -> int:
-    """Tokens reserved per document: packer.reserve_per_seq, or by default model.max_new_tokens."""
-    return reserve_per_seq if reserve_per_seq is not None else max_new_tokens
-
-
 @dataclass(frozen=True)
 class PackerConfig:
     budget: int                    # largest weight of a bin
-    reserve_per_seq: int           # tokens reserved per document for its summary
+    reserve_per_seq: int           # tokens reserved per document for its summary (generation.max_new_tokens)
     max_seqs: int = 256            # documents per bin at most
     efficient_tokens: int = 8192   # a bin this heavy goes at once
     max_wait_s: float = 0.05       # longest the oldest document waits for a bin to fill
@@ -55,8 +50,9 @@ class PackerConfig:
         return (num_tokens + self.reserve_per_seq * num_seqs) / self.budget
 
     @classmethod
-    def from_settings(cls, s: PackerSettings, budget: int, reserve_per_seq: int) -> PackerConfig:
-        """From validated settings; the budget (autotuned or set) and reserve are resolved by the caller."""
+    def from_settings(cls, s: BatchingSettings, budget: int, reserve_per_seq: int) -> PackerConfig:
+        """From validated settings; the budget (autotuned or set) and reserve are resolved by the caller.
+        Alignment and slots keep their defaults (no setting names them)."""
         return cls(budget=budget, reserve_per_seq=reserve_per_seq, max_seqs=s.max_seqs_per_bin,
                    efficient_tokens=min(s.efficient_tokens, budget), max_wait_s=s.max_wait_ms / 1e3,
-                   latency_target_s=s.latency_target_ms / 1e3, alignment=s.alignment, slots=s.slots, order=s.order)
+                   latency_target_s=s.latency_target_ms / 1e3, order=s.order)

@@ -20,7 +20,7 @@ from worker.packer.room import Room, cut
 from worker.packer.stats import PackerStats
 
 if TYPE_CHECKING:
-    from worker.config.settings import PackerSettings
+    from worker.config.settings import BatchingSettings
 
 _INT32 = np.iinfo(np.int32)
 _P = TypeVar("_P", bound="Packer")
@@ -114,7 +114,7 @@ class Packer:
 
     @classmethod
     def from_settings(
-        cls, settings: PackerSettings, budget: int, reserve_per_seq: int, device: str = "cpu"
+        cls, settings: BatchingSettings, budget: int, reserve_per_seq: int, device: str = "cpu"
     ) -> Packer:
         """Builds a packer from validated settings; budget/reserve are resolved by the caller."""
         return cls.from_config(PackerConfig.from_settings(settings, budget, reserve_per_seq), device)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from worker.config.model import ModelRun, cache_root, model_run
 from worker.config.settings import SettingsError
 from worker.engine.errors import EngineSettingError
 from worker.engine.known import ensure_known, is_known
@@ -26,7 +26,7 @@ from worker.kafka.clients import Clients
 from worker.kafka.config import client_config
 from worker.observability.joinwatch import JoinWatch
 from worker.observability.tracing import make_tracer
-from worker.packer import Packer, PackerConfig, resolve_reserve
+from worker.packer import Packer, PackerConfig
 from worker.pipeline.commitwatch import CommitWatch, LastProblem, PartitionStalled
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.configs import delivery_config, finishing_config, ingest_config
@@ -49,6 +49,7 @@ from worker.redaction import Policy, install
 log = logging.getLogger(__name__)
 
 DIGEST_MODEL_NAME = "digest"  # the output's `model` in digest mode
+DEAD_LETTER_SPILL_BYTES = 65_536  # dead-letter values this large wait for their commit in a temporary file
 
 @dataclass
 class Parts:
@@ -58,20 +59,16 @@ class Parts:
     reserve: int
 
 
-def cache_root(model) -> Path:
-    """model.cache_dir, else $RIBBON_CACHE_DIR, else ~/.cache/ribbon (autotune cache, the tiny model)."""
-    return Path(model.cache_dir or os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
-
-
-def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str | None = None) -> str:
+def resolve_model_path(path: str, cache_dir: Path | None = None) -> str:
     """A name Ribbon knows -> its converted folder in the cache (fetched and converted on first use,
-    worker/engine/known.py); 'tiny-random' -> a tiny random model built offline (tests, benchmarks)."""
+    worker/engine/known.py; its wheel in <cache>/wheels); 'tiny-random' -> a tiny random model built
+    offline (tests, benchmarks)."""
+    root = cache_dir or cache_root()
     if is_known(path):
-        root = cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR") or Path.home() / ".cache" / "ribbon")
-        return str(ensure_known(path, root, wheel_dir))
+        return str(ensure_known(path, root))
     if path != "tiny-random":
         return path
-    target = (cache_dir or Path(os.environ.get("RIBBON_CACHE_DIR", Path.home() / ".cache" / "ribbon"))) / "tiny-random"
+    target = root / "tiny-random"
     if not (target / "config.json").exists():
         from worker.engine.tiny import make_tiny_checkpoint  # noqa: PLC0415 torch only for tiny-random
 
@@ -79,30 +76,31 @@ def resolve_model_path(path: str, cache_dir: Path | None = None, wheel_dir: str 
     return str(target)
 
 
-def build_parts(settings, engine=None, stop: threading.Event | None = None) -> Parts:
-    """Load the engine (unless given; in its own process where model.process says so), settle the
-    token budget, and make a packer for it. `stop` ends the wait for an engine process at once."""
-    reserve = resolve_reserve(settings.packer.reserve_per_seq, settings.model.max_new_tokens)
+def build_parts(settings, engine=None, stop: threading.Event | None = None, run: ModelRun | None = None) -> Parts:
+    """Load the engine (unless given; in its own process where engine.process says so), settle the
+    token budget, and make a packer for it. `stop` ends the wait for an engine process at once.
+    `run`: the engine's ModelRun when not model_run(settings) (benchmarks: stop lengths)."""
+    reserve = settings.generation.max_new_tokens  # each document reserves room for its whole summary
     if engine is None:
         from transformers.utils import logging as hf_logging  # noqa: PLC0415 digest mode loads no transformers
 
         hf_logging.disable_progress_bar()
-        cache = cache_root(settings.model)
-        model = settings.model.model_copy(update={"path": resolve_model_path(settings.model.path, cache,
-                                                                                   settings.model.wheel_dir)})
+        cache = cache_root()
+        run = run or model_run(settings)
+        model = run.model_copy(update={"path": resolve_model_path(run.path, cache)})
         try:
             engine = _remote_engine(settings, model, cache, stop) if _wants_process(model) else _local_engine(model)
         except EngineSettingError as exc:
             raise SettingsError(exc.setting, exc.message, exc.allowed) from None
-    budget = getattr(engine, "budget", None) or settings.packer.token_budget  # an engine process settled it
+    budget = getattr(engine, "budget", None) or settings.batching.token_budget  # an engine process settled it
     if budget == "auto":
         from worker.engine import autotune_budget  # noqa: PLC0415 torch only where the model runs in-process
 
-        budget = autotune_budget(engine, settings.model.max_new_tokens,  # cached on disk; CPU: a fixed default
-                                 cache_path=cache_root(settings.model) / "autotune.json")
+        budget = autotune_budget(engine, settings.generation.max_new_tokens,  # cached on disk; CPU: a fixed default
+                                 cache_path=cache_root() / "autotune.json")
     log.info("token budget %d (reserve %d per document), attention backend %s", budget, reserve, engine.backend)
     if hasattr(engine, "warm_up"):  # KV pool, compiled layers and decode graphs now, not in the first live bins
-        engine.warm_up(int(budget), settings.packer.max_seqs_per_bin)
+        engine.warm_up(int(budget), settings.batching.max_seqs_per_bin)
     return Parts(engine, make_packer(settings, int(budget), reserve, packer_device(engine)), int(budget), reserve)
 
 
@@ -118,7 +116,7 @@ def _local_engine(model):
 
 def _remote_engine(settings, model, cache: Path, stop: threading.Event | None):
     """The engine in its own process: loaded, autotuned and warmed up there (worker/remote/process.py)."""
-    spec = EngineSpec(model=model, budget=settings.packer.token_budget, max_seqs=settings.packer.max_seqs_per_bin,
+    spec = EngineSpec(model=model, budget=settings.batching.token_budget, max_seqs=settings.batching.max_seqs_per_bin,
                       cache_dir=str(cache), log_level=settings.log_level, log_format=settings.log_format)
     return EngineProcess(spec, stop=stop)
 
@@ -130,7 +128,7 @@ def packer_device(engine) -> str:
 
 
 def make_packer(settings, budget: int, reserve: int, device):
-    config = PackerConfig.from_settings(settings.packer, budget, reserve)
+    config = PackerConfig.from_settings(settings.batching, budget, reserve)
     return Packer.from_config(config, device="cuda" if str(device).startswith("cuda") else "cpu")
 
 
@@ -159,7 +157,7 @@ class Worker:
         self.dead_letters = DeadLetters(dlq_topic=settings.kafka.dlq_topic, tracker=self.tracker,
                                         count=lambda cls: self.metrics.dead_lettered.labels(cls).inc(),
                                         wake=lambda: self.delivery.wake(),
-                                        spool=Spool(settings.kafka.dead_letter_spill_bytes),
+                                        spool=Spool(DEAD_LETTER_SPILL_BYTES),
                                         count_skipped=lambda reason: self.metrics.skipped.labels(reason).inc())
         self.delivery = Delivery(config=delivery_config(settings),
                                  make_producer=self.clients.producer, tracker=self.tracker, metrics=self.metrics,
@@ -194,21 +192,21 @@ class Worker:
         if settings.model.mode == "digest":  # no model, packer or GPU thread: ingest → finishing
             self.engine, self.packer, self.budget = None, None, 0
             marks = Watermarks(high_tokens=1, low_tokens=1, high_messages=pl.pause_above_messages,
-                               low_messages=pl.resume_below_messages)  # no tokens wait anywhere
+                               low_messages=pl.pause_above_messages // 2)  # no tokens wait anywhere
             self._stages(settings, None, marks, DIGEST_MODEL_NAME)
         else:
             parts = parts or build_parts(settings, stop=stop)
             self.engine, self.packer, self.budget = parts.engine, parts.packer, parts.budget
             b = self.budget
-            marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.resume_below_bins * b),
-                               high_messages=pl.pause_above_messages, low_messages=pl.resume_below_messages)
+            marks = Watermarks(high_tokens=int(pl.pause_above_bins * b), low_tokens=int(pl.pause_above_bins * b / 2),
+                               high_messages=pl.pause_above_messages, low_messages=pl.pause_above_messages // 2)
             self._stages(settings, self._planner(settings, parts), marks, self.engine.name)
-            # one GPU stage: the runner where the model runs (model.process), the policy how it batches
-            # (model.batching: continuous hands documents back as they finish, docs/engine.md)
+            # one GPU stage: the runner where the model runs (engine.process), the policy how it batches
+            # (batching.mode: continuous hands documents back as they finish, docs/engine.md)
             runner = ProcessRunner if isinstance(self.engine, EngineProcess) else LocalRunner
-            self.gpu = GpuStage(runner=runner(self.engine, batching_policy(settings.model.batching), self.packer.config),
+            self.gpu = GpuStage(runner=runner(self.engine, batching_policy(settings.batching.mode), self.packer.config),
                                 packer=self.packer, shared=self.shared, finishing=self.finishing,
-                                config=GpuConfig(self.packer.config, settings.model.seed, pl.stall_timeout_s))
+                                config=GpuConfig(self.packer.config, stall_s=pl.stall_timeout_s))
 
     def health(self) -> Health:
         """Every health source's, combined (/healthz, /readyz), with the app's own: not ready while it
@@ -225,7 +223,7 @@ class Worker:
         try:
             return engine_planner(self.engine, settings, self.budget - parts.reserve, parts.reserve)
         except ValueError as exc:
-            raise SettingsError("model.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
+            raise SettingsError("generation.max_input_tokens", str(exc), "a chunk size that holds two summaries") from None
 
     def _stages(self, settings, planner: Planner | None, marks: Watermarks, model_name: str) -> None:
         """Ingest and finishing (planner None: digest mode, documents finish straight from ingest)."""
@@ -242,11 +240,8 @@ class Worker:
 
         A `stop` set meanwhile (SIGTERM while the broker is unreachable) ends the wait at once: only the
         delivery stage was started, and close() stops it."""
-        # The GPU thread re-takes the interpreter after every device sync while finishing and ingest run
-        # Python: the switch interval bounds that wait (and how often every thread is preempted).
-        sys.setswitchinterval(self.s.pipeline.switch_interval_ms / 1e3)
-        if self.s.pipeline.gc_freeze:  # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
-            log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
+        # worker/observability/gcwatch.py: what start-up built, frozen; pauses timed
+        log.info("%d start-up objects frozen out of the garbage collector's walks", settle())
         self.gc.start()
         for stage in self.stages:
             stage.start()
@@ -306,8 +301,7 @@ class Worker:
         if self.tracer is not None:
             self.tracer.close()  # exports the last spans
         self.gc.stop()
-        if self.s.pipeline.gc_freeze:
-            unsettle()
+        unsettle()
         if self._own_engine and isinstance(self.engine, EngineProcess):
             self.engine.close(timeout_s=left())
         return all(stage.join(0) for stage in self._started)

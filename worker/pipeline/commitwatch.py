@@ -4,7 +4,7 @@ Whatever holds a partition (a record that is refused for ever, an offset fetch t
 document that never leaves the model, a group that never resumes after a broker freeze), its mark is
 the same: the partition is assigned, input waits for it, and its committed offset does not move.
 
-- `observe(states)`: the ingest thread's report, every pipeline.lag_interval_s, of each assigned
+- `observe(states)`: the ingest thread's report, every 5 s, of each assigned
   partition (`State`: the committed offset, the high watermark, what is fetched but unfinished).
   A partition is *behind* when something fetched is unfinished, when its committed offset is not
   known (the offset fetch has not returned), or when the high watermark is more than one offset

@@ -9,7 +9,7 @@ the input's own headers, and Ribbon's reason headers (`error.class`,
 `error.message` with any secret in it redacted, `source.*`, `worker.version`). The record then
 goes out with the offset like any summary: committed, never lost, in order.
 
-A large value (kafka.dead_letter_spill_bytes or more) waits for its commit on
+A large value (DEAD_LETTER_SPILL_BYTES, worker/pipeline/app.py, or more) waits for its commit on
 disk, not in memory (worker/pipeline/spill.py): a dead letter is final, but it
 commits in order behind whatever its partition still processes.
 

@@ -5,7 +5,7 @@ offsets (tracker.take_ready) and produces those outputs and commits their
 offsets in ONE transaction. An abortable error aborts, puts the runs back and
 retries; a fatal one stops the worker without committing.
 
-Every transactional call is bounded (kafka.txn_call_timeout_s, then retried or
+Every transactional call is bounded (kafka.delivery_stuck_s / 12, then retried or
 aborted), and so is the whole step (kafka.delivery_stuck_s): a step under way
 for half of it turns /healthz red (`stuck_for`), and a transaction that can be
 neither committed nor aborted by then stops the worker (exit 1) so that a
@@ -27,7 +27,7 @@ Contract:
   `put_back` / `mark_committed`.
 - Input: offsets completed in the tracker (by finishing and `DeadLetters`),
   each followed by `wake()`; without a wake it still steps every
-  `pipeline.delivery_interval_ms`.
+  `DeliveryConfig.interval_s` (0.5 s).
 - May block: in transactional calls and `flush`; never on another stage.
 - Errors: abortable → abort, put back, retry; fatal → `error` set, the app stops
   the worker without committing more.
@@ -86,10 +86,10 @@ class DeliveryConfig:
     output_topic: str  # kafka.output_topic
     dlq_topic: str  # kafka.dlq_topic
     exactly_once: bool  # kafka.delivery == "exactly_once"
-    txn_call_timeout_s: float  # one transactional call or flush, at most (kafka.txn_call_timeout_s)
+    txn_call_timeout_s: float  # one transactional call or flush, at most (kafka.delivery_stuck_s / 12)
     delivery_stuck_s: float  # one whole step, at most (kafka.delivery_stuck_s)
-    interval_s: float = 0.5  # the unwoken step's period (pipeline.delivery_interval_ms)
-    max_records: int = 2000  # records per transaction at most (pipeline.delivery_max_records)
+    interval_s: float = 0.5  # the unwoken step's period (a safety net: every completion wakes delivery)
+    max_records: int = 2000  # records per transaction at most
     max_bytes: int = 64 << 20
 
 
@@ -300,7 +300,7 @@ class Delivery(StageThread):
     def _transaction(self, ready: list[Ready], group_metadata, deadline: _Deadline) -> bool:
         """One transaction: the runs' records and their offsets, or nothing (abort, retry later).
 
-        Each call waits kafka.txn_call_timeout_s at most. A timed-out commit may still complete, so
+        Each call waits kafka.delivery_stuck_s / 12 at most. A timed-out commit may still complete, so
         it is resumed, never aborted; an abort that times out is called again. Past the step's
         deadline (kafka.delivery_stuck_s) the worker stops: FatalDeliveryError.
         """

@@ -81,8 +81,8 @@ class FinishingConfig:
     output_topic: str  # kafka.output_topic
     model_name: str  # the outputs' `model`
     mode: str  # model.mode: "generative" or "digest"
-    highlights: int  # model.highlights
-    grounding: str  # model.grounding
+    highlights: int  # digest.highlights
+    grounding: str  # generation.grounding
     capacity: int = 8  # bins (or finished documents) queued at most: the GPU's backpressure
 
 

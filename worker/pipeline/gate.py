@@ -9,7 +9,7 @@ A model text passes when every check holds (`CHECKS`, in the order a failure is 
   ":00:00:00:00", a sentence said twice);
 - `grounded`: something is left once sentences citing a time, number, address, path or
   identifier-shaped word found in neither the document nor its digest are dropped
-  (worker/pipeline/grounding.py; only with model.grounding = drop: `mark` and `off` publish
+  (worker/pipeline/grounding.py; only with generation.grounding = drop: `mark` and `off` publish
   such sentences on purpose);
 - `copy`: it is not a near-verbatim copy of one input line (the words it shares with one line,
   in runs of three or more, are under COPY_SHARE of its words): a copied line is a highlight,
@@ -194,7 +194,7 @@ def names_fact(text: str, digest: dict | None) -> bool:
 
 def judge(text: str, document: str, digest: dict | None, grounded: bool = True) -> Verdict:
     """The gate's verdict on a model text (already through the grounding check: `grounded` False when
-    model.grounding = drop left nothing of it)."""
+    generation.grounding = drop left nothing of it)."""
     checks = {
         "content": len(content_words(text)) >= MIN_CONTENT_WORDS,
         "loop": not loops(text),

@@ -1,4 +1,4 @@
-"""The GPU stage's batching policy, one seam: a bin at a time | continuous (model.batching).
+"""The GPU stage's batching policy, one seam: a bin at a time | continuous (batching.mode).
 
 A policy says two things, whichever runner runs the model (worker/pipeline/gpu_runners.py):
 - `room(flight, config)`: how much room the model has for another bin, from what is in flight
@@ -74,7 +74,7 @@ class Continuous:
 
 
 def batching_policy(name: str) -> BinAtATime | Continuous:
-    """model.batching's policy."""
+    """batching.mode's policy."""
     return Continuous() if name == "continuous" else BinAtATime()
 
 

@@ -1,4 +1,4 @@
-"""The GPU stage's runner, one seam: the model in this process | in the engine process (model.process).
+"""The GPU stage's runner, one seam: the model in this process | in the engine process (engine.process).
 
 A runner reserves a bin's id (`reserve`: the stage registers the bin under it before the write), takes
 bins (`put`) and gives back the engine process's messages (`take`: "done" per bin or

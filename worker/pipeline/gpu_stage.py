@@ -72,7 +72,7 @@ class GpuStalled(RibbonError, RuntimeError):
 @dataclass(frozen=True)
 class GpuConfig:
     packer: PackerConfig
-    seed: int = 0  # model.seed
+    seed: int = 0  # base of each document's sampling seed (its id decides the rest)
     stall_s: float | None = None  # pipeline.stall_timeout_s; None: no stall watch
     drain_s: float = 5.0  # on stop, results of documents in flight are handed over this long at most
 

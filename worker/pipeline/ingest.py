@@ -67,12 +67,12 @@ class IngestConfig:
     offset_reset: str  # where a partition without a commit starts (worker/kafka/config.offset_reset)
     poll_batch: int  # pipeline.poll_batch
     max_message_bytes: int  # kafka.max_message_bytes
-    lag_interval_s: float  # pipeline.lag_interval_s
-    hold_warning_s: float  # kafka.hold_warning_s
+    lag_interval_s: float  # LAG_INTERVAL_S (worker/pipeline/configs.py)
+    hold_warning_s: float  # kafka.delivery_stuck_s
     stall_timeout_s: float  # pipeline.stall_timeout_s
     preprocess_processes: int | str  # pipeline.preprocess_processes
     max_document_bytes: int  # pipeline.max_document_bytes
-    highlights: int  # model.highlights
+    highlights: int  # digest.highlights
     redaction: Policy  # the redaction settings' policy
     digest: object  # the `digest` settings group (compaction, the prompt's text)
     windowing: object = None  # the `windowing` settings group when enabled, else None

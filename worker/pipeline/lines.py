@@ -55,9 +55,11 @@ class NoLine(RibbonError, ValueError):
 
 
 def rules_of(w) -> Rules:
-    """Rules from the `windowing` settings group."""
+    """Rules from the `windowing` settings group: a partition's windows hold its commits for max_length_s
+    at most (on the worker's clock); the count of open windows keeps Rules' bound (max_held_bytes bounds
+    their memory)."""
     return Rules(gap_s=w.gap_s, max_length_s=w.max_length_s, max_lines=w.max_lines, max_bytes=w.max_bytes,
-                 max_open_s=w.max_open_s, max_windows=w.max_windows, max_held_bytes=w.max_held_bytes,
+                 max_open_s=w.max_length_s, max_held_bytes=w.max_held_bytes,
                  multiline=w.multiline, time=w.time, grace_s=w.grace_s)
 
 

@@ -56,7 +56,7 @@ def build_output(doc: Doc, summary: str, *, config, now: float) -> OutputMessage
 
 def verdict_of(doc: Doc, p: Prepared, text: str, action: str) -> tuple[Verdict, Checked]:
     """The publish gate's verdict on a model text (worker/pipeline/gate.py), after the grounding check
-    (model.grounding `action`), and that check's result."""
+    (generation.grounding `action`), and that check's result."""
     checked = check(text, doc.text, p.digest, "", action,
                     extra=" ".join(str(doc.meta.get(k) or "") for k in ("source", "kind")))
     grounded = not (checked.grounding.fallback and checked.grounding.unsupported)  # an empty text: `content`

@@ -30,7 +30,7 @@ class Plan:
 @dataclass(frozen=True)
 class PlanLimits:
     max_prompt_tokens: int               # a sequence's prompt at most (the budget less the reserve)
-    max_input_tokens: int | None = None  # a chunk's document tokens at most (model.max_input_tokens)
+    max_input_tokens: int | None = None  # a chunk's document tokens at most (generation.max_input_tokens)
     truncate: bool = False               # cut a long document to fit instead of chunking it
     max_new_tokens: int = 0              # a summary's tokens (a chunk must hold two)
     max_text_bytes: int | None = None    # pipeline.max_document_bytes: no tokenizer call takes more text
@@ -40,7 +40,7 @@ def model_limits(budget_prompt: int, max_input_tokens: int | None, max_positions
                  max_new_tokens: int) -> tuple[int, int | None]:
     """(max_prompt_tokens, max_input_tokens) inside the model's context: a prompt and its summary fit the
     model's positions (`max_position_embeddings`), so a prompt holds at most positions - max_new_tokens
-    tokens, and max_input_tokens (model.max_input_tokens) defaults to that. `budget_prompt`: the bin's
+    tokens, and max_input_tokens (generation.max_input_tokens) defaults to that. `budget_prompt`: the bin's
     budget less a summary's reserve."""
     if not max_positions:
         return budget_prompt, max_input_tokens
@@ -63,7 +63,7 @@ class Planner:
         overhead = len(prompt(""))
         if max_prompt_tokens <= overhead + 8:
             raise ValueError(f"a bin holds {max_prompt_tokens} prompt tokens, the prompt alone takes "
-                             f"{overhead}: raise packer.token_budget or lower model.max_new_tokens")
+                             f"{overhead}: raise batching.token_budget or lower generation.max_new_tokens")
         self.prompt, self.count = prompt, count
         self.prompt_batch = prompt_batch or (lambda texts: [prompt(t) for t in texts])
         self.max_prompt_tokens = max_prompt_tokens
@@ -76,8 +76,8 @@ class Planner:
         part = max_new_tokens + count(["[part 99/99] "])[0] + 1
         if not truncate and self.chunk_tokens < 2 * part:
             raise ValueError(f"chunks of {self.chunk_tokens} document tokens cannot combine summaries of "
-                             f"{max_new_tokens} tokens: raise model.max_input_tokens (or packer.token_budget) "
-                             f"to at least {2 * part}, or lower model.max_new_tokens")
+                             f"{max_new_tokens} tokens: raise generation.max_input_tokens (or batching.token_budget) "
+                             f"to at least {2 * part}, or lower generation.max_new_tokens")
 
     def plan_many(self, texts: list[str]) -> list[Plan]:
         """Plans for many documents, tokenized in one batch, or in groups of at most max_text_bytes (chunking,
@@ -174,7 +174,7 @@ def engine_planner(engine, settings, budget_prompt: int, reserve: int) -> Planne
     most. The ingest thread shares the engine's tokenizer: encode and decode take it read-only (no call
     changes truncation or padding state, the one way fast tokenizers fail across threads)."""
     tok = engine.tokenizer
-    m = settings.model
+    m = settings.generation
     max_prompt, max_input = model_limits(budget_prompt, m.max_input_tokens, getattr(engine, "max_positions", None),
                                          m.max_new_tokens)
     limits = PlanLimits(max_prompt_tokens=max_prompt, max_input_tokens=max_input, truncate=m.truncate,

@@ -1,4 +1,4 @@
-"""Progress reports, made on the ingest thread (which owns the consumer) every pipeline.lag_interval_s.
+"""Progress reports, made on the ingest thread (which owns the consumer) every 5 s (LAG_INTERVAL_S, worker/pipeline/configs.py).
 
 - `lag(consumer)`: per partition, the end offset less the committed one (`ribbon_consumer_lag_messages`)
   and what is fetched but unfinished (`ribbon_fetched_unfinished_messages`); the same states go to the
@@ -7,7 +7,7 @@
   for all such partitions together (a blocking call of at most COMMITTED_TIMEOUT_S), kept until the
   partition is assigned again, and retried after COMMITTED_RETRY_S when the broker did not answer;
 - `held()`: how long each partition's oldest unfinished input has held its commits
-  (`ribbon_held_partition_seconds`), and one warning per input past kafka.hold_warning_s.
+  (`ribbon_held_partition_seconds`), and one warning per input past kafka.delivery_stuck_s.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class ProgressReports:
 
     def held(self) -> None:
         """How long each partition's oldest unfinished input has held its commits; one warning per input
-        past kafka.hold_warning_s, naming it (docs/operating.md, "A slow document holds its partition")."""
+        past kafka.delivery_stuck_s, naming it (docs/operating.md, "A slow document holds its partition")."""
         limit = self.hold_warning_s
         holding = self.tracker.holding()
         for (topic, part), offset, age in holding:
@@ -116,7 +116,7 @@ class ProgressReports:
             if age >= limit and key not in self._warned:
                 self._warned.add(key)
                 self.metrics.slow_documents.inc()
-                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.hold_warning_s "
+                log.warning("input %s/%d@%d has held its partition's commits for %.0f s (kafka.delivery_stuck_s "
                             "%.0f s)", topic, part, offset, age, limit,
                             extra={"topic": topic, "partition": part, "offset": offset, "held_s": round(age, 1)})
         held = {tp for tp, _, _ in holding}

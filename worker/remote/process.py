@@ -3,13 +3,13 @@
 Why: a small model is bound by kernel launches, i.e. by the Python of the thread that runs it,
 and in one process that thread shares the interpreter lock with ingest (validation, digests,
 tokenization), finishing (building outputs) and delivery: after every device call it waits for
-the lock. In its own process (`model.process`; auto: on with CUDA, off on CPU) the model's thread
+the lock. In its own process (`engine.process`; auto: on with CUDA, off on CPU) the model's thread
 has an interpreter to itself, and the worker's stages keep theirs.
 
 Contract:
 - The engine process is started with the spawn context (a fresh interpreter: CUDA is initialised
   there only, never in the worker). It loads the model, settles the token budget (autotune, cached
-  in `model.cache_dir`), warms up (KV pool, compiled layers, decode graphs) and reports ready with
+  in the cache folder, RIBBON_CACHE_DIR), warms up (KV pool, compiled layers, decode graphs) and reports ready with
   the budget and the prompt frame; `EngineProcess(...)` returns only then (or raises: a setting
   the engine cannot honour as EngineSettingError, a model that cannot be loaded as ValueError,
   anything else as EngineProcessError). The worker loads only the tokenizer, to plan prompts.
@@ -20,7 +20,7 @@ Contract:
                      ("done", bin_id, outputs, t_start, t_end, bin_errors, oom_splits, phases)   per bin, in order
                          (phases: the bin's (prefill_s, decode_s), for the documents' traces; None: not kept)
                      ("docs", [(bin_id, index, output)], t_start, t_end, bin_errors, oom_splits, busy_s)
-                         model.batching = continuous: documents as they finish (worker/remote/child_continuous.py)
+                         batching.mode = continuous: documents as they finish (worker/remote/child_continuous.py)
   `outputs[i]` is the engine's Generated, None for a document not `live` (revoked), or a
   RuntimeError for a document that failed alone (dead-lettered by finishing). A bin that fails is
   retried one document at a time there, as in this process (worker.engine.fallback.generate_or_alone).
@@ -74,16 +74,16 @@ class EngineStopped(EngineProcessError):
 class EngineSpec:
     """What the engine process needs to start (picklable)."""
 
-    model: Any  # ModelSettings, its path resolved
-    budget: int | str  # packer.token_budget ("auto": autotuned there)
-    max_seqs: int  # packer.max_seqs_per_bin (warm-up)
+    model: Any  # ModelRun (worker/config/model.py), its path resolved
+    budget: int | str  # batching.token_budget ("auto": autotuned there)
+    max_seqs: int  # batching.max_seqs_per_bin (warm-up)
     cache_dir: str
     log_level: str = "INFO"
     log_format: str = "json"
 
 
 def want_process(model) -> bool:
-    """model.process: on, off, or auto (on when the model will run on CUDA). The check goes through
+    """engine.process: on, off, or auto (on when the model will run on CUDA). The check goes through
     NVML, so it does not initialise CUDA in this process."""
     if model.process != "auto":
         return model.process == "on"
