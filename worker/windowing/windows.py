@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from worker.windowing.multiline import Joiner, continues
@@ -183,11 +183,13 @@ class Windower:
         it; on the poll clock it only labels the window); `headers`: its Kafka headers."""
         return self.add_many(tp, epoch, ((key, offset, line, ts_ms, first, headers),))
 
-    def add_many(self, tp: TopicPartition, epoch: int, rows: Iterable[Row],
+    def add_many(self, tp: TopicPartition, epoch: int, rows: Sequence[Row],
                  failed: Callable[[int, Exception], None] | None = None) -> list[Window]:
         """Take the records of one partition read at once (one poll), in offset order: as `add` for each row,
         with the clock read once (the time of that poll). Returns the windows they closed, in order. `failed`:
         told the row's index and the exception when one row raises (the others go on); without it, it raises."""
+        if not rows:
+            return []
         now = self.clock()
         r = self.rules
         held = self._held(now)
