@@ -65,9 +65,9 @@ class Source:
         """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
         polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
         digest pool and the tokenizer as one batch instead of one window at a time."""
-        chunk = msgs
+        chunk, topics = msgs, self.lines.topics
         while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
-                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
+                all(m.error() is None and m.topic() in topics for m in chunk):
             chunk = consumer.consume(num_messages=self.batch, timeout=0)
             msgs = msgs + chunk
         return msgs

@@ -165,8 +165,7 @@ class OffsetTracker:
             p.groups[offsets[0]] = tuple(offsets)
             p.sizes[offsets[0]] = len(offsets)
             p.followers += len(offsets) - 1
-            for off in offsets[:-1]:
-                p.reach[off] = offsets[-1]
+            p.reach.update(dict.fromkeys(offsets[:-1], offsets[-1]))
             return True
 
     def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
@@ -176,8 +175,7 @@ class OffsetTracker:
             p = self._parts.get(tp)
             if p is None or p.epoch != epoch:
                 return False
-            for off in p.groups.pop(offset, ())[1:]:
-                p.done[off] = ()
+            p.done.update(dict.fromkeys(p.groups.pop(offset, ())[1:], ()))
             p.done[offset] = records
             return True
 

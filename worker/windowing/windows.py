@@ -51,6 +51,9 @@ that record and its windows' close). A key never holds more than one window of
 `max_bytes`, so one key's flood closes its own windows quickly and cannot take
 the others' room.
 
+`add_many` takes a poll's records of one partition at once, as `add` would one by one at the time of
+that poll (the clock is read once): the ingest stage's path, with the per-record work in one loop.
+
 Pure: no Kafka, no threads; time comes from the injected `clock`
 (time.monotonic in the worker, a fake in tests). Not thread-safe: the ingest
 thread owns it.
