@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     load.append(os.getloadavg())
     result = {"benchmark": "windows-capacity-pair", "machine": machine_name("cpu"),
               "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "load_avg": load,
-              "head": git("rev-parse", "HEAD"), "head_dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+              "head": git("rev-parse", "HEAD"), "head_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "worker", "ext")),
               "base": {"ref": args.base, "commit": base_commit},
               "settings": {k: getattr(args, k) for k in ("pairs", "records", "max_new_tokens", "seed")},
               "runs": runs, **summary(runs), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
