@@ -23,7 +23,7 @@ against the engine alone over the prompts it built, worker overhead as `ribbon b
 
     python -m bench.windows                      # CPU, digest mode: bench/results/windows_cpu.json
     python -m bench.windows --mode generative --model PATH --device cuda --out bench/results/windows_h200.json
-    python -m bench.windows --capacity --records 20000     # the engine's capacity: bench/results/windows-capacity-run_cpu.json
+    python -m bench.windows --capacity --records 20000     # the engine's capacity (bench/windows_capacity.py)
 """
 
 from __future__ import annotations
