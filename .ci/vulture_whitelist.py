@@ -16,7 +16,6 @@ file_secret_settings  # the hook's parameters, passed by name
 raw_chars  # worker/digest/compact.py: a field of the typed result, read through dataclasses.asdict
 compact_chars  # worker/digest/compact.py: a field of the typed result, read through dataclasses.asdict
 raw_templates  # worker/digest/templates.py: a field of the typed result, read through dataclasses.asdict
-_.profiling_enabled  # Drain3's config, read by Drain3 (bench/digest.py, worker/bench/quality.py)
 
 __getattr__  # worker/engine/__init__.py: the package's lazy exports (PEP 562), called by the import system
 
@@ -47,10 +46,5 @@ _.file_bytes  # worker/pipeline/spill.py: the spill file's size; tests only
 StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step; tests only
 SlotAllocator.largest_free  # worker/engine/slots.py: the largest free interval; tests only
 finish_reason  # worker/engine/engine.py: a field of Generated, part of the engine's API
-_.drain_depth  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.drain_sim_th  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.mask_prefix  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.mask_suffix  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
-_.masking_instructions  # worker/bench/drain_tuned.py: Drain3's config, read by Drain3
 document_fields  # worker/messages/shippers.py: called from worker/messages/models.py, a module vulture excludes
 _.help  # worker/cli/ops.py: argparse reads an action's help text when it prints --help

@@ -7,7 +7,7 @@ the embedded broker (Tansu, memory storage); a read_committed consumer polls the
 (its CreateTime to the poll), p50/p99 per 10 s of produce time, for each partition count given: the
 partition count sets how long each partition's log grows in the run.
 
-Why: `ribbon bench steady` on the H200 showed latency rising window by window over 60 s
+Why: `python -m bench.steady` on the H200 showed latency rising window by window over 60 s
 (bench/results/steady_h200.json). This run shows how much of that the test broker gives by itself.
 
     .venv/bin/python -m bench.broker_drift --rate 600 --seconds 60 --partitions 8,32

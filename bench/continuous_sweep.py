@@ -16,7 +16,7 @@ documents whose cost fits in the first 80% of the total when they run one after 
 order (FIFO, shortest prompt first, and shortest cost first knowing every stop length in advance).
 Running documents side by side only lowers it (a document in flight holds work but is not finished).
 
-    python bench/continuous_sweep.py --arch-config config/models/qwen2.5-0.5b.json \\
+    python -m bench.continuous_sweep --arch-config config/models/qwen2.5-0.5b.json \\
         --stop-lengths bench/results/stop_lengths_cpu.json --settings 16384:0:0,16384:0:1,65536:0.25:1
 """
 
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import torch
 
-from worker.bench.e2e import CORPORA, model_texts, pack_bins
-from worker.bench.parts import load_parts
+from bench.e2e import CORPORA, model_texts, pack_bins
+from bench.parts import load_parts
 from worker.pipeline.planner import PlanLimits, Planner
 
 
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
               "check_every": eng.options.check_every, "stop_lengths": a.stop_lengths,
               "settings_key": "prefill_step_tokens:refill_fraction:lag[:check_every]", "runs": runs,
               "publication_ceiling_at_80pct": ceil,
-              "command": "python bench/continuous_sweep.py " + " ".join(argv or [])}
+              "command": "python -m bench.continuous_sweep " + " ".join(argv or [])}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(result, indent=1))
     cleanup()

@@ -6,7 +6,7 @@ Prints a table and writes bench/results/digest_cpu.json:
   whole per-document pass (worker/digest/prepared.py: digest, highlights, compaction); both also as
   lines/s of 100-byte lines (bytes/s / 100); Drain3 (the maintained Python template miner) on the
   first --drain-lines lines of the same documents, in the same run;
-- per document: the e2e benchmark's mixed corpus (`ribbon bench e2e --corpus mixed`: short
+- per document: the e2e benchmark's mixed corpus (`python -m bench.e2e --corpus mixed`: short
   documents, every tenth a long log): ms per document of the whole pass, of the templater call, and
   of finishing's output message (build_output with the pass done, schema check and encoding);
 - compaction: document tokens raw vs as the model sees them (digest lines + compacted text), per kind,
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
+from bench.drain_tuned import drain3_miner
 from worker.pipeline.configs import finishing_config
 from worker.config.settings import load_settings
 from worker.demo.samples import LONG_LENGTHS, QUALITY_KINDS, labelled, mixed_corpus, quality_corpus
@@ -55,12 +56,7 @@ def best_of(fn, runs: int = 3) -> float:
 
 
 def drain3_seconds(lines: list[str]) -> tuple[float, int]:
-    from drain3 import TemplateMiner  # noqa: PLC0415 optional dependency (the [bench] extra)
-    from drain3.template_miner_config import TemplateMinerConfig  # noqa: PLC0415 the [bench] extra
-
-    cfg = TemplateMinerConfig()
-    cfg.profiling_enabled = False
-    miner = TemplateMiner(config=cfg)
+    miner = drain3_miner()  # its default configuration
     t0 = time.process_time()
     for line in lines:
         miner.add_log_message(line)

@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from worker.bench.e2e import CORPORA
+from bench.e2e import CORPORA
 from worker.config.settings import load_settings
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker

@@ -25,10 +25,10 @@ from pathlib import Path
 import torch
 import triton
 
-from worker.bench.engine import MODELS, _stage, make_mix, ribbon_generate, ribbon_prefill
-from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
-from worker.bench.engine_profile import profile
-from worker.engine.attention import _flash_gqa
+from bench.engine import MODELS, stage_docs, make_mix, ribbon_generate, ribbon_prefill
+from bench.engine_floors import ceilings, model_figures, prefill_flops
+from bench.engine_profile import profile
+from worker.engine.attention import flash_gqa
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.prefill_kernel import block_table, prefill_attention
 
@@ -65,9 +65,9 @@ def attention(docs, heads: int, kv_heads: int, dim: int, sizes=(32_768, 65_536))
         qc, kc, vc = q.contiguous(), k.contiguous(), v.contiguous()
         mx, scale = max(lens), dim**-0.5
         flops = 4 * heads * dim * sum(n * (n + 1) / 2 for n in lens)
-        ref = _flash_gqa(qc, kc, vc, cu, mx, scale).float()
+        ref = flash_gqa(qc, kc, vc, cu, mx, scale).float()
         r: dict = {"tokens": t, "docs": len(lens), "flops": flops}
-        ms = triton.testing.do_bench(lambda: _flash_gqa(qc, kc, vc, cu, mx, scale), warmup=25, rep=100,
+        ms = triton.testing.do_bench(lambda: flash_gqa(qc, kc, vc, cu, mx, scale), warmup=25, rep=100,
                                      return_mode="median")
         copy_ms = triton.testing.do_bench(lambda: (q.contiguous(), k.contiguous(), v.contiguous()), warmup=10, rep=50,
                                           return_mode="median")
@@ -153,7 +153,7 @@ def model_runs(args, res: dict, save, out: Path) -> None:
         save()
     eng.prefill_kernel = "triton"
     prof_docs = docs[:24]
-    res["profile_prefill_triton"] = profile(lambda: eng.prefill_last_logits(_stage(eng, prof_docs, list(range(24)))),
+    res["profile_prefill_triton"] = profile(lambda: eng.prefill_last_logits(stage_docs(eng, prof_docs, list(range(24)))),
                                             out / "engine_profile_prefill_triton.txt")
     save()
     gen = docs[: args.gen_docs]

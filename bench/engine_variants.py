@@ -26,10 +26,10 @@ import torch
 import transformers
 import triton
 
-from worker.bench.engine import MODELS, _stage, make_mix, ribbon_generate, ribbon_prefill
-from worker.bench.engine_floors import ceilings, model_figures, prefill_flops
-from worker.bench.engine_profile import profile
-from worker.engine.attention import _flash_gqa
+from bench.engine import MODELS, stage_docs, make_mix, ribbon_generate, ribbon_prefill
+from bench.engine_floors import ceilings, model_figures, prefill_flops
+from bench.engine_profile import profile
+from worker.engine.attention import flash_gqa
 from worker.engine.decode_kernel import decode_attention
 from worker.engine.kvcache import slot_starts
 from worker.engine.loader import engine_for_model, random_model
@@ -94,9 +94,9 @@ def attention_kernels(docs: list[list[int]], heads: int, kv_heads: int, dim: int
     ke, ve = (x.repeat_interleave(heads // kv_heads, dim=1) for x in (k, v))
     mx, scale = max(lens), dim**-0.5
     flops = 4 * heads * dim * sum(n * (n + 1) / 2 for n in lens)  # causal QK^T + PV
-    ref = _flash_gqa(q, k, v, cu, mx, scale).float()
+    ref = flash_gqa(q, k, v, cu, mx, scale).float()
     out: dict = {"tokens": t, "docs": len(lens), "flops": flops}
-    cases = {"fa2_gqa": lambda: _flash_gqa(q, k, v, cu, mx, scale),
+    cases = {"fa2_gqa": lambda: flash_gqa(q, k, v, cu, mx, scale),
              "cudnn_gqa": lambda: _cudnn_varlen(q, k, v, cu, mx, scale),
              "cudnn_expanded": lambda: _cudnn_varlen(q, ke, ve, cu, mx, scale)}
     for name, fn in cases.items():
@@ -208,9 +208,9 @@ def main(argv=None) -> int:
         res["decode_kernel_sweep"] = decode_kernel_sweep(eng, gen, args.max_new)
         save()
     prof_docs = docs[:24]
-    res["profile_prefill"] = profile(lambda: eng.prefill_last_logits(_stage(eng, prof_docs, list(range(24)))),
+    res["profile_prefill"] = profile(lambda: eng.prefill_last_logits(stage_docs(eng, prof_docs, list(range(24)))),
                                      out / "engine_profile_prefill_merged.txt")
-    res["profile_generate"] = profile(lambda: eng.generate(_stage(eng, gen, list(range(len(gen))))),
+    res["profile_generate"] = profile(lambda: eng.generate(stage_docs(eng, gen, list(range(len(gen))))),
                                       out / "engine_profile_generate_merged.txt")
     res["dynamo_counters"] = {k: {str(kk): vv for kk, vv in v.items()} for k, v in torch._dynamo.utils.counters.items()}
     save()

@@ -2,7 +2,7 @@
 (the same quantized operands and scales as torch._scaled_mm; tests/engine/test_fp8.py checks the GPU path
 against this emulation on the H200).
 
-    python bench/fp8_accuracy.py --checkpoint /tmp/ribbon-stop-lengths --documents 32 \
+    python -m bench.fp8_accuracy --checkpoint /tmp/ribbon-stop-lengths --documents 32 \
         --out bench/results/fp8_accuracy_cpu.json
 
 The checkpoint is the one bench/stop_lengths.py converts from the GGUF file. Prompts: the `short`
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import torch
 
-from worker.bench.e2e import model_texts
-from worker.bench.engine import greedy_agreement
+from bench.e2e import model_texts
+from bench.engine import greedy_agreement
 from worker.config.settings import ModelSettings, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
            "relative": (diff.mean() / la.abs().mean()).item(),
            "top1_agreement_last_position": (la.argmax(-1) == lb.argmax(-1)).float().mean().item(),
            **greedy_agreement(ga, gb),
-           "seconds": time.perf_counter() - t0, "command": "python bench/fp8_accuracy.py " + " ".join(argv or sys.argv[1:])}
+           "seconds": time.perf_counter() - t0, "command": "python -m bench.fp8_accuracy " + " ".join(argv or sys.argv[1:])}
     Path(a.out).write_text(json.dumps(out, indent=1))
     print(json.dumps(out))
     return 0

@@ -1,6 +1,6 @@
 """FP8 prefill against bf16 on one GPU: Qwen2.5-7B architecture (random weights), the stress mix.
 
-    python bench/fp8_prefill.py --out $OUT [--model 7b] [--chunk 65536] [--big-chunk 131072]
+    python -m bench.fp8_prefill --out $OUT [--model 7b] [--chunk 65536] [--big-chunk 131072]
         [--variants all] [--acc-docs 128] [--gen-docs 32] [--gen-tokens 64]
 
 One engine (merged GEMMs, compiled layers, Triton prefill attention, as in production); in one run:
@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from worker.bench.engine import MODELS, _prefix, _ribbon_prefill, _stage, greedy_agreement, make_mix
-from worker.bench.engine_profile import profile
+from bench.engine import MODELS, first_bin, ribbon_prefill_at, stage_docs, greedy_agreement, make_mix
+from bench.engine_profile import profile
 from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
@@ -64,13 +64,13 @@ def _apply(gemms, mlps, variant: dict) -> None:
 def _logits(eng, docs):
     out = []
     for i in range(0, len(docs), 64):
-        out.append(eng.prefill_last_logits(_stage(eng, docs, list(range(i, min(i + 64, len(docs)))))))
+        out.append(eng.prefill_last_logits(stage_docs(eng, docs, list(range(i, min(i + 64, len(docs)))))))
     torch.cuda.synchronize()
     return torch.cat(out)  # [n, V] float32
 
 
 def _greedy(eng, docs):
-    return [o.token_ids for o in eng.generate(_stage(eng, docs, list(range(len(docs)))))]
+    return [o.token_ids for o in eng.generate(stage_docs(eng, docs, list(range(len(docs)))))]
 
 
 def _accuracy(lb: torch.Tensor, lf: torch.Tensor, base: torch.Tensor | None) -> dict:
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
                            chunk_tokens=a.chunk)
     eng.eos_ids = ()  # random weights: every document runs gen_tokens
     docs = make_mix("stress", model.config.vocab_size)
-    acc_docs, one_bin = docs[: a.acc_docs], _prefix(docs, a.chunk, 0)
+    acc_docs, one_bin = docs[: a.acc_docs], first_bin(docs, a.chunk, 0)
     bin_tokens = sum(len(docs[i]) for i in one_bin)
     res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "model": f"qwen2.5-{a.model} (random weights)",
            "mix": "stress (400 documents: 60-175 and 2,420-2,660 tokens alternating)", "tokens": sum(map(len, docs)),
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
            "accuracy_docs": len(acc_docs), "greedy_docs": a.gen_docs, "greedy_tokens": a.gen_tokens,
            "greedy_note": "random weights: logits without a dominant token, so top-1 and greedy agreement are "
                           "near chance for any perturbation; real weights: fp8_accuracy_cpu.json",
-           "command": "python bench/fp8_prefill.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+           "command": "python -m bench.fp8_prefill " + " ".join(argv if argv is not None else sys.argv[1:])}
     out = Path(a.out) / f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json"
 
     def save():
@@ -192,7 +192,7 @@ def main(argv=None) -> int:
 
     def prefill(name: str, chunk: int) -> None:
         try:
-            best = _ribbon_prefill(eng, model, docs, chunk)  # after its own warm-up bin
+            best = ribbon_prefill_at(eng, model, docs, chunk)  # after its own warm-up bin
         except Exception as e:  # noqa: BLE001 one variant failing must not lose the others' figures
             res["errors"][f"{name}@{chunk}"] = repr(e)[:500]
             print(f"{name} @ {chunk}: {e!r}", file=sys.stderr)
@@ -212,7 +212,7 @@ def main(argv=None) -> int:
         save()
 
     def prof(tag: str) -> None:
-        p = profile(lambda: eng.prefill_last_logits(_stage(eng, docs, one_bin)), Path(a.out) / f"fp8_profile_{tag}.txt")
+        p = profile(lambda: eng.prefill_last_logits(stage_docs(eng, docs, one_bin)), Path(a.out) / f"fp8_profile_{tag}.txt")
         res.setdefault("profile_one_bin", {"tokens": bin_tokens})[tag] = _kinds(p, bin_tokens)
 
     def gemms() -> None:

@@ -7,7 +7,7 @@ One embedded broker (Tansu, a process of its own) serves every run. Each run has
 (input of `--partitions`, output, dead letters) and starts `ribbon run --gpus <list>` (the supervisor,
 one child per GPU, each child's model in a process of its own) as an operator would. Once every
 child answers /readyz (model loaded, partitions assigned), `--documents` documents of the `short`
-corpus (as bench/gpu_run.sh) are produced at once; the run's figure is documents / (last summary
+corpus (as the e2e stage of bench/device_run.sh) are produced at once; the run's figure is documents / (last summary
 read (read_committed) - first produce), the median of `--repeats` such backlogs. Runs: the first GPU
 alone, then all of `--gpus`. Each child's
 /metrics is sampled every 0.2 s: its summaries, the time its model ran (GPU busy fraction over the
@@ -38,8 +38,8 @@ from pathlib import Path
 import orjson
 
 from bench.results_io import machine_name, save
-from worker.bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
-from worker.bench.parts import random_checkpoint
+from bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
+from bench.parts import random_checkpoint
 from worker.cli.supervisor import parse_gpus
 from worker.demo.samples import corpus
 from worker.engine.tiny import make_tiny_checkpoint

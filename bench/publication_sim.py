@@ -1,6 +1,6 @@
 """Which packing order publishes most summaries by 80% of the model's work, in a backlog?
 
-The H200 backlog of `bench/gpu_run.sh` replayed without a GPU: the same 3,000 documents (the
+The H200 backlog of `bash bench/device_run.sh e2e` replayed without a GPU: the same 3,000 documents (the
 bench's `short` corpus through the tiny tokenizer: 4.06 M prompt tokens), 8 partitions, the
 autotuned budget (524,288), 64 new tokens, the ingest window (the packer holds at most
 `pause_above_bins` bins' budget), and a bin time fitted to the engine alone on the H200

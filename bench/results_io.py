@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -17,6 +19,11 @@ def machine_name(device: str = "cpu") -> str:
         if torch.cuda.is_available():
             return torch.cuda.get_device_name().split()[-1].lower()
     return "cpu"
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command a result records: `python -m <module>` and its arguments (argv None: this process's)."""
+    return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def save(path: str | Path, result: dict) -> None:

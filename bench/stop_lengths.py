@@ -1,7 +1,7 @@
 """Measure a real model's output lengths on the benchmark corpus: the stop-length distribution that
 random-weight benchmarks use (model.stop_lengths_file), since random weights never stop by themselves.
 
-    python bench/stop_lengths.py --gguf DIR/SmolLM2-135M-Instruct.Q4_1.gguf --documents 96 \
+    python -m bench.stop_lengths --gguf DIR/SmolLM2-135M-Instruct.Q4_1.gguf --documents 96 \
         --out bench/results/stop_lengths_cpu.json
 
 Loads the model through transformers' GGUF reader (weights dequantized to fp32), saves it as a
@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from worker.bench.e2e import model_texts
+from bench.e2e import model_texts
 from worker.config.settings import ModelSettings, load_settings
 from worker.demo.samples import corpus
 from worker.engine.loader import load_engine

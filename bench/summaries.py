@@ -39,7 +39,7 @@ from bench.results_io import RESULTS, save
 from bench.summaries_corpus import corpus
 from worker.config.settings import ModelSettings
 from worker.digest.prepared import PrepareOptions, prepare
-from worker.digest.prompt import _message
+from worker.digest.prompt import failure_message
 from worker.digest.render import render
 from worker.digest.timeparse import parse_line
 from worker.engine import load_engine
@@ -64,7 +64,7 @@ def words(text: str) -> list[str]:
 def fault_named(summary: str, fault: str) -> bool:
     """Half or more of the fault message's content words (its header, timestamp and host left out)."""
     stamp = parse_line(fault.splitlines()[0])
-    msg = _message(fault.splitlines()[0], stamp)
+    msg = failure_message(fault.splitlines()[0], stamp)
     content = [w for w in words(msg) if w not in STOP and not w.isdigit() and len(w) > 2]
     have = set(words(summary))
     return bool(content) and sum(w in have for w in content) >= max(1, len(content) // 2)

@@ -18,7 +18,7 @@ outputs until their windows cover every record. Printed and saved as JSON:
 - coverage: records uncovered, and covered by more than one output.
 
 `--capacity` runs the stream as a backlog at the engine's capacity instead: the worker in this process
-against the engine alone over the prompts it built, worker overhead as `ribbon bench e2e` reports it
+against the engine alone over the prompts it built, worker overhead as `python -m bench.e2e` reports it
 (bench/windows_capacity.py).
 
     python -m bench.windows                      # CPU, digest mode: bench/results/windows_cpu.json
@@ -48,7 +48,7 @@ from confluent_kafka import OFFSET_BEGINNING, Producer, TopicPartition
 
 from bench import windows_capacity
 from bench.results_io import RESULTS, machine_name, save
-from worker.bench.parts import random_checkpoint
+from bench.parts import random_checkpoint
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker

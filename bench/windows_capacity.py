@@ -1,16 +1,16 @@
 """The windowed syslog stream at the engine's capacity: the worker against the engine alone.
 
-Run as `python -m bench.windows --capacity` (generative mode). As `ribbon bench e2e` does for
-documents, in one process, with one warm engine (worker/bench/parts.py) and one token budget:
+Run as `python -m bench.windows --capacity` (generative mode). As `python -m bench.e2e` does for
+documents, in one process, with one warm engine (bench/parts.py) and one token budget:
 
 - end to end: `--records` one-line syslog records from `--hosts` hosts (worker/demo/lines.py), keyed by
   host, go into a fresh input topic as fast as the producer sends them (a backlog, not a rate). The
   windowed worker (windowing.enabled, in this process, sharing the engine) drains it. Once it has
   consumed every record, the stream ends: the worker drains (its last windows close at once, as on
   SIGTERM), so the time holds no wait for a session gap. Timed from the first record consumed to the
-  last output read (read_committed, by a reader in a process of its own, worker/bench/loadgen.py).
+  last output read (read_committed, by a reader in a process of its own, bench/loadgen.py).
 - engine only: the prompts the worker gave its packer (recorded as submitted, `RecordingPacker`),
-  packed again by the real packer and run straight on the engine (worker/bench/e2e.py `engine_only`).
+  packed again by the real packer and run straight on the engine (bench/e2e.py `engine_only`).
 
 worker_overhead_pct = 100 * (1 - windows/s end to end / windows/s engine only), as for documents.
 """
@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from bench.results_io import machine_name, save
-from worker.bench.e2e import engine_only
-from worker.bench.loadgen import OutputReader, OutputTopic
-from worker.bench.parts import load_parts
-from worker.bench.timeline import overhead_parts, sample_timeline
+from bench.e2e import engine_only
+from bench.loadgen import OutputReader, OutputTopic
+from bench.parts import load_parts
+from bench.timeline import overhead_parts, sample_timeline
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker

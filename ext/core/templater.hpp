@@ -15,7 +15,7 @@
 // variable a value summary. Pure C++17, single-threaded, no Python.
 //
 // Why not Drain3: it is a maintained library, but it groups fewer lines right on every
-// development system of `ribbon bench quality` and parses in Python per line; the goal is
+// development system of `python -m bench.quality` and parses in Python per line; the goal is
 // >= 200k lines/s per core (docs/digest.md). Tokens and their kinds: templater_tokens.{hpp,cpp}.
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-"""The benchmark's derived figures (worker/bench/timeline.py, steady.py): where the time beyond the
+"""The benchmark's derived figures (bench/timeline.py, steady.py): where the time beyond the
 model's went, and where each document's latency went, computed from synthetic timelines."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.bench.steady import _stages, _worker_share, windows
-from worker.bench.timeline import overhead_parts
+from bench.steady import stage_times, worker_share, windows
+from bench.timeline import overhead_parts
 
 
 def _row(t, consumed=0, work=0.0, bins=0):
@@ -34,21 +34,21 @@ def test_stages_split_each_latency_by_the_outputs_timing():
     pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
     # latency 1.0 s; the worker held it 0.7 s (total), 0.3 s of which before the model started (queued)
     rows = [(1.0, {"queued": 300.0, "total": 700.0, "gpu": 1.0})] * 3 + [(2.0, {"queued": 1000.0, "total": 1500.0})]
-    st = _stages(rows, pct)
+    st = stage_times(rows, pct)
     assert st["outside_worker"]["p50"] == pytest.approx(0.3)
     assert st["poll_to_model"]["p50"] == pytest.approx(0.3) and st["poll_to_model"]["p99"] > 0.9
     assert st["model_to_finished"]["p50"] == pytest.approx(0.4)
-    assert _stages([], pct) == {}
+    assert stage_times([], pct) == {}
 
 
 def test_stages_split_the_workers_share_where_the_outputs_say_when_each_step_ended():
     pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
     t = {"ingest": 20.0, "queued": 150.0, "model_done": 400.0, "total": 430.0, "gpu": 1.0}
-    st = _stages([(0.5, t)] * 4, pct)
+    st = stage_times([(0.5, t)] * 4, pct)
     assert st["ingest"]["p50"] == pytest.approx(0.02) and st["packer_to_model"]["p50"] == pytest.approx(0.13)
     assert st["bin"]["p50"] == pytest.approx(0.25) and st["after_model"]["p50"] == pytest.approx(0.03)
     assert st["outside_worker"]["p50"] == pytest.approx(0.07)
-    assert "bin" not in _stages([(0.5, {**t, "model_done": 0.0})] * 4, pct)  # digest mode: no bins
+    assert "bin" not in stage_times([(0.5, {**t, "model_done": 0.0})] * 4, pct)  # digest mode: no bins
 
 
 def test_windows_give_each_stretch_of_the_run_its_own_percentiles():
@@ -72,7 +72,7 @@ def test_windows_show_which_stage_grew():
 
 def test_the_workers_own_share_is_set_against_the_mean_bin():
     pct = lambda a, q: float(np.percentile(a, q))  # noqa: E731
-    share = _worker_share(np.array([0.1] * 99 + [0.5]), 0.2, pct)
+    share = worker_share(np.array([0.1] * 99 + [0.5]), 0.2, pct)
     assert share["worker_latency_s"]["p50"] == pytest.approx(0.1)
     assert share["worker_p99_over_mean_bin"] == pytest.approx(share["worker_latency_s"]["p99"] / 0.2)
-    assert 0.1 < share["worker_latency_s"]["p99"] <= 0.5 and _worker_share(np.array([]), 0.2, pct) == {}
+    assert 0.1 < share["worker_latency_s"]["p99"] <= 0.5 and worker_share(np.array([]), 0.2, pct) == {}

@@ -1,4 +1,4 @@
-"""The benchmarks' load process (worker/bench/loadgen.py): it produces at the asked rate and reads
+"""The benchmarks' load process (bench/loadgen.py): it produces at the asked rate and reads
 every output once, in a process of its own, on the same clock as the worker."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import orjson
 from confluent_kafka import TopicPartition
 
-from worker.bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
+from bench.loadgen import OutputReader, OutputTopic, SteadyLoad, Topics
 from worker.kafka import clients
 from worker.kafka.config import plain_config
 

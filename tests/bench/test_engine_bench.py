@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from worker.bench.engine import greedy_agreement, make_mix, product_bins
+from bench.engine import greedy_agreement, make_mix, product_bins
 
 
 @pytest.mark.parametrize("budget,reserve,n", [(32_768, 0, 400), (16_384, 128, 60)])

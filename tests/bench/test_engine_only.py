@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from worker.bench.e2e import engine_only
+from bench.e2e import engine_only
 from worker.packer import Packer, PackerConfig
 
 
@@ -38,13 +38,12 @@ class FakeEngineProcess:
 
 
 @pytest.mark.parametrize("batching", ["bin", "continuous"])
-def test_the_engine_only_phase_ends_with_every_document_back_in_either_batching(batching, monkeypatch):
-    monkeypatch.setattr("worker.bench.e2e._time_there.__defaults__", (2.0,))  # a wait that ends, if it fails
+def test_the_engine_only_phase_ends_with_every_document_back_in_either_batching(batching):
     packer = Packer.from_config(PackerConfig(budget=64, reserve_per_seq=4, max_seqs=4, max_wait_s=0.001))
     packer.drain(True)
     try:
         parts = SimpleNamespace(packer=packer, engine=FakeEngineProcess(batching))
-        r = engine_only(parts, [[1, 2, 3]] * 10, list(range(10)))
+        r = engine_only(parts, [[1, 2, 3]] * 10, list(range(10)), timeout_s=2.0)  # a wait that ends, if it fails
     finally:
         packer.close()
     assert r["bins"] == 3 and r["output_tokens"] == 20  # every document back, counted once

@@ -1,11 +1,11 @@
-"""Header detection figures (worker/bench/headers.py): per-format precision and recall, macro over formats."""
+"""Header detection figures (bench/headers.py): per-format precision and recall, macro over formats."""
 
 from __future__ import annotations
 
 import json
 
-from worker.bench import headers
-from worker.bench.quality import HEADERS_KEY, main
+from bench import headers
+from bench.quality import HEADERS_KEY, main
 
 
 def _corpus(tmp_path):

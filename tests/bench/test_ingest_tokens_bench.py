@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from bench import ingest_tokens
-from worker.digest import prepared
+from worker.demo.samples import corpus
+from worker.digest.prepared import PrepareOptions, prepare_many
 
 
 def test_the_gate_moves_to_the_pool_and_decides_the_same(tmp_path):
@@ -15,4 +16,8 @@ def test_the_gate_moves_to_the_pool_and_decides_the_same(tmp_path):
     r = json.loads(out.read_text())
     assert r["documents"] == 64 and r["compacted"] > 0  # the gate kept digest prompts: there was a decision
     assert set(r["ms_per_document"]) == {"gate_counted_on_ingest", "gate_counted_in_pool"}
-    assert prepared._tokenizer is None  # the bench left this process as it found it
+    # the bench left this process as it found it: its passes count no tokens (no pool tokenizer)
+    raws = ["\n".join(d["lines"]) for d in corpus(16, seed=11)]
+    preps = prepare_many(raws, [None] * 16, [None] * 16, PrepareOptions(highlights=3, compaction=True,
+                                                                        min_saving=0.2, render=False))
+    assert any(p.prompt is not None for p in preps) and all(p.raw_tokens is None for p in preps)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker.bench.drain_tuned import SETTINGS, drain_templates
-from worker.bench.loghub_bench import join_runs, loghub_form, ribbon_templates, system, totals
-from worker.bench.loghub_eval import (align, general_correction, grouping, metrics, parsing_accuracy,
+from bench.drain_tuned import SETTINGS, drain_templates
+from bench.loghub_bench import join_runs, loghub_form, ribbon_templates, system, totals
+from bench.loghub_eval import (align, general_correction, grouping, metrics, parsing_accuracy,
                                       post_process, template_accuracy)
 from worker.digest.templates import analyze
 

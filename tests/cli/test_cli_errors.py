@@ -66,6 +66,8 @@ CASES = [
     ("bad --worker-slot", ["run", "--worker-slot", "sometimes"], 2, ["kafka.worker_slot", "RIBBON_KAFKA__WORKER_SLOT"]),
     ("replay time not a time", ["replay", "dlq", "--bootstrap-servers", "127.0.0.1:{closed}", "--since", "yesterday"],
      2, ["not a time", "yesterday"]),
+    ("benchmarks are not a command", ["bench", "e2e", "--documents", "10"], 2,
+     ["python -m bench.<name>", "source checkout"]),
 ]
 
 

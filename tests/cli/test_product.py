@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKSHOP = ("worker.demo", "worker.bench", "bench")
+WORKSHOP = ("worker.demo", "bench")
 
 
 def _imports_of(func_name: str, path: Path) -> set[str]:
@@ -57,9 +57,11 @@ def test_a_digest_mode_validate_loads_no_torch_or_transformers(monkeypatch):
     assert not {"torch", "transformers"} & mods
 
 
-def test_oracles_and_simulators_live_outside_the_runtime_package():
+def test_oracles_simulators_and_benchmarks_live_outside_the_runtime_package():
     assert not list((ROOT / "worker").rglob("packer_ref.py")) and not list((ROOT / "worker").rglob("packer_sim.py"))
     assert (ROOT / "bench" / "packer_ref.py").is_file() and (ROOT / "bench" / "packer_sim.py").is_file()
+    assert not (ROOT / "worker" / "bench").exists() and (ROOT / "bench" / "e2e.py").is_file()
+    assert re.search(r'^wheel\.packages = \["worker"\]$', (ROOT / "pyproject.toml").read_text(), re.M)
 
 
 def test_the_wheel_installs_the_extension_and_not_the_cpp_test_driver():

@@ -301,25 +301,6 @@ def test_a_call_without_spaces_is_one_token_and_an_empty_pair_an_empty_field():
     assert tm.templates[1].pattern == "connection from <ip> (<*>) at noon"
 
 
-def test_grouping_and_parsing_accuracy():
-    from worker.bench.quality import grouping_accuracy, normalize, parsing_accuracy
-
-    assert grouping_accuracy([0, 0, 1, 2], ["a", "a", "b", "b"]) == 0.5
-    assert grouping_accuracy([5, 5, 7], ["x", "x", "y"]) == 1.0
-    assert normalize("send <n> <ip>  bytes to <*>") == "send <*> bytes to <*>"
-    assert parsing_accuracy(["a <n>", "b"], ["a <*>", "c"]) == 0.5
-
-
-def test_bench_quality_runs_on_the_format_corpus_alone(tmp_path):
-    from worker.bench.quality import main
-
-    out = tmp_path / "q.json"
-    assert main(["--devlogs", str(tmp_path / "none"), "--lines", "80", "--no-drain", "--out", str(out)]) == 0
-    res = orjson.loads(out.read_bytes())
-    assert "devlogs" not in res and res["formats_total"]["level_accuracy"] == 1.0
-    assert res["formats_total"]["spans_inverted"] == 0 and res["formats_total"]["summaries_with_control_bytes"] == 0
-
-
 def test_the_model_text_of_every_format_never_has_more_tokens_than_raw(tiny_model):
     from transformers import AutoTokenizer
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import re
 import signal
 import sys
@@ -25,6 +24,10 @@ from worker.observability.logs import setup_logging
 # or torch. Each handler imports the command modules it runs (worker.cli.preflight, produce, start,
 # ...), which import what they need at their top; `ribbon run` loads no demo or benchmark code
 # (tests/cli/test_product.py).
+
+# The benchmarks are not in the wheel: they run from a source checkout (bench/, docs/architecture.md).
+BENCH_ELSEWHERE = ("the benchmarks are not part of the `ribbon` command: run `python -m bench.<name>` "
+                   "(e2e, steady, engine, quality, ...) from a source checkout")
 
 # Flags that set a setting: flag -> (dotted setting path, help). They win over
 # the environment and the config file.
@@ -115,13 +118,6 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also print the model's text when the model is the tiny random one (noise, labelled so)")
     _add_setting_flags(dm, ["--model", "--mode", "--compaction", "--max-new-tokens", "--device", "--token-budget",
                             "--log-level"])
-
-    bn = sub.add_parser("bench", help="benchmarks: engine (GPU, vs Hugging Face), e2e (topic to topic), "
-                                      "steady (latency under a steady load), quality (the digest vs Drain3)")
-    bn.add_argument("which", choices=["engine", "e2e", "steady", "quality"], help="engine: packed engine vs HF "
-                    "baselines; e2e: worker throughput vs engine alone; steady: produce-to-visible latency at a "
-                    "fixed rate; quality: the digest's templates, levels, failures and spans on labelled logs")
-    bn.add_argument("args", nargs=argparse.REMAINDER, help="arguments of that benchmark (see its --help)")
 
     at = sub.add_parser("autotune", parents=[_common()],
                         help="Phase 0: measure the largest safe token budget for this model and GPU, and cache it")
@@ -262,10 +258,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     show_model_text=args.show_model_text)
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    return importlib.import_module(f"worker.bench.{args.which}").main(args.args)
-
-
 def cmd_autotune(args: argparse.Namespace) -> int:
     from worker.cli import preflight  # noqa: PLC0415 confluent_kafka off --help
     from worker.engine import autotune_budget, load_engine  # noqa: PLC0415 torch (~1.5 s) off --help
@@ -286,14 +278,17 @@ def cmd_autotune(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"bench": cmd_bench, "autotune": cmd_autotune, "produce": cmd_produce, "broker": cmd_broker,
+COMMANDS = {"autotune": cmd_autotune, "produce": cmd_produce, "broker": cmd_broker,
             "run": cmd_run, "demo": cmd_demo}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Every start-up error is one line on stderr and a documented exit code (worker/config/errors.py)."""
-    args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # `run --gpus` hands the flags to its children
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["bench"]:
+        fail(BENCH_ELSEWHERE, EXIT_USAGE)
+    args = build_parser().parse_args(given)
+    args.argv = given  # `run --gpus` hands the flags to its children
     command = COMMANDS.get(args.command) or cli_ops.COMMANDS[args.command]
     try:
         return command(args)

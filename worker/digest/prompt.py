@@ -38,7 +38,7 @@ def _time(stamp: str) -> str:
     return clock[:8] if sep and len(clock) >= 8 and clock[2] == ":" else stamp
 
 
-def _message(example: str, stamp) -> str:
+def failure_message(example: str, stamp) -> str:
     """A failure's line without its leading timestamp and level word (the host stays: it says where)."""
     text = _SYSLOG_STAMP.sub("", example, count=1)
     if stamp is not None and stamp.text in text:
@@ -72,7 +72,7 @@ def _span(span: dict) -> str:
 def _failure(t: dict) -> str:
     stamp = parse_line(t["example"])
     when = _time(stamp.text) if stamp is not None else f"line {t['first_line']}"
-    text = _message(t["example"], stamp) if t["example"] else short_pattern(t["pattern"])
+    text = failure_message(t["example"], stamp) if t["example"] else short_pattern(t["pattern"])
     line = f'{when} {t.get("level") or "ERROR"} "{text}"'
     line += f" ({t['count']} lines, {t['first_line']}–{t['last_line']})" if t["count"] > 1 else f" (line {t['first_line']})"
     values = [f"{v['name']}: " + ", ".join(f"{c['value']} ×{c['count']}" for c in v["top"][:3])

@@ -205,7 +205,7 @@ def _varlen_fn():
     return varlen_attn, "enable_gqa" in params, "is_causal" in params
 
 
-def _flash_gqa(q, k, v, cu: torch.Tensor, max_seqlen: int, scale: float) -> torch.Tensor:
+def flash_gqa(q, k, v, cu: torch.Tensor, max_seqlen: int, scale: float) -> torch.Tensor:
     """FlashAttention-2 varlen through aten, K/V heads not expanded: the kernel maps each query head
     to its KV head itself (what varlen_attn(enable_gqa=True) calls on torch >= 2.12)."""
     return torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, max_seqlen, max_seqlen, 0.0, True, False,
@@ -218,7 +218,7 @@ def varlen_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     groups = q.shape[1] // k.shape[1]
     expand = ctx.prefill_kernel == "fa2_expanded"
     if groups > 1 and not has_gqa and not expand:
-        return _flash_gqa(q, k, v, cu, ctx.max_seqlen, scale)
+        return flash_gqa(q, k, v, cu, ctx.max_seqlen, scale)
     extra: dict[str, Any] = {"is_causal": True} if has_is_causal else {"window_size": (-1, 0)}
     if groups > 1:
         if has_gqa and not expand:

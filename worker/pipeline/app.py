@@ -135,6 +135,14 @@ def make_packer(settings, budget: int, reserve: int, device):
 
 
 class Worker:
+    """The worker of one process: its stages over one Kafka client configuration.
+
+    What a caller (the CLI, the demo, a benchmark) may use: `start`, `drain`, `close`, `failed`,
+    `idle`, `health`; `metrics` (its Prometheus registry: `metrics.registry`); the stages, `stages`
+    in start order and by name (`ingest`, `gpu` (None in digest mode), `finishing`, `delivery`) with
+    their public attributes (`ingest.assigned`, `ingest.preprocess.processes`, `gpu.busy_since`); `gc`
+    (its garbage-collector pauses, `gc.longest_s`). The rest is its own."""
+
     def __init__(self, settings, bootstrap: str, parts: Parts | None = None, stop: threading.Event | None = None):
         """`parts` given: the caller owns its engine; else the worker builds it (seeing `stop` while an
         engine process starts) and closes an engine process with itself."""

@@ -10,7 +10,7 @@ policy, worker/pipeline/gpu_batching.py), so both hand back the same messages.
 Protocol additions to worker/remote/process.py's: a bin's documents come back in "docs" messages, each
 document once, in the order they finish (a document not `live` never comes back). A step that fails
 drops the batch; each of its documents runs alone and a lone failure comes back as a RuntimeError
-(dead-lettered there). `time_continuous` times the batcher alone over bins (the in-process benchmark).
+(dead-lettered there).
 """
 
 from __future__ import annotations
@@ -85,27 +85,6 @@ def step(engine, batcher, pieces: dict, outbox: queue.Queue, busy: list[float]) 
         outs = [(tag[0], tag[1], gen) for tag, gen, _ in r.done]
         outbox.put(("docs", outs, t0, t1, 0, _ooms(engine), busy[0]))
         busy[0] = 0.0
-
-
-def time_continuous(engine, batcher, bins: list) -> tuple:
-    """Bins (tokens, cu, max_seqlen, seeds) through the batcher, taken as it wants work:
-    ("timed", wall_s, output_tokens)."""
-    import torch  # noqa: PLC0415 the worker imports this module (via child.py) torch-free
-
-    cuda = engine.device.type == "cuda"
-    prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
-    sync = (lambda: torch.cuda.synchronize(engine.device)) if cuda else (lambda: None)
-    sync()
-    t0 = time.perf_counter()
-    out_tokens, nxt = 0, 0
-    while nxt < len(prep) or batcher.busy:
-        while nxt < len(prep) and (not batcher.busy or batcher.wants_work()):
-            tokens, cu, mx, seeds = prep[nxt]
-            batcher.add(engine.stage(tokens, cu, mx), list(seeds), list(range(len(cu) - 1)), engine.limits(list(seeds)))
-            nxt += 1
-        out_tokens += sum(len(g.token_ids) for _, g, _ in batcher.step().done)
-    sync()
-    return ("timed", time.perf_counter() - t0, out_tokens)
 
 
 def _alone(engine, docs: list, pieces: dict, outbox: queue.Queue, t0: float, errors: int = 0) -> None:

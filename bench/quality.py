@@ -1,4 +1,4 @@
-"""`ribbon bench quality`: is the digest right? Measured on labelled logs, against Drain3 in the same process.
+"""`python -m bench.quality`: is the digest right? Measured on labelled logs, against Drain3 in the same process.
 
 Two corpora:
 - `--devlogs DIR` (default ../shared/devlogs when it exists): Loghub systems, each `<S>/<S>_2k.log` with
@@ -16,15 +16,15 @@ WARN or worse); span correctness (the digest's earliest and latest time equal th
 inverted); summaries with control bytes; outliers inside their own quoted range; lines/s of the whole
 analysis (format layer, templater, digest).
 
-The standard template metrics (`loghub2`, `loghub2_total`: worker/bench/loghub_bench.py): GA, PA, FGA and FTA
-as logpai/loghub-2.0's evaluator computes them (worker/bench/loghub_eval.py), of the templater and of Drain3
-tuned as the benchmark tunes Drain (worker/bench/drain_tuned.py), on each development system's Content lines.
+The standard template metrics (`loghub2`, `loghub2_total`: bench/loghub_bench.py): GA, PA, FGA and FTA
+as logpai/loghub-2.0's evaluator computes them (bench/loghub_eval.py), of the templater and of Drain3
+tuned as the benchmark tunes Drain (bench/drain_tuned.py), on each development system's Content lines.
 
 - `--formats DIR` (default ../shared/formats when it exists): header detection per format on labelled real
-  log lines (worker/bench/headers.py), under the key `header_detection`; `--headers-only` measures that alone
+  log lines (bench/headers.py), under the key `header_detection`; `--headers-only` measures that alone
   and rewrites only that key of --out.
 
-Usage: ribbon bench quality [--devlogs DIR] [--formats DIR] [--headers-only] [--out bench/results/quality_cpu.json]
+Usage: python -m bench.quality [--devlogs DIR] [--formats DIR] [--headers-only] [--out bench/results/quality_cpu.json]
        [--no-drain]
 """
 
@@ -41,16 +41,16 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from worker.bench import loghub_bench
+from bench import headers, loghub_bench
+from bench.drain_tuned import drain3_miner
 from worker.digest.clock import stamp_of
 from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
 from worker.digest.levels_table import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
-from worker.bench import headers
 from worker.demo.samples import format_corpus
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 DEFAULT_DEVLOGS = next((p for p in (ROOT.parent / "shared" / "devlogs", ROOT.parents[1] / "shared" / "devlogs")
                         if p.is_dir()), ROOT.parent / "shared" / "devlogs")
 DEFAULT_OUT = ROOT / "bench" / "results" / "quality_cpu.json"
@@ -88,12 +88,7 @@ def parsing_accuracy(pred_templates: list[str], true_templates: list[str]) -> fl
 
 def drain3_groups(messages: list[str]) -> tuple[list[int], list[str], float]:
     """Drain3 (default configuration) over the messages: (cluster per line, template per line, seconds)."""
-    from drain3 import TemplateMiner  # noqa: PLC0415 optional dependency (the [bench] extra)
-    from drain3.template_miner_config import TemplateMinerConfig  # noqa: PLC0415 the [bench] extra
-
-    cfg = TemplateMinerConfig()
-    cfg.profiling_enabled = False
-    miner = TemplateMiner(config=cfg)
+    miner = drain3_miner()  # its default configuration
     t0 = time.process_time()
     ids = [miner.add_log_message(m)["cluster_id"] for m in messages]
     seconds = time.process_time() - t0
@@ -275,7 +270,7 @@ HEADERS_KEY = "header_detection"
 def _headers_only(corpus: Path, out: Path) -> int:
     """Header detection alone, written under HEADERS_KEY of `out` (the file's other keys kept as they are)."""
     if not (corpus / "formats.jsonl").is_file():
-        print(f"ribbon bench quality: no formats.jsonl in {corpus} (--formats)", file=sys.stderr)
+        print(f"python -m bench.quality: no formats.jsonl in {corpus} (--formats)", file=sys.stderr)
         return 2
     res = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     res[HEADERS_KEY] = headers.measure(corpus)
@@ -287,7 +282,7 @@ def _headers_only(corpus: Path, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ribbon bench quality", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__.split("\n")[0])
     ap.add_argument("--devlogs", type=Path, default=DEFAULT_DEVLOGS,
                     help="a folder with loghub/<System>/<System>_2k.log* (skipped when missing)")
     ap.add_argument("--lines", type=int, default=2000, help="lines per document of the format corpus")
@@ -305,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import drain3  # noqa: F401, PLC0415 probe of an optional dependency (the [bench] extra)
         except ImportError:
-            print("ribbon bench quality: drain3 is not installed (pip install -e '.[bench]'), or pass --no-drain",
+            print("python -m bench.quality: drain3 is not installed (pip install -e '.[bench]'), or pass --no-drain",
                   file=sys.stderr)
             return 2
     res = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
@@ -332,3 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""Header detection measured on a labelled corpus of real log formats (`ribbon bench quality`, key `header_detection`).
+"""Header detection measured on a labelled corpus of real log formats (`python -m bench.quality`, key `header_detection`).
 
 The corpus: `formats.jsonl` of ../shared/formats (not shipped with Ribbon: its README gives the licences),
 one record a line (or a multi-line record), labelled with its format and, where its source's tests

@@ -29,7 +29,7 @@ def _batches(docs: list[list[int]], size: int):
 @torch.inference_mode()
 def hf_prefill(model, docs: list[list[int]], batch: int = 8, pad_id: int = 0) -> dict:
     """Padded batches in arrival order, sdpa, logits only at the last position (logits_to_keep=1)."""
-    model.config._attn_implementation = "sdpa"
+    model.set_attn_implementation("sdpa")
     dev = next(model.parameters()).device
     warm = _left_padded(docs[:batch], pad_id, dev)
     model(input_ids=warm[0], attention_mask=warm[1], use_cache=False, logits_to_keep=1)
@@ -64,7 +64,7 @@ def _count_new(rows: torch.Tensor, eos: set[int]) -> int:
 @torch.inference_mode()
 def hf_generate(model, docs: list[list[int]], max_new: int, batch: int = 8, pad_id: int = 0) -> dict:
     """model.generate in padded batches of `batch`, greedy, sdpa, dynamic cache (eager decode)."""
-    model.config._attn_implementation = "sdpa"
+    model.set_attn_implementation("sdpa")
     dev = next(model.parameters()).device
     eos = model.generation_config.eos_token_id
     eos_set = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
@@ -88,7 +88,7 @@ def hf_generate_batch(model, docs: list[list[int]], max_new: int) -> dict:
     """transformers' continuous batching (model.generate_batch), greedy; its warm-up is inside the wall time.
 
     Not under inference_mode: its generation thread updates cache tensors in place outside it."""
-    model.config._attn_implementation = "sdpa"
+    model.set_attn_implementation("sdpa")
     gc = GenerationConfig(max_new_tokens=max_new, do_sample=False, eos_token_id=model.generation_config.eos_token_id,
                           pad_token_id=0)
     torch.cuda.reset_peak_memory_stats()
@@ -99,6 +99,6 @@ def hf_generate_batch(model, docs: list[list[int]], max_new: int) -> dict:
     outs = list(res.values())
     out_tokens = sum(len(r.generated_tokens) for r in outs)
     errors = [r.error for r in outs if getattr(r, "error", None)]
-    model.config._attn_implementation = "sdpa"
+    model.set_attn_implementation("sdpa")
     return {"wall_s": wall, "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / wall,
             "finished": len(outs), "errors": errors[:3], "peak_vram_gib": torch.cuda.max_memory_allocated() / 2**30}

@@ -1,4 +1,4 @@
-"""The Loghub-2.0 template benchmark of `ribbon bench quality`: Ribbon's templater and tuned Drain3 side by side.
+"""The Loghub-2.0 template benchmark of `python -m bench.quality`: Ribbon's templater and tuned Drain3 side by side.
 
 Per development system (`<S>_2k.log_structured.csv`: each line's Content and its true template, Loghub-2.0's
 corrected one where the folder has it), both parsers get the same Content lines, as the benchmark gives
@@ -17,8 +17,8 @@ import re
 import time
 from pathlib import Path
 
-from worker.bench.drain_tuned import drain_templates
-from worker.bench.loghub_eval import metrics, post_process
+from bench.drain_tuned import drain_templates
+from bench.loghub_eval import metrics, post_process
 from worker.digest.templates import analyze
 
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")

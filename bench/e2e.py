@@ -1,4 +1,4 @@
-"""`ribbon bench e2e`: documents/s from input topic to output topic, against the engine alone.
+"""`python -m bench.e2e`: documents/s from input topic to output topic, against the engine alone.
 
 Side by side in one process, on the same documents, the same engine instance
 (already warm) and the same token budget:
@@ -25,10 +25,11 @@ import numpy as np
 import orjson
 import torch
 
-from worker.bench.loadgen import OutputReader, OutputTopic
-from worker.bench.parts import load_parts
-from worker.bench.steady import report, steady_load
-from worker.bench.timeline import overhead_parts, publication, sample_timeline
+from bench.loadgen import OutputReader, OutputTopic
+from bench.parts import load_parts
+from bench.results_io import command_line
+from bench.steady import report, steady_load
+from bench.timeline import overhead_parts, publication, sample_timeline
 from worker.demo.samples import corpus, mixed_corpus, quality_corpus
 from worker.digest.prepared import PrepareOptions, prepare_many
 from worker.digest.prompt import DocumentText, token_gate
@@ -37,7 +38,6 @@ from worker.kafka.broker import EmbeddedBroker
 from worker.kafka.config import embedded_settings, plain_config
 from worker.pipeline.app import Parts, Worker, make_packer, packer_device
 from worker.pipeline.planner import PlanLimits, Planner
-from worker.remote.child_continuous import time_continuous
 
 CORPORA = {
     "short": lambda n: corpus(n, seed=11),                       # 3-80 lines each
@@ -79,20 +79,20 @@ def pack_bins(packer, prompts: list[list[int]]) -> list[tuple]:
 
 
 def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int | None = None,
-                continuous: bool | None = None) -> dict:
+                continuous: bool | None = None, timeout_s: float = 3_600.0) -> dict:
     """Pack with the real packer (not timed), then time the engine over the bins (n_docs: documents the
     prompts come from, when some are chunks); continuous: through the continuous batcher (None: as the
     engine batches, model.batching). An engine process batches as its own settings say (either way
-    through the worker's protocol)."""
+    through the worker's protocol); `timeout_s` bounds the wait for its results."""
     p = parts.packer
     bins = [(torch.from_numpy(t), torch.from_numpy(c), mx, ids, nt) for t, c, mx, ids, nt in pack_bins(p, prompts)]
     eng = parts.engine
     if continuous is None:
         continuous = getattr(getattr(eng, "options", None), "batching", "bin") == "continuous"
     if hasattr(eng, "send_bin"):  # the engine in its own process: through its protocol, as the worker runs it
-        wall, out_tokens = _time_there(eng, bins, seeds)
+        wall, out_tokens = _time_there(eng, bins, seeds, timeout_s)
     elif continuous:
-        _, wall, out_tokens = time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
+        _, wall, out_tokens = _time_continuous(eng, eng.batcher(p.config.max_seqs, p.config.budget),
                                               [(t.numpy(), c.numpy(), mx, [seeds[i] for i in ids])
                                                for t, c, mx, ids, _ in bins])
     else:
@@ -103,7 +103,7 @@ def engine_only(parts, prompts: list[list[int]], seeds: list[int], n_docs: int |
             "input_tokens": in_tokens}
 
 
-def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -> tuple[float, int]:
+def _time_there(eng, bins: list, seeds: list[int], timeout_s: float) -> tuple[float, int]:
     """The engine process alone, a bin at a time or batching continuously: one warm-up bin, then every
     bin queued back to back. Results come per bin ("done") or per document ("docs", continuous); the
     wall time runs from the first bin's start there (a bin at a time) or from sending the first bin
@@ -132,6 +132,25 @@ def _time_there(eng, bins: list, seeds: list[int], timeout_s: float = 3_600.0) -
     run(bins[:1])  # warm-up (CUDA graphs, allocator)
     wall, outs = run(bins)
     return wall, sum(len(o.token_ids) for o in outs if o is not None and not isinstance(o, BaseException))
+
+
+def _time_continuous(engine, batcher, bins: list) -> tuple:
+    """The engine in this process, batching continuously: bins (tokens, cu, max_seqlen, seeds) through
+    its batcher, taken as it wants work: ("timed", wall_s, output_tokens)."""
+    cuda = engine.device.type == "cuda"
+    prep = [(torch.from_numpy(t).pin_memory() if cuda else torch.from_numpy(t), cu, mx, s) for t, cu, mx, s in bins]
+    sync = (lambda: torch.cuda.synchronize(engine.device)) if cuda else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    out_tokens, nxt = 0, 0
+    while nxt < len(prep) or batcher.busy:
+        while nxt < len(prep) and (not batcher.busy or batcher.wants_work()):
+            tokens, cu, mx, seeds = prep[nxt]
+            batcher.add(engine.stage(tokens, cu, mx), list(seeds), list(range(len(cu) - 1)), engine.limits(list(seeds)))
+            nxt += 1
+        out_tokens += sum(len(g.token_ids) for _, g, _ in batcher.step().done)
+    sync()
+    return ("timed", time.perf_counter() - t0, out_tokens)
 
 
 def _time_here(eng, bins: list, seeds: list[int]) -> tuple[float, int]:
@@ -164,7 +183,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
         # The reader takes its partitions by assign(), not by joining a group: a group join on the
         # embedded broker blocks about half of session.timeout.ms, which would be timed as throughput.
-        # It runs in a process of its own (worker/bench/loadgen.py), as a user's reader does.
+        # It runs in a process of its own (bench/loadgen.py), as a user's reader does.
         reader = OutputReader(OutputTopic(broker.bootstrap, k.output_topic, 8), len(docs), timeout_s)
         timeline: list[dict] = []
         stop_sampling = threading.Event()
@@ -205,7 +224,7 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ribbon bench e2e", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
     ap.add_argument("--arch-config", help="random weights of this architecture config instead, e.g. "
                                           "config/models/qwen2.5-0.5b.json")
@@ -285,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
         "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
         "steady_load": steady, "capacity_docs_per_s": capacity,
-        "command": "ribbon bench e2e " + " ".join(argv or []),
+        "command": command_line("bench.e2e", argv),
     }
     out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
                         f"compaction_{a.compaction}.json")

@@ -18,7 +18,7 @@ template_level_analysis, evaluator_main), not copied from it:
 through it there: `correct_single_template`): whitespace runs single, path-like tokens, booleans and
 `null`/`root`/`admin`, all-digit tokens and a word glued to a variable become `<*>`, and runs of variables
 separated by `.` `:` `#` `/` `@`, a space-less run, or quotes around one, become one `<*>`. Ribbon and
-Drain3 go through it alike (`ribbon bench quality`).
+Drain3 go through it alike (`python -m bench.quality`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `sample_timeline` (a thread's target) appends a row every 20 ms: what was consumed, waits in the packer, ran on the
 model, went out; `overhead_parts` splits the steady time beyond the model's own; `publication` says how
-summaries followed the model. Used by `ribbon bench e2e` (worker/bench/e2e.py) and bench/windows_capacity.py.
+summaries followed the model. Used by `python -m bench.e2e` (bench/e2e.py) and bench/windows_capacity.py.
 """
 
 from __future__ import annotations

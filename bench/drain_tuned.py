@@ -2,6 +2,7 @@
 the masking regexes of its benchmark settings (logpai/loghub-2.0, the 2k samples), every match masked `<*>`.
 
     drain_templates(system, contents) -> (template per line, process seconds)
+    drain3_miner(**fields)            -> a Drain3 TemplateMiner (its defaults, or these config fields)
 
 The settings are the benchmark's published parameters (facts about that configuration, written here as
 data); a system it has no setting for gets Drain's defaults (depth 4, threshold 0.5, no masking).
@@ -36,20 +37,28 @@ SETTINGS: dict[str, tuple[int, float, tuple[str, ...]]] = {
 DEFAULT = (4, 0.5, ())
 
 
-def drain_templates(system: str, contents: list[str]) -> tuple[list[str], float]:
-    """Tuned Drain3 over the lines' contents: (its template per line, process CPU seconds of the pass)."""
+def drain3_miner(**fields):
+    """A Drain3 TemplateMiner with profiling off and these fields of its TemplateMinerConfig (Drain3's
+    names: drain_depth, drain_sim_th, masking_instructions, ...; none: its defaults). The fields are set
+    by name, as Drain3's own config loader sets them, and only Drain3 reads them."""
     from drain3 import TemplateMiner  # noqa: PLC0415 optional dependency (the [bench] extra)
-    from drain3.masking import MaskingInstruction  # noqa: PLC0415 the [bench] extra
     from drain3.template_miner_config import TemplateMinerConfig  # noqa: PLC0415 the [bench] extra
 
-    depth, st, regexes = SETTINGS.get(system, DEFAULT)
     cfg = TemplateMinerConfig()
-    cfg.profiling_enabled = False
-    cfg.drain_depth = depth
-    cfg.drain_sim_th = st
-    cfg.mask_prefix, cfg.mask_suffix = "<", ">"
-    cfg.masking_instructions = [MaskingInstruction(r, "*") for r in regexes]
-    miner = TemplateMiner(config=cfg)
+    for name, value in {"profiling_enabled": False, **fields}.items():
+        if not hasattr(cfg, name):
+            raise AttributeError(f"TemplateMinerConfig has no field {name!r}")
+        setattr(cfg, name, value)
+    return TemplateMiner(config=cfg)
+
+
+def drain_templates(system: str, contents: list[str]) -> tuple[list[str], float]:
+    """Tuned Drain3 over the lines' contents: (its template per line, process CPU seconds of the pass)."""
+    from drain3.masking import MaskingInstruction  # noqa: PLC0415 optional dependency (the [bench] extra)
+
+    depth, st, regexes = SETTINGS.get(system, DEFAULT)
+    miner = drain3_miner(drain_depth=depth, drain_sim_th=st, mask_prefix="<", mask_suffix=">",
+                         masking_instructions=[MaskingInstruction(r, "*") for r in regexes])
     t0 = time.process_time()
     ids = [miner.add_log_message(c)["cluster_id"] for c in contents]
     seconds = time.process_time() - t0

@@ -1,10 +1,10 @@
-"""`ribbon bench steady`: time from produce to summary visible under a steady load.
+"""`python -m bench.steady`: time from produce to summary visible under a steady load.
 
 Documents are produced at a constant rate (a fraction of the measured capacity)
 for a fixed time onto the embedded broker's input topic; the full worker
 summarizes them; a read_committed reader notes when each summary becomes
 visible on the output topic (producer and reader run in a process of their own,
-worker/bench/loadgen.py, as a user's would). Figures: p50/p99/mean latency (produce call to
+bench/loadgen.py, as a user's would). Figures: p50/p99/mean latency (produce call to
 visible), against the mean bin time (model seconds per bin) over the same run.
 The first `warmup_s` seconds are left out of the percentiles (the group join
 and the first bins); they are reported apart.
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.bench.loadgen import SteadyLoad, Topics
-from worker.bench.parts import load_parts
+from bench.loadgen import SteadyLoad, Topics
+from bench.parts import load_parts
+from bench.results_io import command_line
 from worker.demo.samples import corpus
 from worker.kafka.broker import EmbeddedBroker
 from worker.kafka.config import embedded_settings
@@ -38,7 +39,7 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
         s = embedded_settings(settings, broker.bootstrap)
         packer = make_packer(s, parts.budget, parts.reserve, packer_device(parts.engine))
         worker = Worker(s, broker.bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
-        # producer and reader in a process of their own (worker/bench/loadgen.py), as a user's are
+        # producer and reader in a process of their own (bench/loadgen.py), as a user's are
         load = SteadyLoad(Topics(broker.bootstrap, k.input_topics[0], k.output_topic, partitions), docs, rate, timeout_s)
         worker.start()
         worker.ingest.assigned.wait(60)
@@ -66,12 +67,12 @@ def steady_load(settings, parts, rate: float, seconds: float, warmup_s: float = 
                           "mean": float(lat.mean()) if len(lat) else float("nan"), "max": pct(lat, 100),
                           "n": int(len(lat))},
             "warmup_latency_p99_s": pct(warm, 99), "worker": inside,
-            "stages_s": _stages([(seen[i] - sent[i], timing[i]) for i in sent
+            "stages_s": stage_times([(seen[i] - sent[i], timing[i]) for i in sent
                                  if i in seen and i in timing and sent[i] - t_start >= warmup_s], pct),
             "windows": windows([(sent[i] - t_start, seen[i] - sent[i], timing.get(i)) for i in sent if i in seen], pct),
             "p99_over_mean_bin": pct(lat, 99) / mean_bin if bins else float("nan"),
             **_over_model_time(lat, timing, sent, seen, t_start, warmup_s, pct),
-            **_worker_share(inner, mean_bin, pct)}
+            **worker_share(inner, mean_bin, pct)}
 
 
 def _over_model_time(lat, timing: dict, sent: dict, seen: dict, t_start: float, warmup_s: float, pct) -> dict:
@@ -85,7 +86,7 @@ def _over_model_time(lat, timing: dict, sent: dict, seen: dict, t_start: float, 
     return {"mean_doc_model_s": round(mean, 4), "p99_over_mean_doc_model": round(pct(lat, 99) / mean, 3)}
 
 
-def _worker_share(inner: np.ndarray, mean_bin: float, pct) -> dict:
+def worker_share(inner: np.ndarray, mean_bin: float, pct) -> dict:
     """The worker's own part of each latency (its poll to the output finished, from timing_ms.total):
     without the broker's produce and fetch waits or delivery's transaction, which an embedded test
     broker may stretch (bench/broker_drift.py)."""
@@ -98,7 +99,7 @@ def _worker_share(inner: np.ndarray, mean_bin: float, pct) -> dict:
 def windows(rows: list[tuple], pct, width_s: float = 10.0) -> list[dict]:
     """Latency p50/p99 of the documents produced in each `width_s` of the run (by produce time): does
     the run hold its latency, or drift as it goes on? Rows are (produce time, latency[, timing_ms]);
-    with the outputs' timing, each window also has its stages' p50 (`stages_p50_s`: _stages), so a
+    with the outputs' timing, each window also has its stages' p50 (`stages_p50_s`: stage_times), so a
     drift shows where it grows."""
     by: dict[int, list[tuple]] = {}
     for row in rows:
@@ -109,7 +110,7 @@ def windows(rows: list[tuple], pct, width_s: float = 10.0) -> list[dict]:
         w = {"from_s": k * width_s, "n": len(v), "p50": round(pct(lat, 50), 4), "p99": round(pct(lat, 99), 4)}
         timed = [(r[1], r[2]) for r in v if len(r) > 2 and r[2]]
         if timed:
-            w["stages_p50_s"] = {name: q["p50"] for name, q in _stages(timed, pct).items()}
+            w["stages_p50_s"] = {name: q["p50"] for name, q in stage_times(timed, pct).items()}
         out.append(w)
     return out
 
@@ -132,7 +133,7 @@ def _inside(worker) -> dict:
             "gc_full_collections": int(get("ribbon_gc_pause_seconds_count", {"generation": "2"}) or 0)}
 
 
-def _stages(rows: list[tuple[float, dict]], pct) -> dict:
+def stage_times(rows: list[tuple[float, dict]], pct) -> dict:
     """Where each document's latency went, from its output's timing_ms (the worker's clock) and the
     bench's produce and visible times: outside the worker (produce to poll, plus finishing to visible
     on the output topic: the broker's fetch, delivery's transaction, the reader), poll to the model's
@@ -182,7 +183,7 @@ def report(r: dict, label: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="ribbon bench steady", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.steady", description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="tiny-random", help="model path (default: the tiny random model)")
     ap.add_argument("--arch-config", help="random weights of this architecture config instead")
     ap.add_argument("--rate", type=float, required=True, help="documents per second")
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         r = steady_load(settings, parts, a.rate, a.seconds, partitions=a.partitions)
     finally:
         cleanup()
-    r["command"] = "ribbon bench steady " + " ".join(argv or [])
+    r["command"] = command_line("bench.steady", argv)
     report(r, "steady")
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
