@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.results_io import RESULTS, machine_name, save
+from bench.results_io import RESULTS, command_line, machine_name, save
 from worker.pipeline.preprocess import auto_processes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
               "base": {"ref": args.base, "commit": base_commit},
               "settings": {k: getattr(args, k) for k in ("pairs", "records", "max_new_tokens", "seed")},
               "runs": runs, **summary(runs), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "command": "python -m bench.windows_pair " + " ".join(sys.argv[1:] if argv is None else argv)}
+              "command": command_line("bench.windows_pair", argv)}
     save(args.out, result)
     m, q = result["median"], result["median_of_pair_ratios"]
     print(f"median of {args.pairs} pairs, this tree / {args.base}: records/s end to end {q['records_per_s']:.2f}x, "
