@@ -109,7 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.pairs < 1 or args.records < 1:
         print(f"--pairs and --records must be >= 1, got {args.pairs}, {args.records}", file=sys.stderr)
         return 2
-    base, base_commit = base_tree(args.base)
+    try:
+        base, base_commit = base_tree(args.base)
+    except subprocess.CalledProcessError as exc:
+        why = ((exc.stderr or "").strip().splitlines() or ["no message"])[0][:200]
+        print(f"--base {args.base}: {' '.join(map(str, exc.cmd))} failed: {why}", file=sys.stderr)
+        return 2
     trees = {"head": (sys.executable, ROOT), "base": (str(base / ".venv" / "bin" / "python"), base)}
     runs: dict[str, list[dict]] = {"head": [], "base": []}
     load = [os.getloadavg()]
