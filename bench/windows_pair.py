@@ -1,16 +1,23 @@
-"""The windowed capacity stage for two trees side by side, in one run on one machine: this tree against a base.
+"""A windowed stage for two trees side by side, in one run on one machine: this tree against a base.
 
-    python -m bench.windows_pair                                   # base: main; 3 pairs of 100,000 records
+    python -m bench.windows_pair                           # base: main; 3 pairs of 100,000 records, capacity
+    python -m bench.windows_pair --stage ingest            # the ingest thread's per-record path alone
     python -m bench.windows_pair --base REF --pairs 5 --records 200000 --out PATH
 
-The base (a git ref, default `main`) is checked out in a temporary worktree next to this repository's
-git folder (`/tmp/ribbon-base-<commit>`) with a virtual environment of its own that sees this one's
-packages (torch etc.) and builds the base's C++ core; both are kept for the next run. Each pair runs
-`python -m bench.windows --capacity` (bench/windows_capacity.py) once in each tree, the order
-alternating from pair to pair, so that a shared machine's load drifts over both alike. Per run:
-records/s end to end (first record consumed to last output read), records consumed per second of
-ingest (first to last record consumed), and the ingest thread's CPU seconds per record. The JSON holds
-every run, the medians per tree and the ratios this tree / base, per pair and of the medians.
+The base (a git ref, default `main`) is checked out in a temporary worktree (`/tmp/ribbon-base-<commit>`)
+with a virtual environment of its own that sees this one's packages (torch etc.) and builds the base's
+C++ core; both are kept for the next run. Each pair runs the stage once in each tree, the order
+alternating from pair to pair, so that a shared machine's load drifts over both alike.
+
+- `capacity` (default): `python -m bench.windows --capacity` (bench/windows_capacity.py). Per run:
+  records/s end to end (first record consumed to last output read), records consumed per second of
+  ingest (first to last record consumed), and the ingest thread's CPU per record, with and without the
+  digest passes (they run on the ingest thread below 16 cores); bench/results/windows-capacity_cpu.json.
+- `ingest`: bench/windows_ingest.py (this tree's script, over each tree's `worker`): the CPU per record
+  of ingest's decoding into windows, no broker, no model, the least of `--repeats` runs;
+  bench/results/windows-ingest_cpu.json.
+
+The JSON holds every run, the medians per tree and the ratios this tree / base, per pair and of the medians.
 """
 
 from __future__ import annotations
@@ -31,7 +38,10 @@ from worker.pipeline.preprocess import auto_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("records_per_s", "consumed_per_s", "ingest_cpu_us_per_record", "ingest_cpu_less_digest_us_per_record",
-           "worker_overhead_pct")
+           "worker_overhead_pct")  # the capacity stage's; the ratios are of all but the last
+INGEST_FIGURES = ("us_per_record", "records_per_cpu_s")
+# bench/windows_ingest.py run in either tree by path (the base may not have it), that tree's `worker` imported
+RUN_PATH = "import runpy, sys; sys.path.insert(0, ''); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 
 
 def git(*args: str, cwd: Path = ROOT) -> str:
@@ -86,14 +96,31 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
             "worker_overhead_pct": r["worker_overhead_pct"], "bins": e["bins"], "closed_by": e["closed_by"]}
 
 
-def summary(runs: dict[str, list[dict]]) -> dict:
-    med = {side: {f: statistics.median(r[f] for r in rs) for f in FIGURES} for side, rs in runs.items()}
-    pairs = [{f: round(h[f] / b[f], 3) if b[f] else None for f in FIGURES[:4]}
+def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:
+    """bench/windows_ingest.py (this tree's script) over `tree`'s `worker`; its figures."""
+    cmd = [python, "-c", RUN_PATH, str(ROOT / "bench" / "windows_ingest.py"), "--records", str(args.records),
+           "--repeats", str(args.repeats), "--seed", str(args.seed), "--out", str(out)]
+    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=args.timeout_s)
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"bench/windows_ingest.py in {tree} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    r = json.loads(out.read_text())
+    return {"records": args.records, "windows": r["windows"], "cpu_s": r["cpu_s"],
+            "us_per_record": r["us_per_record"]["least"], "records_per_cpu_s": r["records_per_cpu_s"]["least"]}
+
+
+STAGES = {"capacity": (capacity, FIGURES[:4], "windows-capacity_cpu.json"),
+          "ingest": (ingest_alone, INGEST_FIGURES, "windows-ingest_cpu.json")}
+
+
+def summary(runs: dict[str, list[dict]], figures: tuple[str, ...] = FIGURES[:4]) -> dict:
+    med = {side: {f: statistics.median(r[f] for r in rs) for f in rs[0] if f in FIGURES + INGEST_FIGURES}
+           for side, rs in runs.items()}
+    pairs = [{f: round(h[f] / b[f], 3) if b[f] else None for f in figures}
              for h, b in zip(runs["head"], runs["base"])]
     return {"median": med,
-            "ratio_of_medians": {f: round(med["head"][f] / med["base"][f], 3) for f in FIGURES[:4] if med["base"][f]},
+            "ratio_of_medians": {f: round(med["head"][f] / med["base"][f], 3) for f in figures if med["base"][f]},
             "ratio_per_pair": pairs,
-            "median_of_pair_ratios": {f: statistics.median(p[f] for p in pairs) for f in FIGURES[:4]}}
+            "median_of_pair_ratios": {f: statistics.median(p[f] for p in pairs) for f in figures}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,10 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout-s", type=float, default=900.0, help="longest one capacity run may take")
-    ap.add_argument("--out", default=str(RESULTS / "windows-capacity_cpu.json"))
+    ap.add_argument("--stage", choices=tuple(STAGES), default="capacity",
+                    help="capacity: bench.windows --capacity (broker, model); ingest: bench/windows_ingest.py (the "
+                         "ingest thread's per-record path alone)")
+    ap.add_argument("--repeats", type=int, default=7, help="--stage ingest: runs per tree in each pair (the least)")
+    ap.add_argument("--out", default=None, help="default bench/results/windows-capacity_cpu.json (--stage ingest: "
+                                                "windows-ingest_cpu.json)")
     args = ap.parse_args(argv)
-    if args.pairs < 1 or args.records < 1:
-        print(f"--pairs and --records must be >= 1, got {args.pairs}, {args.records}", file=sys.stderr)
+    if min(args.pairs, args.records, args.repeats) < 1:
+        print(f"--pairs, --records and --repeats must be >= 1, got {args.pairs}, {args.records}, {args.repeats}",
+              file=sys.stderr)
         return 2
     try:
         base, base_commit = base_tree(args.base)
@@ -116,31 +149,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--base {args.base}: {' '.join(map(str, exc.cmd))} failed: {why}", file=sys.stderr)
         return 2
     trees = {"head": (sys.executable, ROOT), "base": (str(base / ".venv" / "bin" / "python"), base)}
+    stage, figures, name = STAGES[args.stage]
+    out = args.out or str(RESULTS / name)
     runs: dict[str, list[dict]] = {"head": [], "base": []}
     load = [os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="ribbon-pair-") as tmp:
         for i in range(args.pairs):
             for side in (("base", "head") if i % 2 == 0 else ("head", "base")):
                 python, tree = trees[side]
-                r = capacity(python, tree, args, Path(tmp) / f"{side}-{i}.json")
+                r = stage(python, tree, args, Path(tmp) / f"{side}-{i}.json")
                 r["pair"], r["started_load"] = i, os.getloadavg()[0]
                 runs[side].append(r)
-                print(f"pair {i} {side}: {r['records_per_s']:,.0f} records/s end to end, {r['consumed_per_s']:,.0f} "
-                      f"consumed/s, ingest {r['ingest_cpu_us_per_record']:.2f} CPU us/record "
-                      f"({r['ingest_cpu_less_digest_us_per_record']:.2f} beside the digest passes)", flush=True)
+                print(f"pair {i} {side}: " + ", ".join(f"{f} {r[f]:,}" for f in figures), flush=True)
     load.append(os.getloadavg())
-    result = {"benchmark": "windows-capacity-pair", "machine": machine_name("cpu"),
+    result = {"benchmark": f"windows-{args.stage}-pair", "machine": machine_name("cpu"),
               "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "load_avg": load,
               "head": git("rev-parse", "HEAD"), "head_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "worker", "ext")),
               "base": {"ref": args.base, "commit": base_commit},
-              "settings": {k: getattr(args, k) for k in ("pairs", "records", "max_new_tokens", "seed")},
-              "runs": runs, **summary(runs), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "settings": {k: getattr(args, k) for k in ("stage", "pairs", "records", "max_new_tokens", "repeats", "seed")},
+              "runs": runs, **summary(runs, figures), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "command": command_line("bench.windows_pair", argv)}
-    save(args.out, result)
+    save(out, result)
     m, q = result["median"], result["median_of_pair_ratios"]
-    print(f"median of {args.pairs} pairs, this tree / {args.base}: records/s end to end {q['records_per_s']:.2f}x, "
-          f"consumed/s {q['consumed_per_s']:.2f}x, ingest CPU per record {q['ingest_cpu_us_per_record']:.2f}x "
-          f"({m['head']['ingest_cpu_us_per_record']:.2f} against {m['base']['ingest_cpu_us_per_record']:.2f} us)")
+    print(f"median of {args.pairs} pairs, this tree / {args.base}: "
+          + ", ".join(f"{f} {m['head'][f]:,} against {m['base'][f]:,} ({q[f]:.2f}x)" for f in figures))
     return 0
 
 
