@@ -52,8 +52,8 @@ kafka: install
 	$(BIN)/python -c "from tests.apache_kafka import jars_dir; print('kafka jars in', jars_dir())"
 
 # Quick gates (seconds; settings in pyproject.toml): ruff (errors and likely bugs), vulture (dead
-# code), the package graph (layers one way, no cycles), files of at most 400 lines and constructors
-# of at most 6 parameters (.ci/check_size.py), no history narration in docs, docstrings and comments
+# code), the package graph (layers one way, no cycles), files (Python, and C++ under ext/) of at most
+# 400 lines and constructors of at most 6 parameters (.ci/check_size.py), no history narration in docs, docstrings and comments
 # (.ci/check_history.py), every path the docs and docstrings name exists and bench/results/ is
 # indexed and small (.ci/check_paths.py).
 lint: $(STAMP)

@@ -2,8 +2,8 @@
 
 A name belongs here only when something vulture does not read uses it: a library calling a hook by
 name, serialization, a module vulture excludes (pyproject.toml), or the engine's documented API.
-Names read by the tests alone are marked "tests only": each is a check's view of state the product
-keeps anyway, and none runs on the product's paths.
+A name only the tests read does not belong in the product: the tests observe its behaviour through
+public results and metrics instead.
 """
 # ruff: noqa: B018, F821
 
@@ -27,8 +27,6 @@ _.pre_tokenizer  # tokenizers' Tokenizer, read by the Rust backend (worker/engin
 _.decoder  # tokenizers' Tokenizer, read by the Rust backend (worker/engine/tiny.py)
 _.encode_special_tokens  # tokenizers' Tokenizer, read by the Rust backend (worker/digest/prepared.py)
 
-_.copied  # worker/engine/engine.py Staged: the engine's documented API (worker/engine/__init__.py); tests only
-_.budget_weight  # worker/engine/engine.py: the engine's documented API (worker/engine/__init__.py); tests only
 
 daemon_threads  # socketserver reads this class attribute (worker/observability/http.py)
 allow_reuse_address  # socketserver reads this class attribute (worker/observability/http.py)
@@ -41,10 +39,5 @@ too_deep  # worker/messages/jsonwalk.py: called by worker/messages/models.py, wh
 is_export  # worker/messages/otlp.py: called by worker/messages/models.py, which vulture excludes
 from_proto  # worker/messages/otlp.py: called by worker/messages/models.py, which vulture excludes
 
-_.in_memory  # worker/pipeline/spill.py: values kept in memory after a disk failure; tests only
-_.file_bytes  # worker/pipeline/spill.py: the spill file's size; tests only
-StepResult.decode_rows  # worker/engine/continuous.py: rows decoded in a step; tests only
-SlotAllocator.largest_free  # worker/engine/slots.py: the largest free interval; tests only
-finish_reason  # worker/engine/engine.py: a field of Generated, part of the engine's API
 document_fields  # worker/messages/shippers.py: called from worker/messages/models.py, a module vulture excludes
 _.help  # worker/cli/ops.py: argparse reads an action's help text when it prints --help

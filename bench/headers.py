@@ -17,9 +17,8 @@ message and the record's lines after it, as they are. Per field, over the record
   the formats that assert the field (the corpus README's rule: big formats do not dominate), with the
   micro (per record) figures beside it.
 Two secondary checks: `message_start`, the message starting at the right offset (its first 24
-characters those of the asserted body: a body the source's test cuts short, or JSON and logfmt lines
-whose other pairs Ribbon keeps after the message, count), and `level_normalized`, the normalised
-level against `normalized.level` (lnav's and Datadog's names).
+characters those of the asserted body: a body the source's test cuts short counts), and
+`level_normalized`, the normalised level against `normalized.level` (lnav's and Datadog's names).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from pathlib import Path
 
 from worker.digest import header, header_rows
 from worker.digest.formats import read
-from worker.digest.levels_table import level_word
+from worker.messages.levels import level_word
 
 FIELDS = ("timestamp", "level", "host", "message")
 

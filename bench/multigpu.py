@@ -16,8 +16,9 @@ run) and the partitions it held (from its `assigned`/`revoked` log lines).
 Kill (after the last run, same workers; with one GPU its only child): documents at `--kill-load` of the measured N-GPU
 rate for `--kill-seconds`; a quarter in, the last child gets SIGKILL. Reported: every document
 summarized (none lost), the supervisor's restart of that child (new pid, ready again), and the other
-children's longest stretch without a new summary from the kill until the restarted child is ready
-(their pause). Scaling efficiency = N-GPU docs/s / (N x 1-GPU docs/s).
+children's longest stretch without a new summary from the kill until the restarted child is ready or
+the load's last summary is read, whichever is first (their pause: once everything is summarized, a
+survivor idles until the restart, which is no pause). Scaling efficiency = N-GPU docs/s / (N x 1-GPU docs/s).
 """
 
 from __future__ import annotations
@@ -93,6 +94,18 @@ class Sampler(threading.Thread):
         answered = [(ts, c) for ts, c, _ in self.series[port] if c is not None]
         before = [c for ts, c in answered if ts <= t]
         return before[-1] if before else (answered[0][1] if answered else None)
+
+
+def survivor_pause(points: list[tuple[float, float]], t_kill: float, t_back: float, t_last: float) -> float:
+    """A surviving child's longest stretch without a new summary while the load had summaries to come: from
+    the kill until the killed child is ready again (`t_back`) or the load's last summary was read
+    (`t_last`), whichever is first; after that a survivor has nothing to publish, and its idle wait for
+    the restart is no pause. `points`: its (time, summaries so far) samples."""
+    end = min(t_back, t_last)
+    points = [(t, n) for t, n in points if t_kill - 1.0 <= t <= end]
+    rises = [t for (t, n), (_, prev) in zip(points[1:], points[:-1]) if n > prev]
+    edges = [t_kill, *(t for t in rises if t > t_kill), end]
+    return max(b - a for a, b in zip(edges[:-1], edges[1:]))
 
 
 def children_of(pid: int) -> dict[int, int]:
@@ -213,13 +226,10 @@ class Run:
             time.sleep(0.2)
         after = children_of(self.proc.pid)
         end = t_back if t_back is not None else time.monotonic()
-        pauses = {}
-        for gpu, port in zip(self.gpus[:-1], self.ports[:-1]):  # the longest stretch without a new summary
-            points = [(t, c["summaries"]) for t, c, _ in self.sampler.series[port]
-                      if c is not None and t_kill - 1.0 <= t <= end]
-            rises = [t for (t, n), (_, prev) in zip(points[1:], points[:-1]) if n > prev]
-            edges = [t_kill, *rises, end]
-            pauses[f"gpu{gpu}"] = max(b - a for a, b in zip(edges[:-1], edges[1:]))
+        t_last = max((v[0] for v in seen.values()), default=end)  # the last summary of the load read
+        pauses = {f"gpu{gpu}": survivor_pause([(t, c["summaries"]) for t, c, _ in self.sampler.series[port]
+                                               if c is not None], t_kill, end, t_last)
+                  for gpu, port in zip(self.gpus[:-1], self.ports[:-1])}
         latencies = sorted(seen[i][0] - sent[i] for i in seen if i in sent)
         series = {f"gpu{gpu}": [(round(t - t_kill, 2), None if c is None else int(c["summaries"]), ready)
                                 for t, c, ready in self.sampler.series[port] if t_kill - 2.0 <= t <= end + 2.0]
@@ -228,6 +238,7 @@ class Run:
                 "killed_pid": before[victim], "restarted_pid": after.get(victim),
                 "kill_at_s": t_kill - t0, "summarized": len(seen), "lost": sorted(set(sent) - set(seen)),
                 "restart_ready_after_kill_s": None if t_back is None else t_back - t_kill,
+                "last_summary_after_kill_s": t_last - t_kill,
                 "other_children_longest_pause_s": pauses,
                 "latency_s": {"p50": latencies[len(latencies) // 2], "max": latencies[-1]} if latencies else None,
                 "partitions_after": partitions_held(self.log, self.since), "series_from_kill": series}

@@ -46,7 +46,7 @@ from bench.drain_tuned import drain3_miner
 from worker.digest.clock import stamp_of
 from worker.digest.compact import EXTRA_PREFIX, compact_text
 from worker.digest.document import analyze_document
-from worker.digest.levels_table import ORDER, WARN_RANK, level_word
+from worker.messages.levels import ORDER, WARN_RANK, level_word
 from worker.digest.render import render
 from worker.demo.samples import format_corpus
 
@@ -111,7 +111,7 @@ def _measure(text: str, lines: list[str], true_groups: list, true_templates: lis
     if true_templates is not None:
         row["pa"] = round(parsing_accuracy(patterns, true_templates), 4)
     if drain:
-        messages = a.read.messages if a.read is not None else lines
+        messages = a.read.texts if a.read is not None else lines
         ids, templates, dsec = drain3_groups(messages)
         row.update(drain3_ga=round(grouping_accuracy(ids, true_groups), 4),
                    drain3_templates=len(set(ids)), drain3_lines_per_s=round(len(lines) / max(dsec, 1e-9)))

@@ -45,7 +45,7 @@ from worker.digest.timeparse import parse_line
 from worker.engine import load_engine
 from worker.engine.loader import apply_cpu_threads
 from worker.pipeline.app import resolve_model_path
-from worker.pipeline.gate import CHECKS, MIN_CONTENT_WORDS, content_words, loop_at, tokens
+from worker.pipeline.gate import CHECKS, MIN_CONTENT_WORDS, content_words, loops
 from worker.pipeline.grounding import check
 from worker.pipeline.inflight import Doc
 from worker.pipeline.outputs import publish, verdict_of
@@ -75,7 +75,7 @@ def junk(text: str, d: dict, digest: dict, source: str) -> list[str]:
     (the model's text only: the digest rendering's figures are computed from the digest, e.g. a span in
     days, and its quotes are patterns cut short)."""
     out = []
-    if loop_at(tokens(text)) is not None:
+    if loops(text):
         out.append("loop")
     if len(content_words(text)) < MIN_CONTENT_WORDS:
         out.append("content_free")

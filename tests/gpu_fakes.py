@@ -109,10 +109,13 @@ class FakeEngineProcess:
         self.results: queue.Queue = queue.Queue()
         threading.Thread(target=self._run, daemon=True).start()
 
-    def send_bin(self, tokens, cu, max_seqlen, seeds, live) -> int:
+    def new_bin_id(self) -> int:
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live, bin_id: int | None = None) -> int:
         if self.killed:
             raise EngineProcessError("the engine process is gone")
-        bin_id = next(self._ids)
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self.sent.append((bin_id, list(seeds), list(live)))
         self._bins.put((bin_id, Staged(cu).lens, list(live)))
         return bin_id

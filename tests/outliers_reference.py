@@ -1,4 +1,4 @@
-"""The numpy reference of the C++ templater's robust z (ext/core/templater.cpp: Templates.num_z, line_z).
+"""The numpy reference of the C++ templater's robust z (ext/core/templater_values.cpp: Templates.num_z, line_z).
 
 tests/digest/test_digest_templates.py holds the C++ scores to it: a value's robust z within its
 template variable, |x - median| / (1.4826 MAD), with 1.2533 * mean absolute deviation as the scale

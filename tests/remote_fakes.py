@@ -23,8 +23,11 @@ class FakeRemote:
         self._bins: queue.Queue = queue.Queue()
         threading.Thread(target=self._run, daemon=True).start()
 
-    def send_bin(self, tokens, cu, max_seqlen, seeds, live) -> int:
-        bin_id = next(self._ids)
+    def new_bin_id(self) -> int:
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live, bin_id: int | None = None) -> int:
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self.sent.append((bin_id, list(seeds), list(live)))
         self._bins.put((bin_id, [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)], live))
         return bin_id

@@ -1,233 +1,19 @@
 // Line templates of one document: tokenize and mask (one pass over the bytes, templater_tokens.cpp),
-// Drain-style merging over the raw templates (few), then one pass over the lines for the value
-// summaries. See templater.hpp for the rules.
+// Drain-style merging over the raw templates (few, templater_merge.cpp), then one pass over the lines
+// for the value summaries (templater_values.cpp). See templater.hpp for the rules.
 #include "templater.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "templater_merge.hpp"
 #include "templater_tokens.hpp"
+#include "templater_values.hpp"
 
 namespace ribbon {
 namespace {
-
-// One raw template: equal masked lines. seps has n + 1 entries around n tokens.
-struct Raw {
-  std::vector<std::string> seps;
-  std::vector<std::string> toks;   // constant text; empty for a variable
-  std::vector<VarKind> kinds;      // per position
-  std::vector<uint8_t> is_var;     // per position
-  std::vector<int32_t> var_index;  // per position: index among the line's variable spans, or -1
-  uint64_t count = 0;
-  uint32_t first = 0, last = 0;
-};
-
-class UnionFind {
- public:
-  explicit UnionFind(size_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0U); }
-  uint32_t find(uint32_t x) {
-    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
-    return x;
-  }
-  void join(uint32_t a, uint32_t b) { parent_[find(b)] = find(a); }
-
- private:
-  std::vector<uint32_t> parent_;
-};
-
-struct Group {             // a merge group's current pattern (owned by its root raw template)
-  std::vector<uint8_t> wild;  // merged positions
-};
-
-// Token identity at a position for merging: a constant's hash, or its kind for a variable.
-uint64_t position_hash(const Raw& r, const Group& g, size_t p) {
-  const uint64_t sep = hash_bytes(r.seps[p]);
-  if (g.wild[p]) return mix(sep, 0xFFFFULL);
-  if (r.is_var[p]) return mix(sep, 0xFF00ULL + static_cast<uint64_t>(r.kinds[p]));
-  return mix(sep, hash_bytes(r.toks[p]));
-}
-
-bool same_except(const Raw& a, const Group& ga, const Raw& b, const Group& gb, size_t skip) {
-  const size_t n = a.toks.size();
-  if (b.toks.size() != n || a.seps[n] != b.seps[n]) return false;
-  for (size_t p = 0; p < n; ++p) {
-    if (a.seps[p] != b.seps[p]) return false;
-    if (p == skip) continue;
-    if (ga.wild[p] != gb.wild[p] || a.is_var[p] != b.is_var[p]) return false;
-    if (ga.wild[p]) continue;
-    if (a.is_var[p] ? a.kinds[p] != b.kinds[p] : a.toks[p] != b.toks[p]) return false;
-  }
-  return true;
-}
-
-// A constant word: letters (and _ - . inside), digits at most after the first letter, punctuation
-// only at its ends ("Starting", "getTasks:", "WakeLocks.", "awdl0").
-bool word_token(std::string_view t) {
-  size_t a = 0, b = t.size();
-  while (a < b && !is_alpha(t[a]) && !is_digit(t[a])) ++a;
-  while (b > a && !is_alpha(t[b - 1]) && !is_digit(t[b - 1])) --b;
-  if (a == b || !is_alpha(t[a])) return false;
-  for (size_t i = a; i < b; ++i)
-    if (!is_alpha(t[i]) && !is_digit(t[i]) && t[i] != '_' && t[i] != '-' && t[i] != '.') return false;
-  return true;
-}
-
-// Drain-style merging: raw templates that differ in one unprotected position join, round after
-// round, while a template keeps at most a third of its positions merged. Returns each raw's root.
-std::vector<uint32_t> merge_raws(const std::vector<Raw>& raws, const TemplaterConfig& cfg,
-                                 const std::unordered_set<uint64_t>& protect) {
-  UnionFind uf(raws.size());
-  std::vector<Group> groups(raws.size());
-  for (size_t r = 0; r < raws.size(); ++r) groups[r].wild.assign(raws[r].toks.size(), 0);
-  if (!cfg.merge) {
-    std::vector<uint32_t> roots(raws.size());
-    std::iota(roots.begin(), roots.end(), 0U);
-    return roots;
-  }
-  auto guarded = [&](const Raw& r, size_t p) {
-    return !r.is_var[p] && protect.count(core_code(r.toks[p])) > 0;
-  };
-  std::vector<uint64_t> ph, prefix, suffix;
-  // Families: raw templates equal but for one position. In a small family the constant words there are
-  // different messages (Starting/Ending, Paused/Resumed, GET/POST), not values of one variable.
-  auto family_keys = [&](const Raw& raw, const Group& g, std::vector<uint64_t>& keys) {
-    const size_t n = raw.toks.size();
-    ph.assign(n, 0);
-    prefix.assign(n + 1, n);
-    suffix.assign(n + 1, hash_bytes(raw.seps[n]));
-    for (size_t p = 0; p < n; ++p) ph[p] = position_hash(raw, g, p);
-    for (size_t p = 0; p < n; ++p) prefix[p + 1] = mix(prefix[p], ph[p]);
-    for (size_t p = n; p-- > 0;) suffix[p] = mix(suffix[p + 1], ph[p]);
-    keys.resize(n);
-    for (size_t p = 0; p < n; ++p) keys[p] = mix(mix(prefix[p], suffix[p + 1]), p);
-  };
-  std::unordered_map<uint64_t, uint32_t> family;
-  std::vector<uint64_t> keys;
-  if (cfg.word_family > 0)
-    for (uint32_t r = 0; r < raws.size(); ++r) {
-      if (raws[r].toks.size() < cfg.min_merge_tokens) continue;
-      family_keys(raws[r], groups[r], keys);
-      for (uint64_t k : keys) ++family[k];
-    }
-  auto small_family_word = [&](const Raw& a, const Raw& b, size_t p, uint64_t key) {
-    if (cfg.word_family == 0 || a.is_var[p] || b.is_var[p] || !word_token(a.toks[p]) || !word_token(b.toks[p]))
-      return false;
-    auto it = family.find(key);
-    return it != family.end() && it->second <= cfg.word_family;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::unordered_map<uint64_t, uint32_t> seen;
-    for (uint32_t r = 0; r < raws.size(); ++r) {
-      if (uf.find(r) != r) continue;
-      const Raw& raw = raws[r];
-      const size_t n = raw.toks.size();
-      if (n < cfg.min_merge_tokens) continue;
-      Group& g = groups[r];
-      const size_t wild = static_cast<size_t>(std::count(g.wild.begin(), g.wild.end(), 1));
-      family_keys(raw, g, keys);
-      for (size_t p = 0; p < n && uf.find(r) == r; ++p) {
-        if (g.wild[p] || guarded(raw, p) || 3 * (wild + 1) > n) continue;
-        const uint64_t key = keys[p];
-        auto [it, fresh] = seen.emplace(key, r);
-        if (fresh) continue;
-        const uint32_t other = uf.find(it->second);
-        if (other == r || guarded(raws[other], p) || small_family_word(raws[other], raw, p, key) ||
-            !same_except(raws[other], groups[other], raw, g, p))
-          continue;
-        uf.join(other, r);
-        groups[other].wild[p] = 1;
-        changed = true;
-      }
-    }
-  }
-  std::vector<uint32_t> roots(raws.size());
-  for (uint32_t r = 0; r < raws.size(); ++r) roots[r] = uf.find(r);
-  return roots;
-}
-
-// One variable's values: an open-addressing table of value hashes (distinct count, capped) whose
-// first track_values entries also count their value (the commonest values come from those).
-struct VarAcc {
-  std::vector<uint64_t> keys;   // 0 = empty (a hash of 0 is stored as 1)
-  std::vector<uint32_t> slot;   // entry index + 1, or 0 for a value seen but not tracked
-  std::vector<std::pair<std::string_view, uint64_t>> entries;
-  std::vector<double> nums;
-  uint64_t occurrences = 0;
-  size_t used = 0;
-  bool capped = false;
-
-  void add(std::string_view value, const TemplaterConfig& cfg) {
-    ++occurrences;
-    uint64_t h = hash_bytes(value);
-    h = h == 0 ? 1 : h;
-    if (keys.empty()) {
-      keys.assign(16, 0);
-      slot.assign(16, 0);
-    }
-    size_t mask = keys.size() - 1;
-    size_t i = static_cast<size_t>(h) & mask;
-    while (keys[i] != 0 && keys[i] != h) i = (i + 1) & mask;
-    if (keys[i] == h) {
-      if (slot[i] != 0) ++entries[slot[i] - 1].second;
-      return;
-    }
-    if (used >= cfg.distinct_cap) {
-      capped = true;
-      return;
-    }
-    keys[i] = h;
-    ++used;
-    if (entries.size() < cfg.track_values) {
-      entries.emplace_back(value, 1);
-      slot[i] = static_cast<uint32_t>(entries.size());
-    }
-    if (2 * used > keys.size()) grow();
-  }
-
- private:
-  void grow() {
-    std::vector<uint64_t> old_keys(keys.size() * 2, 0);
-    std::vector<uint32_t> old_slot(slot.size() * 2, 0);
-    old_keys.swap(keys);
-    old_slot.swap(slot);
-    const size_t mask = keys.size() - 1;
-    for (size_t j = 0; j < old_keys.size(); ++j) {
-      if (old_keys[j] == 0) continue;
-      size_t i = static_cast<size_t>(old_keys[j]) & mask;
-      while (keys[i] != 0) i = (i + 1) & mask;
-      keys[i] = old_keys[j];
-      slot[i] = old_slot[j];
-    }
-  }
-};
-
-void finish_summary(VarAcc& acc, const TemplaterConfig& cfg, VarSummary& out) {
-  out.occurrences = acc.occurrences;
-  out.distinct = acc.used;
-  out.distinct_capped = acc.capped;
-  out.numeric = acc.nums.size();
-  if (!acc.nums.empty()) {
-    auto& v = acc.nums;
-    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    out.min = *lo;
-    out.max = *hi;
-    const size_t m = v.size() / 2;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m), v.end());
-    double med = v[m];
-    if (v.size() % 2 == 0) med = 0.5 * (med + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(m)));
-    out.median = med;
-  }
-  auto& top = acc.entries;
-  const size_t k = std::min<size_t>(cfg.top_values, top.size());
-  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
-                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
-  for (size_t i = 0; i < k; ++i) out.top.emplace_back(std::string(top[i].first), top[i].second);
-}
 
 // A template's text: constants, separators and placeholders; units[v] (when given and not empty) follows the
 // v-th variable's placeholder ("for <n> seconds").
@@ -247,21 +33,6 @@ std::string make_pattern(const Raw& r, const std::vector<uint8_t>& wild, const s
   return pattern + r.seps[r.toks.size()];
 }
 
-// The unit word every value of a quantity ends with ("70 seconds", "5 seconds" -> "seconds"), when all its
-// distinct values were tracked and there are two or more; else "".
-std::string common_unit(const VarAcc& a) {
-  if (a.capped || a.used < 2 || a.used != a.entries.size()) return "";
-  std::string_view unit;
-  for (const auto& [value, n] : a.entries) {
-    const size_t sp = value.rfind(' ');
-    if (sp == std::string_view::npos || sp + 1 == value.size()) return "";
-    const std::string_view u = value.substr(sp + 1);
-    if (!std::all_of(u.begin(), u.end(), is_alpha) || (!unit.empty() && u != unit)) return "";
-    unit = u;
-  }
-  return std::string(unit);
-}
-
 std::string var_key(const Raw& r, size_t p) {
   if (p == 0 || r.is_var[p - 1]) return "";
   std::string_view k = r.toks[p - 1];
@@ -269,62 +40,7 @@ std::string var_key(const Raw& r, size_t p) {
   return std::string(k);
 }
 
-double middle(std::vector<double>& v) {  // the median (mean of the two middle values when even)
-  const size_t hi = v.size() / 2, lo = (v.size() - 1) / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi), v.end());
-  const double upper = v[hi];
-  if (lo == hi) return upper;
-  return 0.5 * (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(hi)));
-}
-
-// The scores read from the finished pass: each number's z, each line's largest, each template's severity.
-void score(Analysis& out, uint32_t min_group) {
-  const size_t n_vars = out.templates.empty() ? 0 : out.templates.back().var_base + out.templates.back().vars.size();
-  out.num_z = robust_z(out.num_vars, out.num_values, n_vars, min_group);
-  out.line_z.assign(out.line_template.size(), 0.0);
-  for (size_t j = 0; j < out.num_z.size(); ++j) {
-    double& best = out.line_z[static_cast<size_t>(out.num_lines[j])];
-    best = std::max(best, out.num_z[j]);
-  }
-  out.template_severity.assign(out.templates.size(), 0.0F);
-  for (size_t l = 0; l < out.line_template.size(); ++l)
-    if (out.line_template[l] >= 0) {
-      float& s = out.template_severity[static_cast<size_t>(out.line_template[l])];
-      s = std::max(s, out.line_severity[l]);
-    }
-}
-
 }  // namespace
-
-std::vector<double> robust_z(const std::vector<int32_t>& group, const std::vector<double>& values,
-                             size_t n_groups, uint32_t min_group) {
-  std::vector<double> z(values.size(), 0.0);
-  std::vector<uint32_t> start(n_groups + 1, 0);  // counting sort of the values by group
-  for (int32_t g : group) ++start[static_cast<size_t>(g) + 1];
-  for (size_t g = 0; g < n_groups; ++g) start[g + 1] += start[g];
-  std::vector<uint32_t> order(values.size()), fill(start.begin(), start.end() - 1);
-  for (uint32_t j = 0; j < values.size(); ++j) order[fill[static_cast<size_t>(group[j])]++] = j;
-  std::vector<double> x, dev;
-  for (size_t g = 0; g < n_groups; ++g) {
-    const uint32_t b = start[g], e = start[g + 1];
-    if (e - b < min_group) continue;
-    x.clear();
-    for (uint32_t i = b; i < e; ++i) x.push_back(values[order[i]]);
-    const double med = middle(x);
-    dev.clear();
-    double sum = 0.0;
-    for (uint32_t i = b; i < e; ++i) {
-      dev.push_back(std::abs(values[order[i]] - med));
-      sum += dev.back();
-    }
-    std::vector<double> dev_sorted = dev;
-    const double mad = middle(dev_sorted);
-    const double scale = mad > 0 ? 1.4826 * mad : 1.2533 * sum / static_cast<double>(e - b);
-    if (scale <= 0) continue;
-    for (uint32_t i = b; i < e; ++i) z[order[i]] = dev[i - b] / scale;
-  }
-  return z;
-}
 
 Templater::Templater(TemplaterConfig config) : cfg_(std::move(config)) {
   if (cfg_.min_merge_tokens < 2)

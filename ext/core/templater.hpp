@@ -16,7 +16,8 @@
 //
 // Why not Drain3: it is a maintained library, but it groups fewer lines right on every
 // development system of `python -m bench.quality` and parses in Python per line; the goal is
-// >= 200k lines/s per core (docs/digest.md). Tokens and their kinds: templater_tokens.{hpp,cpp}.
+// >= 200k lines/s per core (docs/digest.md). Tokens: templater_tokens.{hpp,cpp}; how each reads:
+// templater_classify.cpp; merging: templater_merge.{hpp,cpp}; value summaries: templater_values.{hpp,cpp}.
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -1,5 +1,6 @@
 #pragma once
-// Internal to the templater: the token level (templater_tokens.cpp). Not part of the public API.
+// Internal to the templater: the token level (templater_tokens.cpp cuts lines into tokens,
+// templater_classify.cpp says how each reads). Not part of the public API.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -43,6 +44,8 @@ inline uint64_t word_code(std::string_view w) {
 }
 
 uint64_t core_code(std::string_view t);  // word_code of the token with punctuation stripped at both ends
+bool short_name(std::string_view t);     // S1, T300, eth0, bond0:, frame_3, ipv4: letters then 1-3 digits
+bool unit_word(std::string_view t);      // a unit of size, duration or rate written as a word ("KB", "sec")
 
 struct Token {
   uint32_t start, len;  // byte offsets in the document

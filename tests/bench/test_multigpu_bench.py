@@ -10,7 +10,7 @@ import time
 
 import orjson
 
-from bench.multigpu import children_of, partitions_held
+from bench.multigpu import children_of, partitions_held, survivor_pause
 
 
 def _line(**rec) -> bytes:
@@ -58,3 +58,21 @@ def test_children_are_found_by_their_gpu_index():
         parent.kill()
         parent.wait()
         parent.stdout.close()
+
+
+def _every(start: float, stop: float, step: float = 0.2, first: int = 0) -> list[tuple[float, float]]:
+    """(time, summaries) samples from `start` to `stop`, one more summary at each."""
+    n = round((stop - start) / step)
+    return [(start + i * step, first + i) for i in range(n + 1)]
+
+
+def test_a_survivor_that_publishes_all_it_gets_then_waits_for_the_restart_has_no_pause():
+    # the load's last summary read 30 s after the kill; the killed child ready again 52 s after it: the
+    # survivor, idle from its last summary on (nothing left to publish), did not pause
+    points = _every(-2.0, 30.0) + [(30.0 + 0.2 * i, 160) for i in range(1, 111)]
+    assert survivor_pause(points, 0.0, 52.0, 30.0) < 0.5
+
+
+def test_a_survivor_that_stops_publishing_while_documents_wait_has_that_pause():
+    before, after = _every(-2.0, 3.0), _every(10.0, 30.0, first=26)
+    assert abs(survivor_pause(before + after, 0.0, 52.0, 30.0) - 7.0) < 0.5

@@ -52,6 +52,14 @@ def test_constructor_parameters_are_counted_as_ruff_counts_them(gate):
     assert counts == {"A.__init__": 7, "B.__init__": 6}  # self left out; methods other than __init__ not counted
 
 
+def test_the_cpp_sources_are_measured_too(gate):
+    size = gate("check_size")
+    names = {p.relative_to(CI.parent).as_posix() for p in size.cpp_files()}
+    assert {"ext/core/templater.cpp", "ext/core/templater.hpp", "ext/bindings/module.cpp"} <= names
+    assert size.too_long("ext/core/x.cpp", "int x;\n" * 401).startswith("ext/core/x.cpp: 401 lines")
+    assert size.too_long("ext/core/x.cpp", "int x;\n" * 400) is None
+
+
 def test_paths_named_in_docstrings_and_comments_are_read(gate):
     paths, prose = gate("check_paths"), gate("prose")
     source = '"""Reads worker/no_such_module.py."""\n\nX = 1  # and bench/results/none_<machine>.json\n'

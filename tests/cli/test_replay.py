@@ -13,8 +13,10 @@ from helpers import ROOT, by_id, consume_all, mixed_docs, read_until_ids, topics
 
 from worker import __version__
 from worker.cli.main import main
-from worker.messages.models import BadMessage, dead_letter_headers
-from worker.cli.replay import REPLAY_HEADER, parse_time
+from worker.messages.models import BadMessage
+from worker.kafka.headers import dead_letter_headers
+from worker.cli.replay import parse_time
+from worker.kafka.headers import REPLAY_SOURCE
 
 T0 = 1_700_000_000_000  # epoch ms of the "old" records
 T1 = T0 + 3_600_000
@@ -67,7 +69,7 @@ def test_replay_by_class_and_time_goes_back_to_the_source_topic(broker, dlq, cap
         headers = dict(m.headers())
         assert not {"error.class", "error.message", "source.topic", "worker.version"} & set(headers)
         assert headers["trace"] == b"t" + m.key()[1:]  # the record's own headers and key are kept
-        assert headers[REPLAY_HEADER].decode().startswith(dlq["dlq"] + ":")
+        assert headers[REPLAY_SOURCE].decode().startswith(dlq["dlq"] + ":")
     assert len(consume_all(broker.bootstrap, dlq["other"], 1, timeout_s=10)) == 1
     # until excludes the later ones; --to-topic overrides the source
     assert _replay(broker, dlq["dlq"], "--until", "2023-11-14T22:14:00Z", "--to-topic", dlq["other"]) == 0

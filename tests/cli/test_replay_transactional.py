@@ -19,7 +19,8 @@ from helpers import ROOT, by_id, consume_all, mixed_docs, on_apache_kafka, on_bo
 
 from worker import __version__
 from worker.cli.main import main
-from worker.messages.models import BadMessage, dead_letter_headers
+from worker.messages.models import BadMessage
+from worker.kafka.headers import dead_letter_headers
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,8 @@ import pytest
 
 from worker import __version__
 from worker.cli.main import main
-from worker.messages.models import BadMessage, dead_letter_headers
+from worker.messages.models import BadMessage
+from worker.kafka.headers import dead_letter_headers
 
 
 def _summary(i: int, severity: dict, window: dict | None = None) -> bytes:
@@ -66,6 +67,15 @@ def test_filters_and_json(broker, outputs, capsys):
     assert [orjson.loads(line)["id"] for line in got.out.splitlines()] == ["in:0:1"]
 
 
+@pytest.mark.parametrize(("last", "ids"), [(1, ["in:0:1", "in:0:2"]), (2, ["in:0:0", "in:0:1", "in:0:2"]),
+                                          (50, ["in:0:0", "in:0:1", "in:0:2"])])
+def test_last_counts_records_not_offsets(broker, outputs, capsys, last, ids):
+    """Partition 0 ends in a commit marker, an aborted record and an abort marker: the last N of each
+    partition are its last N committed records, whatever offsets the markers and aborted records take."""
+    got = _tail(broker, outputs, capsys, "--last", str(last), "--json")
+    assert sorted(orjson.loads(line)["id"] for line in got.out.splitlines()) == ids
+
+
 def test_dead_letters(broker, new_topic, capsys):
     from confluent_kafka import Producer
 
@@ -74,10 +84,12 @@ def test_dead_letters(broker, new_topic, capsys):
     headers = dead_letter_headers(BadMessage("invalid_json", "starts with '{' but is not valid JSON"),
                                   topic="in", partition=0, offset=7, worker_version=__version__)
     p.produce(dlq, b'{"text": ', key=b"k7", headers=headers)
+    p.produce(dlq, b"stray", key=b"k8", headers=[("error.class", b"x")])  # not written by Ribbon
     assert p.flush(10) == 0
     assert main(["tail", "--dlq", "--bootstrap-servers", broker.bootstrap, "--dlq-topic", dlq]) == 0
     out = capsys.readouterr().out
     assert "invalid_json: starts with '{' but is not valid JSON (from in/0@7)" in out and '{"text":' in out
+    assert "not a Ribbon dead letter" in out.split("== k8")[1]
 
 
 def test_a_missing_topic_and_bad_flags_are_one_line(broker, capsys):

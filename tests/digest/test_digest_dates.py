@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from worker.digest.clock import sort_keys, stamp_of
 from worker.digest.document import analyze_document
-from worker.digest.multiline import continues
+from worker.multiline import continues
 
 
 def test_day_first_dates_are_read_and_sort_as_times_not_as_text():

@@ -12,7 +12,7 @@ from worker.digest.compact import compact_text
 from worker.digest.document import analyze_document
 from worker.digest.failures import keyword_level
 from worker.digest.formats import clean, read
-from worker.digest.levels_table import ORDER, from_otlp, from_pri, level_word
+from worker.messages.levels import ORDER, from_otlp, from_pri, level_word
 from worker.digest.prepared import PrepareOptions, prepare
 from worker.digest.render import render
 from worker.demo.samples import FORMATS, format_sample

@@ -6,7 +6,7 @@ import pytest
 
 from worker.digest.document import analyze_document
 from worker.digest.formats import read
-from worker.digest.levels_table import ORDER
+from worker.messages.levels import ORDER
 
 
 def digest_of(lines: list[str]) -> dict:
@@ -122,7 +122,7 @@ def test_failed_password_is_a_failure_whatever_the_priority_says():
                                                              "worker 3 ready")),
     ("May 02, 2023 11:00:09 AM org.acme.Boot main", ("May 02, 2023 11:00:09 AM", "", None, "org.acme.Boot main")),
     ("20230502-11:00:09:114 INFO session opened", ("20230502-11:00:09:114", "", "INFO", "session opened")),
-    ("1683025209.114 GET /health 200", ("1683025209.114", "", None, "GET /health 200")),
+    ("1683025209.114 GET /health 200", ("1683025209.114", "", "INFO", "GET /health 200")),   # an access status
     ("just some words with no header at all", ("", "", None, "just some words with no header at all")),
     ("2023-05-02 11:00:09,114 - billing.api - WARNING - quota at 91%", ("2023-05-02 11:00:09,114", "", "WARN",
                                                                        "quota at 91%")),

@@ -41,11 +41,13 @@ def _run(batcher, eng, bins, seeds, limits=None):
             batcher.add(_stage(eng, bins[nxt]), [seeds[t] for t in tags], tags,
                         None if limits is None else [limits[t] for t in tags])
             nxt += 1
+        before = dict(eng.stats)
         r = batcher.step()
         for tag, gen, gpu_s in r.done:
             assert tag not in got and gpu_s > 0
             got[tag] = (gen, step)
-        assert 0 < r.decode_rows <= batcher.sched.seats
+        steps, rows = (eng.stats[k] - before[k] for k in ("decode_steps", "live_row_steps"))
+        assert steps > 0 and 0 < rows // steps <= batcher.sched.seats and rows % steps == 0  # every step decodes
         step += 1
     return got
 
@@ -199,8 +201,11 @@ class _FakeContinuousRemote:
         self.stats = {"oom_splits": 0}
         self._ids = iter(range(1, 10**6))
 
-    def send_bin(self, tokens, cu, max_seqlen, seeds, live) -> int:
-        bin_id = next(self._ids)
+    def new_bin_id(self) -> int:
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live, bin_id: int | None = None) -> int:
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self.sent.append((bin_id, [int(cu[i + 1] - cu[i]) for i in range(len(cu) - 1)], list(live)))
         return bin_id
 
@@ -259,7 +264,7 @@ def test_the_proxy_hands_back_per_document_and_sends_as_seats_free(tiny):
 
 
 def test_continuous_batching_cuts_a_loop_as_a_bin_at_a_time_does(tiny):
-    """The worker's engine cuts a looping document where the loop starts (guards.loop_start): the
+    """The worker's engine cuts a looping document where the loop starts (loops.loop_start): the
     continuous batcher ends it at its look and hands back what a bin at a time gives."""
     import torch
 

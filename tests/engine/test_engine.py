@@ -38,7 +38,6 @@ def test_loader_picks_fp32_reference_on_cpu(ckpt):
     assert eng.backend == "reference"
     assert eng.dtype == torch.float32 and eng.device.type == "cpu"
     assert eng.model.config._attn_implementation == "ribbon_reference"
-    assert eng.budget_weight(100) == 106
 
 
 def test_loader_refuses_gpu_backend_on_cpu(ckpt):
@@ -200,7 +199,8 @@ def test_stage_on_cpu_is_copied_at_once(ckpt):
     ribbon = torch.tensor([5, 6, 7, 8], dtype=torch.int32)
     staged = eng.stage(ribbon, torch.tensor([0, 3, 4], dtype=torch.int32), 3)
     ribbon.fill_(0)  # the slot is recycled: the staged copy must not change
-    assert staged.copied() and staged.tokens.tolist() == [5, 6, 7, 8] and staged.num_docs == 2
+    assert staged.event is None  # nothing to wait for: wait_copied() returns at once
+    assert staged.tokens.tolist() == [5, 6, 7, 8] and staged.num_docs == 2
 
 
 def test_tiny_checkpoint_is_deterministic(tmp_path):

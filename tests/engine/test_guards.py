@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from worker.engine.guards import (GuardConfig, apply_guards, block_ngrams, hold_eos, loop_start, loops_at_end,
-                                  penalize_repeats)
+from worker.engine.guards import GuardConfig, apply_guards, block_ngrams, hold_eos, penalize_repeats
 from guard_helpers import DOCS, _favour, _letters, _ngrams, _run
 
 V = 10
@@ -57,19 +56,6 @@ def test_tokens_without_letters_are_penalized_and_blocked_like_words():
     assert torch.isinf(block_ngrams(torch.zeros(1, V), h, n, 2)[0, 2])  # 2 would repeat "1 2"
     out = penalize_repeats(torch.ones(1, V), h, n, 2.0)
     assert out[0, 1] == 0.5 and out[0, 2] == 0.5 and out[0, 3] == 1.0
-
-
-@pytest.mark.parametrize("ids,start", [
-    ([7, 8, 9, 1, 2, 1, 2, 1, 2, 1, 2], 3),         # "1 2" four times from index 3
-    ([5, 5, 5, 5, 5, 5, 5, 5], 0),
-    ([1, 2, 3, 4, 1, 2, 3, 4], None),               # twice: not yet a loop
-    ([1, 2, 3, 1, 2, 3, 1, 2, 3], 0),
-    ([4, 6, 6, 6, 9, 9], None),                     # three tokens repeated: under LOOP_MIN_TOKENS
-])
-def test_loop_start_finds_the_first_token_of_a_loop(ids, start):
-    assert loop_start(ids) == start
-    assert loops_at_end(ids) == (start is not None)  # every loop here runs to the end
-    assert not loops_at_end(ids + [99])
 
 
 def test_guards_off_return_the_logits_unchanged():

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from helpers import by_id, consume_all, mixed_docs, produce, read_until_ids, reader, start_worker, topics, worker_env
 
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 
 POISON = b'{"text": "x", "unknown": ' + b"[" * 1000 + b"1" + b"]" * 1000 + b', "attributes": {"n": 1e300}}'
 

@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 from helpers import by_id, consume_all, mixed_docs, start_worker, worker_env
 
 from worker import __version__
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 
 pytestmark = pytest.mark.kafka_apache
 

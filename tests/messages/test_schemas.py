@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from worker.config.load import env_var_for, iter_fields
-from worker.messages.models import BadMessage, OutputMessage, decode_input, dead_letter_headers, encode_output
+from worker.messages.models import BadMessage, OutputMessage, decode_input, encode_output
+from worker.kafka.headers import dead_letter_headers
 from worker.cli.schemas import REGENERATE, build_schemas, generated_files, main
 from worker.config.settings import Settings, load_settings
 

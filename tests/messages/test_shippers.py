@@ -99,3 +99,16 @@ def test_a_nonsense_nanosecond_time_is_no_time_and_the_record_is_read():
     msg = decode_input(b'{"message": "disk full", "level": "error", "ts": 1e17, "timestamp": 99999999999999999999999}',
                        max_bytes=1 << 20)
     assert "disk full" in msg.document and "time" not in (msg.attributes or {})
+
+
+@pytest.mark.parametrize("priority", range(8))
+def test_journald_priority_is_the_level_tables_syslog_severity(priority):
+    """PRIORITY is a syslog severity: the record's level is the one level table's name for it, which the
+    digest counts as written."""
+    from worker.digest.document import analyze_document
+    from worker.messages.levels import ORDER, from_pri
+
+    rec = read_record({**JOURNALD, "PRIORITY": str(priority)})
+    assert rec.level == from_pri(str(priority)) and rec.level in ORDER
+    msg = decode_input(orjson.dumps({**JOURNALD, "PRIORITY": str(priority)}), max_bytes=1 << 20)
+    assert analyze_document(msg.document).digest["severity"] == {rec.level: 1}

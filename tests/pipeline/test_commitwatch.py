@@ -166,3 +166,65 @@ def test_the_worker_is_unready_then_failed_by_a_stalled_partition():
     assert not h.ready and "partition in/3 has committed nothing for 30 s" in h.why and worker.failed() is None
     clock.t += 30
     assert isinstance(worker.failed(), PartitionStalled) and "partition in/3" in str(worker.failed())
+
+
+class CountingConsumer(Consumer):
+    """Two partitions nothing was read from; counts the group-offset fetches and what each asked."""
+
+    def __init__(self, committed: int | None) -> None:
+        super().__init__(committed)
+        self.asked: list[list] = []
+
+    def assignment(self):
+        from confluent_kafka import TopicPartition
+
+        return [TopicPartition("in", 3), TopicPartition("in", 4)]
+
+    def committed(self, parts, timeout: float):
+        self.asked.append(sorted((p.topic, p.partition) for p in parts))
+        return super().committed(parts, timeout)
+
+
+def _reports(clock):
+    from worker.observability.metrics import Metrics
+    from worker.pipeline.progress import ProgressReports
+    from worker.pipeline.tracker import OffsetTracker
+
+    tracker = OffsetTracker()
+    for tp in (("in", 3), ("in", 4)):
+        tracker.assign(tp)
+    w = CommitWatch(60.0, clock)
+    return ProgressReports(tracker, Metrics(), hold_warning_s=60.0, watch=w, clock=clock), tracker, w
+
+
+def test_the_group_offset_is_fetched_once_per_assignment_not_every_tick():
+    """The fetch blocks the ingest thread (up to its timeout): once for all the partitions of an
+    assignment, then its answer is kept until the partition is assigned again."""
+    clock = Clock()
+    reports, tracker, w = _reports(clock)
+    c = CountingConsumer(39)
+    for _ in range(5):
+        reports.lag(c)
+        clock.t += 10
+    assert c.asked == [[("in", 3), ("in", 4)]]
+    assert w.status()[0]  # both idle at their group offset, one behind the high mark: not stalled
+    tracker.revoke(("in", 4))
+    tracker.assign(("in", 4))  # a new epoch: its group offset may have moved meanwhile
+    reports.lag(c)
+    reports.lag(c)
+    assert c.asked == [[("in", 3), ("in", 4)], [("in", 4)]]
+
+
+def test_an_unanswered_fetch_is_retried_after_a_pause_not_every_tick():
+    from worker.pipeline.progress import COMMITTED_RETRY_S
+
+    clock = Clock()
+    reports, _, _ = _reports(clock)
+    c = CountingConsumer(None)  # the fetch times out
+    for _ in range(5):
+        reports.lag(c)
+        clock.t += COMMITTED_RETRY_S / 10
+    assert len(c.asked) == 1
+    clock.t += COMMITTED_RETRY_S
+    reports.lag(c)
+    assert len(c.asked) == 2

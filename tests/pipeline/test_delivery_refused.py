@@ -16,7 +16,7 @@ from worker import __version__
 from worker.pipeline.configs import delivery_config
 from worker.config.settings import KafkaSettings, Settings
 from worker.kafka.headers import output_headers
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.observability.metrics import Metrics
 from worker.pipeline.deadletter import HEADER_BUDGET
 from worker.pipeline.delivery import Delivery

@@ -10,7 +10,7 @@ import pytest
 
 from stage_fakes import Generated, Wake, make_doc, registered
 from worker.pipeline.configs import finishing_config
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.finishing import Finishing

@@ -5,6 +5,8 @@ crossed by moving the clock, not by waiting."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from gpu_fakes import FAILS, FakeEngine, FakeEngineProcess
 from helpers import wait_for
@@ -52,11 +54,11 @@ class CompletingSink:
 class Rig:
     """One stage of a combination, its fakes and its clock."""
 
-    def __init__(self, where: str, batching: str, gated: bool = False, max_seqs: int = 4) -> None:
+    def __init__(self, where: str, batching: str, gated: bool = False, max_seqs: int = 4, model=None) -> None:
         self.tracker, self.registry, self.metrics, self.clock = OffsetTracker(), DocRegistry(), Metrics(), Clock()
         self.sink, self.packer = CompletingSink(self.tracker), FakePacker()
         self.packer.config = config = PackerConfig(budget=1_000, reserve_per_seq=4, max_seqs=max_seqs)
-        self.model = FakeEngine(gated) if where == "local" else FakeEngineProcess(batching, gated)
+        self.model = model or (FakeEngine(gated) if where == "local" else FakeEngineProcess(batching, gated))
         runner = (LocalRunner if where == "local" else ProcessRunner)(self.model, batching_policy(batching), config)
         self.stage = GpuStage(runner=runner, packer=self.packer, shared=Shared(self.tracker, self.registry, self.metrics),
                               finishing=self.sink, config=GpuConfig(config, seed=5, stall_s=STALL_S), clock=self.clock)
@@ -200,3 +202,62 @@ def test_the_engine_process_dying_stops_the_stage_with_its_error():
             rig.model.killed = True
             wait_for(lambda: rig.stage.error is not None, 5, "the stage to fail")
         assert "exit code -9" in str(rig.stage.error)
+
+
+class SlowPipe(FakeEngineProcess):
+    """An engine process whose pipe takes every bin after the first slowly: the write of one returns only
+    once `written` is set. `read_early`: the engine has the bin (and may answer it) before the write returns,
+    as when it reads the last part of a large bin while the sender is still in its write call."""
+
+    def __init__(self, batching: str, read_early: bool) -> None:
+        super().__init__(batching, gated=True)
+        self.read_early, self.writing, self.written = read_early, threading.Event(), threading.Event()
+
+    def send_bin(self, tokens, cu, max_seqlen, seeds, live, bin_id: int | None = None) -> int:
+        if not self.sent:
+            return super().send_bin(tokens, cu, max_seqlen, seeds, live, bin_id)
+        if self.read_early:
+            bin_id = super().send_bin(tokens, cu, max_seqlen, seeds, live, bin_id)
+        self.writing.set()
+        assert self.written.wait(30), "the test never let the write end"
+        return bin_id if self.read_early else super().send_bin(tokens, cu, max_seqlen, seeds, live, bin_id)
+
+
+@pytest.mark.parametrize("batching", ["bin", "continuous"])
+def test_a_slow_write_to_the_engine_process_holds_up_neither_results_nor_health(batching):
+    slow = SlowPipe(batching, read_early=False)
+    with Rig("process", batching, max_seqs=1, model=slow) as rig:
+        rig.bin([2])
+        wait_for(lambda: rig.stage.flight.docs == 1, 5, "the first bin in flight")
+        rig.bin([4])
+        wait_for(slow.writing.is_set, 5, "the second bin's write under way")
+        slow.gate.release(1)  # the first bin's result comes back while the second is being written
+        try:
+            wait_for(lambda: rig.handed() == 1, 10, "the first bin's document at finishing during the write")
+            h = rig.stage.health()
+            assert h.ready and h.live
+            assert rig.stage.stalled_s() == 0.0
+        finally:
+            slow.written.set()
+        slow.gate.release(1)
+        wait_for(lambda: rig.handed() == 2, 10, "the second bin's document at finishing")
+    assert rig.stage.error is None and rig.sink.offsets() == [(("in", 0), 0), (("in", 0), 1)]
+
+
+@pytest.mark.parametrize("batching", ["bin", "continuous"])
+def test_a_result_that_comes_back_before_its_write_returns_is_handed_over_once(batching):
+    slow = SlowPipe(batching, read_early=True)
+    with Rig("process", batching, max_seqs=1, model=slow) as rig:
+        rig.bin([2])
+        wait_for(lambda: rig.stage.flight.docs == 1, 5, "the first bin in flight")
+        slow.gate.release(1)
+        wait_for(lambda: rig.handed() == 1, 10, "the first bin's document at finishing")
+        rig.bin([4])
+        wait_for(slow.writing.is_set, 5, "the second bin's write under way")
+        slow.gate.release(1)  # the engine answers the second bin before its write returns
+        try:
+            wait_for(lambda: rig.handed() == 2, 10, "the second bin's document at finishing during its write")
+        finally:
+            slow.written.set()
+        wait_for(lambda: rig.stage.flight.docs == 0, 5, "nothing in flight")
+    assert rig.stage.error is None and rig.sink.offsets() == [(("in", 0), 0), (("in", 0), 1)]

@@ -7,7 +7,8 @@ import orjson
 import pytest
 
 from ingest_fakes import Msg, make_ingest
-from worker.messages.models import MAX_JSON_DEPTH, BadMessage, decode_input, parse_dead_letter_headers
+from worker.messages.models import MAX_JSON_DEPTH, BadMessage, decode_input
+from worker.kafka.headers import parse_dead_letter_headers
 
 LIMIT = 1 << 22
 

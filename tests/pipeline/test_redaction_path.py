@@ -17,7 +17,7 @@ from ingest_fakes import FakePacker, Msg, PausingConsumer, counts, words
 from stage_fakes import Wake
 from worker.pipeline.configs import finishing_config, ingest_config
 from worker.config.settings import load_settings
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.observability.logs import Redact
 from worker.observability.metrics import Metrics
 from worker.observability.tracing import DocTracer

@@ -11,7 +11,7 @@ from stage_fakes import Wake
 
 from worker.pipeline.configs import ingest_config
 from worker.config.settings import load_settings
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.observability.metrics import Metrics
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.guard import Guard

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from worker.pipeline.configs import delivery_config
-from worker.messages.models import parse_dead_letter_headers
+from worker.kafka.headers import parse_dead_letter_headers
 from worker.pipeline.delivery import Delivery
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import PlanLimits, Planner

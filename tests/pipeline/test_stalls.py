@@ -149,7 +149,7 @@ class BlockedRemote(SilentRemote):
         super().__init__()
         self._gone = threading.Event()
 
-    def send_bin(self, *a) -> int:
+    def send_bin(self, *a, bin_id: int | None = None) -> int:
         self._gone.wait(30)
         raise EngineProcessError("the engine process is gone")
 
@@ -169,6 +169,45 @@ def test_a_send_blocked_on_a_stopped_engine_process_is_a_stall_too():
     try:
         assert wait_for(lambda: loop.error is not None)
         assert remote.killed and "pipeline.stall_timeout_s" in str(loop.error)
+    finally:
+        loop.stop()
+        t.join(5)
+    assert not t.is_alive() and loop.join(5)
+
+
+class MidMessageRemote(SilentRemote):
+    """An engine process stopped in the middle of writing a result: `receive` found the pipe readable and
+    waits inside the message until the process is killed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._gone = threading.Event()
+        self.inside = threading.Event()
+
+    def receive(self, timeout_s: float):
+        if not self.sent:
+            return super().receive(timeout_s)
+        self.inside.set()
+        self._gone.wait(30)
+        raise EngineProcessError("the engine process ended (exit code -9)")
+
+    def kill(self) -> None:
+        super().kill()
+        self._gone.set()
+
+
+def test_a_receive_stuck_inside_a_message_of_a_stopped_engine_process_is_a_stall_too():
+    tracker, registry, metrics, sink = OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
+    sid = registered(registry, make_doc(tracker), [[1, 2, 3]])[0]
+    remote = MidMessageRemote()
+    packer = FakePacker(bins=[bin_of(0, [sid], [[1, 2, 3]])], config=PackerConfig(budget=100, reserve_per_seq=4))
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, where="process", stall_s=0.5)
+    t = threading.Thread(target=loop.run)
+    t.start()
+    try:
+        assert wait_for(remote.inside.is_set)
+        assert wait_for(lambda: loop.error is not None)
+        assert isinstance(loop.error, GpuStalled) and remote.killed and sink.bins == []
     finally:
         loop.stop()
         t.join(5)

@@ -142,3 +142,42 @@ def test_model_process_auto_is_on_with_cuda_only():
     import torch
 
     assert want_process(model()) == torch.cuda.is_available()  # auto device: asked through NVML
+
+
+def test_close_returns_in_its_time_while_a_bin_is_stuck_in_the_pipe_of_a_stopped_engine_process(tiny_model, tmp_path):
+    import contextlib
+    import threading
+
+    import numpy as np
+
+    from worker.config.settings import load_settings
+    from worker.remote.process import EngineProcess, EngineProcessError, EngineSpec
+
+    model = load_settings(environ={}, overrides={"model.path": tiny_model, "model.device": "cpu"}).model
+    eng = EngineProcess(EngineSpec(model=model, budget=4096, max_seqs=8, cache_dir=str(tmp_path)))
+    pid = eng.proc.pid
+    os.kill(pid, signal.SIGSTOP)  # it reads nothing more: a bin larger than the pipe blocks its write
+    try:
+        big = np.zeros(1 << 20, dtype=np.int32)  # [T] int32, 4 MiB: far more than a pipe holds
+
+        def write() -> None:
+            with contextlib.suppress(EngineProcessError):  # the write fails once the process is killed
+                eng.send_bin(big, np.array([0, big.size], dtype=np.int32), big.size, [0], [True])
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        deadline = time.monotonic() + 30
+        while not eng._send_lock.locked() and time.monotonic() < deadline:  # the write under way holds the lock
+            time.sleep(0.01)
+        assert eng._send_lock.locked() and writer.is_alive()
+        closed = threading.Event()
+        threading.Thread(target=lambda: (eng.close(timeout_s=1.0), closed.set()), daemon=True).start()
+        assert closed.wait(60), "close() waited on the blocked write"
+        assert not eng.proc.is_alive()
+        writer.join(30)
+        assert not writer.is_alive()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        if eng.proc.is_alive():
+            eng.proc.kill()

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.pipeline.tracker import OffsetTracker, Record
-from worker.windowing.multiline import Joiner, continues
+from worker.multiline import joins as continues
+from worker.windowing.multiline import Joiner
 from worker.windowing.windows import Rules, Windower
 from clocks import Clock
 
@@ -187,8 +188,8 @@ def test_java_and_go_traces_join_to_their_first_line():
                  "Caused by: java.io.IOException: io", "\t... 3 more", "panic: boom", "",
                  "goroutine 1 [running]:", "main.main()", "\t/src/main.go:8 +0x1d", "INFO after"]:
         j.add(line)
-    assert j.lines == 11 and len(j.events) == 4
-    assert j.events[1].count("\n") == 3 and j.events[2].startswith("panic: boom\n\ngoroutine 1")
+    assert j.lines == 11 and len(j.events) == 3          # the exception's class line joins the line logging it
+    assert j.events[0].count("\n") == 4 and j.events[1].startswith("panic: boom\n\ngoroutine 1")
     off = Joiner(enabled=False)
     for line in ["a", "\tb"]:
         off.add(line)

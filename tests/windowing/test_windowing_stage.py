@@ -287,6 +287,8 @@ def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
     ("Oct 11 22:14:15 sshd[1]: no host field", ""),
     ("2024-05-01T12:00:00Z ERROR db down", ""),
     ("2024-05-01T12:00:00.123Z info main.go:12 started", ""),
+    ("2024-05-01T12:00:00.123Z INF db down", ""),                     # any spelling of the level table
+    ("2024-05-01T12:00:00.123Z WRN retrying", ""),
     ("    at com.example.Main.run(Main.java:12)", ""),
 ])
 def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host):

@@ -10,8 +10,7 @@ from typing import Any
 from worker.cli.args import load, topic_name
 from worker.config.errors import EXIT_FAILED, StartupError, fail
 from worker.kafka.config import kafka_client_config
-
-LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # the digest's, most severe first
+from worker.messages.levels import ORDER as LEVELS  # the digest's levels, most severe first
 
 
 def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[..., None],
@@ -60,8 +59,9 @@ def add_parsers(sub: Any, common: argparse.ArgumentParser, add_flags: Callable[.
     tl.add_argument("--min-severity", type=str.upper, choices=LEVELS, metavar="LEVEL",
                     help=f"only summaries whose digest counts a line this severe or worse ({', '.join(LEVELS)})")
     tl.add_argument("--json", action="store_true", help="one JSON object a line instead of readable blocks")
-    tl.add_argument("--last", type=int, metavar="N", help="start N records before the end of each partition "
-                                                          "(default: from the beginning)")
+    tl.add_argument("--last", type=int, metavar="N", help="start at the last N records of each partition: "
+                                                          "committed records, not offsets (default: from the "
+                                                          "beginning)")
     tl.add_argument("--limit", type=int, metavar="N", help="stop after printing N records")
     tl.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the broker (default 10)")
     add_flags(tl, ["--bootstrap-servers", "--output-topic", "--dlq-topic"])

@@ -31,12 +31,9 @@ from tqdm import tqdm
 
 from worker.config.errors import EXIT_USAGE, StartupError
 from worker.kafka import clients
+from worker.kafka.headers import ERROR_CLASS, SOURCE_TOPIC, VALUE_DROPPED, replayed, ribbon_values
 
 log = logging.getLogger(__name__)
-
-RIBBON_DLQ_HEADERS = frozenset({"error.class", "error.message", "source.topic", "source.partition",
-                                "source.offset", "worker.version", "error.value_dropped"})
-REPLAY_HEADER = "ribbon.replay.source"
 
 
 def parse_time(text: str) -> int:
@@ -195,24 +192,23 @@ def replay_dlq(consumer_conf: dict[str, Any], producer_conf: dict[str, Any], dlq
             def on_record(msg: Any) -> None:
                 bar.update(1)
                 report.scanned += 1
-                headers = dict((k, (v or b"").decode("utf-8", "replace")) for k, v in (msg.headers() or []))
-                error_class = headers.get("error.class", "")
+                headers = ribbon_values(msg.headers())
+                error_class = headers.get(ERROR_CLASS, "")
                 if not flt.matches(error_class, msg.timestamp()[1]):
                     return
                 report.matched += 1
                 report.by_class[error_class] += 1
-                target = to_topic or headers.get("source.topic")
+                target = to_topic or headers.get(SOURCE_TOPIC)
                 if not target:
-                    failures.append(f"{msg.partition()}:{msg.offset()} has no source.topic header")
+                    failures.append(f"{msg.partition()}:{msg.offset()} has no {SOURCE_TOPIC} header")
                     return
                 report.by_target[target] += 1
                 if producer is None:
                     return
                 if msg.value() is None:
-                    failures.append(f"{msg.partition()}:{msg.offset()} has no value (error.value_dropped)")
+                    failures.append(f"{msg.partition()}:{msg.offset()} has no value ({VALUE_DROPPED})")
                     return
-                kept = [(k, v) for k, v in (msg.headers() or []) if k not in RIBBON_DLQ_HEADERS]
-                kept.append((REPLAY_HEADER, f"{dlq_topic}:{msg.partition()}:{msg.offset()}".encode()))
+                kept = replayed(msg.headers(), dlq_topic, msg.partition(), msg.offset())
                 producer.produce(target, value=msg.value(), key=msg.key(), headers=kept, on_delivery=on_delivery)
                 producer.poll(0)
 

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from worker.config.load import allowed_text, env_var_for, iter_fields, kind_of
-from worker.messages.models import DeadLetterHeaders, InputMessage, OutputMessage
+from worker.messages.models import InputMessage, OutputMessage
+from worker.kafka.headers import DeadLetterHeaders
 from worker.config.settings import Settings
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

@@ -5,24 +5,29 @@ address, SASL and TLS, `kafka.consumer_extra`), joins no group and commits nothi
 every partition of the topic and reads committed records only (the worker's outputs are
 transactional). librdkafka decompresses every codec the worker may use (zstd by default) itself.
 Without `--follow` it stops at the end of every partition; with it, it waits for more until Ctrl-C.
+`--last N` starts at each partition's last N records, counted as records: transaction markers and
+aborted records take offsets but are none, so the start is found by reading back from the end.
 """
 
 from __future__ import annotations
 
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import orjson
+import pydantic
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
 from worker.kafka.clients import consumer as make_consumer
 from worker.kafka.config import ClientConfig
+from worker.kafka.headers import parse_dead_letter_headers
+from worker.messages.levels import RANK
 
-LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")   # most severe first
 WIDTH = 100
 
 
@@ -32,9 +37,9 @@ class TailOptions:
     dead_letters: bool = False
     follow: bool = False
     key: str | None = None
-    min_severity: str | None = None   # one of LEVELS: only summaries whose digest counts a line this severe
+    min_severity: str | None = None   # one of levels.ORDER: only summaries whose digest counts a line this severe
     as_json: bool = False
-    last: int | None = None           # start this many records before each partition's end (None: the beginning)
+    last: int | None = None           # start at each partition's last this many records (None: the beginning)
     limit: int | None = None          # stop after printing this many
     timeout_s: float = 10.0           # metadata lookup
 
@@ -51,8 +56,7 @@ def records(config: ClientConfig, opts: TailOptions, stop: Callable[[], bool] = 
                for p in sorted(meta.partitions)]
         if opts.last is not None:
             for tp in tps:
-                low, high = c.get_watermark_offsets(tp, timeout=opts.timeout_s)
-                tp.offset = max(low, high - opts.last)
+                tp.offset = start_of_last(c, tp, opts.last, opts.timeout_s)
         c.assign(tps)
         open_parts = {tp.partition for tp in tps}
         while not stop() and (opts.follow or open_parts):
@@ -67,6 +71,45 @@ def records(config: ClientConfig, opts: TailOptions, stop: Callable[[], bool] = 
             yield m
     finally:
         c.close()
+
+
+def start_of_last(c, tp: TopicPartition, n: int, timeout_s: float) -> int:
+    """The offset of the first of the partition's last `n` records (its low mark when it holds fewer).
+
+    Offsets are not records: a transaction's marker takes one, and an aborted transaction's records
+    take theirs, yet read_committed delivers neither. So windows are read back from the end, each
+    twice as long as the one after it, until they hold `n` records or reach the low mark."""
+    low, high = c.get_watermark_offsets(tp, timeout=timeout_s)
+    seen: list[int] = []  # offsets of the records in [start, high), ascending
+    end, span = high, max(1, n)
+    while end > low:
+        start = max(low, end - span)
+        seen = _offsets_in(c, tp.topic, tp.partition, start, end, timeout_s) + seen
+        if len(seen) >= n:
+            return seen[-n]
+        end, span = start, 2 * span
+    return low
+
+
+def _offsets_in(c, topic: str, partition: int, start: int, end: int, timeout_s: float) -> list[int]:
+    """The offsets of the records read_committed delivers in [start, end) of one partition."""
+    c.assign([TopicPartition(topic, partition, start)])
+    out: list[int] = []
+    deadline = time.monotonic() + timeout_s  # without a record for this long, the broker is not answering
+    while True:
+        m = c.poll(0.5)
+        if m is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no record from {topic}/{partition} at offset {start} within {timeout_s:.0f} s")
+            continue
+        if m.error() is not None:
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                return out
+            raise RuntimeError(str(m.error()))
+        if m.offset() >= end:
+            return out
+        out.append(m.offset())
+        deadline = time.monotonic() + timeout_s
 
 
 def tail(config: ClientConfig, opts: TailOptions, out: TextIO | None = None,
@@ -91,9 +134,9 @@ def tail(config: ClientConfig, opts: TailOptions, out: TextIO | None = None,
 def severe_enough(summary: dict, least: str | None) -> bool:
     if least is None:
         return True
-    worst = LEVELS.index(least)
+    worst = RANK[least]
     counts = (summary.get("digest") or {}).get("severity") or {}
-    return any(n > 0 and lv in LEVELS and LEVELS.index(lv) <= worst for lv, n in counts.items())
+    return any(n > 0 and lv in RANK and RANK[lv] <= worst for lv, n in counts.items())
 
 
 def summary_block(m: Any, opts: TailOptions) -> str | None:
@@ -119,7 +162,7 @@ def _summary_lines(m: Any, s: dict) -> Iterator[str]:
     text, published = _summary_text(s.get("summary"))
     yield f"   {span}  |  {s.get('mode')}: {s.get('model')}" + (f"  |  {published}" if published else "")
     sev = ", ".join(f"{lv} {n}" for lv, n in sorted((d.get("severity") or {}).items(),
-                                                     key=lambda kv: LEVELS.index(kv[0]) if kv[0] in LEVELS else 99))
+                                                     key=lambda kv: RANK.get(kv[0], len(RANK))))
     yield f"   {d.get('lines', 0)} lines" + (f": {sev}" if sev else "")
     for para in text.splitlines() or [""]:
         yield textwrap.fill(para, WIDTH, initial_indent="   ", subsequent_indent="   ") if para else ""
@@ -144,15 +187,18 @@ def _digest_span(d: dict) -> str:
 
 
 def dead_letter_block(m: Any, opts: TailOptions) -> str | None:
-    headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
     value = m.value()
     if opts.as_json:
+        headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (m.headers() or [])}
         return orjson.dumps({"key": (m.key() or b"").decode("utf-8", "replace"), "headers": headers,
                              "value": None if value is None else value.decode("utf-8", "replace"),
                              "offset": m.offset(), "partition": m.partition()}).decode()
-    return _raw_block(m, f"{headers.get('error.class', '?')}: {headers.get('error.message', '')} (from "
-                         f"{headers.get('source.topic', '?')}/{headers.get('source.partition', '?')}"
-                         f"@{headers.get('source.offset', '?')})")
+    try:
+        h = parse_dead_letter_headers(m.headers() or ())
+    except pydantic.ValidationError:
+        return _raw_block(m, "not a Ribbon dead letter (its headers: docs/messages.md)")
+    return _raw_block(m, f"{h.error_class}: {h.error_message} (from {h.source_topic}/{h.source_partition}"
+                         f"@{h.source_offset})")
 
 
 def _raw_block(m: Any, reason: str) -> str:

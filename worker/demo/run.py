@@ -29,6 +29,7 @@ from worker.digest.render import render
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker
 from worker.kafka.config import embedded_settings, plain_config
+from worker.kafka.headers import ERROR_CLASS, ERROR_MESSAGE, ribbon_values
 from worker.pipeline.app import Worker
 
 SHOWN = 3  # documents printed in full
@@ -108,8 +109,8 @@ def run_demo(settings, documents: int | None, timeout_s: float, progress: bool =
     for o in {o["id"]: o for o in shown}.values():
         _show(o, generative, random_model, show_model_text)
     for m in dlq:
-        h = dict(m.headers() or [])
-        print(f"dead letter: {h.get('error.class', b'?').decode()}: {h.get('error.message', b'').decode()[:90]}")
+        h = ribbon_values(m.headers())
+        print(f"dead letter: {h.get(ERROR_CLASS, '?')}: {h.get(ERROR_MESSAGE, '')[:90]}")
     _stats(outs, docs, dlq, wall, digest_s, generative, worker, random_model)
     print(lines_report)
     return 0 if len(outs) == len(docs) and len(dlq) == len(BAD) and lines_ok else 1

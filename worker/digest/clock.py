@@ -1,133 +1,26 @@
 """A document's true time span, from the timestamps its format layer read (worker/digest/formats.py).
 
     sort_keys(stamps)        -> [L] strings that sort like the times ("" for none)
-    stamp_of(text)           -> Stamp of one header timestamp (any form below), or None
     true_span(stamps, keys)  -> TrueSpan: earliest and latest (never inverted), lines out of order
 
-Forms: ISO 8601 / RFC 3339 (`T` or space, `-` `/` `.` in the date, `.` `,` `:` fractions, `Z`,
-offsets, `UTC`), `yyyy-MM-dd-HH.mm.ss.ffffff`, `yy/MM/dd HH:mm:ss`, yearless `MM-dd`/`MM/dd`/`MM.dd
-HH:mm:ss[.SSS]` and klog's `MMDD HH:mm:ss.ffffff`, `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`, RFC 3164
-`Mon dd HH:mm:ss`, `Sun Dec 04 04:47:44 2005`, the access log's `01/Dec/2026:10:00:01 +0100`, epoch seconds (10 digits, fraction optional) and
-milliseconds (13 digits). Only the earliest and latest lines (and each failure's first and last) are
-parsed into dates; the rest are only compared, by sort keys made without parsing.
+A timestamp's text is read by worker/digest/timeparse.py (stamp_of: every form it names). Only the
+earliest and latest lines (and each failure's first and last) are parsed into dates; the rest are
+only compared, by sort keys made without parsing.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from operator import itemgetter, lt
 
-from worker.digest.timeparse import MONTHS, Stamp, _fraction, _iso, _stamp, _zone
+from worker.digest.timeparse import CLF, EPOCH, MONTHS, Stamp, stamp_of
 
 _DIGITS = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isdigit()))
 _MON_KEY = {m.capitalize(): f"{i:02d}" for m, i in MONTHS.items()}
 _GROUPS = re.compile(r"\d+")
-
-_FORMS = (
-    ("iso8601", re.compile(r"(\d{4})[-/.](\d{2})[-/.](\d{2})(?:[T\t]| {1,2})(\d{1,2}):(\d{2}):(\d{2})"
-                           r"(?:[.,:](\d{1,9}))?\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$")),
-    ("iso8601", re.compile(r"(\d{4})-(\d{2})-(\d{2})-(\d{2})\.(\d{2})\.(\d{2})\.(\d{1,6})()$")),
-    ("yy/MM/dd", re.compile(r"(\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?()$")),
-    ("yyMMdd", re.compile(r"(\d{2})(\d{2})(\d{2}) (\d{2})(\d{2})(\d{2})()()$")),
-    ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?()$")),
-    ("iso8601", re.compile(r"(\d{4})(\d{2})(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
-                           r"\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$")),
-)
-_ZONE_TEXT = r"\s?(Z|[+-]\d{2}:?\d{2}|UTC|GMT)?$"
-# month names: day first (`17-Feb-2018 23:06:56.326`, `8-Mar-2018::14:09:27`, `29/Aug/2023 22:02:58`),
-# month first (`Dec 30, 2020 11:30:40 AM`, `Dec 16 2019 15:09:49.652-0500`), and yearless (`14 Nov 07:01:22.119`,
-# `09-Jan 19:54`, `Mar-18 21:41:15.684`)
-_DMY = re.compile(r"(\d{1,2})[-/ ]([A-Z][a-z]{2})[a-z]*\.?[-/ ](\d{4})(?:::|[: ])(\d{1,2}):(\d{2}):(\d{2})"
-                  r"(?:[.,](\d{1,9}))?" + _ZONE_TEXT)
-_MDY = re.compile(r"([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}),? (\d{4}),? (\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
-                  r"(?: ([AP]M))?" + _ZONE_TEXT)
-_DM = re.compile(r"(?:(\d{1,2})[- ]([A-Z][a-z]{2})|([A-Z][a-z]{2})-(\d{1,2})) (\d{1,2}):(\d{2})(?::(\d{2}))?"
-                 r"(?:[.,](\d{1,9}))?$")
 _NAMED_HINT = re.compile(r"\d{1,2}[-/ ][A-Z][a-z]{2}|[A-Z][a-z]{2}[a-z]*\.? {1,2}\d{1,2},? \d{4}|[A-Z][a-z]{2}-\d")
 _PARSED_EACH = frozenset({"day_month", "month_day", "yearless_month"})   # sort keys made by parsing each time
-_YEARLESS = re.compile(r"(\d{2})[-/.]?(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?$")
-_SYSLOG = re.compile(r"(?:<\d+>)?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
-_CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (\d{4})$")
-_EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
-_CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
-
-
-@functools.lru_cache(maxsize=4096)   # a stamp is read again for the span and for each failure it opens or ends
-def stamp_of(text: str) -> Stamp | None:
-    """The time a header's timestamp text names, or None (an impossible date is none)."""
-    t = text.strip().strip("[]\"")
-    try:
-        return _parse(t)
-    except (ValueError, KeyError, OverflowError):
-        return None
-
-
-def _parse(t: str) -> Stamp | None:
-    for form, rx in _FORMS:
-        m = rx.match(t)
-        if m:
-            y, mo, d, h, mi, s, frac, z = m.groups()
-            if form == "yyyyMMdd" and frac:
-                frac = frac.zfill(3)          # milliseconds written without leading zeros
-            year = int(y) + (2000 if len(y) == 2 else 0)
-            zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
-            return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), zone), form)
-    m = _CLF.match(t)
-    if m:
-        d, mon, y, h, mi, s, z = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)),
-                      "apache")
-    m = _DMY.match(t) or _MDY.match(t)
-    if m:
-        return _named(m)
-    m = _NUMERIC_DATE.match(t)
-    if m:
-        return _numeric_date(m)
-    m = _DM.match(t)
-    if m:
-        d, mon, mon2, d2, h, mi, sec, frac = m.groups()
-        return _yearless(datetime(2000, MONTHS[(mon or mon2).lower()], int(d or d2), int(h), int(mi), int(sec or 0),
-                                  _fraction(frac)), "yearless_month")
-    m = _EPOCH.match(t)
-    if m:
-        ms = len(m.group(1)) == 13
-        secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
-        return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
-    m = _CTIME.match(t)
-    if m:
-        mon, d, h, mi, s, frac, y = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)), "ctime")
-    m = _SYSLOG.match(t)
-    if m:
-        mon, d, h, mi, s, frac = m.groups()
-        return _yearless(datetime(2000, MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)),
-                         "rfc3164")
-    m = _YEARLESS.match(t)
-    if m:
-        mo, d, h, mi, s, frac = m.groups()
-        return _yearless(datetime(2000, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac)), "yearless")
-    return None
-
-
-def _named(m: re.Match) -> Stamp:
-    """A `_DMY` or `_MDY` match as a Stamp."""
-    g = m.groups()
-    if m.re is _DMY:
-        d, mon, y, h, mi, sec, frac, z = g
-        ampm, form = None, "day_month"
-    else:
-        mon, d, y, h, mi, sec, frac, ampm, z = g
-        form = "month_day"
-    hour = int(h) % 12 + (12 if ampm == "PM" else 0) if ampm else int(h)
-    zone = timezone.utc if z in ("UTC", "GMT") else _zone(z)
-    return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), hour, int(mi), int(sec), _fraction(frac), zone), form)
-
-
-def _yearless(dt: datetime, form: str) -> Stamp:
-    return Stamp("--" + _iso(dt)[5:], form, dt.replace(tzinfo=timezone.utc).timestamp())
 
 
 def sort_keys(stamps: list[str]) -> list[str]:
@@ -143,9 +36,9 @@ def sort_keys(stamps: list[str]) -> list[str]:
         return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005
         return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
-    if _CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
+    if CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
         return [_clf_key(s) if s else "" for s in stamps]
-    if _EPOCH.match(sample):
+    if EPOCH.match(sample):
         return [f"{float(s):020.6f}" if s else "" for s in stamps]
     if _NUMERIC_DATE_NOT_YEAR_FIRST.match(sample):                  # 19-06-2019 10:00:00, 11/05/2018 19:21
         return [_clf_key(s) if s else "" for s in stamps]
@@ -157,19 +50,6 @@ def sort_keys(stamps: list[str]) -> list[str]:
 
 
 _NUMERIC_DATE_NOT_YEAR_FIRST = re.compile(r"\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b")  # day or month first: parsed
-# 19-06-2019 10:00:00, 11/05/2018 19:21:00.123, 19.06.2019 10:00: day or month first, the year last
-_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?\Z")
-
-
-def _numeric_date(m: re.Match) -> Stamp:
-    """A field over 12 is the day; with neither over 12, `/` is read month first (the US order) and `-` or `.`
-    day first (the order of most other locales)."""
-    a, sep, b, y, h, mi, sec, frac = m.groups()
-    day_first = int(a) > 12 or (int(b) <= 12 and sep != "/")
-    d, mo = (a, b) if day_first else (b, a)
-    year = int(y) + (2000 if len(y) == 2 else 0)
-    return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(sec or 0), _fraction(frac)),
-                  "day_first" if day_first else "month_first")
 
 
 def _clf_key(s: str) -> str:

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.digest.clock import sort_keys, stamp_of, true_span
+from worker.digest.clock import sort_keys, true_span
 from worker.digest.failures import line_ranks, ranked_failures, severity_counts
 from worker.digest.formats import Read
 from worker.digest.levels import level_of_pattern
-from worker.digest.levels_table import ORDER
+from worker.messages.levels import ORDER
 from worker.digest.outliers import MIN_SAMPLE, Z_OUTLIER, far_outside, is_quantity
 from worker.digest.templates import Template, Templates
-from worker.digest.timeparse import span
+from worker.digest.timeparse import span, stamp_of
 
 MAX_TEMPLATES = 8
 MAX_FAILURES = 8
@@ -42,7 +42,7 @@ class Analysis:
     digest: DigestDict          # JSON-ready; validated once, at the output message (worker/messages/models.py)
     line_z: np.ndarray          # [L] float64 largest outlier z of each line
     template_severity: np.ndarray  # [K] float32 highest severity word over each template's lines
-    line_rank: np.ndarray | None = None   # [L] int8 level rank of each line (levels_table.ORDER), -1 none
+    line_rank: np.ndarray | None = None   # [L] int8 level rank of each line (worker/messages/levels.py ORDER), -1 none
     failures: tuple = ()        # ranked failure entries (failures.ranked_failures), all of them
     read: Read | None = None    # the format layer's result
 

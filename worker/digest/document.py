@@ -22,8 +22,7 @@ def analyze_document(text: str, lines: list[str] | None = None) -> Analysis:
     if records is not None:
         text, lines = "\n".join(records), records
     r = read(text, lines)
-    messages = r.messages
-    tm = analyze_text("\n".join(messages) if r.form is not None or r.cleaned else text, r.lines)
+    tm = analyze_text("\n".join(r.texts) if r.form is not None or r.cleaned else text, r.lines)
     a = build_digest(tm, r)
     if "measCollecFile" in text[:4096] or "measDataFile" in text[:4096]:
         a.digest["pm"] = pm_digest(text)

@@ -28,8 +28,8 @@ import re
 import numpy as np
 
 from worker.digest.levels import LEVEL_KEYS, level_of_pattern, level_of_value
-from worker.digest.levels_table import ORDER, RANK, WARN_RANK, level_word
-from worker.digest.multiline import continues
+from worker.messages.levels import ORDER, RANK, WARN_RANK, level_word
+from worker.multiline import continues
 
 HARD = frozenset({"error", "errors", "failed", "failure", "failures", "fail", "fails", "exception", "refused",
                   "denied", "unreachable", "aborted", "abort", "rejected", "reject", "fatal", "panic", "segfault",

@@ -6,11 +6,15 @@
 
 A document of JSON lines or logfmt pairs (a quarter of its first 16 non-blank lines) is read as
 such: JSON `level`/`severity`/`lvl`/`severityText`/`PRIORITY`/`severityNumber` (OTLP),
-`msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`.
+`msg`/`message`/`body`/`MESSAGE`, time and host keys; logfmt `level=`/`lvl=`, `ts=`, `msg=`. A
+record's message is its message value; its other pairs are its `fields` (the templater reads both:
+`Read.texts`); a record without a message value has its pairs as its message. A header's fields
+before the message and its trailer (worker/digest/header.py) are no part of the message either, and
+the templater reads them too.
 Every other line is read by itself by the header grammar (worker/digest/header.py, applied by
 worker/digest/header_rows.py): no format is chosen for a document, so a line reads the same in any
 document or window, and a document mixing shapes (RFC 5424 and RFC 3164 lines on one topic) reads
-each line as what it is. Levels: the level token (levels_table), a syslog PRI (severity = PRI mod 8),
+each line as what it is. Levels: the level token (worker/messages/levels.py), a syslog PRI (severity = PRI mod 8),
 an access log's status (5xx ERROR, 4xx WARN, else INFO). `Read.form` names the commonest header
 shape among the lines (rfc5424, rfc3164, access, timestamped, level_first, json, logfmt), None when
 no line has a header (the lines are then templated whole).
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 import orjson
 
 from worker.digest import header, header_rows, winevent
-from worker.digest.levels_table import from_otlp, from_pri, level_word
+from worker.messages.levels import from_otlp, from_pri, level_word
 
 SAMPLE_LINES = 16        # lines read to tell a JSON or logfmt document
 MIN_SHARE = 0.25         # share of the sampled lines that must be JSON (or logfmt) for the document to be
@@ -32,7 +36,6 @@ MIN_SHARE = 0.25         # share of the sampled lines that must be JSON (or logf
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what stays after the sequences (tab, \r, \n kept)
 _CONTROL_BYTES = bytes([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])   # the same, as UTF-8 bytes (all ASCII)
-_CLF_STATUS = re.compile(r'"[^"]*" (\d{3})\b')        # an access log's request and status, after its time
 
 _LOGFMT_KEYS = ("level=", "lvl=", "severity=")     # what a logfmt document's head must hold to be one
 _LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity|loglevel)=("?)(\w+)\1(?=\s|$)')
@@ -50,9 +53,19 @@ class Read:
     hosts: list[str]             # [L] the host/component of each line's header ("" if none), [] when the form has none
     matched: list[bool]          # [L] a header part (time, level, PRI) was found on this line
     cleaned: int                 # lines whose control bytes were removed
-    continued: list[bool] | None = None   # [L] the line continues the record before it (multiline.py);
+    continued: list[bool] | None = None   # [L] the line continues the record before it (worker/multiline.py);
                                           # None: not read (JSON and logfmt lines)
     tokens: list[str] | None = None       # [L] the level token as written, where a reader keeps it (Windows events)
+    fields: list[str] | None = None       # [L] a JSON or logfmt record's other pairs (`k=v ...`, "" where none);
+                                          # None: not read (the header grammar's lines)
+    bodies: list[str] | None = None       # [L] what the templater reads where it holds more than the message: the
+                                          # header's fields and trailer (`[client ..] AH00558: msg (a.b.C)`), a
+                                          # record's other pairs after its message; None: the messages
+
+    @property
+    def texts(self) -> list[str]:
+        """[L] what the templater reads: `bodies` where set, else the messages."""
+        return self.messages if self.bodies is None else self.bodies
 
 
 def clean(text: str) -> tuple[str, int]:
@@ -116,19 +129,14 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
         return Read(None, lines, lines, [None] * n, [""] * n, [], [False] * n, cleaned, c.continued)
     levels = c.levels
     stamps = c.stamps
-    clf = (i for i, s in enumerate(stamps) if s[-6:-5] == " " and s[2:3] == "/" and s[6:7] == "/")
-    for i in clf if "access" in c.shapes else ():
-        m = _CLF_STATUS.match(c.messages[i], c.messages[i].find('"'))   # access log: 5xx ERROR, 4xx WARN, else INFO
-        if m is not None and levels[i] is None:
-            code = m.group(1)[0]
-            levels[i] = "ERROR" if code == "5" else "WARN" if code == "4" else "INFO"
     if c.pris:
         by_pri = {p: from_pri(p) for p in set(c.pris) if p}
         levels = [by_pri[p] if p else lv for p, lv in zip(c.pris, levels)]
     shapes = c.shapes
     shapes.pop("", None)
     hosts = c.hosts
-    return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued)
+    return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued,
+                bodies=None if c.bodies is c.messages else c.bodies)
 
 
 _JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",
@@ -138,16 +146,16 @@ _JSON_TIME = ("time", "timestamp", "ts", "@timestamp", "t", "datetime", "timeUni
 
 
 def _json_row(line: str) -> tuple:
-    """(matched, message, level, stamp, host) of a JSON line."""
+    """(matched, message, level, stamp, host, fields) of a JSON line."""
     s = line.strip()
     if not s.startswith("{"):
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     try:
         obj = orjson.loads(s)
     except orjson.JSONDecodeError:
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     if not isinstance(obj, dict):
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     level = None
     for k in _JSON_LEVEL:
         v = obj.get(k)
@@ -171,8 +179,10 @@ def _json_row(line: str) -> tuple:
                  if isinstance(obj.get(k), str)), "")
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
     rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's
-    text = (str(msg) if msg is not None else "") + (" " + rest if rest else "")
-    return (True, text.strip() or s, level, stamp, host)
+    text = str(msg).strip() if msg is not None else ""
+    if not text:                                  # no message: the pairs are the message
+        return (True, rest or s, level, stamp, host, "")
+    return (True, text, level, stamp, host, rest)
 
 
 def _scalar(v) -> str:
@@ -182,20 +192,22 @@ def _scalar(v) -> str:
 
 
 def _logfmt_row(line: str) -> tuple:
-    """(matched, message, level, stamp, host) of a logfmt line: the msg= value first, then the other pairs."""
+    """(matched, message, level, stamp, host, fields) of a logfmt line: the msg= value, the other pairs."""
     m = _LOGFMT_LEVEL.search(line)
     if m is None:
-        return (False, line, None, "", "")
+        return (False, line, None, "", "", "")
     t = _LOGFMT_TIME.search(line)
     g = _LOGFMT_MSG.search(line)
     rest = line
     for mm in sorted((x for x in (m, t, g) if x is not None), key=lambda x: -x.start()):
         rest = rest[:mm.start()] + rest[mm.end():]
-    msg = (g.group(2) if g.group(1) else g.group(4)) if g else ""
-    text = (msg.replace('\\"', '"') + " " + rest.strip()).strip()
-    return (True, text, level_word(m.group(2)), t.group(2) if t else "", "")
+    msg = (g.group(2) if g.group(1) else g.group(4)).replace('\\"', '"').strip() if g else ""
+    rest = rest.strip()
+    return (True, msg or rest, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
 
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:
-    matched, messages, levels, stamps, hosts = (list(c) for c in zip(*rows)) if rows else ([], [], [], [], [])
-    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned)
+    matched, messages, levels, stamps, hosts, fields = (list(c) for c in zip(*rows)) if rows else ([],) * 6
+    bodies = [f"{m} {f}" if f else m for m, f in zip(messages, fields)]
+    return Read(form, lines, messages, levels, stamps, hosts if any(hosts) else [], matched, cleaned,
+                fields=fields, bodies=bodies)

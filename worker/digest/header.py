@@ -13,7 +13,7 @@ each tried in order and kept when it matches:
 2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
    `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
    `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
-3. a timestamp of any common shape (`_TS_PARTS`), bare or in `[...]`, `(...)`, `<...>` (a level may
+3. a timestamp of any common shape (worker/digest/timeparse.py's SHAPES), bare or in `[...]`, `(...)`, `<...>` (a level may
    follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
    digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
    an epoch or a date-only field may be followed by a node and a second time
@@ -26,9 +26,15 @@ each tried in order and kept when it matches:
    bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
    `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
    `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
-   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `); or
-   `ts|field|field|`; or `program - `;
+   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), then the
+   `fields` before the message: bracketed `[key value]` fields (`[client 192.0.2.1:5000]`) and an
+   error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
+
+TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).
+The fields and the trailer are no part of the message, but stay in what the templater reads (an
+operator searches by `[client ...]` and `AH00558`; header_rows.py keeps both texts).
+STATUS finds an access log's status after its request (where a timed line has no level token: its level).
 
 The grammar holds no literal digit (every digit is read as `\\d` or in a class of all ten): a line
 parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
@@ -44,47 +50,8 @@ from __future__ import annotations
 
 import re
 
-from worker.digest.levels_table import SPELLINGS
-
-_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
-_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,?"
-_FRAC = r"(?:[.,]\d{1,9}|:\d{3}(?!\d))?"
-_ZONES = "UTC|GMT|CET|CEST|EET|EEST|WET|WEST|MSK|IST|JST|KST|HKT|SGT|AEST|AEDT|EST|EDT|CST|CDT|MST|MDT|PST|PDT|BST"
-_ZONE = rf"(?:\s?(?:Z|[+-]\d{{2}}:?\d{{2}}(?!\d)|{_ZONES})(?![\w]|:\d{{2}}:))?"
-_HMS = r"\d{1,2}:\d{2}:\d{2}"
-# full timestamps, longest shapes first (each ends where the time does)
-_TS_PARTS = (
-    rf"\d{{4}}-\d{{2}}-\d{{2}}T{_HMS}{_FRAC}{_ZONE}",                                   # RFC 3339 (syslog writes it)
-    rf"\d{{4}}[-/.]\d{{2}}[-/.]\d{{2}}(?:T|\s{{1,2}}|\t){_HMS}{_FRAC}{_ZONE}",        # ISO 8601 and friends
-    r"\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{1,6}",                              # 2005-06-03-15.42.50.675872
-    rf"{_DAY} {_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}(?: (?:{_ZONES}))? \d{{4}}",        # ctime: Mon Aug 31 09:30:48 2015
-    rf"{_MON} {{1,2}}\d{{1,2}},? \d{{4}},? {_HMS}{_FRAC}(?: [AP]M)?{_ZONE}",          # Dec 16 2019 15:09:49, Dec 30, 2020 ...
-    rf"{_MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                                  # RFC 3164
-    rf"\d{{1,2}}[-/ ]{_MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",              # 17-Feb-2018 23:06:56, CLF
-    rf"\d{{1,2}} {_MON} {_HMS}{_FRAC}",                                                 # 14 Nov 07:01:22.119
-    r"\d{1,2}-" + _MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                      # 09-Jan 19:54
-    rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
-    rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
-    r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
-    r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
-    rf"\d{{8}}[ T]{_HMS}{_FRAC}{_ZONE}",                                               # 20260327 11:34:21.908
-    rf"{_MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                 # Mar-18 21:41:15.684
-    r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
-    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
-)
-_SYSLOG_PARTS = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
-
-
-def _ts(mark: str = "") -> str:
-    """TS: every shape (the syslog ones setting the empty group `mark`), those that open with a digit and
-    those that open with a name behind one look at the first character each (what keeps a miss cheap)."""
-    parts = [rf"{p}(?P<{mark}{i}>)" if mark and i in _SYSLOG_PARTS else p for i, p in enumerate(_TS_PARTS)]
-    digit = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] == "\\d"]
-    named = [p for p, raw in zip(parts, _TS_PARTS) if raw[:2] != "\\d"]
-    return f"(?=\\d)(?:{'|'.join(digit)})|(?=[A-Z])(?:{'|'.join(named)})"
-
-
-_DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
+from worker.digest.timeparse import DATE_ONLY, shapes
+from worker.messages.levels import SPELLINGS
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
                 "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
@@ -123,6 +90,8 @@ _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
 _TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
 _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
 _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
+_ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
+_KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
@@ -160,9 +129,9 @@ _GRAMMAR = rf"""^
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
-    (?P<ob>[\[(<])?(?P<ts>{_ts("sy")})
-    (?:\s+(?P<ts1b>{_DATE_ONLY}))?
-    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{_ts("sz")}))?
+    (?P<ob>[\[(<])?(?P<ts>{shapes("sy")})
+    (?:\s+(?P<ts1b>{DATE_ONLY}))?
+    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
     (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
@@ -182,7 +151,7 @@ _GRAMMAR = rf"""^
   )
   # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
   # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
-  (?:(?:{_ts()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
+  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
@@ -204,6 +173,7 @@ _GRAMMAR = rf"""^
   (?P<tags2>(?:{_TAG}\s*){{0,12}})
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
+  (?P<fields>(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
 |
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
   (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
@@ -251,6 +221,15 @@ def _one_line(pattern: str) -> str:
 
 
 HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
+# an access log's status after its request: the quoted request of a CLF-timed line (`"GET / HTTP/1.1" 404`,
+# `"-" 400`), or on any timed line a request (a method and a target) then, past at most one short field, the status
+# (REQUEST: where a request may start, searched for first; STATUS[""] is matched there)
+_QUOTED_STATUS = r'"[^"]*" (\d{3})(?![^\s,;|])'
+REQUEST = re.compile(r'(?:GET|POST|PUT|HEAD|DELETE|PATCH|OPTIONS|CONNECT|TRACE|PROPFIND) "?/')
+STATUS = {"access": re.compile(_QUOTED_STATUS),
+          "": re.compile(r'(?<![^\s"\[(])[A-Z]+ "?[^\s"]+"?(?: HTTP/\d(?:\.\d)?"?)?(?: -?\d{1,2}| -)? (\d{3})(?![^\s,;|])')}
+# a log4j logger written after the message (`%m (%c)%n`): `... (org.acme.cluster.Elector)`, no part of the message
+TRAILER = re.compile(r"[ \t]+\((?:[a-z_$][\w$]*\.){2,}[A-Z][\w$]*\)\Z")
 
 LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvy", "lvz", "lvl", "lvcef")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")

@@ -1,8 +1,9 @@
 """The header grammar's fields of every line of a document, each line read once per shape of its digits.
 
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
-                            level, PRI, message, whether a header was found, whether it continues
-                            the record before it (worker/digest/multiline.py)
+                            level, PRI, message (and the body the templater reads: the message with
+                            the header's fields and trailer), whether a header was found, whether it
+                            continues the record before it (worker/multiline.py)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
 `\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
@@ -18,9 +19,9 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
-from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, level_token
-from worker.digest.levels_table import level_word
-from worker.digest.multiline import continues
+from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
+from worker.messages.levels import level_word
+from worker.multiline import continues
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
@@ -32,6 +33,8 @@ _HOST = ("host5", "host", "hostc", "hosts", "hostl", "hostk", "node")
 _PROG = ("prog5", "prog", "progp")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr")
 _NONE = (0, 0)
+_BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
+_PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 
 
@@ -63,23 +66,46 @@ def _level(token: str) -> str | None:
 
 
 def recipe(key: str) -> tuple:
-    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues) of a line
-    with its digits written 0: spans, the normalized level, and the pieces its message is made of."""
+    """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status, body
+    pieces) of a line with its digits written 0: spans, the normalized level, the pieces its message is made
+    of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
+    where it holds more than the message (the header's fields and trailer; None: the message)."""
     m = HEADER.match(key)
     regs = m.regs                                   # every group's span at once
     ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
     level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
-    pri = m.span("pri") if m.group("pri") else _NONE
+    pri = regs[_PRI] if regs[_PRI][1] > regs[_PRI][0] else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
+    at = regs[_MSG][0]
+    body = None
     if matched:
-        pre = m.group("pre")
-        several = pre is not None and len(pre.split()) > 1        # one leading column (a label, a record
-        pieces = ((m.span("pre"),) if several else ()) + ((m.start("msg"), None),)   # number) is dropped
+        pre = regs[_PRE]
+        several = pre[0] >= 0 and len(key[pre[0]:pre[1]].split()) > 1   # one leading column (a label, a record
+        head = (pre,) if several else ()                                  # number) is dropped
+        end = TRAILER.search(key, at) if key[-1:] == ")" else None      # a logger after the message
+        pieces = head + ((at, end.start() if end else None),)
+        fields = regs[_FIELDS][0]
+        if end is not None or -1 < fields < at:
+            body = head + ((fields, None),)
     else:
         pieces = ((0, None),)
         host = prog = pid = _NONE
     shape = _shape(m, prog, host, ts, key) if matched else ""
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key))
+    status = -1
+    if level is None and ts != _NONE and (shape == "access" or " /" in key or '"/' in key):
+        status = _status(key, at, shape)
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key), status, body)
+
+
+def _status(key: str, at: int, shape: str) -> int:
+    """Where an access log's status code starts (header.STATUS), or -1."""
+    if shape == "access":
+        at = key.find('"', at)
+        m = STATUS["access"].match(key, at) if at >= 0 else None
+    else:
+        r = REQUEST.search(key, at)
+        m = STATUS[""].match(key, r.start()) if r is not None else None
+    return m.start(1) if m is not None else -1
 
 
 def _recipe_of(key: str) -> tuple:
@@ -94,8 +120,8 @@ def _recipe_of(key: str) -> tuple:
 class Columns:
     """Per line of a document: the header's fields ("" or None where absent; see columns())."""
 
-    __slots__ = ("continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes", "shapes",
-                 "stamps")
+    __slots__ = ("bodies", "continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes",
+                 "shapes", "stamps")
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
@@ -103,12 +129,19 @@ class Columns:
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
         self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
         self.levels = list(map(itemgetter(5), recipes))
+        if any(k[11] >= 0 for k in kinds):          # an access log's status: 5xx ERROR, 4xx WARN, else INFO
+            self.levels = [_BY_STATUS.get(ln[r[11]]) if r[11] >= 0 else lv for ln, r, lv in zip(lines, recipes, self.levels)]
         self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
-        if all(len(k[7]) == 1 for k in kinds):
+        if all(len(k[7]) == 1 and k[7][0][1] is None for k in kinds):
             self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
         else:
-            self.messages = [ln[r[7][0][0]:] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
+            self.messages = [ln[r[7][0][0]:r[7][0][1]] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
                              for ln, r in zip(lines, recipes)]
+        if all(k[12] is None for k in kinds):
+            self.bodies = self.messages
+        else:
+            self.bodies = [msg if r[12] is None else "".join(ln[a:b] for a, b in r[12])
+                           for ln, r, msg in zip(lines, recipes, self.messages)]
         self.matched = list(map(itemgetter(8), recipes))
         self.shapes = Counter(map(itemgetter(9), recipes))
         self.continued = list(map(itemgetter(10), recipes))

@@ -11,22 +11,17 @@ from __future__ import annotations
 import functools
 import re
 
-from worker.digest.levels_table import SPELLINGS
+from worker.messages.levels import LETTERS, SPELLINGS
 
-LEVEL_WORDS = {
-    "fatal": "FATAL", "panic": "FATAL", "emerg": "FATAL", "emergency": "FATAL",
-    "alert": "CRITICAL", "crit": "CRITICAL", "critical": "CRITICAL", "severe": "CRITICAL",
-    "error": "ERROR", "err": "ERROR", "eror": "ERROR",
-    "warn": "WARN", "warning": "WARN",
-    "notice": "NOTICE",
-    "info": "INFO", "information": "INFO", "informational": "INFO",
-    "debug": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "dbg": "DEBUG",
-    "trace": "TRACE", "finest": "TRACE", "verbose": "TRACE",
-}
-LEVEL_WORDS.update({w: SPELLINGS[w] for w in ("erro", "wrn", "debu", "fata", "pani", "dpanic")})  # Go's tags
-ORDER = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")
+# The spellings (of the one table) that name a level inside a template's words; the rest (`note`,
+# `inf`, `config`, `trc`...) are message text there more often than not.
+LEVEL_WORDS = {w: SPELLINGS[w] for w in (
+    "fatal", "panic", "emerg", "emergency", "alert", "crit", "critical", "severe", "error", "err", "eror",
+    "warn", "warning", "notice", "info", "information", "informational", "debug", "fine", "finer", "dbg",
+    "trace", "finest", "verbose",
+    "erro", "wrn", "debu", "fata", "pani", "dpanic")}  # the last row: Go's tags
 LEVEL_KEYS = frozenset({"level", "lvl", "severity", "loglevel", "log_level", "priority"})
-_ANDROID = {"V": "TRACE", "D": "DEBUG", "I": "INFO", "W": "WARN", "E": "ERROR", "F": "FATAL", "A": "FATAL"}
+_ANDROID = {c: LETTERS[c] for c in "VDIWEFA"}  # logcat's priority letters
 _TOKEN = re.compile(r"[^\s=;,()|{}]+")
 FIRST_TOKENS = 8  # a level word further into the line is message text
 

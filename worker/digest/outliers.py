@@ -13,7 +13,7 @@ z-score: |x - median| / (1.4826 MAD); when more than half are equal (MAD = 0)
 the scale falls back to 1.2533 * mean absolute deviation, so one deviant among
 n >= 5 equal values still stands out.
 
-The worker's pass gets these scores from the C++ templater (ext/core/templater.cpp,
+The worker's pass gets these scores from the C++ templater (ext/core/templater_values.cpp,
 robust_z: Templates.num_z and line_z); a property test holds it to a numpy reference
 (tests/outliers_reference.py). This module holds the thresholds.
 """

@@ -16,16 +16,16 @@ from __future__ import annotations
 import re
 
 from worker.digest.clock import days
+from worker.messages.levels import FAILING, NAMES
 
 MAX_PATTERN_CHARS = 90
 MAX_FAILURES_SHOWN = 3
 _LEADING = re.compile(r"^(?:(?:<ts>|<\*>|<n>|<hex>|<ip>|<uuid>)[\s|;,]*|[\[\](){}]+\s*|"
                       r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) )+")
-_LEVEL_WORD = re.compile(r"^(?:FATAL|CRITICAL|CRIT|SEVERE|ERROR|ERR|WARN|WARNING|NOTICE|INFO|DEBUG|TRACE)\b[:\s]*")
+_LEVEL_WORD = re.compile(rf"^(?:{'|'.join(sorted((w.upper() for w in NAMES), key=len, reverse=True))})\b[:\s]*")
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
 _WORDS = re.compile(r"[A-Za-z]{3,}")
 _PHRASE = re.compile(r'"[^"]*"')
-_FAILING_LEVELS = ("FATAL", "CRITICAL", "ERROR", "WARN")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -126,7 +126,7 @@ def commonest(d: dict) -> dict | None:
     """The commonest template that is no failure (neither among the failures nor WARN or worse by its text)."""
     failing = {f["pattern"] for f in d["failures"]}
     for t in d["templates"]:
-        if t["pattern"] not in failing and t.get("level") not in _FAILING_LEVELS:
+        if t["pattern"] not in failing and t.get("level") not in FAILING:
             return t
     return None
 
@@ -192,7 +192,7 @@ def render(d: dict, source: str | None = None, kind: str | None = None) -> str:
         head += f" ({kind})"
     if d["span"] is not None:
         head += f", {_span(d['span'])}"
-    severe = {k: v for k, v in d["severity"].items() if k in ("FATAL", "CRITICAL", "ERROR", "WARN")}
+    severe = {k: v for k, v in d["severity"].items() if k in FAILING}
     parts = [head + (": " + ", ".join(f"{_count(n)} {lv}" for lv, n in severe.items()) if severe else "") + "."]
     if d.get("pm"):
         parts.append(_pm(d["pm"]))

@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 
 from worker.digest import pm_scan
-from worker.digest.clock import stamp_of
+from worker.digest.timeparse import stamp_of
 from worker.digest.outliers import Z_OUTLIER, far_outside
 from worker.messages.otlp import InvalidExport, read_export
 

@@ -13,13 +13,12 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)
     eng.prompt_frame() -> (head, tail)               # the ids around every document: the one owner of framing
     eng.max_positions                                # the model's positions: a prompt + its summary fit them
-    eng.budget_weight(n_prompt_tokens) -> int        # n + max_new_tokens: the packer's unit
     staged = eng.stage(tokens, cu_seqlens, max_seqlen)
-        # H2D copy on a copy stream from a pinned slot view; release the slot once
-        # staged.copied() is true (or after staged.wait_copied()).
+        # H2D copy on a copy stream from a pinned slot view; release the slot after
+        # staged.wait_copied().
     outs = eng.generate(staged, seeds=None) -> list[Generated]   # ribbon order
         # Generated(token_ids, text, finish_reason "eos"|"stop"|"length"|"loop", prompt_tokens)
-        # "loop": the output looped (guards.loop_start; EngineOptions.cut_loops), its text cut where it began
+        # "loop": the output looped (loops.loop_start; EngineOptions.cut_loops), its text cut where it began
         # CUDA OOM: the bin is split and retried (eng.stats["oom_splits"]); nothing is dropped.
     eng.prefill_last_logits(staged) -> Tensor [n, vocab]
     b = eng.batcher(seats, kv_rows)   # continuous batching (continuous.py; policy in scheduler.py)

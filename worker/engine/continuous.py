@@ -54,7 +54,6 @@ class StepResult:
     done: list[tuple[object, object, float]]  # (tag, Generated, gpu seconds share) of documents that finished
     seconds: float  # wall time of the step
     prefill_tokens: int  # prompt tokens prefilled in it
-    decode_rows: int  # rows decoding in it
 
 
 @dataclass
@@ -146,7 +145,7 @@ class ContinuousBatcher:
             for e in self._pending[-1].entries if self._pending else self.entries:
                 e.item.gpu_s += dt / rows
         out = [(doc.tag, gen, doc.gpu_s) for doc, gen in done]
-        return StepResult(out, dt, sum(e.length for e in admitted), rows)
+        return StepResult(out, dt, sum(e.length for e in admitted))
 
     def _launch(self) -> int:
         """k decode steps of the current rows, then an async copy of their done flags and the token

@@ -17,9 +17,10 @@ from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
-from worker.engine.guards import GuardConfig, apply_guards, loop_start, loops_at_end
+from worker.engine.guards import GuardConfig, apply_guards
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
+from worker.engine.loops import loop_start, loops_at_end
 from worker.engine.merge import merge_projections, want_merge
 from worker.engine.prefill import no_mask_marker, prefill_logits
 
@@ -39,15 +40,12 @@ class Generated:
 
 @dataclass
 class Staged:
-    """A bin on the device. The caller may release the packer slot once copied() is true."""
+    """A bin on the device. The caller may release the packer slot after wait_copied()."""
 
     tokens: torch.Tensor  # int32 [T_pad] on the device
     cu_host: list[int]  # [n+1]
     max_seqlen: int
     event: object | None = None  # torch.cuda.Event of the copy (None on CPU: copied at once)
-
-    def copied(self) -> bool:
-        return self.event is None or self.event.query()
 
     def wait_copied(self) -> None:
         if self.event is not None:
@@ -85,7 +83,7 @@ class EngineOptions:
     fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; model.fp8_fast_accum)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
-    cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (guards.loop_start)
+    cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
 
 
 class Engine:
@@ -174,9 +172,6 @@ class Engine:
         """The model's positions (config.max_position_embeddings): a prompt and its summary fit in them."""
         n = getattr(self.model.config, "max_position_embeddings", None)
         return int(n) if n else None
-
-    def budget_weight(self, n_prompt_tokens: int) -> int:
-        return n_prompt_tokens + self.options.max_new_tokens
 
     # ---------------------------------------------------------------- staging
     def stage(self, tokens: torch.Tensor, cu_seqlens, max_seqlen: int) -> Staged:

@@ -10,8 +10,6 @@ captured CUDA graph as they run eagerly on a CPU.
         history: int64 [B, L]  each row's generated tokens so far (only the first length[b] count)
         length:  int64 [B]     tokens generated so far per row
         eos:     int64 [E]     end-of-sequence ids
-    loop_start(ids) -> int | None   where a generated loop starts (the decode loop cuts the text there)
-    loops_at_end(ids) -> bool       whether the ids end in a loop (the decode loop's look ends the document)
 
 Guards (GuardConfig; all off by default):
 - repetition_penalty p > 1: a token the document has already generated gets its score divided
@@ -22,10 +20,9 @@ Guards (GuardConfig; all off by default):
 Both see every token, with letters or not: "[1] [1] [1]" and ":00:00:00" are loops as much as
 words are. A summary that cites an identifier twice pays the penalty on its second citation.
 - min_new_tokens m: end-of-sequence ids are blocked while a document has fewer than m tokens.
-The maximum length (max_new_tokens) and stop strings are applied by the decode loop; so is
-loop_start: an output that loops anyway (a run of one to LOOP_MAX_UNIT tokens repeated back to
-back LOOP_REPEATS times, over LOOP_MIN_TOKENS tokens or more) ends there, its text cut where the
-loop starts (finish reason "loop"), and the publish gate judges what is left.
+The maximum length (max_new_tokens) and stop strings are applied by the decode loop; so is the
+loop finder (worker/engine/loops.py): an output that loops anyway ends there, its text cut where
+the loop starts (finish reason "loop"), and the publish gate judges what is left.
 Written here, not taken from transformers' LogitsProcessors, because those read a padded
 [B, S] batch of input ids with one length for all rows, not a packed table with a length per row.
 """
@@ -62,37 +59,6 @@ def _seen(history: torch.Tensor, length: torch.Tensor, vocab: int) -> torch.Tens
     idx = torch.where(pos[None, :] < length[:, None], history, vocab)  # [B, L]; vocab = nothing
     seen = torch.zeros(history.shape[0], vocab + 1, dtype=torch.bool, device=history.device)  # [B, V+1]
     return seen.scatter_(1, idx, True)[:, :vocab]
-
-
-LOOP_MAX_UNIT = 16
-LOOP_REPEATS = 3
-LOOP_MIN_TOKENS = 8
-
-
-def loop_start(ids: list[int]) -> int | None:
-    """The index where a loop of `ids` starts (see the module docstring), or None. Host-side, on the
-    token ids the decode loop looks at every check_every steps."""
-    n = len(ids)
-    for i in range(n - LOOP_MIN_TOKENS + 1):
-        for u in range(1, min(LOOP_MAX_UNIT, (n - i) // LOOP_REPEATS) + 1):
-            r = 1
-            while ids[i + r * u: i + (r + 1) * u] == ids[i: i + u]:
-                r += 1
-            if r >= LOOP_REPEATS and r * u >= LOOP_MIN_TOKENS:
-                return i
-    return None
-
-
-def loops_at_end(ids: list[int]) -> bool:
-    """Whether `ids` end in a loop (the decode loop's look: the suffix alone, a few comparisons a document)."""
-    for u in range(1, LOOP_MAX_UNIT + 1):
-        r = max(LOOP_REPEATS, -(-LOOP_MIN_TOKENS // u))  # repeats needed of a unit of u tokens
-        if len(ids) < r * u:
-            return False
-        unit = ids[len(ids) - u:]
-        if all(ids[len(ids) - (k + 1) * u: len(ids) - k * u] == unit for k in range(1, r)):
-            return True
-    return False
 
 
 def penalize_repeats(logits: torch.Tensor, history: torch.Tensor, length: torch.Tensor, penalty: float) -> torch.Tensor:

@@ -30,9 +30,6 @@ class SlotAllocator:
     def free_rows(self) -> int:
         return self.capacity - self.used
 
-    def largest_free(self) -> int:
-        return max((n for _, n in self._free), default=0)
-
     def alloc(self, size: int) -> int | None:
         """First row of a free interval of `size` rows (first fit), or None when none is large enough."""
         if size < 1:

@@ -41,7 +41,7 @@ class TimeSpan(_Out):
     first: str = Field(description="the earliest time, ISO 8601 (yearless --MM-DDThh:mm:ss when the log gives no year)")
     last: str = Field(description="the latest time (never before first)")
     form: str = Field(description="iso8601 | rfc3164 | yearless | yearless_month | ctime | day_month | month_day | "
-                                  "yy/MM/dd | yyMMdd | yyyyMMdd | apache | epoch_s | epoch_ms | compact")
+                                  "day_first | month_first | yy/MM/dd | compact | yyyyMMdd | apache | epoch_s | epoch_ms")
     seconds: float = Field(ge=0.0, description="last minus first")
     zone: str | None = Field(None, description="UTC when the log's times carry a zone (converted), else None")
     out_of_order: int = Field(0, ge=0, description="timestamped lines earlier than the timestamped line before them")

@@ -2,7 +2,8 @@
 
 Input values are a JSON object or plain UTF-8 text; docs/messages.md gives the
 exact rules. Every bad input raises BadMessage, whose error_class is a short
-stable code that the dead-letter path writes into the `error.class` header.
+stable code that the dead-letter path writes into the `error.class` header
+(worker/kafka/headers.py owns the headers).
 Unknown input fields are ignored (extra="ignore"), so producers can add fields
 before workers know them; outputs forbid unknown fields.
 """
@@ -10,7 +11,6 @@ before workers know them; outputs forbid unknown fields.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -40,7 +40,6 @@ MAX_JSON_DEPTH = 64  # levels of nested objects/arrays in `attributes` and unkno
 MAX_ATTRIBUTE_DEPTH = MAX_JSON_DEPTH
 ORJSON_MAX_DEPTH = 1024  # levels orjson.loads reads at most
 INT_RANGE = (-(2**63), 2**64 - 1)  # what JSON integers keep exactly: orjson makes larger ones floats
-MAX_HEADER_MESSAGE_BYTES = 1024
 MAX_INT_DIGITS = 400  # longer integers are refused unread (a double ends near 309 digits)
 _JSON_START = frozenset('["-0123456789tfn')  # what a JSON value other than an object starts with
 PROTO_SNIFF_BYTES = 4096  # a UTF-8 value is tried as protobuf when it starts with 0x0A and holds 0x12 this early
@@ -110,23 +109,6 @@ class InputMessage(BaseModel):
     @property
     def document(self) -> str:
         return self.text if self.text is not None else "\n".join(self.lines or ())
-
-
-class DeadLetterHeaders(BaseModel):
-    """Headers of a dead-letter record; its value is the original input bytes and its key the input key."""
-
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, title="Ribbon dead-letter headers",
-        json_schema_extra={"description": "Kafka headers of a record on the dead-letter topic; every value is "
-                                          "UTF-8 text. The record value is the original input, byte for byte."},
-    )
-
-    error_class: str = Field(alias="error.class", pattern=r"^[a-z][a-z0-9_]*$", examples=list(ERROR_CLASSES))
-    error_message: str = Field(alias="error.message", description="human reason, at most 1024 bytes")
-    source_topic: str = Field(alias="source.topic", min_length=1)
-    source_partition: str = Field(alias="source.partition", pattern=r"^(0|[1-9][0-9]*)$")
-    source_offset: str = Field(alias="source.offset", pattern=r"^(0|[1-9][0-9]*)$")
-    worker_version: str = Field(alias="worker.version", min_length=1)
 
 
 def default_id(topic: str, partition: int, offset: int) -> str:
@@ -294,27 +276,5 @@ def encode_output(msg: OutputMessage) -> bytes:
     return orjson.dumps(msg.model_dump(exclude={"window"} if msg.window is None else None))
 
 
-def decode_output(value: bytes) -> OutputMessage:
-    """For consumers of the output topic and tests."""
-    return OutputMessage.model_validate(orjson.loads(value))
-
-
 def output_key(input_key: bytes | None, msg: OutputMessage) -> bytes:
     return input_key if input_key is not None else msg.id.encode()
-
-
-def dead_letter_headers(err: BadMessage, *, topic: str, partition: int, offset: int,
-                        worker_version: str) -> list[tuple[str, bytes]]:
-    message = err.message.encode()[:MAX_HEADER_MESSAGE_BYTES].decode("utf-8", "ignore")
-    headers = DeadLetterHeaders.model_validate({
-        "error.class": err.error_class, "error.message": message, "source.topic": topic,
-        "source.partition": str(partition), "source.offset": str(offset), "worker.version": worker_version,
-    })
-    return [(k, str(v).encode()) for k, v in headers.model_dump(by_alias=True).items()]
-
-
-def parse_dead_letter_headers(headers: Iterable[tuple[str, bytes | None]]) -> DeadLetterHeaders:
-    """The Ribbon headers of a dead-letter record (others are ignored); ValidationError if any is missing."""
-    names = {f.alias for f in DeadLetterHeaders.model_fields.values()}
-    values = {k: (v or b"").decode("utf-8", "replace") for k, v in headers if k in names}
-    return DeadLetterHeaders.model_validate(values)

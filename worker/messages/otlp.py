@@ -27,9 +27,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from worker.errors import RibbonError
+from worker.messages.levels import from_otlp
 
 MAX_SERVICES_IN_SOURCE = 3
-_SEVERITY = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")    # severityNumber 1-4, 5-8, ... 21-24
 
 
 class InvalidExport(RibbonError, ValueError):
@@ -124,7 +124,7 @@ def _level(rec: dict, where: str) -> str:
     if number is not None and (not isinstance(number, int) or isinstance(number, bool)):
         raise InvalidExport(f"{where}.severityNumber: {str(number)[:40]!r} is not an integer")
     if number and 1 <= number <= 24:
-        return _SEVERITY[(number - 1) // 4]
+        return from_otlp(number)
     text = rec.get("severityText")
     if isinstance(text, str) and text.strip() and len(text.split()) == 1:
         return text.strip()

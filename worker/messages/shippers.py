@@ -20,8 +20,8 @@ a value of the right type wins (docs/messages.md lists them per shipper, with a 
 - time: `timestamp`, `@timestamp`, `time`, `date`, `ts` (RFC 3339 text, or seconds since the epoch as
   a number), journald's `__REALTIME_TIMESTAMP` / `_SOURCE_REALTIME_TIMESTAMP` (microseconds), OTLP's
   `timeUnixNano` / `observedTimeUnixNano` (nanoseconds);
-- level: `level`, `severity`, `severityText`, `severity_text`, journald's `PRIORITY` (0-7, named as
-  syslog names them).
+- level: `level`, `severity`, `severityText`, `severity_text`, journald's `PRIORITY` (0-7, a syslog
+  severity, given as its normalized level: worker/messages/levels.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.messages.levels import from_pri
+
 LINE_FIELDS = ("message", "log", "msg", "MESSAGE", "body")
 HOST_FIELDS = ("host", "hostname", "_HOSTNAME")
 RESOURCE_SOURCE_KEYS = ("host.name", "k8s.pod.name", "service.name")
@@ -38,7 +40,6 @@ TEXT_TIME_FIELDS = ("timestamp", "@timestamp", "time", "date", "ts")
 MICRO_TIME_FIELDS = ("_SOURCE_REALTIME_TIMESTAMP", "__REALTIME_TIMESTAMP")
 NANO_TIME_FIELDS = ("timeUnixNano", "observedTimeUnixNano")
 LEVEL_FIELDS = ("level", "severity", "severityText", "severity_text")
-SYSLOG_PRIORITY = ("EMERG", "ALERT", "CRIT", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG")
 _FRACTION = re.compile(r"(\.\d{6})\d+")   # Python reads at most microseconds
 _EPOCH_S_MAX = 1e11                        # a larger number is milliseconds, not seconds
 
@@ -179,8 +180,8 @@ def _level(obj: dict[str, Any]) -> str | None:
         if isinstance(v, str) and v.strip():
             return v.strip()
     p = obj.get("PRIORITY")
-    if isinstance(p, str) and p.isdigit() and int(p) < len(SYSLOG_PRIORITY):
-        return SYSLOG_PRIORITY[int(p)]
+    if isinstance(p, str) and p.isdigit() and int(p) < 8:  # a syslog severity (0-7)
+        return from_pri(p)
     return None
 
 

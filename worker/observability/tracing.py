@@ -48,9 +48,9 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from worker import __version__
 from worker.config.settings import SettingsError
+from worker.kafka.headers import TRACE_HEADERS, TRACEPARENT, trace_parent
 from worker.redaction import scrub
 
-TRACE_HEADERS = ("traceparent", "tracestate")
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -124,8 +124,8 @@ class DocTracer:
         _PROPAGATOR.inject(carrier, context=ctx)
         out = (*((k, v) for k, v in headers if k not in TRACE_HEADERS),
                *((k, carrier[k].encode()) for k in TRACE_HEADERS if k in carrier))
-        if "traceparent" in carrier:
-            self._remember(carrier["traceparent"].encode(), _Open(span, delivery))
+        if TRACEPARENT in carrier:
+            self._remember(carrier[TRACEPARENT].encode(), _Open(span, delivery))
         return out
 
     def _doc_attributes(self, doc) -> dict[str, Any]:
@@ -155,7 +155,7 @@ class DocTracer:
         done = []
         with self._lock:
             for rec in records:
-                parent = next((v for k, v in rec.headers if k == "traceparent"), None)
+                parent = trace_parent(rec.headers)
                 spans = self._open.pop(parent, None) if parent is not None else None
                 if spans is not None:
                     done.append(spans)
@@ -181,7 +181,7 @@ def _window_links(doc) -> list:
     worker/windowing/windows.py MAX_LINKS)."""
     out = []
     for value in getattr(getattr(doc, "window", None), "traceparents", None) or ():
-        ctx = _PROPAGATOR.extract({"traceparent": value.decode("latin-1")})
+        ctx = _PROPAGATOR.extract({TRACEPARENT: value.decode("latin-1")})
         sc = trace.get_current_span(ctx).get_span_context()
         if sc.is_valid:
             out.append(Link(sc, {"ribbon.link": "window record"}))

@@ -31,8 +31,10 @@ import logging
 from collections.abc import Callable, Iterable
 
 from worker import __version__
-from worker.messages.models import BadMessage, dead_letter_headers
-from worker.kafka.headers import RESERVED, Header, carried, dead_letter_headers_with_input
+from worker.kafka.headers import (ERROR_CLASS, ERROR_MESSAGE, HEADERS_DROPPED, SOURCE_OFFSET, SOURCE_PARTITION,
+                                  SOURCE_TOPIC, VALUE_DROPPED, Header, carried, dead_letter_headers,
+                                  dead_letter_headers_with_input, ribbon_values)
+from worker.messages.models import BadMessage
 from worker.pipeline.inflight import Doc
 from worker.pipeline.spill import Spool
 from worker.pipeline.tracker import OffsetTracker, Record, TopicPartition
@@ -80,19 +82,19 @@ class DeadLetters:
         """The dead letter that replaces `rec` (a summary or a dead letter) after the broker refused it
         (`reason`, e.g. msg_size_too_large): no value, no key, the input's headers only when they are at
         most HEADER_BUDGET bytes, and the coordinates and the reason. Counted by its error class."""
-        mine = {k: (v or b"").decode("utf-8", "replace") for k, v in rec.headers if k in RESERVED}
-        topic = mine.get("source.topic") or "unknown"
-        partition, offset = _int(mine.get("source.partition")), _int(mine.get("source.offset"))
+        mine = ribbon_values(rec.headers)
+        topic = mine.get(SOURCE_TOPIC) or "unknown"
+        partition, offset = _int(mine.get(SOURCE_PARTITION)), _int(mine.get(SOURCE_OFFSET))
         what = f"value {rec.size} B, key {len(rec.key or b'')} B, headers {_header_bytes(rec.headers)} B"
-        if "error.class" in mine:
-            error_class = mine["error.class"]
-            message = f"{mine.get('error.message', '')} [its dead letter ({what}) refused: {reason}]"
+        if ERROR_CLASS in mine:
+            error_class = mine[ERROR_CLASS]
+            message = f"{mine.get(ERROR_MESSAGE, '')} [its dead letter ({what}) refused: {reason}]"
         else:
             error_class, message = REFUSED_CLASS, f"the output to {rec.topic} ({what}) was refused: {reason}"
         theirs = carried(rec.headers)
-        extra: tuple[Header, ...] = (("error.value_dropped", reason.encode()),)
+        extra: tuple[Header, ...] = ((VALUE_DROPPED, reason.encode()),)
         if _header_bytes(theirs) > HEADER_BUDGET:
-            extra += (("error.headers_dropped", f"{len(theirs)} headers, {_header_bytes(theirs)} B".encode()),)
+            extra += ((HEADERS_DROPPED, f"{len(theirs)} headers, {_header_bytes(theirs)} B".encode()),)
             theirs = ()
         ribbon = dead_letter_headers(BadMessage(error_class, message), topic=topic, partition=partition,
                                      offset=offset, worker_version=__version__)
@@ -104,12 +106,11 @@ class DeadLetters:
 
     def skipped(self, rec: Record, reason: str) -> None:
         """Even the smallest dead letter for `rec` was refused: its offset commits with nothing produced."""
-        mine = {k: (v or b"").decode("utf-8", "replace") for k, v in rec.headers if k in RESERVED}
+        mine = ribbon_values(rec.headers)
+        topic, partition, offset = (mine.get(k) for k in (SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET))
         log.error("input %s/%s@%s skipped: even its dead letter without value, key and headers was refused by "
-                  "%s (%s); its offset commits with no output", mine.get("source.topic"), mine.get("source.partition"),
-                  mine.get("source.offset"), self.dlq_topic, reason,
-                  extra={"topic": mine.get("source.topic"), "partition": mine.get("source.partition"),
-                         "offset": mine.get("source.offset"), "reason": reason})
+                  "%s (%s); its offset commits with no output", topic, partition, offset, self.dlq_topic, reason,
+                  extra={"topic": topic, "partition": partition, "offset": offset, "reason": reason})
         self._count_skipped(reason)
 
 

@@ -3,9 +3,10 @@
     judge(text, document, digest, grounded=True) -> Verdict(source, reason, checks)
 
 A model text passes when every check holds (`CHECKS`, in the order a failure is reported):
-- `loop`: no run of tokens (words, numbers or punctuation alike) repeats back to back: three
-  times or more over eight tokens or more, or twice for a run of six tokens or more holding
-  four distinct words ("[1] [1] [1]", ":00:00:00:00", a sentence said twice);
+- `loop`: no run of tokens (words, numbers or punctuation alike) repeats back to back, by the
+  engine's loop finder (worker/engine/loops.py: three times or more over eight tokens or more),
+  nor is said twice when it is six tokens or more holding four distinct words ("[1] [1] [1]",
+  ":00:00:00:00", a sentence said twice);
 - `grounded`: something is left once sentences citing a time, number, address, path or
   identifier-shaped word found in neither the document nor its digest are dropped
   (worker/pipeline/grounding.py; only with model.grounding = drop: `mark` and `off` publish
@@ -32,6 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
+from worker.engine.loops import loop_start
+from worker.messages.levels import NAMES
 from worker.pipeline.grounding import identifiers
 
 CHECKS = ("loop", "grounded", "copy", "content", "fact")
@@ -47,7 +50,7 @@ as so than then also which who what when where while all any some each other suc
 could would should will may might must about after before during between within log logs line lines
 following below above summary summarize theme text shows show describes described message messages
 document entry entries event events record records output input given provided""".split())
-_LEVELS = frozenset("fatal critical crit severe error errors err warn warning warnings notice info debug trace".split())
+_LEVELS = NAMES | {"errors", "warnings"}  # level words name no fact of their own
 
 
 @dataclass(frozen=True)
@@ -65,17 +68,14 @@ def tokens(text: str) -> list[str]:
     return [t.lower() for t in _TOKEN.findall(text)]
 
 
-def loop_at(toks: list[str], max_unit: int = 16) -> int | None:
-    """The index where a loop starts (a run repeated back to back, see the module docstring), or None."""
-    n = len(toks)
-    for i in range(n):
-        for u in range(1, min(max_unit, (n - i) // 2) + 1):
-            r = 1
-            while toks[i + r * u: i + (r + 1) * u] == toks[i: i + u]:
-                r += 1
-            if (r >= 3 and r * u >= 8) or (r >= 2 and u >= 6 and _words_in(toks[i:i + u]) >= 4):
-                return i
-    return None
+def loops(text: str) -> bool:
+    """The `loop` check's finding: the text's tokens loop (see the module docstring)."""
+    return loop_start(tokens(text), twice=_sentence) is not None
+
+
+def _sentence(unit: list[str]) -> bool:
+    """A run said twice is a loop when it reads as a sentence: four distinct words or more."""
+    return _words_in(unit) >= 4
 
 
 def _words_in(toks: list[str]) -> int:
@@ -197,7 +197,7 @@ def judge(text: str, document: str, digest: dict | None, grounded: bool = True) 
     model.grounding = drop left nothing of it)."""
     checks = {
         "content": len(content_words(text)) >= MIN_CONTENT_WORDS,
-        "loop": loop_at(tokens(text)) is None,
+        "loop": not loops(text),
         "copy": not copied_line(text, document),
         "grounded": grounded,
         "fact": names_fact(text, digest),

@@ -1,6 +1,7 @@
 """The GPU stage's runner, one seam: the model in this process | in the engine process (model.process).
 
-A runner takes bins (`put`) and gives back the engine process's messages (`take`: "done" per bin or
+A runner reserves a bin's id (`reserve`: the stage registers the bin under it before the write), takes
+bins (`put`) and gives back the engine process's messages (`take`: "done" per bin or
 "docs" per set of finished documents, worker/pipeline/gpu_batching.py), so the stage handles one
 kind of result whichever runs the model.
 
@@ -45,12 +46,13 @@ class LocalRunner:
     def room(self, flight) -> Room:
         return Room.FREE if self.model.wants_work() else Room.NONE
 
-    def put(self, b, seqs: list, seeds: list[int], t0: float) -> int:
-        """Stage the bin (its packer slot may be released after) and give it to the model; its id."""
-        bin_id = next(self._ids)
+    def reserve(self) -> int:
+        return next(self._ids)
+
+    def put(self, bin_id: int, b, seqs: list, seeds: list[int], t0: float) -> None:
+        """Stage the bin (its packer slot may be released after) and give it to the model."""
         staged = stage_or_none(self.engine, as_tensor(b.tokens), as_tensor(b.cu_seqlens), int(b.max_seqlen))
         self.model.add(bin_id, staged, [s.tokens if s is not None else None for s in seqs], list(seeds), t0)
-        return bin_id
 
     def take(self, timeout_s: float) -> tuple | None:
         return self.model.take()
@@ -77,10 +79,14 @@ class ProcessRunner:
     def room(self, flight) -> Room:
         return self.policy.room(flight, self.config)
 
-    def put(self, b, seqs: list, seeds: list[int], t0: float) -> int:
-        """The bin into the engine process's pipe (copied: its packer slot may be released after); its id."""
-        return self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), list(seeds),
-                                    [s is not None for s in seqs])
+    def reserve(self) -> int:
+        """An id unique on the engine process (other stages on it, in the benchmarks, draw from it too)."""
+        return self.engine.new_bin_id()
+
+    def put(self, bin_id: int, b, seqs: list, seeds: list[int], t0: float) -> None:
+        """The bin into the engine process's pipe (copied: its packer slot may be released after)."""
+        self.engine.send_bin(b.tokens, b.cu_seqlens, int(b.max_seqlen), list(seeds), [s is not None for s in seqs],
+                             bin_id=bin_id)
 
     def take(self, timeout_s: float) -> tuple | None:
         """The next result message, or None after `timeout_s`; EngineProcessError once the process is gone."""

@@ -5,7 +5,8 @@
 
 The hot loop reads aloud:
 
-    room = runner.room(flight) → bin = packer.bin_for(room) → runner.put(bin) → release the slot
+    room = runner.room(flight) → bin = packer.bin_for(room) → id = runner.reserve() → flight.add(id)
+         → runner.put(id, bin) → release the slot
     msg = runner.take() → the documents back → finishing.submit_bin (each document once)
 
 Contract (the stage contract of worker/pipeline/stage.py, kept once for all four combinations):
@@ -14,6 +15,10 @@ Contract (the stage contract of worker/pipeline/stage.py, kept once for all four
   per document happens here: finishing builds outputs and dead letters.
 - Threads: one (the model in this process: it alone owns CUDA; put and take alternate), or a sender
   and a receiver (the engine process); plus a watch thread when `stall_s` is set.
+- Lock: it guards the flight alone (a bin registered, a document taken back); no call into the runner
+  is made under it. A bin is registered under the id the runner reserved before its write begins, so
+  a result back before the write returns finds it, and neither results, their hand-off to finishing
+  nor `health` wait behind a slow write to the engine process.
 - Stall watch: `stalled_s()` counts from the last progress (a result back, a hand-off to finishing
   done, or a bin handed over when nothing was in flight), while documents are in flight or a bin is
   being handed over (a send blocks while the engine's pipe is full); 0 while the stage itself waits
@@ -139,7 +144,7 @@ class GpuStage:
 
     def stalled_s(self) -> float:
         """Seconds without progress while documents are in flight or a bin is being handed over (0 when
-        neither, or while waiting on finishing). No lock: a blocked send holds it, and that is a stall."""
+        neither, or while waiting on finishing). No lock: it reads three fields, whatever the threads do."""
         if self._handing:
             return 0.0
         waits = [t for t in (self._sending_since, self._progress if self.flight.docs else None) if t is not None]
@@ -195,16 +200,17 @@ class GpuStage:
         seqs = [self.registry.pop(int(sid)) for sid in b.seq_ids]  # None: dropped by a revoke
         seeds = [s.doc.seed(self.config.seed, s.index) if s is not None else 0 for s in seqs]
         now, t = self.clock(), time.monotonic()  # the watch's clock; the model's times (one clock per host)
-        with self._lock:  # registered before a result can arrive
-            self._sending_since = now
-            try:
-                bin_id = self.runner.put(b, seqs, seeds, t)
-            finally:
-                self._sending_since = None
-                self.packer.release(b.slot)  # staged or copied into the pipe
+        bin_id = self.runner.reserve()
+        with self._lock:  # registered under its id before the write: its result, however early, finds it
             idle = not self.flight.docs
             if self.flight.add(bin_id, seqs, t) and idle:
                 self._progress, self.busy_since = now, t  # nothing was in flight: the watch counts from here
+        self._sending_since = now  # outside the lock: a slow write holds up no result and no probe
+        try:
+            self.runner.put(bin_id, b, seqs, seeds, t)
+        finally:
+            self._sending_since = None
+            self.packer.release(b.slot)  # staged or copied into the pipe
         self._count_bin(int(b.num_tokens), len(seqs))
         return True
 

@@ -67,7 +67,6 @@ class Spool:
         self._live: weakref.WeakSet[Spilled] = weakref.WeakSet()
         self.held_bytes = 0  # bytes of live values (a metric)
         self.failed_until = 0.0  # after a write error: values stay in memory until then
-        self.in_memory = 0  # values kept in memory because the disk failed (a count)
 
     def hold(self, value: bytes | None) -> bytes | Spilled | None:
         """`value` itself when small (or spilling is off, or the disk failed), else a Spilled standing for it."""
@@ -75,13 +74,11 @@ class Spool:
             return value
         with self._lock:
             if self._clock() < self.failed_until:
-                self.in_memory += 1
                 return value
             try:
                 spilled = self._write(value)
             except OSError as exc:
                 self.failed_until = self._clock() + self._retry_s
-                self.in_memory += 1
                 log.warning("dead-letter spill file failed (%s): values wait in memory for %.0f s, then spilling "
                             "is tried again", exc.strerror or exc, self._retry_s)
                 return value
@@ -131,11 +128,6 @@ class Spool:
         if len(data) != spilled.size:
             raise OSError(f"spill file short read: {len(data)} of {spilled.size} bytes at {spilled.pos}")
         return data
-
-    def file_bytes(self) -> int:
-        """Bytes the spill file takes now (0 without one)."""
-        with self._lock:
-            return os.fstat(self._fd).st_size if self._fd is not None else 0
 
     def _release(self, size: int) -> None:
         with self._lock:

@@ -26,11 +26,15 @@ Contract:
   retried one document at a time there, as in this process (worker.engine.fallback.generate_or_alone).
   Times are time.monotonic(), one clock for the processes of a host.
 - May block: the constructor (the model's start, up to `start_timeout_s`, seeing `stop`), `send_bin`
-  (only if the engine stops reading), `receive` (at most its timeout).
+  (only if the engine stops reading), `receive` (its timeout, or while the process is stopped in the
+  middle of writing a message). The last two end when the process is killed: the GPU stage's stall
+  watch kills it at pipeline.stall_timeout_s, and `close` at its timeout.
 - Errors: the process dying, or its pipe closing, raises EngineProcessError from `receive` or
   `send_bin`: the GPU stage stops with it, and the worker stops without committing more (exit 1),
   as when the GPU thread fails; nothing unfinished is committed, a restart redoes it.
-- Shutdown: `close()` sends "stop" and waits, then kills the process if it has not ended. The
+- Shutdown: `close(timeout_s)` sends "stop" and waits, then kills the process if it has not ended; it
+  returns within its timeout (and the kill's join) even when the process reads nothing and a bin's
+  write is blocked on its full pipe. The
   process ignores SIGINT/SIGTERM (the worker drains first, then stops it) and ends by itself when
   the worker's end of the pipe closes (the worker exited), or at once by SIGKILL when the worker
   dies (worker/remote/lifeline.py). A bin with no result for pipeline.stall_timeout_s gets the
@@ -43,6 +47,7 @@ import itertools
 import logging
 import multiprocessing as mp
 import os
+import select
 import threading
 import time
 from dataclasses import dataclass
@@ -150,9 +155,15 @@ class EngineProcess:
         return [self._head + d + self._tail for d in docs]
 
     # ---- bins ------------------------------------------------------------------------------
-    def send_bin(self, tokens, cu_seqlens, max_seqlen: int, seeds: list[int], live: list[bool]) -> int:
-        """Queue one bin there (copies the arrays: the packer's slot may be released after); its id."""
-        bin_id = next(self._ids)
+    def new_bin_id(self) -> int:
+        """The next bin's id (thread-safe: itertools.count), reserved before its write (the GPU stage)."""
+        return next(self._ids)
+
+    def send_bin(self, tokens, cu_seqlens, max_seqlen: int, seeds: list[int], live: list[bool],
+                 bin_id: int | None = None) -> int:
+        """Queue one bin there (copies the arrays: the packer's slot may be released after) under `bin_id`
+        (None: the next one); its id."""
+        bin_id = self.new_bin_id() if bin_id is None else bin_id
         self._send(("bin", bin_id, np.array(tokens, dtype=np.int32), np.array(cu_seqlens, dtype=np.int32),
                     int(max_seqlen), list(seeds), list(live)))
         return bin_id
@@ -184,19 +195,39 @@ class EngineProcess:
             self.proc.join(5)
 
     def close(self, timeout_s: float = 30.0) -> None:
-        """Stop the process (it runs what is queued first); kill it if it has not ended in time."""
+        """Stop the process (it runs what is queued first); kill it if it has not ended in time. Bounded
+        by `timeout_s` (and the kill's join) whatever the process does: "stop" goes only if it can go in
+        time (`_send_stop`)."""
+        deadline = time.monotonic() + timeout_s
         if self.proc.is_alive():
-            try:
-                self._send(("stop",))
-            except EngineProcessError:
-                pass
-            self.proc.join(timeout_s)
+            self._send_stop(timeout_s)
+            self.proc.join(max(0.0, deadline - time.monotonic()))
         if self.proc.is_alive():
             log.warning("the engine process did not stop in %.0f s: killing it", timeout_s)
             self.proc.kill()
             self.proc.join(5)
-        self._bins.close()
+        held = self._send_lock.acquire(timeout=5.0)  # a write under way fails at once now (broken pipe)
+        try:
+            self._bins.close()
+        finally:
+            if held:
+                self._send_lock.release()
         self._results.close()
+
+    def _send_stop(self, timeout_s: float) -> None:
+        """"stop" into the pipe, if within `timeout_s` no bin's write holds the send lock and the pipe has
+        room: an engine process that reads nothing (stopped, hung) leaves a write blocked for good, and
+        a sender thread blocked in one holds the lock. Else nothing is sent (close() kills it)."""
+        deadline = time.monotonic() + timeout_s
+        if not self._send_lock.acquire(timeout=max(0.0, timeout_s)):
+            return
+        try:  # writable: a page of the pipe free, more than the few bytes of "stop" (no partial write)
+            if select.select([], [self._bins], [], max(0.0, deadline - time.monotonic()))[1]:
+                self._bins.send(("stop",))
+        except (OSError, ValueError):
+            pass  # the process is gone
+        finally:
+            self._send_lock.release()
 
 
 def _tokenizer(model):

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import re
 
+from worker.messages.levels import SPELLINGS
+
 _RFC5424 = re.compile(r"<\d{1,3}>\d{1,2} \S+ (?P<host>[^\s-]\S*) ")
 _RFC3164 = re.compile(r"(?:<\d{1,3}>)?(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S*) "
                       r"(?P<host>[A-Za-z0-9][\w.-]*) ")
 
 
-LEVEL_WORDS = frozenset(("trace", "debug", "dbg", "info", "notice", "warn", "warning", "err", "error", "crit",
-                         "critical", "fatal", "alert", "emerg", "panic", "severe"))
-
-
 def host_of(line: str) -> str | None:
     m = _RFC5424.match(line) or _RFC3164.match(line)
-    if m is None or m.group("host").lower() in LEVEL_WORDS:
+    if m is None or m.group("host").lower() in SPELLINGS:
         return None
     return m.group("host")

@@ -1,29 +1,11 @@
-"""Continuation lines of a multiline event (Java stack traces, Go panics), as Fluent Bit's multiline
-parser joins them: a record that continues the event before it is appended to it with a newline,
-never starts an event of its own, and is never separated from its first line when a window closes
-on its line or byte count.
-
-A line continues the event before it when it starts with whitespace (a stack frame, a wrapped
-message), with `at ` (a Java frame logged without indentation), `Caused by:` / `Suppressed:`
-(chained exceptions), `... N more`, with `goroutine ` or `[signal ` (a Go panic's stack dump, which
-follows its `panic:` line and a blank line), or when it is a Go stack frame's function line
-(`main.main()`, `net/http.(*conn).serve(0xc000...)`), `created by `, or empty. Anything else starts
-a new event.
+"""Events of one key's lines, as Fluent Bit's multiline parser joins them: a record that continues the
+event before it (worker/multiline.py: `joins`) is appended to it with a newline, never starts an event
+of its own, and is never separated from its first line when a window closes on its line or byte count.
 """
 
 from __future__ import annotations
 
-import re
-
-# One regular expression (compiled once): the start rule is "anything that is not a continuation".
-CONTINUATION = re.compile(r"(?:[ \t]|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
-                          r"|[\w./*()\[\]-]+\(.*\)\Z"  # a Go stack frame's function line, whole
-                          r"|\Z")  # empty
-
-
-def continues(line: str) -> bool:
-    """True when `line` continues the event before it (see the module docstring)."""
-    return CONTINUATION.match(line) is not None
+from worker.multiline import joins
 
 
 class Joiner:
@@ -31,8 +13,8 @@ class Joiner:
 
     `add(line)` returns True when the line continued the open event, False when it started one;
     `append(line)` takes a line without telling (the windower's per-record path): the lines it took are
-    sorted into events only when `event_count` or `events` is read, in one pass of the regular
-    expression over them. Lines are kept once, in order, with the index of each event's first line:
+    sorted into events only when `event_count` or `events` is read, in one pass of `joins` over them.
+    Lines are kept once, in order, with the index of each event's first line:
     joining is one `"\n".join` at `text()` (linear in the text), never a growing string per
     continuation line. `lines` counts the records taken in, `event_count` the events."""
 
@@ -62,7 +44,7 @@ class Joiner:
 
     def add(self, line: str) -> bool:
         self._sort()
-        joined = self.enabled and bool(self._starts) and continues(line)
+        joined = self.enabled and bool(self._starts) and joins(line)
         if not joined:
             self._starts.append(len(self._lines))
         self._lines.append(line)
@@ -83,8 +65,7 @@ class Joiner:
             if not self._starts:
                 self._starts.append(i)
                 i += 1
-            match = CONTINUATION.match
-            self._starts.extend(j for j, m in enumerate(map(match, lines[i:]), i) if m is None)
+            self._starts.extend(j for j, joined in enumerate(map(joins, lines[i:]), i) if not joined)
         self._sorted = len(lines)
 
     def text(self) -> str:

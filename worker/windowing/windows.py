@@ -8,7 +8,7 @@ closes on whichever comes first (the `reason` it carries):
   records may be waiting in the topic, unread;
 - `max_length`: `max_length_s` since it opened;
 - `max_lines` / `max_bytes`: it holds that many records (or bytes of text). A
-  continuation line (worker/windowing/multiline.py) counts like any record and
+  continuation line (worker/multiline.py) counts like any record and
   still joins a full window's open event, so a stack trace is not cut from its
   first line by a count, but only up to twice the bounds: at `2 * max_lines`
   records or `2 * max_bytes` bytes the window closes even mid-event, and the
@@ -66,7 +66,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-from worker.windowing.multiline import Joiner, continues
+from worker.kafka.headers import TRACEPARENT, without_trace
+from worker.multiline import joins
+from worker.windowing.multiline import Joiner
 
 TopicPartition = tuple[str, int]
 Row = tuple  # (key, offset, line, ts_ms, first, headers): one record for `Windower.add_many`
@@ -74,7 +76,6 @@ Row = tuple  # (key, offset, line, ts_ms, first, headers): one record for `Windo
 
 CLOCKS = ("poll", "record", "event")
 MAX_LINKS = 128              # trace parents kept per window (OpenTelemetry's default limit of links per span)
-TRACE_HEADERS = ("traceparent", "tracestate")
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,7 @@ class Windower:
                         w = windows = None
                     elif (w.size >= max_bytes or len(w.offsets) >= max_lines) and not (
                             multiline and w.size < 2 * max_bytes and len(w.offsets) < 2 * max_lines
-                            and continues(line)):  # a continuation's slack: up to twice the bounds, then it is cut
+                            and joins(line)):  # a continuation's slack: up to twice the bounds, then it is cut
                         closed.append(self._close(tp, key, "max_lines" if w.records >= max_lines else "max_bytes",
                                                   now))
                         w = windows = None
@@ -231,17 +232,17 @@ class Windower:
                         self._since[tp] = now
                     w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(multiline), first=first,
                                               clock=r.time if ts_ms is not None else "poll", read_first_ms=wall_ms,
-                                              headers=_plain(headers))
+                                              headers=without_trace(headers))
                     self._order[(tp, key)] = w
                 elif w.headers:
-                    kept = set(_plain(headers))
+                    kept = set(without_trace(headers))
                     w.headers = [h for h in w.headers if h in kept]
                 if late:
                     w.late += 1
                     self.late_records += 1
                 w.read_last_ms = wall_ms
                 if headers and len(w.traceparents) < MAX_LINKS:
-                    w.traceparents.extend(v for k, v in headers if k == "traceparent" and v)
+                    w.traceparents.extend(v for k, v in headers if k == TRACEPARENT and v)
                 size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
                 w.joiner.append(line)
                 w.offsets.append(offset)
@@ -359,9 +360,3 @@ class Windower:
             del self._open[tp]
             self._since.pop(tp, None)  # no window open: the partition's offset may commit through here
         return w
-
-
-
-def _plain(headers: list | None) -> list:
-    """A record's headers without its trace context (each record has its own), as (name, value) pairs."""
-    return [(k, v) for k, v in headers or () if k not in TRACE_HEADERS]

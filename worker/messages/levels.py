@@ -5,6 +5,10 @@ Normalized levels, worst first: FATAL, CRITICAL, ERROR, WARN, NOTICE, INFO, DEBU
 (`ERRO`, `EROR`, `WRN`, `DEBU`, `FATA`, `PANI`, `DPANIC`, `PANIC`), Java (`SEVERE`, `FINE`...), .NET/Windows
 (`Information`, `Verbose`), one-letter klog/logcat prefixes (`E`, `W`, `F`, `I`, `D`, `V`), RFC
 5424/3164 PRI numbers, syslog severity digits (0-7), pino/bunyan numbers (10-60) and OTLP severityNumber.
+
+The one level table of Ribbon: the digest's header and template readers, the shipper and OTLP
+record readers (journald's PRIORITY, severityNumber), the windowing's syslog host reader (a level
+word is no host) and `ribbon tail --min-severity` all read it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ from __future__ import annotations
 ORDER = ("FATAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG", "TRACE")
 RANK = {lv: i for i, lv in enumerate(ORDER)}
 WARN_RANK = RANK["WARN"]          # a line of this rank or worse (lower) is a failure
+FAILING = ORDER[: WARN_RANK + 1]  # the levels of a failure, worst first
+# The level names as prose and patterns write them: the normalized names and their commonest spellings.
+NAMES = frozenset(lv.lower() for lv in ORDER) | {"crit", "severe", "err", "warning"}
 
 SPELLINGS = {
     "fatal": "FATAL", "fata": "FATAL", "panic": "FATAL", "pani": "FATAL", "dpanic": "FATAL", "emerg": "FATAL", "emergency": "FATAL", "ftl": "FATAL",

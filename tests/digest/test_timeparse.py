@@ -1,0 +1,45 @@
+"""One owner of timestamps (worker/digest/timeparse.py): every shape the header grammar finds is one the
+reader reads, and a line's timestamp reads the same whether the header grammar or parse_line found it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from worker.digest.formats import read
+from worker.digest.timeparse import SHAPES, parse_line, stamp_of
+
+# one text per shape of SHAPES, in its order (the last, a time of day alone, names no day: found, not read)
+SAMPLES = ("2026-03-03T11:22:33.5+01:00", "2026/03/03 11:22:33,250", "2026-03-03-11.22.33.123456",
+           "Tue Mar 03 11:22:33 2026", "Mar 03, 2026 11:22:33 AM", "Mar  3 11:22:33", "03-Mar-2026 11:22:33.250",
+           "3 Mar 11:22:33.250", "03-Mar 11:22", "03.03.2026 11:22:33", "03/03 11:22:33.250", "260303 11:22:33",
+           "20260303-11:22:33:25", "20260303 11:22:33.908", "Mar-03 11:22:33.250", "1772536953.5", "11:22:33.250")
+
+
+def test_one_sample_per_shape():
+    assert len(SAMPLES) == len(SHAPES)
+    for shape, text in zip(SHAPES, SAMPLES):
+        assert re.fullmatch(f"(?:{shape})", text), (shape, text)
+
+
+@pytest.mark.parametrize("text", SAMPLES[:-1])
+def test_every_shape_the_grammar_finds_is_read(text):
+    assert read(f"{text} ERROR disk full").stamps[0] == text
+    st = stamp_of(text)
+    assert st is not None and re.search(r"-03T1[01]:22", st.text), st   # +01:00 read as 10:22Z
+
+
+@pytest.mark.parametrize("line", [
+    "2026-03-03 11:22:33,250 -0800 ERROR [main] disk full", "2026-03-03 11:22:33 PDT [77] LOG:  checkpoint",
+    "2026-03-03T11:22:33Z host app[1]: x", "Mar  3 11:22:33 host app[1]: x", "1772536953 kernel: x",
+    '192.0.2.1 - - [03/Mar/2026:11:22:33 +0100] "GET / HTTP/1.1" 200 5', "260303 112233 77 INFO a.b: x",
+])
+def test_a_lines_timestamp_reads_the_same_found_either_way(line):
+    assert parse_line(line) == stamp_of(read(line).stamps[0]) != None   # noqa: E711
+
+
+def test_a_zone_name_other_than_utc_is_read_as_written_and_utc_converts():
+    assert stamp_of("2026-03-03 11:22:33 PDT").text == "2026-03-03T11:22:33"
+    assert stamp_of("2026-03-03 11:22:33 UTC").text == "2026-03-03T11:22:33Z"
+    assert stamp_of("2026-03-03 11:22:33 -0800").text == "2026-03-03T19:22:33Z"

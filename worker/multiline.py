@@ -1,0 +1,35 @@
+"""The multiline rule: which lines continue the record before them (one rule for the digest's records,
+worker/digest/, and the windows' events, worker/windowing/; it imports nothing of either).
+
+    continues(line) -> the line continues the record before it (and takes its level in the digest)
+    joins(line)     -> the line stays in the event before it when events are joined (windowing):
+                       a continuation, or a blank line (a Go panic's blank line before its goroutines)
+
+A line continues the record before it when it starts with whitespace before text (a stack frame, a
+wrapped message), with `at ` (a Java frame logged without indentation), `Caused by:` / `Suppressed:`
+(chained exceptions), `... N more`, `goroutine N [` or `[signal ` (a Go panic's dump), `created by `,
+or when it is a Go stack frame's function line (`main.main()`, `net/http.(*conn).serve(0xc000...)`),
+Python's `Traceback (most recent call last):`, or an exception's class line
+(`java.lang.IllegalStateException: x`, `ValueError: x`: what a logger writes under the line that
+logged it). A blank line continues no record; anything else starts one.
+"""
+
+from __future__ import annotations
+
+import re
+
+CONTINUATION = re.compile(r"(?:[ \t]+\S|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
+                          r"|[\w./*()\[\]-]+\(.*\)\Z"                    # a Go stack frame's function line, whole
+                          r"|Traceback \(most recent call last\):"
+                          r"|(?:[\w$]+\.)*[\w$]+(?:Exception|Error|Throwable)(?::\s|\Z)")
+_BLANK = re.compile(r"[ \t]*\Z")
+
+
+def continues(line: str) -> bool:
+    """True when `line` continues the record before it (see the module docstring)."""
+    return CONTINUATION.match(line) is not None
+
+
+def joins(line: str) -> bool:
+    """True when `line` stays in the event before it: a continuation or a blank line."""
+    return CONTINUATION.match(line) is not None or _BLANK.match(line) is not None
