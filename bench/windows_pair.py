@@ -12,7 +12,7 @@ alternating from pair to pair, so that a shared machine's load drifts over both 
 - `capacity` (default): `python -m bench.windows --capacity` (bench/windows_capacity.py). Per run:
   records/s end to end (first record consumed to last output read), records consumed per second of
   ingest (first to last record consumed), and the ingest thread's CPU per record, with and without the
-  digest passes (they run on the ingest thread below 16 cores); bench/results/windows-capacity_cpu.json.
+  digest passes (they run on the ingest thread below 8 cores); bench/results/windows-capacity_cpu.json.
 - `ingest`: bench/windows_ingest.py (this tree's script, over each tree's `worker`): the CPU per record
   of ingest's decoding into windows, no broker, no model, the least of `--repeats` runs;
   bench/results/windows-ingest_cpu.json.
