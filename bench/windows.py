@@ -23,7 +23,7 @@ against the engine alone over the prompts it built, worker overhead as `python -
 
     python -m bench.windows                      # CPU, digest mode: bench/results/windows_cpu.json
     python -m bench.windows --mode generative --model PATH --device cuda --out bench/results/windows_h200.json
-    python -m bench.windows --capacity --records 20000     # the engine's capacity: bench/results/windows-capacity_cpu.json
+    python -m bench.windows --capacity --records 20000     # the engine's capacity (bench/windows_capacity.py)
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-s", type=float, default=300.0, help="longest wait for the outputs after the stream")
     ap.add_argument("--log", default="/tmp/ribbon-bench-windows.log", help="the worker's log")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/windows_cpu.json; with "
-                                                "--capacity, windows-capacity_cpu.json)")
+                                                "--capacity, windows-capacity-run_cpu.json)")
     cap = ap.add_argument_group("capacity", "--capacity: a backlog at the engine's capacity, the worker against "
                                             "the engine alone (bench/windows_capacity.py)")
     cap.add_argument("--capacity", action="store_true", help="generative mode, the worker in this process")
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
                      help="engine.process: the model in its own process (auto: on CUDA)")
     args = ap.parse_args(argv)
     if args.capacity:
-        args.out = args.out or str(RESULTS / "windows-capacity_cpu.json")
+        args.out = args.out or str(RESULTS / "windows-capacity-run_cpu.json")  # windows-capacity_cpu.json: bench/windows_pair.py
         return windows_capacity.main(args, argv)
     args.out = args.out or str(RESULTS / "windows_cpu.json")
     if args.arch_config:

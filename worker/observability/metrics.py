@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import platform
+from bisect import bisect_left
+from collections import Counter as Tally
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import repeat
 from importlib import metadata
 
 from prometheus_client import (
@@ -25,6 +28,22 @@ def _dist_version(name: str) -> str:
 
 
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def observe_many(histogram, values: list[float]) -> None:
+    """`histogram.observe(v)` for each of `values`, each bucket counted up once (a poll's records' ages).
+    prometheus_client's Histogram keeps a sum and one counter per bucket, a value counted in the first
+    bucket whose bound it does not exceed; a histogram without those (another client) takes them one by one."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    if bounds is None or buckets is None or len(bounds) != len(buckets) or not values:
+        for v in values:
+            histogram.observe(v)
+        return
+    histogram._raise_if_not_observable()
+    histogram._sum.inc(sum(values))
+    for i, n in Tally(map(bisect_left, repeat(bounds), values)).items():
+        buckets[i].inc(n)
 
 
 class Metrics:

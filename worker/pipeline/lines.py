@@ -75,6 +75,7 @@ class LineStream:
         self.tracker, self.dead_letter, self.metrics = tracker, dead_letter, metrics  # metrics: worker/observability/metrics.py
         self.windows = Windower(rules_of(w), clock)
         self.clock_kind = w.time
+        self._kafka_key = self.key_path is None and self.key_regex is None  # the Kafka key comes first
 
     def takes(self, topic: str) -> bool:
         return topic in self.topics
@@ -95,24 +96,46 @@ class LineStream:
         return self.windows.held_records
 
     def add(self, m, tp, epoch: int) -> list[Doc]:
-        value = m.value()
-        try:
-            line, key, kind, time_ms = self.read(value, m.key())
-        except NoLine as err:
-            self.dead_letter(tp, epoch, m.offset(), m.key(), value, err.error_class, err.message, m.headers())
-            return self.due(False)
-        ts_kind, ts_ms = m.timestamp()
-        kafka_ms = ts_ms if ts_kind != 0 else None
-        if self.clock_kind == "record":
-            time_ms = kafka_ms
-        elif time_ms is None:
-            # event time: the line's own stamp; a line without one (a stack frame) moves no clock: it joins its
-            # key's window as the poll rules say, and never mixes the Kafka clock into the line times
-            time_ms = line_time_ms(line, kafka_ms) if self.clock_kind == "event" else kafka_ms
+        """One record (see `add_many`)."""
+        return self.add_many([m], tp, epoch)
+
+    def add_many(self, msgs: list, tp, epoch: int, failed: Callable[[object, Exception], None] | None = None
+                 ) -> list[Doc]:
+        """Records of one partition from one poll, in offset order: each one's line and key read, those without
+        a line dead-lettered, the others given to the windower at once (`Windower.add_many`). Returns the
+        documents of the windows they closed. `failed(msg, exc)`: one record's unexpected exception (the
+        ingest stage's guard); without it, it raises."""
+        rows, taken = [], []
+        clock_kind = self.clock_kind
+        for m in msgs:
+            value, kkey = m.value(), m.key()
+            try:
+                line, key, kind, time_ms = self._read(value, kkey)
+                ts_kind, ts_ms = m.timestamp()
+                kafka_ms = ts_ms if ts_kind != 0 else None
+                if clock_kind == "record":
+                    time_ms = kafka_ms
+                elif time_ms is None:
+                    # event time: the line's own stamp; a line without one (a stack frame) moves no clock: it joins
+                    # its key's window as the poll rules say, and never mixes the Kafka clock into the line times
+                    time_ms = line_time_ms(line, kafka_ms) if clock_kind == "event" else kafka_ms
+            except NoLine as err:
+                self.dead_letter(tp, epoch, m.offset(), kkey, value, err.error_class, err.message, m.headers())
+                continue
+            except Exception as exc:  # noqa: BLE001 - routed to `failed` (the guard) or raised
+                if failed is None:
+                    raise
+                failed(m, exc)
+                continue
+            rows.append((key, m.offset(), line, time_ms, kind, m.headers()))
+            taken.append(m)
+        if not rows:
+            return []
         late = self.windows.late_records
-        closed = self.windows.add(tp, epoch, key, m.offset(), line, time_ms, kind, m.headers())
+        closed = self.windows.add_many(tp, epoch, rows, None if failed is None else
+                                       lambda i, exc: failed(taken[i], exc))
         if self.metrics is not None and self.windows.late_records > late:
-            self.metrics.late_records.inc()
+            self.metrics.late_records.inc(self.windows.late_records - late)
         return self._docs(closed) if closed else []
 
     def due(self, draining: bool) -> list[Doc]:
@@ -124,6 +147,23 @@ class LineStream:
     # ---- one record -------------------------------------------------------------------
     def read(self, value: bytes | None, kafka_key: bytes | None) -> Line:
         """(line, key, kind, time) of one record; NoLine when it has no line to window."""
+        return Line(*self._read(value, kafka_key))
+
+    def _read(self, value: bytes | None, kafka_key: bytes | None) -> tuple:
+        """`read` as a plain tuple; a value that starts with an ASCII byte other than `{` or a space is plain
+        text, read without looking for JSON (the common case of a shipper's lines)."""
+        b0 = value[:1] if value is not None and len(value) <= self.max_bytes else b"{"
+        if b0 < b"\x80" and b0 != b"{" and not b0.isspace():
+            try:
+                line = value.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError:
+                return self._read_any(value, kafka_key)  # not UTF-8: NoLine says where
+            if self._kafka_key and kafka_key is not None:
+                return line, kafka_key.decode("utf-8", "replace"), None, None
+            return line, self._key(None, line, kafka_key, None), None, None
+        return self._read_any(value, kafka_key)
+
+    def _read_any(self, value: bytes | None, kafka_key: bytes | None) -> tuple:
         if value is None:
             raise NoLine("null_value", "a record without a value (a tombstone)")
         if len(value) > self.max_bytes:
@@ -148,7 +188,7 @@ class LineStream:
         else:
             line = text
         line = line.rstrip("\r\n")
-        return Line(line, self._key(obj, line, kafka_key, source), kind, time_ms)
+        return line, self._key(obj, line, kafka_key, source), kind, time_ms
 
     def _key(self, obj, line: str, kafka_key: bytes | None, source: str | None) -> str:
         """key_field, key_regex, the Kafka key, the shipper's host (or pod, or resource), the syslog header's

@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from worker.kafka.clients import take
 from worker.messages.models import BadMessage, decode_input, default_id
+from worker.observability.metrics import observe_many
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import LineStream
@@ -64,21 +65,25 @@ class Source:
         """A full poll of line records, topped up with what is already fetched (no wait), up to LINE_POLLS
         polls' worth: a line is a small share of a window, and the windows one ingest call closes go to the
         digest pool and the tokenizer as one batch instead of one window at a time."""
-        chunk = msgs
+        chunk, topics = msgs, self.lines.topics
         while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
-                all(m.error() is None and self.lines.takes(m.topic()) for m in chunk):
+                all(m.error() is None and m.topic() in topics for m in chunk):
             chunk = consumer.consume(num_messages=self.batch, timeout=0)
             msgs = msgs + chunk
         return msgs
 
     def documents(self, msgs: list) -> list[Doc]:
         """The polled records as documents; the bad ones completed with a dead letter, the others
-        (consume errors, partitions no longer ours) skipped."""
+        (consume errors, partitions no longer ours) skipped. A line topic's records go to the window
+        stream a run of one partition at a time (`_lines`), each run registered under one lock."""
         good: list[Doc] = []
         wall = time.time()
         epochs: dict = {}  # per partition, for this call: rebalances run inside poll, never in here
         consumed = 0
         age = self.metrics.record_age
+        lines = self.lines
+        run: list = []  # consecutive records of one line partition
+        run_tp = None
         for m in msgs:
             if m.error() is not None:
                 if m.error().code() in OFFSET_ERRORS and m.topic() is not None and (m.offset() or -1) >= 0:
@@ -87,6 +92,16 @@ class Source:
                     log.warning("consume error: %s", m.error())
                 continue
             tp = (m.topic(), m.partition())
+            if lines is not None and lines.takes(tp[0]):
+                if tp != run_tp and run:
+                    consumed += self._lines(run, run_tp, epochs, wall, good)
+                    run = []
+                run_tp = tp
+                run.append(m)
+                continue
+            if run:
+                consumed += self._lines(run, run_tp, epochs, wall, good)
+                run, run_tp = [], None
             epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
@@ -97,8 +112,33 @@ class Source:
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 age.observe(max(0.0, wall - ts_ms / 1e3))
             good.extend(self._one(m, tp, epoch))
+        if run:
+            consumed += self._lines(run, run_tp, epochs, wall, good)
         self.metrics.consumed.inc(consumed)
         return good
+
+    def _lines(self, run: list, tp, epochs: dict, wall: float, good: list[Doc]) -> int:
+        """One partition's run of line records: registered (`tracker.see_many`), their ages observed, and given
+        to the window stream together; the documents of the windows they closed onto `good`. Returns how
+        many were registered."""
+        epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
+        if epoch is None:
+            return 0  # not ours any more
+        seen = self.tracker.see_many(tp, epoch, [m.offset() for m in run])
+        if not all(seen):
+            run = [m for m, ok in zip(run, seen) if ok]
+        if not run:
+            return 0
+        if self._tries:  # the partition reads again: its earlier consume errors were passing ones
+            self._tries.pop(tp, None)
+        observe_many(self.metrics.record_age, [max(0.0, wall - ts / 1e3) for kind, ts in
+                                               (m.timestamp() for m in run) if kind != 0])
+
+        def failed(m, exc: Exception) -> None:
+            self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
+
+        good.extend(self.lines.add_many(run, tp, epoch, failed))
+        return len(run)
 
     def _offset_error(self, m) -> None:
         """A consume error at one offset: logged; at the CONSUME_ERROR_TRIES-th in a row, that offset is

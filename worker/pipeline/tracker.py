@@ -121,6 +121,26 @@ class OffsetTracker:
             p.seen_at.append(time.monotonic())
             return True
 
+    def see_many(self, tp: TopicPartition, epoch: int, offsets: list[int]) -> list[bool]:
+        """`see` for each of one partition's offsets from one poll, under one lock: which were registered."""
+        with self._lock:
+            p = self._parts.get(tp)
+            if p is None or p.epoch != epoch:
+                return [False] * len(offsets)
+            seen, last, now = p.seen, p.seen[-1] if p.seen else -1, time.monotonic()
+            if p.committed is None and offsets:
+                p.committed = offsets[0]  # a fresh assignment resumes at the group's committed offset
+            out = []
+            for off in offsets:
+                if off <= last:
+                    out.append(False)  # a rewind (e.g. offset reset): that offset is already tracked
+                    continue
+                seen.append(off)
+                last = off
+                out.append(True)
+            p.seen_at.extend([now] * (len(seen) - len(p.seen_at)))
+            return out
+
     def mark_committed(self, ready: list[Ready]) -> None:
         """Delivery committed these runs (or, at least once, handed their offsets to the commit)."""
         with self._lock:
@@ -145,8 +165,7 @@ class OffsetTracker:
             p.groups[offsets[0]] = tuple(offsets)
             p.sizes[offsets[0]] = len(offsets)
             p.followers += len(offsets) - 1
-            for off in offsets[:-1]:
-                p.reach[off] = offsets[-1]
+            p.reach.update(dict.fromkeys(offsets[:-1], offsets[-1]))
             return True
 
     def complete(self, tp: TopicPartition, epoch: int, offset: int, records: tuple[Record, ...]) -> bool:
@@ -156,8 +175,7 @@ class OffsetTracker:
             p = self._parts.get(tp)
             if p is None or p.epoch != epoch:
                 return False
-            for off in p.groups.pop(offset, ())[1:]:
-                p.done[off] = ()
+            p.done.update(dict.fromkeys(p.groups.pop(offset, ())[1:], ()))
             p.done[offset] = records
             return True
 

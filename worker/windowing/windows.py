@@ -51,6 +51,9 @@ that record and its windows' close). A key never holds more than one window of
 `max_bytes`, so one key's flood closes its own windows quickly and cannot take
 the others' room.
 
+`add_many` takes a poll's records of one partition at once, as `add` would one by one at the time of
+that poll (the clock is read once): the ingest stage's path, with the per-record work in one loop.
+
 Pure: no Kafka, no threads; time comes from the injected `clock`
 (time.monotonic in the worker, a fake in tests). Not thread-safe: the ingest
 thread owns it.
@@ -60,7 +63,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from worker.kafka.headers import TRACEPARENT, without_trace
@@ -68,6 +71,7 @@ from worker.multiline import joins
 from worker.windowing.multiline import Joiner
 
 TopicPartition = tuple[str, int]
+Row = tuple  # (key, offset, line, ts_ms, first, headers): one record for `Windower.add_many`
 
 
 CLOCKS = ("poll", "record", "event")
@@ -181,71 +185,99 @@ class Windower:
         """Take one record; returns the windows it closed (its key's window that time or a count closed, or
         every window of its partition at max_open). `ts_ms`: the record's time (record/event clocks decide on
         it; on the poll clock it only labels the window); `headers`: its Kafka headers."""
+        return self.add_many(tp, epoch, ((key, offset, line, ts_ms, first, headers),))
+
+    def add_many(self, tp: TopicPartition, epoch: int, rows: Sequence[Row],
+                 failed: Callable[[int, Exception], None] | None = None) -> list[Window]:
+        """Take the records of one partition read at once (one poll), in offset order: as `add` for each row,
+        with the clock read once (the time of that poll). Returns the windows they closed, in order. `failed`:
+        told the row's index and the exception when one row raises (the others go on); without it, it raises."""
+        if not rows:
+            return []
         now = self.clock()
         r = self.rules
-        closed: list[Window] = []
-        windows = self._open.get(tp)
-        if windows:
-            if next(iter(windows.values())).epoch != epoch:  # the partition came back: old windows go
-                self.drop([tp])
-                windows = None
-            elif now - self._since.get(tp, now) >= r.max_open_s:
-                closed = [self._close(tp, k, "max_open", now)
-                          for k in sorted(windows, key=lambda k: windows[k].opened)]
-                windows = None
-        if windows is None:
-            windows = self._open.setdefault(tp, {})
-        w = windows.get(key)
         held = self._held(now)
-        event = r.time != "poll" and ts_ms is not None
-        late = event and self._late(tp, ts_ms)
-        if w is not None:
-            if event and w.last_ts_ms is not None:
-                silent = not late and ts_ms - w.last_ts_ms >= r.gap_s * 1e3
-                too_long = not late and ts_ms - w.first_ts_ms >= r.max_length_s * 1e3
-            else:
-                silent = (now - w.last) - (held - w.last_held) >= r.gap_s  # _silent
-                too_long = now - w.opened >= r.max_length_s
-            if silent or too_long:
-                closed.append(self._close(tp, key, "gap" if silent else "max_length", now))
-                w = None
-            elif (w.size >= r.max_bytes or len(w.offsets) >= r.max_lines) and not (
-                    r.multiline and w.size < 2 * r.max_bytes and len(w.offsets) < 2 * r.max_lines
-                    and joins(line)):  # a continuation's slack: up to twice the bounds, then it is cut
-                closed.append(self._close(tp, key, "max_lines" if w.records >= r.max_lines else "max_bytes", now))
-                w = None
-        if w is None:
-            windows = self._open.setdefault(tp, {})
-            if not windows:
-                self._since[tp] = now
-            w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(r.multiline), first=first,
-                                      clock=r.time if ts_ms is not None else "poll", read_first_ms=int(self.wall() * 1e3), headers=without_trace(headers))
-            self._order[(tp, key)] = w
-        elif w.headers:
-            kept = set(without_trace(headers))
-            w.headers = [h for h in w.headers if h in kept]
-        if late:
-            w.late += 1
-            self.late_records += 1
-        w.read_last_ms = int(self.wall() * 1e3)
-        if headers and len(w.traceparents) < MAX_LINKS:
-            w.traceparents.extend(v for k, v in headers if k == TRACEPARENT and v)
-        size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
-        w.joiner.add(line)
-        w.offsets.append(offset)
-        w.last, w.last_held, w.size = now, held, w.size + size
-        self.held_bytes += size
-        self._held_records += 1
-        if ts_ms is not None:
-            if w.first_ts_ms is None:
-                w.first_ts_ms = w.last_ts_ms = ts_ms
-            elif ts_ms < w.first_ts_ms:
-                w.first_ts_ms = ts_ms
-            elif ts_ms > w.last_ts_ms:
-                w.last_ts_ms = ts_ms
-        if len(self._order) >= r.max_windows or self.held_bytes >= r.max_held_bytes:  # full()
-            closed.extend(self._make_room(now))
+        wall_ms = int(self.wall() * 1e3)
+        closed = self._restart(tp, epoch, now)
+        windows = None
+        poll_clock = r.time == "poll"
+        gap_s, length_s, gap_ms, length_ms = r.gap_s, r.max_length_s, r.gap_s * 1e3, r.max_length_s * 1e3
+        max_lines, max_bytes, multiline = r.max_lines, r.max_bytes, r.multiline
+        for i, (key, offset, line, ts_ms, first, headers) in enumerate(rows):
+            try:
+                if windows is None:
+                    windows = self._open.setdefault(tp, {})
+                w = windows.get(key)
+                event = not poll_clock and ts_ms is not None
+                late = event and self._late(tp, ts_ms)
+                if w is not None:
+                    if event and w.last_ts_ms is not None:
+                        silent = not late and ts_ms - w.last_ts_ms >= gap_ms
+                        too_long = not late and ts_ms - w.first_ts_ms >= length_ms
+                    else:
+                        silent = (now - w.last) - (held - w.last_held) >= gap_s  # _silent
+                        too_long = now - w.opened >= length_s
+                    if silent or too_long:
+                        closed.append(self._close(tp, key, "gap" if silent else "max_length", now))
+                        w = windows = None
+                    elif (w.size >= max_bytes or len(w.offsets) >= max_lines) and not (
+                            multiline and w.size < 2 * max_bytes and len(w.offsets) < 2 * max_lines
+                            and joins(line)):  # a continuation's slack: up to twice the bounds, then it is cut
+                        closed.append(self._close(tp, key, "max_lines" if w.records >= max_lines else "max_bytes",
+                                                  now))
+                        w = windows = None
+                if w is None:
+                    windows = self._open.setdefault(tp, {})
+                    if not windows:
+                        self._since[tp] = now
+                    w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(multiline), first=first,
+                                              clock=r.time if ts_ms is not None else "poll", read_first_ms=wall_ms,
+                                              headers=without_trace(headers))
+                    self._order[(tp, key)] = w
+                elif w.headers:
+                    kept = set(without_trace(headers))
+                    w.headers = [h for h in w.headers if h in kept]
+                if late:
+                    w.late += 1
+                    self.late_records += 1
+                w.read_last_ms = wall_ms
+                if headers and len(w.traceparents) < MAX_LINKS:
+                    w.traceparents.extend(v for k, v in headers if k == TRACEPARENT and v)
+                size = (len(line) if line.isascii() else len(line.encode("utf-8", "surrogatepass"))) + 1
+                w.joiner.append(line)
+                w.offsets.append(offset)
+                w.last, w.last_held, w.size = now, held, w.size + size
+                self.held_bytes += size
+                self._held_records += 1
+                if ts_ms is not None:
+                    if w.first_ts_ms is None:
+                        w.first_ts_ms = w.last_ts_ms = ts_ms
+                    elif ts_ms < w.first_ts_ms:
+                        w.first_ts_ms = ts_ms
+                    elif ts_ms > w.last_ts_ms:
+                        w.last_ts_ms = ts_ms
+                if len(self._order) >= r.max_windows or self.held_bytes >= r.max_held_bytes:  # full()
+                    closed.extend(self._make_room(now))
+                    windows = None
+            except Exception as exc:  # noqa: BLE001 - routed to `failed` (the ingest stage's guard) or raised
+                if failed is None:
+                    raise
+                failed(i, exc)
+                windows = None
         return closed
+
+    def _restart(self, tp: TopicPartition, epoch: int, now: float) -> list[Window]:
+        """Before a poll's records: a partition that came back drops its old windows; one whose committed offset
+        has been held `max_open_s` closes them all (`max_open`). Returns the windows closed."""
+        windows = self._open.get(tp)
+        if not windows:
+            return []
+        if next(iter(windows.values())).epoch != epoch:  # the partition came back: old windows go
+            self.drop([tp])
+            return []
+        if now - self._since.get(tp, now) >= self.rules.max_open_s:
+            return [self._close(tp, k, "max_open", now) for k in sorted(windows, key=lambda k: windows[k].opened)]
+        return []
 
     def _late(self, tp: TopicPartition, ts_ms: int) -> bool:
         """Record/event time: is `ts_ms` behind its partition's watermark? Moves the watermark on."""

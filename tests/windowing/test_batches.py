@@ -1,0 +1,141 @@
+"""A poll's records taken together (Windower.add_many, LineStream.add_many, tracker.see_many): the same windows,
+offsets and dead letters as one record at a time."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Histogram
+
+from clocks import Clock
+from worker.config.settings import load_settings
+from worker.observability.metrics import observe_many
+from worker.pipeline.configs import ingest_config
+from worker.pipeline.lines import LineStream
+from worker.pipeline.tracker import OffsetTracker
+from worker.windowing.multiline import Joiner
+from worker.windowing.windows import Rules, Windower
+
+TP = ("lines", 0)
+LINES = ("INFO start", "\tat a.B.c(B.java:1)", "Caused by: x", "", "main.main()", "ERROR disk full", "é ünïcode")
+
+
+def _windows(closed) -> list[tuple]:
+    return [(w.key, w.offsets, w.reason, w.text(), w.first_ts_ms, w.last_ts_ms, w.late, w.joiner.event_count,
+             w.records, w.size, w.headers) for w in closed]
+
+
+row = st.tuples(st.sampled_from("abc"), st.sampled_from(LINES), st.one_of(st.none(), st.integers(0, 30_000)),
+                st.sampled_from([None, [("tenant", b"t")], [("tenant", b"u")]]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(polls=st.lists(st.tuples(st.floats(0, 4), st.lists(row, max_size=8)), max_size=8),
+       time=st.sampled_from(["poll", "record"]), multiline=st.booleans())
+def test_a_poll_taken_at_once_closes_the_same_windows_as_its_records_one_by_one(polls, time, multiline):
+    rules = Rules(gap_s=3.0, max_length_s=8.0, max_lines=3, max_bytes=60, max_open_s=10.0, max_windows=2,
+                  max_held_bytes=150, multiline=multiline, time=time, grace_s=1.0)
+    one_clock, many_clock = Clock(), Clock()
+    one, many = Windower(rules, one_clock, wall=lambda: 1.0), Windower(rules, many_clock, wall=lambda: 1.0)
+    offset = 0
+    for step, rows in polls:
+        one_clock.t += step
+        many_clock.t += step
+        batch = []
+        for key, line, ts, headers in rows:
+            batch.append((key, offset, line, ts, None, headers))
+            offset += 1
+        singly = [w for r in batch for w in one.add(TP, 1, *r)]
+        assert _windows(many.add_many(TP, 1, batch)) == _windows(singly)
+        assert _windows(many.due()) == _windows(one.due())
+        assert (many.open_windows, many.held_bytes, many.held_records, many.late_records) == \
+            (one.open_windows, one.held_bytes, one.held_records, one.late_records)
+    assert _windows(many.flush()) == _windows(one.flush())
+
+
+def test_a_failing_row_is_reported_and_the_others_are_windowed():
+    w = Windower(Rules(), Clock())
+    failures = []
+    closed = w.add_many(TP, 1, [("a", 0, "one", None, None, None), ("a", 1, None, None, None, None),
+                                ("a", 2, "three", None, None, None)], lambda i, exc: failures.append((i, type(exc))))
+    assert closed == [] and failures == [(1, AttributeError)]
+    (win,) = w.flush()
+    assert win.offsets == [0, 2] and win.text() == "one\nthree"
+
+
+@settings(max_examples=100, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.sampled_from(LINES)), max_size=12), enabled=st.booleans())
+def test_lines_appended_sort_into_the_same_events_as_lines_added(ops, enabled):
+    added, mixed = Joiner(enabled), Joiner(enabled)
+    for tell, line in ops:
+        added.add(line)
+        if tell:
+            mixed.add(line)
+        else:
+            mixed.append(line)
+    assert (mixed.events, mixed.event_count, mixed.lines) == (added.events, added.event_count, added.lines)
+
+
+@given(offsets=st.lists(st.integers(0, 40), max_size=20), cut=st.integers(0, 20))
+def test_see_many_registers_what_see_would(offsets, cut):
+    one, many = OffsetTracker(), OffsetTracker()
+    e1, e2 = one.assign(TP), many.assign(TP)
+    first, rest = offsets[:cut], offsets[cut:]
+    assert many.see_many(TP, e2, first) == [one.see(TP, e1, o) for o in first]
+    assert many.see_many(TP, e2, rest) == [one.see(TP, e1, o) for o in rest]
+    assert many.see_many(TP, e2 + 1, [99]) == [False] and many.see_many(("other", 0), e2, [1]) == [False]
+    assert many.progress(TP) == one.progress(TP) and many.pending() == one.pending()
+    for o in sorted(set(offsets)):
+        one.complete(TP, e1, o, ())
+        many.complete(TP, e2, o, ())
+    assert [r.offsets for r in many.take_ready()] == [r.offsets for r in one.take_ready()]
+
+
+def test_observe_many_counts_as_observe_does():
+    one, many = CollectorRegistry(), CollectorRegistry()
+    h1 = Histogram("age_seconds", "a", registry=one, buckets=(0.1, 1, 10))
+    h2 = Histogram("age_seconds", "a", registry=many, buckets=(0.1, 1, 10))
+    values = [0.0, 0.1, 0.10001, 0.5, 1.0, 3, 10, 11, 1e9]
+    for v in values:
+        h1.observe(v)
+    observe_many(h2, values)
+    observe_many(h2, [])
+    samples = [[(s.name, s.labels, s.value) for m in r.collect() for s in m.samples if not s.name.endswith("_created")]
+               for r in (one, many)]
+    assert samples[0] == samples[1]
+
+
+class Msg:
+    def __init__(self, value, offset, key=b"k", ts=1_700_000_000_000):
+        self._v, self._o, self._k, self._ts = value, offset, key, ts
+
+    def value(self):
+        return self._v
+
+    def key(self):
+        return self._k
+
+    def offset(self):
+        return self._o
+
+    def timestamp(self):
+        return (1, self._ts)
+
+    def headers(self):
+        return None
+
+
+def test_a_poll_of_lines_dead_letters_only_its_bad_records_and_windows_the_rest():
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "lines"})
+    tracker, dead, failed = OffsetTracker(), [], []
+    ls = LineStream(ingest_config(s, None), tracker=tracker, dead_letter=lambda *a: dead.append(a), clock=lambda: 5.0)
+    epoch = tracker.assign(TP)
+    msgs = [Msg(b"plain one\r\n", 0), Msg(None, 1), Msg(b"ok \xff", 2), Msg(b'{"message": "json two"}', 3, key=None),
+            Msg(b"{broken", 4), Msg(b" {\"text\": \"spaced\"}", 5, key=None), Msg(b"last", 6, key=None)]
+    assert tracker.see_many(TP, epoch, [m.offset() for m in msgs]) == [True] * 7
+    assert ls.add_many(msgs, TP, epoch, lambda m, exc: failed.append(m.offset())) == []
+    assert [(d[2], d[5]) for d in dead] == [(1, "null_value"), (2, "invalid_utf8"), (4, "invalid_json")]
+    assert "at byte 3" in dead[1][6] and failed == []
+    docs = ls.due(True)
+    assert sorted((d.window.offsets, d.meta["source"], d.text) for d in docs) == [
+        ([0], "k", "plain one"), ([3, 5, 6], None, "json two\nspaced\nlast")]
