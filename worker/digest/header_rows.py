@@ -1,5 +1,6 @@
 """The header grammar's fields of every line of a document, each line read once per shape of its digits.
 
+    shape_key(line) -> the line with its digits written 0 (what a parse is kept under)
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
@@ -151,9 +152,14 @@ class Columns:
         return [ln[r[at][0]:r[at][1]] for ln, r in zip(self.lines, self.recipes)]
 
 
+def shape_key(text: str) -> str:
+    """`text` with every ASCII digit written 0: the key a line's parse is kept under (the module docstring)."""
+    return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+
+
 def columns(text: str, lines: list[str]) -> Columns:
     """The header fields of every line of a document (`lines`: text.split("\\n"))."""
     get = _RECIPES.get
-    keys = text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass").split("\n")
+    keys = shape_key(text).split("\n")
     recipes = [get(k) or _recipe_of(k) for k in keys]
     return Columns(lines, recipes)

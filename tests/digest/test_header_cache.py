@@ -1,0 +1,101 @@
+"""The header parse cache of worker/digest/header_rows.py: one parse per key (a line with its digits written 0)
+serves every line of that key, so the key must never join two lines whose headers differ."""
+
+from __future__ import annotations
+
+import re._parser as sre_parse
+
+import pytest
+
+from worker.digest import header, header_rows
+from worker.multiline import CONTINUATION
+
+_DIGITS = frozenset(range(ord("0"), ord("9") + 1))
+
+# lines whose digits decide nothing but their values: klog's level letter glued to the date, a PRI, epochs of 10
+# and 13 digits, an RFC 5424 version digit, pids, fractions of every length, a status code, a hex pointer
+LINES = [
+    "E0211 13:17:55.023299   42 server.go:60] listen failed",
+    "<13>1 2026-03-02T10:00:00.117Z host-7 app 4411 ID47 - message 9",
+    "<190>Mar  2 10:00:00 gw-01 kernel: [ 12.345678] eth0 link up",
+    "1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.675872 R02-M1-N0-C:J12-U11 RAS KERNEL INFO ok",
+    "1700000000123 worker-3 WARN queue depth 42",
+    "06/30 10:19:02.551: [smf] ERROR: session 17 lost",
+    '192.0.2.7 - - [01/Dec/2026:10:00:01 +0100] "GET /api/v1/items/99 HTTP/1.1" 503 2326',
+    "2026-03-02 10:00:00,117 9 --- [main-2] o.a.c.Svc : DEBUG3 retry 7",
+    "2026-03-02T10:00:00.1Z pid=88 0x7f3a9c00e0 freed",
+    "  at com.acme.Foo.bar(Foo.java:240)",
+    "17:42:08.999 thread-12 [cache] evicted 1024 entries",
+]
+
+
+def _digits_changed(line: str) -> str:
+    return line.translate(str.maketrans("0123456789", "7380915264"))
+
+
+def _nodes(tree):
+    for op, av in tree:
+        yield op, av
+        for sub in av if isinstance(av, (tuple, list)) else (av,):
+            if isinstance(sub, sre_parse.SubPattern):
+                yield from _nodes(sub)
+            elif isinstance(sub, (tuple, list)):
+                for s in sub:
+                    if isinstance(s, sre_parse.SubPattern):
+                        yield from _nodes(s)
+
+
+def _digit_reads(pattern: str) -> list:
+    """The places where a pattern tells one ASCII digit from another: a digit literal, or a set that holds
+    some digits but not all ten."""
+    bad = []
+    for op, av in _nodes(sre_parse.parse(pattern)):
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL") and av in _DIGITS:
+            bad.append((name, chr(av)))
+        elif name == "IN":
+            held = set()
+            for item_op, item in av:
+                item_name = str(item_op)
+                if item_name == "LITERAL" and item in _DIGITS:
+                    held.add(item)
+                elif item_name == "RANGE":
+                    held |= _DIGITS & set(range(item[0], item[1] + 1))
+                elif item_name == "CATEGORY" and "DIGIT" in str(item):
+                    held |= _DIGITS
+            if held and held != _DIGITS:
+                bad.append(("IN", sorted(chr(c) for c in held)))
+    return bad
+
+
+@pytest.mark.parametrize("pattern", [header.HEADER, CONTINUATION, header.TRAILER, header.REQUEST,
+                                     *header.STATUS.values()], ids=lambda p: p.pattern[:24])
+def test_no_pattern_the_key_feeds_tells_one_digit_from_another(pattern):
+    assert _digit_reads(pattern.pattern) == []
+
+
+def test_the_digit_check_sees_a_digit_literal_and_a_partial_set():
+    assert _digit_reads(r"E\d{4}|x1|[0-5]") == [("LITERAL", "1"), ("IN", list("012345"))]
+    assert _digit_reads(r"DEBUG(?:0|1|2|3|4|5|6|7|8|9)|\d|[^\d]") == []
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_line_parses_as_its_key_does(line):
+    key = header_rows.shape_key(line)
+    assert header_rows.recipe(line) == header_rows.recipe(key)
+    assert header_rows.recipe(_digits_changed(line)) == header_rows.recipe(key)
+
+
+def test_lines_of_one_key_read_their_own_fields_and_lines_of_two_headers_two_keys():
+    header_rows._RECIPES.clear()
+    doc = LINES + [_digits_changed(ln) for ln in LINES]
+    cols = header_rows.columns("\n".join(doc), doc)
+    for i, line in enumerate(doc):
+        one = header_rows.columns(line, [line])
+        assert (cols.stamps[i], cols.levels[i], cols.messages[i], cols.field(1)[i]) == (
+            one.stamps[0], one.levels[0], one.messages[0], one.field(1)[0])
+    assert len(header_rows._RECIPES) == len(LINES)       # one parse per key: a line and its digits changed
+    # a key that also folded hex letters would join these two lines: their headers differ (an epoch and none)
+    epoch, hexid = "1234567890 worker-3 WARN late", "12a4b6c8d0 worker-3 WARN late"
+    assert header_rows.recipe(epoch)[0] != header_rows.recipe(hexid)[0]
+    assert header_rows.shape_key(epoch) != header_rows.shape_key(hexid)
