@@ -84,7 +84,7 @@ class Rig:
     def __exit__(self, *exc) -> None:
         self.stage.stop()
         self.model.gate.release(10**5)
-        assert self.stage.join(5)
+        assert self.stage.join(30)
 
 
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0]}-{c[1]}")
@@ -98,7 +98,7 @@ def test_every_result_reaches_finishing_once_and_commits_in_offset_order_per_par
         rig.bin([2, 4, 5, 6], two)
         rig.bin([FAILS, 2, 8], two)
         rig.bin([1, 9], two)
-        wait_for(lambda: rig.handed() == 9, 10, "every document at finishing")
+        wait_for(lambda: rig.handed() == 9, 30, "every document at finishing")
     assert rig.stage.error is None
     assert rig.sink.offsets() == sorted([(("in", 0), o) for o in range(5)] + [(("in", 1), o) for o in range(4)])
     failed = [out for _, _, out in rig.sink.handed if isinstance(out, BaseException)]
@@ -112,8 +112,8 @@ def test_the_metrics_keep_their_meaning_in_every_combination(combo):
     with Rig(*combo) as rig:
         rig.bin([2, 4])
         rig.bin([5])
-        wait_for(lambda: rig.handed() == 3, 10, "every document at finishing")
-        wait_for(lambda: rig.stage.busy_since is None, 5, "nothing in flight")
+        wait_for(lambda: rig.handed() == 3, 30, "every document at finishing")
+        wait_for(lambda: rig.stage.busy_since is None, 30, "nothing in flight")
     get = rig.metrics.registry.get_sample_value
     assert get("ribbon_bins_total") == 2 and get("ribbon_input_tokens_total") == 11
     assert get("ribbon_model_documents_total") == 3
@@ -124,7 +124,7 @@ def test_the_metrics_keep_their_meaning_in_every_combination(combo):
 def test_a_model_that_returns_nothing_is_not_ready_at_half_the_limit_and_fails_the_stage_at_it(combo):
     with Rig(*combo, gated=True) as rig:
         rig.bin([2, 4])
-        wait_for(lambda: rig.stage.flight.docs == 2, 5, "the bin in flight")
+        wait_for(lambda: rig.stage.flight.docs == 2, 30, "the bin in flight")
         rig.clock.t += 0.2
         assert rig.stage.stalled_s() == pytest.approx(0.2)
         assert rig.stage.health().ready
@@ -133,7 +133,7 @@ def test_a_model_that_returns_nothing_is_not_ready_at_half_the_limit_and_fails_t
         assert not h.ready and h.live and "pipeline.stall_timeout_s" in h.why
         assert rig.stage.error is None
         rig.clock.t += STALL_S / 2
-        wait_for(lambda: rig.stage.error is not None, 5, "the stall watch")
+        wait_for(lambda: rig.stage.error is not None, 30, "the stall watch")
         err = rig.stage.error
         assert isinstance(err, GpuStalled) and "RIBBON_PIPELINE__STALL_TIMEOUT_S" in str(err)
         assert not rig.stage.health().live
@@ -148,7 +148,7 @@ def test_a_stage_long_alive_with_work_just_sent_counts_the_stall_from_the_send(c
     with Rig(*combo, gated=True) as rig:
         rig.clock.t += 2.0  # the stage is 2 s old
         rig.bin([2])
-        wait_for(lambda: rig.stage.flight.docs == 1, 5, "the bin in flight")
+        wait_for(lambda: rig.stage.flight.docs == 1, 30, "the bin in flight")
         rig.clock.t += 0.2
         assert rig.stage.stalled_s() == pytest.approx(0.2)
 
@@ -158,7 +158,7 @@ def test_steady_load_for_ten_times_the_stall_limit_stays_ready(combo):
         for i in range(100):  # a bin every tenth of the limit, each back before the next
             rig.clock.t += STALL_S / 10
             rig.bin([2, 3 + i % 2 + (i % 2 == 0)])
-            wait_for(lambda: rig.handed() == 2 * (i + 1), 10, f"bin {i} back")
+            wait_for(lambda: rig.handed() == 2 * (i + 1), 30, f"bin {i} back")
             h = rig.stage.health()
             assert h.ready and h.live, h.why
         assert rig.stage.error is None
@@ -177,11 +177,11 @@ def test_stop_hands_over_what_is_in_flight_then_returns(combo):
     rig = Rig(*combo, gated=True)
     with rig:
         rig.bin([2, 4, 5])
-        wait_for(lambda: rig.stage.flight.docs == 3, 5, "the bin in flight")
+        wait_for(lambda: rig.stage.flight.docs == 3, 30, "the bin in flight")
         rig.stage.stop()
         assert rig.packer.closed
         rig.model.gate.release(3)
-        assert rig.stage.join(5)
+        assert rig.stage.join(30)
         assert rig.handed() == 3 and rig.stage.error is None
 
 
@@ -190,8 +190,8 @@ def test_revoked_documents_never_come_back(combo):
         rig.bin([2], tps=(("in", 9),))
         rig.registry.drop_epochs({rig.tracker.epoch(("in", 9))})
         rig.bin([4])
-        wait_for(lambda: rig.handed() == 1, 10, "the live document")
-        wait_for(lambda: rig.stage.flight.docs == 0, 5, "nothing in flight")
+        wait_for(lambda: rig.handed() == 1, 30, "the live document")
+        wait_for(lambda: rig.stage.flight.docs == 0, 30, "nothing in flight")
     assert rig.sink.offsets() == [(("in", 0), 0)]
 
 
@@ -200,7 +200,7 @@ def test_the_engine_process_dying_stops_the_stage_with_its_error():
         rig = Rig("process", batching)
         with rig:
             rig.model.killed = True
-            wait_for(lambda: rig.stage.error is not None, 5, "the stage to fail")
+            wait_for(lambda: rig.stage.error is not None, 30, "the stage to fail")
         assert "exit code -9" in str(rig.stage.error)
 
 
@@ -228,19 +228,19 @@ def test_a_slow_write_to_the_engine_process_holds_up_neither_results_nor_health(
     slow = SlowPipe(batching, read_early=False)
     with Rig("process", batching, max_seqs=1, model=slow) as rig:
         rig.bin([2])
-        wait_for(lambda: rig.stage.flight.docs == 1, 5, "the first bin in flight")
+        wait_for(lambda: rig.stage.flight.docs == 1, 30, "the first bin in flight")
         rig.bin([4])
-        wait_for(slow.writing.is_set, 5, "the second bin's write under way")
+        wait_for(slow.writing.is_set, 30, "the second bin's write under way")
         slow.gate.release(1)  # the first bin's result comes back while the second is being written
         try:
-            wait_for(lambda: rig.handed() == 1, 10, "the first bin's document at finishing during the write")
+            wait_for(lambda: rig.handed() == 1, 30, "the first bin's document at finishing during the write")
             h = rig.stage.health()
             assert h.ready and h.live
             assert rig.stage.stalled_s() == 0.0
         finally:
             slow.written.set()
         slow.gate.release(1)
-        wait_for(lambda: rig.handed() == 2, 10, "the second bin's document at finishing")
+        wait_for(lambda: rig.handed() == 2, 30, "the second bin's document at finishing")
     assert rig.stage.error is None and rig.sink.offsets() == [(("in", 0), 0), (("in", 0), 1)]
 
 
@@ -249,15 +249,15 @@ def test_a_result_that_comes_back_before_its_write_returns_is_handed_over_once(b
     slow = SlowPipe(batching, read_early=True)
     with Rig("process", batching, max_seqs=1, model=slow) as rig:
         rig.bin([2])
-        wait_for(lambda: rig.stage.flight.docs == 1, 5, "the first bin in flight")
+        wait_for(lambda: rig.stage.flight.docs == 1, 30, "the first bin in flight")
         slow.gate.release(1)
-        wait_for(lambda: rig.handed() == 1, 10, "the first bin's document at finishing")
+        wait_for(lambda: rig.handed() == 1, 30, "the first bin's document at finishing")
         rig.bin([4])
-        wait_for(slow.writing.is_set, 5, "the second bin's write under way")
+        wait_for(slow.writing.is_set, 30, "the second bin's write under way")
         slow.gate.release(1)  # the engine answers the second bin before its write returns
         try:
-            wait_for(lambda: rig.handed() == 2, 10, "the second bin's document at finishing during its write")
+            wait_for(lambda: rig.handed() == 2, 30, "the second bin's document at finishing during its write")
         finally:
             slow.written.set()
-        wait_for(lambda: rig.stage.flight.docs == 0, 5, "nothing in flight")
+        wait_for(lambda: rig.stage.flight.docs == 0, 30, "nothing in flight")
     assert rig.stage.error is None and rig.sink.offsets() == [(("in", 0), 0), (("in", 0), 1)]
