@@ -9,7 +9,7 @@
   upstream can pose as the source coordinates or the error of a record.
 - A dead letter carries `error.class`, `error.message` (at most
   MAX_HEADER_MESSAGE_BYTES), the source coordinates and `worker.version`
-  (`DeadLetterHeaders`, the schema `ribbon schemas` writes); one whose record
+  (`DeadLetterHeaders`, the schema `python -m worker.cli.schemas` writes); one whose record
   the broker refused says so in `error.value_dropped` (and
   `error.headers_dropped` when the input's headers were left off).
 - A replayed dead letter goes back to its input topic without Ribbon's
