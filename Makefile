@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml CMakeLists.txt
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation -e ".[test,bench]"
 	touch $(STAMP)
 
-# Rebuilds the extension (C++ changes) and runs the whole suite.
+# Rebuilds the C++ extension (after C++ changes) into the existing venv.
 install: $(STAMP)
 	RIBBON_WERROR=ON $(BIN)/python -m pip install -q --no-build-isolation --no-deps -e .
 
