@@ -1,17 +1,22 @@
-"""The header grammar's fields of every line of a document, each line read once per shape of its digits.
+"""The header grammar's fields of every line of a document, each line read once per shape of its digits and ids.
 
-    shape_key(line) -> the line with its digits written 0 (what a parse is kept under)
+    shape_key(text) -> the text with its digits written 0 and the letters of its hex ids written a (what a
+                       parse is kept under; ext/core/shape_key.hpp)
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
                             continues the record before it (worker/multiline.py)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
-`\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
-digit written 0 does, field for field at the same offsets; the parse of that key (where each field
-starts and ends) is kept (`_RECIPES`, cleared when full) and applied to each line of that key by
-slicing. Lines that differ only in their numbers (most of a log) cost one dictionary look-up; the
-result of a line depends on the line alone, never on the lines or documents read before it.
+`\\d` or in a class holding all ten. A hex id (a run of [0-9a-f] of 8 or more holding a digit and a
+letter, or a uuid, with no word character on either side; request ids, hashes) is read by classes only:
+no level word or month the grammar spells is made of lower-case hex letters alone, and a level word ends
+before a non-word character. A line therefore parses exactly as its key does, field for field at the same
+offsets (tests/digest/test_header_cache.py checks both over every line of the development logs and
+formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
+full) and applied to each line of that key by slicing. Lines that differ only in their numbers and ids
+(most of a log) cost one dictionary look-up; the result of a line depends on the line alone, never on
+the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
+from worker import _core
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
 from worker.messages.levels import level_word
 from worker.multiline import continues
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
-_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (a text holding a lone surrogate)
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
@@ -153,8 +159,13 @@ class Columns:
 
 
 def shape_key(text: str) -> str:
-    """`text` with every ASCII digit written 0: the key a line's parse is kept under (the module docstring)."""
-    return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+    """`text` with every ASCII digit written 0 and every hex id's letters written a: the key a line's parse is
+    kept under (the module docstring; the C++ core, ext/core/shape_key.cpp). A text the core cannot encode (a
+    lone surrogate) has its digits written 0 only."""
+    try:
+        return _core.shape_key(text)
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
 
 
 def columns(text: str, lines: list[str]) -> Columns:
