@@ -1,47 +1,63 @@
 #include "shape_key.hpp"
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 
 namespace ribbon {
 namespace {
 
-inline bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
-inline bool hex_letter(unsigned char c) { return c >= 'a' && c <= 'f'; }
-inline bool word(unsigned char c) {
-  return digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
-}
+constexpr uint8_t kWord = 1, kDigit = 2, kHexLetter = 4, kOther = 8;  // a word byte: [0-9A-Za-z_] or >= 0x80
 
-// The end of the run of [0-9a-f] starting at `i`; sets whether it holds a digit and a letter.
-size_t hex_run(std::string_view s, size_t i, bool& digits, bool& letters) {
-  for (; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (digit(c)) {
-      digits = true;
-    } else if (hex_letter(c)) {
-      letters = true;
-    } else {
-      break;
+constexpr std::array<uint8_t, 256> classes() {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    const bool digit = c >= '0' && c <= '9';
+    t[static_cast<size_t>(c)] = static_cast<uint8_t>((alpha || digit || c == '_' || c >= 0x80 ? kWord : 0) |
+                                                     (digit ? kDigit : 0) | (c >= 'a' && c <= 'f' ? kHexLetter : 0));
+    if ((t[static_cast<size_t>(c)] & (kWord | kDigit | kHexLetter)) == kWord) t[static_cast<size_t>(c)] |= kOther;
+  }
+  return t;
+}
+constexpr std::array<uint8_t, 256> kClass = classes();
+
+constexpr std::array<char, 256> zeros() {  // every byte itself, an ASCII digit '0'
+  std::array<char, 256> t{};
+  for (int c = 0; c < 256; ++c) t[static_cast<size_t>(c)] = c >= '0' && c <= '9' ? '0' : static_cast<char>(c);
+  return t;
+}
+constexpr std::array<char, 256> kZero = zeros();
+
+inline uint8_t cls(const std::string& s, size_t i) { return kClass[static_cast<unsigned char>(s[i])]; }
+
+// The end of a uuid whose first group is the word [i, i + 8) (8-4-4-4-12 hex words joined by '-', the last
+// followed by no word byte), or `i` where none is; `letter` is set where a group other than the first holds one.
+size_t uuid_end(const std::string& s, size_t i, bool& letter) {
+  static constexpr size_t kGroups[] = {4, 4, 4, 12};
+  size_t at = i + 8;
+  for (size_t g : kGroups) {
+    if (at >= s.size() || s[at] != '-') return i;
+    ++at;
+    for (size_t k = 0; k < g; ++k, ++at) {
+      if (at >= s.size()) return i;
+      const uint8_t c = cls(s, at);
+      if (!(c & (kDigit | kHexLetter))) return i;
+      letter = letter || (c & kHexLetter);
     }
   }
-  return i;
+  return at < s.size() && (cls(s, at) & kWord) ? i : at;
 }
 
-// The end of a uuid starting at `i` (8-4-4-4-12 hex runs joined by '-', a letter among them), or `i` where none
-// starts there.
-size_t uuid_end(std::string_view s, size_t i) {
-  bool d = false, l = false;
-  static constexpr size_t kGroups[] = {8, 4, 4, 4, 12};
-  size_t at = i;
-  for (size_t g = 0; g < 5; ++g) {
-    if (g > 0) {
-      if (at >= s.size() || s[at] != '-') return i;
-      ++at;
-    }
-    const size_t end = hex_run(s, at, d, l);
-    if (end - at != kGroups[g]) return i;
-    at = end;
+// An id [i, end) (digits already written 0): its leading digits stay 0, every other hex character becomes a,
+// and where no digit leads, its last character becomes 0.
+void fold_id(std::string& s, size_t i, size_t end) {
+  size_t lead = i;
+  while (lead < end && s[lead] == '0') ++lead;
+  for (size_t k = lead; k < end; ++k) {
+    if (s[k] != '-') s[k] = 'a';
   }
-  return l ? at : i;
+  if (lead == i) s[end - 1] = '0';
 }
 
 }  // namespace
@@ -51,33 +67,35 @@ std::string shape_key(std::string_view text) {
   const size_t n = out.size();
   size_t i = 0;
   while (i < n) {
-    const auto c = static_cast<unsigned char>(out[i]);
-    const bool starts = (digit(c) || hex_letter(c)) && (i == 0 || !word(static_cast<unsigned char>(out[i - 1])));
-    if (!starts) {
-      if (digit(c)) out[i] = '0';
+    if (!(cls(out, i) & kWord)) {
       ++i;
       continue;
     }
-    bool d = false, l = false;
-    size_t end = uuid_end(out, i);
-    bool fold = end > i;
-    if (!fold) end = hex_run(out, i, d, l);
-    fold = fold || (d && l && end - i >= 8);
-    if (end < n && word(static_cast<unsigned char>(out[end]))) fold = false;  // a longer word: no id
-    if (!fold) {
-      for (; i < end; ++i) {
-        if (digit(static_cast<unsigned char>(out[i]))) out[i] = '0';
+    // a word [i, j): its digits written 0 on the way; an id where it is hex alone
+    size_t j = i;
+    uint8_t seen = 0;
+    for (; j < n; ++j) {
+      const auto b = static_cast<unsigned char>(out[j]);
+      const uint8_t c = kClass[b];
+      if (!(c & kWord)) break;
+      out[j] = kZero[b];
+      seen = static_cast<uint8_t>(seen | c);
+    }
+    const bool hex = !(seen & kOther), digits = seen & kDigit, letters = seen & kHexLetter;
+    if (hex && j - i == 8) {
+      bool letter = letters;
+      const size_t end = uuid_end(out, i, letter);
+      if (end > i && letter) {
+        for (size_t k = j; k < end; ++k) {
+          if (cls(out, k) & kDigit) out[k] = '0';
+        }
+        fold_id(out, i, end);
+        i = end;
+        continue;
       }
-      continue;
     }
-    // an id: its leading digits as 0, every other hex character a, the last one 0 where none leads (it holds a digit)
-    size_t lead = i;
-    while (lead < end && digit(static_cast<unsigned char>(out[lead]))) out[lead++] = '0';
-    for (size_t k = lead; k < end; ++k) {
-      if (out[k] != '-') out[k] = 'a';
-    }
-    if (lead == i) out[end - 1] = '0';
-    i = end;
+    if (hex && digits && letters && j - i >= 8) fold_id(out, i, j);
+    i = j;
   }
   return out;
 }
