@@ -168,3 +168,17 @@ def test_the_key_keeps_what_the_grammar_reads(line):
     assert len(key) == len(line)
     assert [c for c in key if c.isupper()] == [c for c in line if c.isupper()]
     assert header_rows.recipe(line) == header_rows.recipe(key)
+
+
+def test_lines_that_differ_in_their_ids_share_one_parse_and_read_their_own_fields():
+    header_rows._RECIPES.clear()
+    doc = ["2017-05-16 00:00:00.008 25746 INFO nova.api [req-3f101a0b-2096-447d-96ea-a692162415ae 11fd3a99c3] ok",
+           "2017-05-16 00:00:01.551 25746 INFO nova.api [req-9bc36dd9-91c5-4314-898a-47625eb93b09 54fadb412c] ok",
+           "2017-05-16 00:00:02.001 25746 ERROR nova.api [req-9bc36dd9-91c5-4314-898a-47625eb93b09 54fadb412c] no"]
+    cols = header_rows.columns("\n".join(doc), doc)
+    assert len(header_rows._RECIPES) == 2                 # the two INFO lines: one parse
+    assert cols.levels == ["INFO", "INFO", "ERROR"]
+    for i, line in enumerate(doc):
+        r = header_rows.recipe(line)
+        assert cols.recipes[i] == r
+        assert cols.messages[i] == line[r[7][0][0]:r[7][0][1]]

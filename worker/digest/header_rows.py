@@ -14,9 +14,11 @@ no level word or month the grammar spells is made of lower-case hex letters alon
 before a non-word character. A line therefore parses exactly as its key does, field for field at the same
 offsets (tests/digest/test_header_cache.py checks both over every line of the development logs and
 formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
-full) and applied to each line of that key by slicing. Lines that differ only in their numbers and ids
-(most of a log) cost one dictionary look-up; the result of a line depends on the line alone, never on
-the lines or documents read before it.
+full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
+(one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
+that line). Lines that differ only in their numbers (most of a log) cost one dictionary look-up, lines
+that differ in their ids as well one call and two; the result of a line depends on the line alone, never
+on the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from worker.multiline import continues
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
-_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (a text holding a lone surrogate)
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
@@ -115,7 +117,13 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
-def _recipe_of(key: str) -> tuple:
+def _recipe_of(digits: str) -> tuple:
+    """The parse of a line whose digit key (`_digits`) has none kept: the one kept under its whole key
+    (shape_key: hex ids folded as well), else its key's parse, kept."""
+    key = shape_key(digits)              # the same key as the line's: the fold reads digits and letters alike
+    r = _RECIPES.get(key) if key != digits else None
+    if r is not None:
+        return r
     r = recipe(key)
     if len(key) <= MAX_KEY:
         if len(_RECIPES) >= RECIPES_MAX:
@@ -158,19 +166,24 @@ class Columns:
         return [ln[r[at][0]:r[at][1]] for ln, r in zip(self.lines, self.recipes)]
 
 
+def _digits(text: str) -> str:
+    """`text` with every ASCII digit written 0 (the cheap first key: most lines' parse is kept under it)."""
+    return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+
+
 def shape_key(text: str) -> str:
-    """`text` with every ASCII digit written 0 and every hex id's letters written a: the key a line's parse is
-    kept under (the module docstring; the C++ core, ext/core/shape_key.cpp). A text the core cannot encode (a
-    lone surrogate) has its digits written 0 only."""
+    """`text` with every ASCII digit written 0 and every hex id in one form per length and leading digits: the
+    key a line's parse is kept under (the module docstring; the C++ core, ext/core/shape_key.cpp). A text the
+    core cannot encode (a lone surrogate) has its digits written 0 only."""
     try:
         return _core.shape_key(text)
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+        return _digits(text)
 
 
 def columns(text: str, lines: list[str]) -> Columns:
     """The header fields of every line of a document (`lines`: text.split("\\n"))."""
     get = _RECIPES.get
-    keys = shape_key(text).split("\n")
+    keys = _digits(text).split("\n")     # a line without hex ids: its key; else its key is read on a miss
     recipes = [get(k) or _recipe_of(k) for k in keys]
     return Columns(lines, recipes)
