@@ -24,7 +24,8 @@ void register_shape(py::module_& m) {
         return py::reinterpret_steal<py::str>(o);
       },
       py::arg("text"),
-      "`text` with its digits written 0 and the letters of its hex ids written a (worker/digest/header_rows.py).");
+      "`text` with its digits written 0 and its hex ids in one form per length and leading digits "
+      "(worker/digest/header_rows.py).");
 }
 
 }  // namespace ribbon

@@ -1,6 +1,6 @@
 """The header parse cache of worker/digest/header_rows.py: one parse per key (a line with its digits written 0 and
-its hex ids' letters written a) serves every line of that key, so the key must never join two lines whose headers
-differ."""
+its hex ids in one form per length and leading digits) serves every line of that key, so the key must never join
+two lines whose headers differ."""
 
 from __future__ import annotations
 

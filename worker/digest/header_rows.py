@@ -1,7 +1,7 @@
 """The header grammar's fields of every line of a document, each line read once per shape of its digits and ids.
 
-    shape_key(text) -> the text with its digits written 0 and the letters of its hex ids written a (what a
-                       parse is kept under; ext/core/shape_key.hpp)
+    shape_key(text) -> the text with its digits written 0 and its hex ids in one form per length and
+                       leading digits (what a parse is kept under; ext/core/shape_key.hpp)
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
