@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   ribbon::register_packer(m);
   ribbon::register_window(m);
   ribbon::register_templater(m);
+  ribbon::register_shape(m);
 }

@@ -6,4 +6,5 @@ namespace ribbon {
 void register_packer(pybind11::module_& m);
 void register_window(pybind11::module_& m);
 void register_templater(pybind11::module_& m);
+void register_shape(pybind11::module_& m);
 }  // namespace ribbon

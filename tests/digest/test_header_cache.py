@@ -1,14 +1,22 @@
-"""The header parse cache of worker/digest/header_rows.py: one parse per key (a line with its digits written 0)
-serves every line of that key, so the key must never join two lines whose headers differ."""
+"""The header parse cache of worker/digest/header_rows.py: one parse per key (a line with its digits written 0 and
+its hex ids in one form per length and leading digits) serves every line of that key, so the key must never join
+two lines whose headers differ."""
 
 from __future__ import annotations
 
+import json
+import re
 import re._parser as sre_parse
+from pathlib import Path
 
 import pytest
 
 from worker.digest import header, header_rows
+from worker.digest.timeparse import MON
+from worker.messages.levels import SPELLINGS
 from worker.multiline import CONTINUATION
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"     # the development logs and formats (read, not copied)
 
 _DIGITS = frozenset(range(ord("0"), ord("9") + 1))
 
@@ -95,7 +103,82 @@ def test_lines_of_one_key_read_their_own_fields_and_lines_of_two_headers_two_key
         assert (cols.stamps[i], cols.levels[i], cols.messages[i], cols.field(1)[i]) == (
             one.stamps[0], one.levels[0], one.messages[0], one.field(1)[0])
     assert len(header_rows._RECIPES) == len(LINES)       # one parse per key: a line and its digits changed
-    # a key that also folded hex letters would join these two lines: their headers differ (an epoch and none)
+    # a key that wrote a hex id's letters as digits would join these two lines: their headers differ (an epoch, none)
     epoch, hexid = "1234567890 worker-3 WARN late", "12a4b6c8d0 worker-3 WARN late"
     assert header_rows.recipe(epoch)[0] != header_rows.recipe(hexid)[0]
     assert header_rows.shape_key(epoch) != header_rows.shape_key(hexid)
+
+
+def _shared_lines() -> list[str]:
+    lines = []
+    for f in sorted((SHARED / "devlogs").glob("loghub/*/*_2k.log")):
+        lines += f.read_text(encoding="utf-8", errors="replace").rstrip("\n").split("\n")
+    formats = SHARED / "formats" / "formats.jsonl"
+    if formats.exists():
+        lines += [json.loads(r)["line"] for r in formats.read_text(encoding="utf-8").splitlines() if r.strip()]
+    return lines
+
+
+def test_every_development_and_format_line_parses_as_its_key_does():
+    lines = _shared_lines()
+    if not lines:
+        pytest.skip(f"no development logs or formats under {SHARED}")
+    folded, wrong = 0, []
+    for line in lines:
+        key = header_rows.shape_key(line)
+        folded += key != line.translate(str.maketrans("123456789", "000000000"))
+        if header_rows.recipe(line) != header_rows.recipe(key):
+            wrong.append((line, key))
+    assert (len(wrong), wrong[:3]) == (0, [])
+    assert folded > 1000                            # the hex fold is exercised (request ids, hashes)
+
+
+def test_no_word_the_grammar_spells_is_a_hex_id():
+    """Level words in any case (SPELLINGS are read case-blind), upper-case levels and months as spelled: none is
+    made of lower-case hex letters and digits alone, so none lies inside a hex id (whose letters the key rewrites)."""
+    months = re.findall(r"[A-Z][a-z]+", MON)
+    words = [*(w.lower() for w in SPELLINGS), *header.EXTRA_LEVELS, *months]
+    assert len(months) == 12
+    assert [w for w in words if re.fullmatch(r"[0-9a-f]+", w)] == []
+
+
+def test_the_key_joins_request_ids_and_hashes():
+    """Ids of one length and count of leading digits share a key (a leading digit is what a pid, a record id or
+    `[123456789` reads)."""
+    a = "2017-05-16 00:00:00.008 25746 INFO nova.api [req-3f101a0b-2096-447d-96ea-a692162415ae 11fd3a99c3da401f] ok"
+    b = "2017-05-16 00:00:01.551 25746 INFO nova.api [req-9bc36dd9-91c5-4314-898a-47625eb93b09 54fadb412c4e40cd] ok"
+    assert header_rows.shape_key(a) == header_rows.shape_key(b)
+    assert header_rows.recipe(a) == header_rows.recipe(header_rows.shape_key(a))
+    assert header_rows.shape_key(a.replace("3f10", "31f0")) != header_rows.shape_key(a)
+
+
+# upper case, words glued to a run, short runs: a key that folded these would join (or break) headers
+WIDE = [
+    "E20250211 13:17:55.023299   42 server.go:60] listen failed",          # klog's level letter glued to the date
+    "[Wed Oct 11 14:32:52 2000] [error] [client 192.0.2.1] ADE00558: bad",  # an upper-case error id
+    "17-Feb-2018 23:06:56 node-1 WARN disk",                                 # months
+    '192.0.2.7 - - [01/Dec/2026:10:00:01 +0100] "GET /a HTTP/1.1" 503 12',
+    "2026-03-02 10:00:00 DEADBEEF1 WARN dead1 fault",
+]
+
+
+@pytest.mark.parametrize("line", WIDE)
+def test_the_key_keeps_what_the_grammar_reads(line):
+    key = header_rows.shape_key(line)
+    assert len(key) == len(line)
+    assert [c for c in key if c.isupper()] == [c for c in line if c.isupper()]
+    assert header_rows.recipe(line) == header_rows.recipe(key)
+
+
+def test_lines_that_differ_in_their_ids_share_one_parse_and_read_their_own_fields():
+    header_rows._RECIPES.clear()
+    doc = ["2017-05-16 00:00:00.008 25746 INFO nova.api [req-3f101a0b-2096-447d-96ea-a692162415ae 11fd3a99c3] ok",
+           "2017-05-16 00:00:01.551 25746 INFO nova.api [req-9bc36dd9-91c5-4314-898a-47625eb93b09 54fadb412c] ok",
+           "2017-05-16 00:00:02.001 25746 ERROR nova.api [req-9bc36dd9-91c5-4314-898a-47625eb93b09 54fadb412c] no"]
+    cols = header_rows.columns("\n".join(doc), doc)
+    assert len(header_rows._RECIPES) == 2                 # the two INFO lines: one parse
+    assert cols.levels == ["INFO", "INFO", "ERROR"]
+    for i, line in enumerate(doc):
+        r = header_rows.recipe(line)
+        assert cols.recipes[i] == r
+        assert cols.messages[i] == line[r[7][0][0]:r[7][0][1]]

@@ -1,17 +1,24 @@
-"""The header grammar's fields of every line of a document, each line read once per shape of its digits.
+"""The header grammar's fields of every line of a document, each line read once per shape of its digits and ids.
 
-    shape_key(line) -> the line with its digits written 0 (what a parse is kept under)
+    shape_key(text) -> the text with its digits written 0 and its hex ids in one form per length and
+                       leading digits (what a parse is kept under; ext/core/shape_key.hpp)
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
                             continues the record before it (worker/multiline.py)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
-`\\d` or in a class holding all ten. A line therefore parses exactly as the same line with every
-digit written 0 does, field for field at the same offsets; the parse of that key (where each field
-starts and ends) is kept (`_RECIPES`, cleared when full) and applied to each line of that key by
-slicing. Lines that differ only in their numbers (most of a log) cost one dictionary look-up; the
-result of a line depends on the line alone, never on the lines or documents read before it.
+`\\d` or in a class holding all ten. A hex id (a run of [0-9a-f] of 8 or more holding a digit and a
+letter, or a uuid, with no word character on either side; request ids, hashes) is read by classes only:
+no level word or month the grammar spells is made of lower-case hex letters alone, and a level word ends
+before a non-word character. A line therefore parses exactly as its key does, field for field at the same
+offsets (tests/digest/test_header_cache.py checks both over every line of the development logs and
+formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
+full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
+(one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
+that line). Lines that differ only in their numbers (most of a log) cost one dictionary look-up, lines
+that differ in their ids as well one call and two; the result of a line depends on the line alone, never
+on the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import functools
 from collections import Counter
 from operator import itemgetter
 
+from worker import _core
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
 from worker.messages.levels import level_word
 from worker.multiline import continues
@@ -109,7 +117,13 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
-def _recipe_of(key: str) -> tuple:
+def _recipe_of(digits: str) -> tuple:
+    """The parse of a line whose digit key (`_digits`) has none kept: the one kept under its whole key
+    (shape_key: hex ids folded as well), else its key's parse, kept."""
+    key = shape_key(digits)              # the same key as the line's: the fold reads digits and letters alike
+    r = _RECIPES.get(key) if key != digits else None
+    if r is not None:
+        return r
     r = recipe(key)
     if len(key) <= MAX_KEY:
         if len(_RECIPES) >= RECIPES_MAX:
@@ -152,14 +166,24 @@ class Columns:
         return [ln[r[at][0]:r[at][1]] for ln, r in zip(self.lines, self.recipes)]
 
 
-def shape_key(text: str) -> str:
-    """`text` with every ASCII digit written 0: the key a line's parse is kept under (the module docstring)."""
+def _digits(text: str) -> str:
+    """`text` with every ASCII digit written 0 (the cheap first key: most lines' parse is kept under it)."""
     return text.encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+
+
+def shape_key(text: str) -> str:
+    """`text` with every ASCII digit written 0 and every hex id in one form per length and leading digits: the
+    key a line's parse is kept under (the module docstring; the C++ core, ext/core/shape_key.cpp). A text the
+    core cannot encode (a lone surrogate) has its digits written 0 only."""
+    try:
+        return _core.shape_key(text)
+    except UnicodeEncodeError:
+        return _digits(text)
 
 
 def columns(text: str, lines: list[str]) -> Columns:
     """The header fields of every line of a document (`lines`: text.split("\\n"))."""
     get = _RECIPES.get
-    keys = shape_key(text).split("\n")
+    keys = _digits(text).split("\n")     # a line without hex ids: its key; else its key is read on a miss
     recipes = [get(k) or _recipe_of(k) for k in keys]
     return Columns(lines, recipes)
