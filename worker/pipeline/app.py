@@ -345,16 +345,29 @@ class Worker:
 
 
 def install_signal_handlers() -> threading.Event:
-    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once."""
+    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once.
+
+    The handler only writes the signal's number to a pipe; a thread of its own reads it and sets the
+    event. A handler runs in the main thread between two bytecodes, possibly while that thread holds
+    the event's lock inside `Event.wait` (or the logging module's): setting the event or logging from
+    the handler itself would then wait forever on a lock its own thread holds."""
     stop = threading.Event()
-    signals: list[int] = []
+    read_fd, write_fd = os.pipe()
+
+    def relay() -> None:
+        seen = 0
+        while True:
+            signum = os.read(read_fd, 1)[0]
+            seen += 1
+            if seen > 1:
+                log.warning("second signal: exiting now without committing")
+                os._exit(128 + signum)
+            stop.set()
+
+    threading.Thread(target=relay, name="signals", daemon=True).start()
 
     def on_signal(signum, _frame) -> None:
-        signals.append(signum)
-        if len(signals) > 1:
-            log.warning("second signal: exiting now without committing")
-            os._exit(128 + signum)
-        stop.set()
+        os.write(write_fd, bytes([signum]))
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
