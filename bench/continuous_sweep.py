@@ -31,9 +31,8 @@ from pathlib import Path
 
 import torch
 
-from bench.e2e import CORPORA, model_texts, pack_bins
+from bench.e2e import CORPORA, pack_bins, planned
 from bench.parts import load_parts
-from worker.pipeline.planner import PlanLimits, Planner
 
 
 def pack(parts, prompts: list[list[int]]) -> list[tuple]:
@@ -143,12 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     settings, parts, cleanup = load_parts(a)
     eng = parts.engine
     docs = CORPORA["short"](a.documents)
-    tok = eng.tokenizer
-    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
-                                            split_special_tokens=True)["input_ids"]]
-    texts, _ = model_texts(settings, docs, count)
-    planner = Planner(eng.prompt_ids, count, PlanLimits(parts.budget - parts.reserve, max_new_tokens=parts.reserve),
-                      prompt_batch=eng.prompt_ids_batch)
+    texts, _, planner = planned(settings, parts, docs)
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]
     bins = pack(parts, prompts)
     cfg = parts.packer.config

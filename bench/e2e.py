@@ -47,6 +47,20 @@ CORPORA = {
 }
 
 
+def planned(settings, parts, docs: list[dict]) -> tuple[list[str], float, Planner]:
+    """The documents' model texts (digest pass and token gate, as the worker), the digest's seconds,
+    and the worker's planner over the engine's prompt framing and tokenizer."""
+    eng = parts.engine
+
+    def count(xs) -> list[int]:
+        return [len(x) for x in eng.tokenizer(list(xs), add_special_tokens=False, split_special_tokens=True)["input_ids"]]
+
+    texts, digest_s = model_texts(settings, docs, count)
+    planner = Planner(eng.prompt_ids, count, PlanLimits(parts.budget - parts.reserve, max_new_tokens=parts.reserve),
+                      prompt_batch=eng.prompt_ids_batch)
+    return texts, digest_s, planner
+
+
 def model_texts(settings, docs: list[dict], count) -> tuple[list[str], float]:
     """What the worker gives the model for each document (compacted or raw), and the digest seconds."""
     raws = ["\n".join(d["lines"]) for d in docs]
@@ -260,12 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     eng = parts.engine
     docs = CORPORA[a.corpus](a.documents)
 
-    tok = eng.tokenizer
-    count = lambda xs: [len(x) for x in tok(list(xs), add_special_tokens=False,  # noqa: E731
-                                            split_special_tokens=True)["input_ids"]]
-    texts, digest_s = model_texts(settings, docs, count)
-    planner = Planner(eng.prompt_ids, count, PlanLimits(parts.budget - parts.reserve, max_new_tokens=parts.reserve),
-                      prompt_batch=eng.prompt_ids_batch)
+    texts, digest_s, planner = planned(settings, parts, docs)
     t0 = time.perf_counter()
     # a long document goes in chunks, as in the worker (engine only leaves out the combine round)
     prompts = [list(p) for plan in planner.plan_many(texts) for p in plan.prompts]

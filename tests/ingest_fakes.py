@@ -60,6 +60,28 @@ class Msg:
         return None
 
 
+class LineMsg:
+    """A polled record of a line topic: its value, key, offset, Kafka timestamp (ms) and headers."""
+
+    def __init__(self, value, key=None, offset=0, ts=1_700_000_000_000, headers=None):
+        self._v, self._k, self._o, self._ts, self._h = value, key, offset, ts, headers
+
+    def value(self):
+        return self._v
+
+    def key(self):
+        return self._k
+
+    def offset(self):
+        return self._o
+
+    def timestamp(self):
+        return (1, self._ts)
+
+    def headers(self):
+        return self._h
+
+
 @dataclass
 class FakePacker:
     submitted: list = field(default_factory=list)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram
 
 from clocks import Clock
+from ingest_fakes import LineMsg
 from worker.config.settings import load_settings
 from worker.observability.metrics import observe_many
 from worker.pipeline.configs import ingest_config
@@ -105,24 +106,8 @@ def test_observe_many_counts_as_observe_does():
     assert samples[0] == samples[1]
 
 
-class Msg:
-    def __init__(self, value, offset, key=b"k", ts=1_700_000_000_000):
-        self._v, self._o, self._k, self._ts = value, offset, key, ts
-
-    def value(self):
-        return self._v
-
-    def key(self):
-        return self._k
-
-    def offset(self):
-        return self._o
-
-    def timestamp(self):
-        return (1, self._ts)
-
-    def headers(self):
-        return None
+def Msg(value, offset, key=b"k", ts=1_700_000_000_000) -> LineMsg:  # noqa: N802 - reads as the record it makes
+    return LineMsg(value, key, offset, ts)
 
 
 def test_a_poll_of_lines_dead_letters_only_its_bad_records_and_windows_the_rest():

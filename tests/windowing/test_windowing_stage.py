@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from ingest_fakes import LineMsg
 
 from worker.pipeline.configs import ingest_config
 from worker.cli.produce import LineKey, lines
@@ -16,24 +17,7 @@ from worker.pipeline.lines import LineStream, NoLine, window_info
 TP = ("logs", 0)
 
 
-class Msg:
-    def __init__(self, value, key=None, offset=0, ts=1_700_000_000_000):
-        self._v, self._k, self._o, self._ts = value, key, offset, ts
-
-    def value(self):
-        return self._v
-
-    def key(self):
-        return self._k
-
-    def offset(self):
-        return self._o
-
-    def timestamp(self):
-        return (1, self._ts)
-
-    def headers(self):
-        return None
+Msg = LineMsg
 
 
 def stream(**env):
@@ -302,15 +286,6 @@ def test_an_unkeyed_syslog_line_is_keyed_by_its_own_host_line_by_line(line, host
     assert ls.read(line.encode(), None).key == host
 
 
-class HeaderMsg(Msg):
-    def __init__(self, value, offset, ts, headers):
-        super().__init__(value, None, offset, ts)
-        self._h = headers
-
-    def headers(self):
-        return self._h
-
-
 def test_event_time_from_lines_and_shipper_fields_with_both_time_ranges_in_the_output():
     ls, tracker, _ = stream(time="event", grace_s="5")
     epoch = tracker.assign(TP)
@@ -322,7 +297,7 @@ def test_event_time_from_lines_and_shipper_fields_with_both_time_ranges_in_the_o
     docs = []
     for off, v in enumerate(values):
         tracker.see(TP, epoch, off)
-        docs += ls.add(HeaderMsg(v, off, 1_714_600_000_000, [("tenant", b"acme")]), TP, epoch)
+        docs += ls.add(LineMsg(v, None, off, 1_714_600_000_000, [("tenant", b"acme")]), TP, epoch)
     (first,) = docs                              # the silence is a gap in event time
     info = window_info(first)
     assert (info["start"], info["end"], info["records"]) == ("2024-05-01T11:59:40.000Z", "2024-05-01T12:00:03.000Z", 4)
