@@ -163,16 +163,13 @@ class Source:
                   tries, err.name(), extra={"topic": tp[0], "partition": tp[1], "offset": offset})
 
     def _one(self, m, tp, epoch: int) -> list[Doc]:
-        """One registered record's documents: a window stream's closed windows, its Doc, or none."""
-        stage = "lines" if self.lines is not None and self.lines.takes(tp[0]) else "decode"
+        """One registered document record's Doc, or none (a line topic's records go through `_lines`)."""
         try:
-            if stage == "lines":
-                return self.lines.add(m, tp, epoch)
             doc = self._decode(m, tp, epoch)
-            return [] if doc is None else [doc]
         except Exception as exc:  # noqa: BLE001 - routed: the last-resort guard (worker/pipeline/guard.py)
-            self.guard.failed(stage, tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
+            self.guard.failed("decode", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
             return []
+        return [] if doc is None else [doc]
 
     def _decode(self, m, tp, epoch: int) -> Doc | None:
         """One polled record as a Doc, or None when it was dead-lettered as bad input."""
