@@ -42,6 +42,23 @@ def test_an_error_id_before_the_message_is_header(line, message):
     assert fields(line)[2] == message
 
 
+@pytest.mark.parametrize("line,message,body", [
+    ("[Tue Mar 03 11:22:33.1 2026] [core:error] [pid 4411] (13)Permission denied: [client 192.0.2.4:5100] AH00035: "
+     "access to /index.html denied", "access to /index.html denied",
+     "(13)Permission denied: [client 192.0.2.4:5100] AH00035: access to /index.html denied"),
+    ("[Tue Mar 03 11:22:33.1 2026] [core:crit] [pid 4411] (24)Too many open files: AH00529: /srv/.htaccess unreadable",
+     "/srv/.htaccess unreadable", "(24)Too many open files: AH00529: /srv/.htaccess unreadable"),
+])
+def test_an_os_error_before_the_fields_is_header_and_stays_in_the_templated_text(line, message, body):
+    r = read(line)
+    assert (r.messages[0], r.texts[0]) == (message, body)
+
+
+def test_an_os_error_without_a_field_after_it_stays_in_the_message():
+    line = "[Tue Mar 03 11:22:33.1 2026] [core:error] [pid 4411] (2)No such file or directory: cannot open /srv/x"
+    assert fields(line)[2] == "(2)No such file or directory: cannot open /srv/x"
+
+
 def test_words_with_digits_that_are_no_error_id_stay():
     assert fields("2026-03-03 11:22:33 INFO IPv6: link up")[2] == "IPv6: link up"
     assert fields("2026-03-03 11:22:33 INFO Http2 stream 5 reset")[2] == "Http2 stream 5 reset"

@@ -27,8 +27,8 @@ each tried in order and kept when it matches:
    `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
    `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
    follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), then the
-   `fields` before the message: bracketed `[key value]` fields (`[client 192.0.2.1:5000]`) and an
-   error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
+   `fields` before the message: an OS error (`(13)Permission denied: `) where a field follows it, bracketed
+   `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).
@@ -92,6 +92,9 @@ _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before 
 _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
 _ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
 _KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
+# an OS error before the fields (httpd 2.4's `%E: `, `(13)Permission denied: `): a field where a bracketed field or an
+# error id follows it, else message text
+_ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
@@ -173,7 +176,7 @@ _GRAMMAR = rf"""^
   (?P<tags2>(?:{_TAG}\s*){{0,12}})
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
-  (?P<fields>(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
+  (?P<fields>(?:{_ERRNO})?(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
 |
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
   (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
