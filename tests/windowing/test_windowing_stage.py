@@ -52,7 +52,7 @@ def test_records_without_a_line_are_dead_lettered(value, error_class):
     assert err.value.error_class == error_class
     epoch = tracker.assign(TP)
     tracker.see(TP, epoch, 3)
-    assert ls.add(Msg(value, offset=3), TP, epoch) == []
+    assert ls.add_many([Msg(value, offset=3)], TP, epoch) == []
     assert [(d[2], d[5]) for d in dead] == [(3, error_class)]
 
 
@@ -62,7 +62,7 @@ def test_a_closed_window_is_one_document_whose_offsets_commit_together():
     docs = []
     for off, (key, line) in enumerate([(b"a", "a0"), (b"b", "b0"), (b"a", "a1"), (b"a", "a2")]):
         tracker.see(TP, epoch, off)
-        docs += ls.add(Msg(line.encode(), key, off, ts=1_700_000_000_000 + off), TP, epoch)
+        docs += ls.add_many([Msg(line.encode(), key, off, ts=1_700_000_000_000 + off)], TP, epoch)
     (doc,) = docs
     assert (doc.doc_id, doc.key, doc.text, doc.offset) == ("logs:0:0-2", b"a", "a0\na1", 0)
     info = window_info(doc)
@@ -264,7 +264,7 @@ def test_shipper_records_give_line_host_key_and_time(value, line, key, time_ms):
     assert ls.read(value, b"kafka-key").key == "kafka-key"
     epoch = tracker.assign(TP)
     tracker.see(TP, epoch, 0)
-    ls.add(Msg(value, offset=0, ts=1), TP, epoch)
+    ls.add_many([Msg(value, offset=0, ts=1)], TP, epoch)
     info = window_info(ls.due(True)[0])
     assert info["key"] == key and info["start"] == info["end"] != "1970-01-01T00:00:00.001Z"
 
@@ -297,7 +297,7 @@ def test_event_time_from_lines_and_shipper_fields_with_both_time_ranges_in_the_o
     docs = []
     for off, v in enumerate(values):
         tracker.see(TP, epoch, off)
-        docs += ls.add(LineMsg(v, None, off, 1_714_600_000_000, [("tenant", b"acme")]), TP, epoch)
+        docs += ls.add_many([LineMsg(v, None, off, 1_714_600_000_000, [("tenant", b"acme")])], TP, epoch)
     (first,) = docs                              # the silence is a gap in event time
     info = window_info(first)
     assert (info["start"], info["end"], info["records"]) == ("2024-05-01T11:59:40.000Z", "2024-05-01T12:00:03.000Z", 4)
@@ -312,8 +312,8 @@ def test_record_time_uses_the_kafka_timestamps():
     docs = []
     for off, ts in enumerate([0, 1_000, 30_000]):
         tracker.see(TP, epoch, off)
-        docs += ls.add(Msg(b'{"message": "m", "timestamp": "2030-01-01T00:00:00Z"}', b"k", off,
-                           ts=1_700_000_000_000 + ts), TP, epoch)
+        docs += ls.add_many([Msg(b'{"message": "m", "timestamp": "2030-01-01T00:00:00Z"}', b"k", off,
+                                 ts=1_700_000_000_000 + ts)], TP, epoch)
     (first,) = docs
     assert window_info(first)["end"] == "2023-11-14T22:13:21.000Z" and window_info(first)["records"] == 2
 

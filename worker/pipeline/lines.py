@@ -95,10 +95,6 @@ class LineStream:
     def held_records(self) -> int:
         return self.windows.held_records
 
-    def add(self, m, tp, epoch: int) -> list[Doc]:
-        """One record (see `add_many`)."""
-        return self.add_many([m], tp, epoch)
-
     def add_many(self, msgs: list, tp, epoch: int, failed: Callable[[object, Exception], None] | None = None
                  ) -> list[Doc]:
         """Records of one partition from one poll, in offset order: each one's line and key read, those without
