@@ -47,9 +47,9 @@ _PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg",
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 
 
-def _span(regs: tuple, groups: tuple, key: str) -> tuple[int, int]:
+def _span(span, groups: tuple, key: str) -> tuple[int, int]:
     for g in groups:
-        a, b = regs[g]
+        a, b = span(g)
         if b > a:
             return _NONE if key[a:b] == "-" else (a, b)
     return _NONE
@@ -80,20 +80,21 @@ def recipe(key: str) -> tuple:
     of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
     where it holds more than the message (the header's fields and trailer; None: the message)."""
     m = HEADER.match(key)
-    regs = m.regs                                   # every group's span at once
-    ts, host, prog, pid, tok = (_span(regs, g, key) for g in _GROUPS)
+    span = m.span          # a group's span, read for the groups used (m.regs builds all 200: the dearer part)
+    ts, host, prog, pid, tok = (_span(span, g, key) for g in _GROUPS)
     level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
-    pri = regs[_PRI] if regs[_PRI][1] > regs[_PRI][0] else _NONE
+    pri = span(_PRI)
+    pri = pri if pri[1] > pri[0] else _NONE
     matched = ts != _NONE or tok != _NONE or pri != _NONE
-    at = regs[_MSG][0]
+    at = span(_MSG)[0]
     body = None
     if matched:
-        pre = regs[_PRE]
+        pre = span(_PRE)
         several = pre[0] >= 0 and len(key[pre[0]:pre[1]].split()) > 1   # one leading column (a label, a record
         head = (pre,) if several else ()                                  # number) is dropped
         end = TRAILER.search(key, at) if key[-1:] == ")" else None      # a logger after the message
         pieces = head + ((at, end.start() if end else None),)
-        fields = regs[_FIELDS][0]
+        fields = span(_FIELDS)[0]
         if end is not None or -1 < fields < at:
             body = head + ((fields, None),)
     else:
