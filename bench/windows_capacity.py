@@ -110,7 +110,7 @@ def produce_backlog(bootstrap: str, topic: str, args) -> dict:
 def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, timeout_s: float) -> dict:
     """The windowed worker over the backlog: the figures, and the prompts it built ("prompts")."""
     s = embedded_settings(settings, bootstrap)
-    config = PackerConfig.from_settings(s.packer, parts.budget, parts.reserve)
+    config = PackerConfig.from_settings(s.batching, parts.budget, parts.reserve)
     packer = RecordingPacker(config, "cuda" if packer_device(parts.engine).startswith("cuda") else "cpu")
     worker = Worker(s, bootstrap, parts=Parts(parts.engine, packer, parts.budget, parts.reserve))
     reader = OutputReader(OutputTopic(bootstrap, topics["out"], topics["partitions"]), records, timeout_s, windows=True)
