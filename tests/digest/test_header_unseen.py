@@ -1,0 +1,170 @@
+"""Header classes of formats absent from the development corpus (issue 37, item 2), one test per class; and the
+figures of the labelled file of such formats (tests/digest/unseen_formats.jsonl, measured by bench/headers.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import headers
+from worker.digest.formats import read
+
+UNSEEN = Path(__file__).with_name("unseen_formats.jsonl")
+
+
+def fields(line: str) -> tuple:
+    r = read(line)
+    return r.stamps[0], (r.hosts or [""])[0], r.levels[0], r.messages[0]
+
+
+@pytest.mark.parametrize("line,want", [
+    # a bracketed one-letter level after bracketed tags (padded layer names)
+    ("2024-02-01T08:00:00.000001 [PDCP    ] [W] Discarding PDU, sn=12 outside window",
+     ("2024-02-01T08:00:00.000001", "", "WARN", "Discarding PDU, sn=12 outside window")),
+    # a one-letter level opening a bracket that holds the time and a component
+    ("[E 240201 08:00:00 handler:77] Uncaught exception GET /x", ("240201 08:00:00", "", "ERROR", "Uncaught exception GET /x")),
+    ("[W 2024-02-01 08:00:00.500 LabApp] Config option deprecated",
+     ("2024-02-01 08:00:00.500", "", "WARN", "Config option deprecated")),
+])
+def test_a_one_letter_level_in_brackets(line, want):
+    assert fields(line) == want
+
+
+@pytest.mark.parametrize("line,level,message", [
+    ("W/Choreographer( 4321): Skipped 31 frames!", "WARN", "Skipped 31 frames!"),
+    ("02-01 08:00:00.000 E/MediaCodec(  987): Codec reported err 0x1", "ERROR", "Codec reported err 0x1"),
+])
+def test_a_letter_slash_tag_and_pid_is_a_level_and_its_tag(line, level, message):
+    _, _, lv, msg = fields(line)
+    assert (lv, msg) == (level, message)
+
+
+@pytest.mark.parametrize("line,level", [
+    ("2024/02/01 08:00:00.10 UTC CRITICAL: CHASSIS #2001 fan tray removed", "CRITICAL"),
+    ("2024/02/01 08:00:00.10 UTC MAJOR: CHASSIS #2002 power supply failed", "ERROR"),
+    ("2024/02/01 08:00:00.10 UTC MINOR: LOGGER #2011 log file rollover", "WARN"),
+])
+def test_alarm_severities_are_levels(line, level):
+    assert fields(line)[2] == level
+
+
+@pytest.mark.parametrize("line,level", [
+    ("dbug: App.Worker[0]", "DEBUG"), ("trce: App.Worker[0]", "TRACE"), ("fail: App.Worker[0]", "ERROR"),
+    ("crit: App.Worker[0]", "CRITICAL")])
+def test_dotnet_console_level_words(line, level):
+    assert fields(line)[2] == level
+
+
+def test_a_level_closing_a_bracketed_time():
+    assert fields("[08:00:00 ERR] Payment declined") == ("08:00:00", "", "ERROR", "Payment declined")
+
+
+def test_a_level_field_after_a_time_field_in_pipes():
+    assert fields("2024-02-01 08:00:00.1234|WARN|Shop.Cart|basket expired")[2:] == ("WARN", "basket expired")
+
+
+def test_a_dash_between_tags_and_the_level():
+    line = "2024-02-01 08:00:00,000 [sid:7] - ERROR [main:Boot@12] - bind failed"
+    assert fields(line)[2:] == ("ERROR", "bind failed")
+
+
+@pytest.mark.parametrize("line,host,message", [
+    ("[2024-02-01 08:00:00.000 +0000] WARN (77 on api-3): slow query", "api-3", "slow query"),
+    ("[1706774400000] INFO (77): listening", "", "listening"),
+])
+def test_a_pid_and_host_in_parentheses_after_the_level(line, host, message):
+    _, h, _, msg = fields(line)
+    assert (h, msg) == (host, message)
+
+
+def test_bracketed_fields_closed_by_a_colon_after_the_level():
+    line = "[2024-02-01 08:00:00] ERROR[77][C-0000000a]: pbx.c:4000 run: Channel hung up"
+    assert fields(line)[2:] == ("ERROR", "run: Channel hung up")
+
+
+def test_a_level_glued_to_its_module():
+    assert fields("Feb  1 08:00:00 [77] WARNING:tm:t_reply: no branch")[2:] == ("WARN", "t_reply: no branch")
+
+
+@pytest.mark.parametrize("line,level,message", [
+    ("Feb  1 08:00:00 pop3(bob)<77><Zx9a>: Warning: quota exceeded", "WARN", "quota exceeded"),
+    ("2024/02/01 08:00:00 agentd[3]:collector: ERROR: timeout", "ERROR", "timeout"),
+])
+def test_a_context_glued_before_a_level_word(line, level, message):
+    _, host, lv, msg = fields(line)
+    assert (host, lv, msg) == ("", level, message)
+
+
+@pytest.mark.parametrize("line", [
+    "2024-02-01 08:00:00 resolver: info: query answered",
+    "2024-02-01 08:00:00 10.0.0.9:4711 INFO session opened",
+])
+def test_a_category_or_a_peer_address_before_the_level_is_no_host(line):
+    assert fields(line)[1] == ""
+
+
+def test_an_empty_brace_tag_before_the_level():
+    assert fields("2024.02.01 08:00:00.000001 [ 7 ] {} <Warning> Merger: slow merge")[2:] == ("WARN", "Merger: slow merge")
+
+
+def test_a_numeric_column_between_time_and_level():
+    line = "2024-02-01 08:00:00.000001 88.10% [WARNING] mod_x.c:10 Codec missing"
+    assert fields(line)[2:] == ("WARN", "Codec missing")
+
+
+@pytest.mark.parametrize("line,message", [
+    ("2024-02-01 08:00:00.1+0000 [id=3]\tSEVERE\tjenkins.Foo#run: Build failed", "Build failed"),
+    ("2024/02/01 08:00:00.000001 main.go:42: listening", "listening"),
+])
+def test_loggers_with_a_method_or_a_colon_after_the_line(line, message):
+    assert fields(line)[3] == message
+
+
+@pytest.mark.parametrize("line,message", [
+    ("2024-02-01 08:00:00,000 ERROR [io.agroal.pool] (agroal-11) Datasource unreachable", "Datasource unreachable"),
+    ("08:00:00,000 WARN  [org.x.Y] (MSC service thread 1-2) WFLYX0001: slow start", "WFLYX0001: slow start"),
+])
+def test_a_thread_in_parentheses_beside_a_bracketed_category(line, message):
+    assert fields(line)[3] == message
+
+
+@pytest.mark.parametrize("line,stamp,message", [
+    ("[  101.000200] eth0: link up", "101.000200", "eth0: link up"),
+    ("[7.500000] sd 0:0:0:0: [sda] Attached SCSI disk", "7.500000", "sd 0:0:0:0: [sda] Attached SCSI disk"),
+])
+def test_kernel_monotonic_time(line, stamp, message):
+    assert fields(line) == (stamp, "", None, message)
+
+
+def test_kernel_facility_and_level_before_its_time():
+    assert fields("daemon:notice: [   9.000100] systemd[1]: Started x") == ("9.000100", "", "NOTICE", "systemd[1]: Started x")
+
+
+@pytest.mark.parametrize("line,stamp", [
+    ("2/1/2024 8:00:00 PM 0B10 PACKET query", "2/1/2024 8:00:00 PM"),
+    ("2024 Feb  1 08:00:00 leaf2 %BGP-5-ADJCHANGE: neighbor 10.0.0.1 Up", "2024 Feb  1 08:00:00"),
+    ("1706774400: Client c1 closed its connection.", "1706774400"),
+])
+def test_timestamp_shapes(line, stamp):
+    assert fields(line)[0] == stamp
+
+
+@pytest.mark.parametrize("line,host,message", [
+    ("2024-02-01 08:00:00.000001+0000  mac-1 launchd[1]: Service exited", "mac-1", "Service exited"),
+    ("1 Feb 08:00:00 chronyd[77]: Selected source", "", "Selected source"),
+    ("[1706774400] resolverd[77:1] warning: slow upstream", "", "warning: slow upstream"),
+])
+def test_a_program_and_pid_after_any_time(line, host, message):
+    _, h, _, msg = fields(line)
+    assert (h, msg) == (host, message)
+
+
+def test_the_unseen_formats_file_figures():
+    """The labelled lines of formats outside the development corpus: detection per field at or above what
+    bench/results/quality_cpu.json reports for them (key header_detection_unseen)."""
+    total = headers.measure(UNSEEN)["total"]
+    assert total["timestamp"]["recall_micro"] >= 0.95 and total["timestamp"]["precision_micro"] >= 0.98
+    assert total["level"]["recall_micro"] >= 0.9 and total["level"]["precision_micro"] >= 0.98
+    assert total["message"]["recall_micro"] >= 0.8
+    assert total["level_normalized"]["precision_micro"] == 1.0
