@@ -55,6 +55,7 @@ from worker.messages.levels import SPELLINGS
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
                 "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
+                "MAJOR": "ERROR", "MINOR": "WARN", "CLEARED": "INFO", "INDETERMINATE": "NOTICE",   # X.733 alarm severities
                 **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
                                                                  # no literal digit in the grammar)
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
@@ -82,14 +83,20 @@ LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(
 # no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
 _PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
           "erro", "eror", "wrn", "debu", "fata", "dbg", "inf", "trc", "ftl")
+_COLON_ONLY = ("fail", "crit", "dbug", "trce")    # a level only where it opens a line before a colon (`fail: `)
 BARE_LEVEL = rf"(?:(?=[A-Z][A-Z0-9]*(?![\w]))(?:{LEVEL_WORD})|(?=[A-Za-z])(?i:{_trie(sorted(_PLAIN))})(?![\w.\-/]))"
-_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
-                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
-_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
-_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
-_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
+_COLON_LEVEL = rf"(?:{BARE_LEVEL}|(?=[A-Za-z])(?i:{_trie(sorted(_COLON_ONLY))})(?![\w.\-/]))"
+_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
+                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[|:[\w.]+:))")   # `[W]`, `WARNING:tm:`        # `local.INFO:`, `user.warn`
+_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\])"
+_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{0,100}\}{1,2}"
+_TAG_ONE = rf"(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|\[\s*\d+\]|{_BRACES})"
+_TAG = rf"{_NOT_LEVEL}{_TAG_ONE}"       # after a level (the tags right after it: any, `[warning][config]`'s second one too)
+_MDC = r"\[[\w.-]+:[^\s\[\]]*(?: [\w.-]+:[^\s\[\]]*)+\]"     # `[c:coll s:shard1 r:core_node2]`
+# a thread in parentheses beside a bracketed category (`[org.x.Y] (worker-1) `, `(qtp-17) [c:x] `): a word in it
+_THREAD = r"(?:(?<=\]\ )\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s)|\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s+\[))"
 _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
-_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
+_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}}|\[\d+\.\d+\])(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
 _ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
 _KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
 # an OS error before the fields (httpd 2.4's `%E: `, `(13)Permission denied: `): a field where a bracketed field or an
@@ -98,10 +105,10 @@ _ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
-_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :  a.B#run:
            r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
-           r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
+           r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
            r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
 
 _SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
@@ -125,17 +132,18 @@ _GRAMMAR = rf"""^
   | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
   | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
   | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
-  | (?:==>\ )?(?P<lvc>{BARE_LEVEL}):(?:[\w.]+:)?\s*
-  | \[\s*(?P<lvq>{LEVEL_WORD})\s+(?=\d)
+  | (?:==>\ )?(?P<lvc>{_COLON_LEVEL}):(?:[\w.]+:)?\s*
+  | \[\s*(?P<lvq>{LEVEL_WORD}|[DIWEF])\s+(?=\d)
+  | [a-z]{{2,8}}\ *:(?P<lvx>{LEVEL_WORD})\ *:\s+(?=\[)
   | (?P<lvf>{_LEVEL_TOKEN}|[DIWEF](?=\ \[\d))\s*(?=[\[\d|])
   )?
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
-    (?P<ob>[\[(<])?(?P<ts>{shapes("sy")})
+    (?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
     (?:\s+(?P<ts1b>{DATE_ONLY}))?
     (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
-    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})(?:\ [^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?(?:-\s+(?=\S))?
@@ -156,33 +164,47 @@ _GRAMMAR = rf"""^
   # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
   (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
 |
+  # after any other time, a program and its pid (a host before them): `ts host kernel[0]: `, `[epoch] unbound[7:0] `;
+  # its bare `level: ` read and kept in the message, as syslog's
+  (?(ts)(?!{LEVEL_WORD}[:\[\s])(?:(?P<hostg>{_HOST})(?<!:)\s+(?!{LEVEL_WORD}[:\[\s]))?(?P<progg>{_PROG})\[(?P<pidg>\d+)(?::\d+)?\]
+    (?::(?:\s|$)|\s+(?={BARE_LEVEL}:\s))
+    (?=(?P<lvg>{BARE_LEVEL}):\s)?|(?!))
+|
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
+  (?:\d{{1,3}}(?:\.\d{{1,2}})?%\s+)?
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
-  | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
   | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
+  | \S{{1,200}}?[>\]:)]\s+(?={BARE_LEVEL}:\s)
   )??)
-  (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})
+  (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})(?:-\s+(?={_LEVEL_TOKEN}))?
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
   (?P<lvl>{_LEVEL_TOKEN}
+    |[VDIWEFA](?P<ls>)(?=/[^\s(:/]{{1,80}}\(\s*\d+\):\s)
     |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
     |(?(tid)[VDIWEFA](?P<lc>)(?=\s+[^:]{{1,80}}:\s)|(?!)))
   (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
   (?(lc)\s+[^:]{{1,80}}:(?=\s))
-  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?(ls)/[^\s(:/]{{1,80}}\(\s*(?P<pidl>\d+)\):)
+  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$|(?<=:)[\w.]+:\s*)
+  (?:\((?P<pidq>\d{{1,7}})(?:\ on\ (?P<hostq>[^()\s]{{1,80}}))?\):\s+)?
   (?:\d{{1,7}}\s+---\s+)?
   (?:(?:{_TAG_ANY}\s*){{1,12}}(?={_LOGGER}|-\s))?
-  (?P<tags2>(?:{_TAG}\s*){{0,12}})
+  (?P<tags2>(?:(?:{_TAG_ONE}|{_MDC}|{_THREAD})\s*){{0,12}})(?:(?<=\]):\s+)?
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
   (?P<fields>(?:{_ERRNO})?(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
 |
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
-  (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
+  (?<=\|)(?:(?P<lvp>{LEVEL_WORD})\|(?:[^|\s]{{1,80}}\|){{0,2}}|(?:[^|\s]{{1,80}}\|){{1,3}})\s*
 |
   # keyed fields after the time, one of them the host: `Process(1.1) User(u) Host(h) `
   (?(ts)(?:[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\)\s+){{0,8}}?Host\((?P<hostk>[^()\s]{{1,80}})\)(?:\s+[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\))*\s+|(?!))
+|
+  # a source location after a time without a level (`2023/01/12 10:01:22.123456 server.go:42: `)
+  (?(ts)[\w./-]{{1,80}}\.[a-z]{{1,4}}:\d{{1,6}}:\s+|(?!))
 |
   # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
   (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
@@ -234,7 +256,8 @@ STATUS = {"access": re.compile(_QUOTED_STATUS),
 # a log4j logger written after the message (`%m (%c)%n`): `... (org.acme.cluster.Elector)`, no part of the message
 TRAILER = re.compile(r"[ \t]+\((?:[a-z_$][\w$]*\.){2,}[A-Z][\w$]*\)\Z")
 
-LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvy", "lvz", "lvl", "lvcef")   # where a level token may stand
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvx", "lvf", "lvo", "lvs", "lvy", "lvz", "lvg", "lvl", "lvp",
+                "lvcef")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
 
 

@@ -38,9 +38,9 @@ _ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII dig
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
-_HOST = ("host5", "host", "hostc", "hosts", "hostl", "hostk", "node")
-_PROG = ("prog5", "prog", "progp")
-_PID = ("pid5", "pid", "pidn", "pidp", "pidr")
+_HOST = ("host5", "host", "hostc", "hosts", "hostg", "hostl", "hostq", "hostk", "node")
+_PROG = ("prog5", "prog", "progp", "progg")
+_PID = ("pid5", "pid", "pidn", "pidp", "pidr", "pidg", "pidl", "pidq")
 _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
 _PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
