@@ -113,9 +113,8 @@ def measure(corpus: Path) -> dict:
                         for f, (a, p, k) in sorted(fields.items())} for fmt, fields in sorted(counts.items())}
     total = {}
     for field in (*FIELDS, "message_start", "level_normalized"):
-        rows = [v[field] for v in per_format.values() if field in v]
+        rows = [v[field] for fmt, v in per_format.items() if field in v and any(counts[fmt][field][:2])]
         sums = [counts[fmt][field] for fmt in counts if field in counts[fmt]]
-        rows = [r for r, s in zip(rows, sums) if s[0] or s[1]]
         total[field] = {"formats": len(rows), "records": sum(s[0] for s in sums),
                         "precision": _mean([r["precision"] for r in rows]), "recall": _mean([r["recall"] for r in rows]),
                         "precision_micro": _ratio(sum(s[2] for s in sums), sum(s[1] for s in sums)),

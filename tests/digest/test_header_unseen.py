@@ -168,3 +168,30 @@ def test_the_unseen_formats_file_figures():
     assert total["level"]["recall_micro"] >= 0.9 and total["level"]["precision_micro"] >= 0.98
     assert total["message"]["recall_micro"] >= 0.8
     assert total["level_normalized"]["precision_micro"] == 1.0
+
+
+def test_a_host_after_a_year_first_syslog_time():
+    line = "2024 Feb  1 08:00:00 spine-2 %OSPF-4-NBR_DOWN: neighbor 10.0.0.2 down"
+    assert fields(line)[:2] == ("2024 Feb  1 08:00:00", "spine-2")
+
+
+def test_a_pid_glued_before_a_compact_time():
+    line = " 77:20240201:080000.250 item [web-1:agent.ping] became not supported"
+    assert fields(line) == ("20240201:080000.250", "", None, "item [web-1:agent.ping] became not supported")
+
+
+def test_an_indented_line_with_a_time_of_its_own_starts_a_record():
+    """Its level is its own (none here), never the line's before it."""
+    text = ("    2024-02-01T08:00:00.000Z [ERROR] agent: rpc failed\n"
+            "    2024-02-01T08:00:01.000Z heartbeat sent\n"
+            "        at retry loop")
+    r = read(text)
+    assert r.continued == [False, False, True]
+    assert r.levels[:2] == ["ERROR", None]
+
+
+def test_a_json_time_in_extended_json_and_a_caller_that_is_no_host():
+    r = read('{"t":{"$date":"2024-02-01T08:00:00.000+00:00"},"s":"E","c":"STORAGE","msg":"disk full"}\n'
+             '{"level":"warn","ts":"2024-02-01T08:00:01Z","caller":"raft/node.go:12","msg":"slow fsync"}')
+    assert r.stamps == ["2024-02-01T08:00:00.000+00:00", "2024-02-01T08:00:01Z"]
+    assert not r.hosts or r.hosts[1] == ""

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import re
 
-from worker.digest.timeparse import DATE_ONLY, shapes
+from worker.digest.timeparse import BARE_HOST_SHAPES, DATE_ONLY, SYSLOG_SHAPES, shapes
 from worker.messages.levels import SPELLINGS
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
@@ -97,7 +97,7 @@ _MDC = r"\[[\w.-]+:[^\s\[\]]*(?: [\w.-]+:[^\s\[\]]*)+\]"     # `[c:coll s:shard1
 _THREAD = r"(?:(?<=\]\ )\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s)|\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s+\[))"
 _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
 _PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}}|\[\d+\.\d+\])(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
-_ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
+_ERROR_ID = r"[A-Z]{2,8}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`, `WFLYCTL0013:`
 _KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
 # an OS error before the fields (httpd 2.4's `%E: `, `(13)Permission denied: `): a field where a bracketed field or an
 # error id follows it, else message text
@@ -111,9 +111,16 @@ _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  
            r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
            r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
 
-_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
 
-_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+
+
+def _read(groups: list[str]) -> str:
+    """A condition: one of the (empty) groups matched."""
+    return "".join(f"(?({g})|" for g in groups) + "(?!)" + ")" * len(groups)
+
+
+_SY = _read([f"{m}{i}" for m in ("sy", "sz") for i in SYSLOG_SHAPES])     # a syslog-shaped time was read
+_SY_BARE = _read([f"{m}{i}" for m in ("sy", "sz") for i in BARE_HOST_SHAPES])   # one a bare host may follow
 _HMSF = r"\d{2}:\d{2}:\d{2}\.\d{1,6}"
 
 _GRAMMAR = rf"""^
@@ -140,7 +147,7 @@ _GRAMMAR = rf"""^
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
-    (?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
+    (?:(?P<pidz>\d{{1,7}}):(?=\d{{8}}:))?(?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
     (?:\s+(?P<ts1b>{DATE_ONLY}))?
     (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
     (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})(?:\ [^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
@@ -166,7 +173,7 @@ _GRAMMAR = rf"""^
 |
   # after any other time, a program and its pid (a host before them): `ts host kernel[0]: `, `[epoch] unbound[7:0] `;
   # its bare `level: ` read and kept in the message, as syslog's
-  (?(ts)(?!{LEVEL_WORD}[:\[\s])(?:(?P<hostg>{_HOST})(?<!:)\s+(?!{LEVEL_WORD}[:\[\s]))?(?P<progg>{_PROG})\[(?P<pidg>\d+)(?::\d+)?\]
+  (?(ts)(?=(?:[^\s\[]++\s++)?[^\s\[]++\[\d)(?!{LEVEL_WORD}[:\[\s])(?:(?P<hostg>{_HOST})(?<!:)\s+(?!{LEVEL_WORD}[:\[\s]))?(?P<progg>{_PROG})\[(?P<pidg>\d+)(?::\d+)?\]
     (?::(?:\s|$)|\s+(?={BARE_LEVEL}:\s))
     (?=(?P<lvg>{BARE_LEVEL}):\s)?|(?!))
 |
@@ -210,7 +217,7 @@ _GRAMMAR = rf"""^
   (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
 |
   # RFC 3164: a host before a message without a tag
-  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
+  {_SY_BARE}(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
 (?=(?:\S+\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
 (?P<msg>.*)$"""

@@ -12,7 +12,7 @@ in the date; `.` `,` `:` fractions; `Z`, offsets, zone names), `yyyy-MM-dd-HH.mm
 (`17-Feb-2018 23:06:56`, the access log's `01/Dec/2026:10:00:01 +0100`, `14 Nov 07:01:22`, `09-Jan
 19:54`, `Mar-18 21:41:15`), numeric day- or month-first dates (`19-06-2019 10:00:00`), yearless
 `MM-dd`/`MM/dd`/`MM.dd HH:mm:ss` (and klog's `MMDD`), `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`,
-`yyyyMMdd HH:mm:ss`, year-first month names (`2023 Jan 12 10:01:22`), a 12-hour clock after a numeric
+`yyyyMMdd HH:mm:ss`, year-first month names (`2023 Jan 12 10:01:22`), `yyyyMMdd:HHmmss.SSS`, a 12-hour clock after a numeric
 date (`1/12/2023 10:01:22 AM`), epoch seconds (10 digits, fraction optional) and milliseconds (13 digits), and
 a time of day alone (found, never read: it names no day). A time with a zone is converted to UTC
 (`Z`); one without, or with a zone name other than UTC/GMT, is kept as written; a time without a
@@ -61,9 +61,11 @@ SHAPES = (
     rf"{MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                  # Mar-18 21:41:15.684
     r"\d{13}(?![\d.]|:\S)|\d{10}(?:\.\d{1,9})?(?![\d.]|:\S)",                       # epoch ms / s (`1706774400: `)
     rf"\d{{4}} {MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                          # 2023 Jan 12 10:01:22 (NX-OS)
+    r"\d{8}:\d{6}(?:\.\d{1,6})?(?![\d.:])",                                           # 20230112:100122.123
     r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
 )
-SYSLOG_SHAPES = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
+SYSLOG_SHAPES = (0, 5, 8, 16)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm, yyyy Mon dd hh:mm:ss
+BARE_HOST_SHAPES = (5, 16)       # those after which a host stands before an untagged message (RFC 3164's)
 DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 
@@ -93,6 +95,7 @@ _FORMS = (
     ("yy/MM/dd", re.compile(r"(\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?()$")),
     ("compact", re.compile(r"(\d{2})(\d{2})(\d{2}) {1,2}(\d{2}):?(\d{2}):?(\d{2})()()$")),
     ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?()$")),
+    ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2}):(\d{2})(\d{2})(\d{2})(?:\.(\d{1,6}))?()$")),
     ("iso8601", re.compile(r"(\d{4})(\d{2})(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?" + _ZONE_TEXT)),
 )
 # month names: day first (`17-Feb-2018 23:06:56.326`, `8-Mar-2018::14:09:27`, `29/Aug/2023 22:02:58`),
