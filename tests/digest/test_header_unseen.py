@@ -195,3 +195,42 @@ def test_a_json_time_in_extended_json_and_a_caller_that_is_no_host():
              '{"level":"warn","ts":"2024-02-01T08:00:01Z","caller":"raft/node.go:12","msg":"slow fsync"}')
     assert r.stamps == ["2024-02-01T08:00:00.000+00:00", "2024-02-01T08:00:01Z"]
     assert not r.hosts or r.hosts[1] == ""
+
+
+def test_a_bracketed_time_closed_by_a_level_and_a_worker():
+    assert fields("[2024-02-01 08:00:00,250: WARNING/Worker-3] Retry in 5s") == (
+        "2024-02-01 08:00:00,250", "", "WARN", "Retry in 5s")
+
+
+@pytest.mark.parametrize("line,level,message", [
+    ("[2024-02-01 08:00:00 +0000] critical/IdoPgsql: Query failed", "CRITICAL", "Query failed"),
+    ("2024-02-01 08:00:00,250 - helpers.py[ERROR]: Command failed", "ERROR", "Command failed"),
+])
+def test_a_level_glued_to_a_component(line, level, message):
+    assert fields(line)[2:] == (level, message)
+
+
+def test_a_pid_in_parentheses_then_a_spaced_colon_after_the_level():
+    assert fields("[ALERT]    (77) : backend be1 has no server available!")[2:] == (
+        "CRITICAL", "backend be1 has no server available!")
+
+
+def test_a_rust_module_path_logger_before_a_dash():
+    assert fields("2024-02-01T08:00:00.1+00:00 WARN api::handlers::auth - token expired")[3] == "token expired"
+
+
+def test_an_upper_case_level_word_opening_a_syslog_message():
+    line = "Feb  1 08:00:00 stor-1 object-server: ERROR container update failed"
+    assert fields(line)[1:3] == ("stor-1", "ERROR")
+
+
+def test_a_name_before_a_parenthesized_level_is_no_host():
+    assert fields("2024-02-01 08:00:00 +0000 Agent (warning): Skipping run")[1:3] == ("", "WARN")
+
+
+@pytest.mark.parametrize("line,stamp", [
+    ("8:00AM WRN disk almost full", "8:00AM"),
+    ("[2/1/24 8:00:00:250 UTC] 0000004a ThreadMonitor W   WSVR0605W: Thread hung", "2/1/24 8:00:00:250 UTC"),
+])
+def test_more_timestamp_shapes(line, stamp):
+    assert fields(line)[0] == stamp
