@@ -160,13 +160,18 @@ def test_a_program_and_pid_after_any_time(line, host, message):
     assert (h, msg) == (host, message)
 
 
-def test_the_unseen_formats_file_figures():
-    """The labelled lines of formats outside the development corpus: detection per field at or above what
-    bench/results/quality_cpu.json reports for them (key header_detection_unseen)."""
-    total = headers.measure(UNSEEN)["total"]
-    assert total["timestamp"]["recall_micro"] >= 0.95 and total["timestamp"]["precision_micro"] >= 0.98
-    assert total["level"]["recall_micro"] >= 0.9 and total["level"]["precision_micro"] >= 0.98
-    assert total["message"]["recall_micro"] >= 0.8
+@pytest.mark.parametrize("name,floor", [
+    ("unseen_formats.jsonl", {"timestamp": (0.98, 0.95), "level": (0.98, 0.95), "host": (0.85, 0.85), "message": (0.9, 0.9)}),
+    ("unseen_formats_check.jsonl", {"timestamp": (0.95, 0.9), "level": (0.98, 0.95), "host": (0.95, 0.95),
+                                    "message": (0.9, 0.9)}),
+])
+def test_the_unseen_formats_files_figures(name, floor):
+    """The labelled lines of formats outside the development corpus (bench/headers.py): per field, the micro
+    precision and recall at or above the floors (what bench/results/quality_cpu.json reports under
+    header_detection_unseen, rounded down); a normalized level is never wrong."""
+    total = headers.measure(UNSEEN.with_name(name))["total"]
+    for field, (precision, recall) in floor.items():
+        assert total[field]["precision_micro"] >= precision and total[field]["recall_micro"] >= recall, field
     assert total["level_normalized"]["precision_micro"] == 1.0
 
 

@@ -79,6 +79,8 @@ def _trie(words: list[str]) -> str:
 
 
 LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
+# a level word before `/` and a component (`WARNING/Worker-3]`, `critical/IdoPgsql:`)
+_LEVEL_SLASH = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?=/[\w.-])"
 # a level word standing bare (not in brackets): in upper case any spelling, else only the words that are
 # no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
 _PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
@@ -106,7 +108,7 @@ _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
 _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :  a.B#run:
-           r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
+           r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
            r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
@@ -150,7 +152,7 @@ _GRAMMAR = rf"""^
     (?:(?P<pidz>\d{{1,7}}):(?=\d{{8}}:))?(?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
     (?:\s+(?P<ts1b>{DATE_ONLY}))?
     (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
-    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})(?:\ [^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+    (?(ob)(?:[\])>]|:?\ (?:(?P<lvo>{LEVEL_WORD}|{_LEVEL_SLASH})(?:(?:\ |/)[^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?(?:-\s+(?=\S))?
@@ -169,7 +171,7 @@ _GRAMMAR = rf"""^
   )
   # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
   # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
-  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
+  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL})(?::\s|(?<=[A-Z])\s(?=\S))))?
 |
   # after any other time, a program and its pid (a host before them): `ts host kernel[0]: `, `[epoch] unbound[7:0] `;
   # its bare `level: ` read and kept in the message, as syslog's
@@ -182,21 +184,24 @@ _GRAMMAR = rf"""^
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
-  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+  | [\w.-]{{1,80}}+\s++(?=\({LEVEL_WORD}\):?\s)
+  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?!\()(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
   | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
   | \S{{1,200}}?[>\]:)]\s+(?={BARE_LEVEL}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})(?:-\s+(?={_LEVEL_TOKEN}))?
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
+  (?:[\w.-]{{1,60}}+(?=\[{LEVEL_WORD}\]:))?
   (?P<lvl>{_LEVEL_TOKEN}
+    |{_LEVEL_SLASH}(?=/[\w.-]{{1,60}}:\s)
     |[VDIWEFA](?P<ls>)(?=/[^\s(:/]{{1,80}}\(\s*\d+\):\s)
     |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
     |(?(tid)[VDIWEFA](?P<lc>)(?=\s+[^:]{{1,80}}:\s)|(?!)))
   (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
   (?(lc)\s+[^:]{{1,80}}:(?=\s))
   (?(ls)/[^\s(:/]{{1,80}}\(\s*(?P<pidl>\d+)\):)
-  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$|(?<=:)[\w.]+:\s*)
-  (?:\((?P<pidq>\d{{1,7}})(?:\ on\ (?P<hostq>[^()\s]{{1,80}}))?\):\s+)?
+  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$|(?<=:)[\w.]+:\s*|/[\w.-]{{1,60}}:\s+)
+  (?:\((?P<pidq>\d{{1,7}})(?:\ on\ (?P<hostq>[^()\s]{{1,80}}))?\)\s*:\s+)?
   (?:\d{{1,7}}\s+---\s+)?
   (?:(?:{_TAG_ANY}\s*){{1,12}}(?={_LOGGER}|-\s))?
   (?P<tags2>(?:(?:{_TAG_ONE}|{_MDC}|{_THREAD})\s*){{0,12}})(?:(?<=\]):\s+)?

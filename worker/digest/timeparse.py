@@ -53,7 +53,7 @@ SHAPES = (
     rf"\d{{1,2}}[-/ ]{MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",               # 17-Feb-2018 23:06:56, CLF
     rf"\d{{1,2}} {MON} {_HMS}{_FRAC}",                                                  # 14 Nov 07:01:22.119
     r"\d{1,2}-" + MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                       # 09-Jan 19:54
-    rf"\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}(?: [AP]M(?!\w))?",        # 11/05/18 19:21:00, 1/12/2023 1:02:03 PM
+    rf"\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}(?: [AP]M(?!\w))?{_ZONE}",  # 11/05/18 19:21:00, 1/12/2023 1:02:03 PM
     rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
     r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
     r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
@@ -62,7 +62,7 @@ SHAPES = (
     r"\d{13}(?![\d.]|:\S)|\d{10}(?:\.\d{1,9})?(?![\d.]|:\S)",                       # epoch ms / s (`1706774400: `)
     rf"\d{{4}} {MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                          # 2023 Jan 12 10:01:22 (NX-OS)
     r"\d{8}:\d{6}(?:\.\d{1,6})?(?![\d.:])",                                           # 20230112:100122.123
-    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
+    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])|\d{1,2}:\d{2}[AP]M(?!\w)",              # a time of day alone (`3:04PM`)
 )
 SYSLOG_SHAPES = (0, 5, 8, 16)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm, yyyy Mon dd hh:mm:ss
 BARE_HOST_SHAPES = (5, 16)       # those after which a host stands before an untagged message (RFC 3164's)
@@ -113,8 +113,8 @@ _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{
 EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
 CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
 # 19-06-2019 10:00:00, 11/05/2018 19:21:00.123, 19.06.2019 10:00: day or month first, the year last
-_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?"
-                           r"(?: ([AP]M))?\Z")
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,:](\d{1,9}))?"
+                           r"(?: ([AP]M))?" + _ZONE_TEXT)
 _YMD_NAMED = re.compile(r"(\d{4}) ([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}) (\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?" + _ZONE_TEXT)
 
 
@@ -229,12 +229,12 @@ def _named(m: re.Match) -> Stamp:
 def _numeric_date(m: re.Match) -> Stamp:
     """A field over 12 is the day; with neither over 12, `/` is read month first (the US order) and `-` or `.`
     day first (the order of most other locales)."""
-    a, sep, b, y, h, mi, sec, frac, ampm = m.groups()
+    a, sep, b, y, h, mi, sec, frac, ampm, z = m.groups()
     hour = int(h) % 12 + (12 if ampm == "PM" else 0) if ampm else int(h)
     day_first = int(a) > 12 or (int(b) <= 12 and sep != "/")
     d, mo = (a, b) if day_first else (b, a)
     year = int(y) + (2000 if len(y) == 2 else 0)
-    return _stamp(datetime(year, int(mo), int(d), hour, int(mi), int(sec or 0), _fraction(frac)),
+    return _stamp(datetime(year, int(mo), int(d), hour, int(mi), int(sec or 0), _fraction(frac), _zone(z)),
                   "day_first" if day_first else "month_first")
 
 
