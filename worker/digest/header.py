@@ -12,23 +12,30 @@ each tried in order and kept when it matches:
    5424 and its fixed fields follow (time, host, app, procid, msgid, structured data); else RFC 3164;
 2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
    `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
-   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
+   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`, `fail: `
+   (.NET's console), a letter opening a bracket with the time (`[W 240201 08:00:00 web:12]`), `kern  :err   : `;
 3. a timestamp of any common shape (worker/digest/timeparse.py's SHAPES), bare or in `[...]`, `(...)`, `<...>` (a level may
-   follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
+   follow it inside: `[ts ERROR main]`, `[ts INF]`, `[ts: ERROR/Worker-2]`), the kernel's `[   12.345678]` (in brackets
+   only), a pid glued before it (`2345:20230112:100122.123`), after at most four leading columns when the first holds a
    digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
    an epoch or a date-only field may be followed by a node and a second time
    (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
 4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
-   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message, then the program's own
-   `time [category:] level: ` (taken off) or bare `level: ` (read, kept in the message); otherwise a
-   pid (and a thread id), a host when a level token follows it, the line prefix before an upper-case
-   `LEVEL:` (in words, or glued to it by `>`, `]`, `:`), keyed fields holding `Host(...)`,
-   bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
-   `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
-   `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
-   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), then the
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message (after RFC 3164's time or the year-first
+   `2023 Jan 12 10:01:22`), then the program's own
+   `time [category:] level: ` (taken off) or bare `level: ` or upper-case `LEVEL ` (read, kept in the message);
+   after any other time `[host] prog[pid(:tid)]` (`: ` or a `level: ` after it); otherwise a `%` column, a pid (and a
+   thread id), a name before `(level):`, a host when a level token follows it (no token ending in `:`, no address with
+   a port), the line prefix before a `LEVEL:` (in words, or glued to it by `>`, `]`, `:`; a lower-case `level:` after
+   one such token), keyed fields holding `Host(...)`, bracketed tags and ` - `, the level token (`INFO`, `[warn ]`,
+   `[W]`, `<error>`, `[mod:error]`, `local.INFO:`, `WARNING:mod:`, `warn/Component:`, `name[LEVEL]:`, `Warning`,
+   `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:` and `D/Tag( pid):`),
+   `(pid on host):`, one-token tags (a second bracketed level word among them, `[warning][config]`, a `(thread)` beside
+   a bracket, `[k:v k:v]`; a bracket of several words is message text unless a logger follows it) closed by `: `, a
+   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `), then the
    `fields` before the message: an OS error (`(13)Permission denied: `) where a field follows it, bracketed
-   `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
+   `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or
+   `ts|field|field|` (`ts|LEVEL|logger|`: its level); or `program - `; or a source place after a time (`main.go:42: `);
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).

@@ -5,7 +5,8 @@
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
-                            continues the record before it (worker/multiline.py)
+                            continues the record before it (worker/multiline.py; a line whose header
+                            holds a time starts a record, indented or not)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
 `\\d` or in a class holding all ten. A hex id (a run of [0-9a-f] of 8 or more holding a digit and a
