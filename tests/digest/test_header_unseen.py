@@ -239,3 +239,16 @@ def test_a_name_before_a_parenthesized_level_is_no_host():
 ])
 def test_more_timestamp_shapes(line, stamp):
     assert fields(line)[0] == stamp
+
+
+def test_key_value_metadata_before_a_bracketed_level():
+    assert fields("08:00:00.250 request_id=Fx7 user=42 [warning] slow render")[2:] == ("WARN", "slow render")
+
+
+def test_a_hash_run_before_an_angle_bracketed_time():
+    line = "####<Feb 1, 2024 8:00:00,250 PM UTC> <Warning> <JDBC> <node-1> <Server-1> <> <BEA-001129> <Pool shrunk>"
+    assert fields(line)[0::2] == ("Feb 1, 2024 8:00:00,250 PM UTC", "WARN")
+
+
+def test_a_date_and_time_joined_by_a_dash():
+    assert fields("02/01/2024-08:00:00.000250  [**] [1:2:3] ET SCAN probe [**]")[0] == "02/01/2024-08:00:00.000250"
