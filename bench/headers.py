@@ -16,6 +16,9 @@ message and the record's lines after it, as they are. Per field, over the record
 - precision = correct / predicted, recall = correct / asserted, per format; then the macro average over
   the formats that assert the field (the corpus README's rule: big formats do not dominate), with the
   micro (per record) figures beside it.
+A field asserted as "" (the line has none: the labelled file of formats absent from that corpus,
+tests/digest/unseen_formats.jsonl, asserts absences) counts a value predicted there as predicted and
+wrong (a precision miss), and not in recall's denominator.
 Two secondary checks: `message_start`, the message starting at the right offset (its first 24
 characters those of the asserted body: a body the source's test cuts short counts), and
 `level_normalized`, the normalised level against `normalized.level` (lnav's and Datadog's names).
@@ -83,13 +86,15 @@ def _mean(xs: list) -> float | None:
 
 
 def measure(corpus: Path) -> dict:
-    """Per format and over the corpus: precision and recall of each field (see the module docstring)."""
-    records = [json.loads(ln) for ln in (corpus / "formats.jsonl").read_text(encoding="utf-8").splitlines() if ln]
+    """Per format and over the corpus (a folder holding formats.jsonl, or a .jsonl file of the same records):
+    precision and recall of each field (see the module docstring)."""
+    path = corpus if corpus.suffix == ".jsonl" else corpus / "formats.jsonl"
+    records = [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln]
     counts: dict = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))   # format -> field -> asserted, predicted, correct
     misses: dict = defaultdict(list)
     for rec in records:
         want = {k: v for k, v in rec.get("expect", {}).items() if k in FIELDS}
-        if "message" in want:
+        if want.get("message"):
             want["message_start"] = want["message"]
         if rec.get("normalized", {}).get("level"):
             want["level_normalized"] = rec["normalized"]["level"]
@@ -98,17 +103,17 @@ def measure(corpus: Path) -> dict:
         got = predict(rec["line"])
         for field, value in want.items():
             c = counts[rec["format"]][field]
-            c[0] += 1
+            c[0] += bool(value)
             c[1] += bool(got[field])
-            ok = bool(got[field]) and _correct(field, got[field], value)
+            ok = bool(got[field]) and bool(value) and _correct(field, got[field], value)
             c[2] += ok
-            if not ok:
+            if not ok if value else got[field]:
                 misses[rec["format"]].append(field)
     per_format = {fmt: {f: {"asserted": a, "precision": _ratio(k, p), "recall": _ratio(k, a)}
                         for f, (a, p, k) in sorted(fields.items())} for fmt, fields in sorted(counts.items())}
     total = {}
     for field in (*FIELDS, "message_start", "level_normalized"):
-        rows = [v[field] for v in per_format.values() if field in v]
+        rows = [v[field] for fmt, v in per_format.items() if field in v and any(counts[fmt][field][:2])]
         sums = [counts[fmt][field] for fmt in counts if field in counts[fmt]]
         total[field] = {"formats": len(rows), "records": sum(s[0] for s in sums),
                         "precision": _mean([r["precision"] for r in rows]), "recall": _mean([r["recall"] for r in rows]),
@@ -124,3 +129,11 @@ def table(res: dict) -> None:
     for field, t in res["total"].items():
         print(f"{field:18} {t['formats']:7} {t['records']:7} {t['precision']!s:>8} ({t['precision_micro']!s:>6}) "
               f"{t['recall']!s:>8} ({t['recall_micro']!s:>6})")
+
+
+if __name__ == "__main__":     # python -m bench.headers [FILE.jsonl | DIR]: the table of one labelled file
+    import sys
+    res = measure(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/digest/unseen_formats.jsonl"))
+    table(res)
+    for fmt, fields in res["misses"].items():
+        print(f"  {fmt}: {', '.join(fields)}")

@@ -23,6 +23,9 @@ tuned as the benchmark tunes Drain (bench/drain_tuned.py), on each development s
 - `--formats DIR` (default ../shared/formats when it exists): header detection per format on labelled real
   log lines (bench/headers.py), under the key `header_detection`; `--headers-only` measures that alone
   and rewrites only that key of --out.
+- the labelled lines of formats outside that corpus (tests/digest/unseen_formats.jsonl, the set the grammar's classes
+  were found on, and tests/digest/unseen_formats_check.jsonl, a second set measured before it was looked at),
+  under `header_detection_unseen` (`found_on`, `check`), written with `header_detection` in both modes.
 
 Usage: python -m bench.quality [--devlogs DIR] [--formats DIR] [--headers-only] [--out bench/results/quality_cpu.json]
        [--no-drain]
@@ -265,6 +268,18 @@ def _table(title: str, rows: dict) -> None:
 
 
 HEADERS_KEY = "header_detection"
+UNSEEN_KEY = "header_detection_unseen"
+UNSEEN = {"found_on": Path("tests/digest/unseen_formats.jsonl"), "check": Path("tests/digest/unseen_formats_check.jsonl")}
+
+
+def _unseen() -> dict:
+    """Header detection on the labelled files of formats outside the development corpus (the module docstring)."""
+    root = Path(__file__).resolve().parent.parent
+    out = {}
+    for name, rel in UNSEEN.items():
+        out[name] = headers.measure(root / rel)
+        headers.table(out[name])
+    return out
 
 
 def _headers_only(corpus: Path, out: Path) -> int:
@@ -275,9 +290,10 @@ def _headers_only(corpus: Path, out: Path) -> int:
     res = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     res[HEADERS_KEY] = headers.measure(corpus)
     headers.table(res[HEADERS_KEY])
+    res[UNSEEN_KEY] = _unseen()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {HEADERS_KEY} into {out}")
+    print(f"wrote {HEADERS_KEY} and {UNSEEN_KEY} into {out}")
     return 0
 
 
@@ -317,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     if (args.formats / "formats.jsonl").is_file():
         res[HEADERS_KEY] = headers.measure(args.formats)
         headers.table(res[HEADERS_KEY])
+    res[UNSEEN_KEY] = _unseen()
     res["formats"] = formats(drain, args.lines)
     res["formats_total"] = _totals(res["formats"])
     _table("format corpus (worker/demo/samples.py)", res["formats"])

@@ -14,7 +14,8 @@ from worker.digest.timeparse import SHAPES, parse_line, stamp_of
 SAMPLES = ("2026-03-03T11:22:33.5+01:00", "2026/03/03 11:22:33,250", "2026-03-03-11.22.33.123456",
            "Tue Mar 03 11:22:33 2026", "Mar 03, 2026 11:22:33 AM", "Mar  3 11:22:33", "03-Mar-2026 11:22:33.250",
            "3 Mar 11:22:33.250", "03-Mar 11:22", "03.03.2026 11:22:33", "03/03 11:22:33.250", "260303 11:22:33",
-           "20260303-11:22:33:25", "20260303 11:22:33.908", "Mar-03 11:22:33.250", "1772536953.5", "11:22:33.250")
+           "20260303-11:22:33:25", "20260303 11:22:33.908", "Mar-03 11:22:33.250", "1772536953.5", "2026 Mar  3 11:22:33",
+           "20260303:112233.250", "11:22:33.250")
 
 
 def test_one_sample_per_shape():
@@ -28,6 +29,13 @@ def test_every_shape_the_grammar_finds_is_read(text):
     assert read(f"{text} ERROR disk full").stamps[0] == text
     st = stamp_of(text)
     assert st is not None and re.search(r"-03T1[01]:22", st.text), st   # +01:00 read as 10:22Z
+
+
+def test_a_twelve_hour_clock_after_a_numeric_date():
+    line = "3/3/2026 11:22:33 PM 0B10 PACKET query"
+    assert read(line).stamps[0] == "3/3/2026 11:22:33 PM"
+    assert stamp_of("3/3/2026 11:22:33 PM").text == "2026-03-03T23:22:33"
+    assert stamp_of("3/3/2026 12:22:33 AM").text == "2026-03-03T00:22:33"
 
 
 @pytest.mark.parametrize("line", [

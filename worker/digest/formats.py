@@ -172,10 +172,12 @@ def _json_row(line: str) -> tuple:
     msg = next((obj[k] for k in _JSON_MSG if k in obj), None)
     msg = msg.get("stringValue", msg) if isinstance(msg, dict) else msg
     stamp = next((obj[k] for k in _JSON_TIME if k in obj), "")
+    if isinstance(stamp, dict):                   # extended JSON's `{"$date": ...}` (MongoDB)
+        stamp = stamp.get("$date", "")
     stamp = str(stamp) if isinstance(stamp, (str, int, float)) else ""
     if len(stamp) == 19 and stamp.isdigit():  # unix nanoseconds
         stamp = stamp[:13]
-    host = next((obj[k] for k in ("host", "hostname", "_HOSTNAME", "service", "logger", "caller")
+    host = next((obj[k] for k in ("host", "hostname", "_HOSTNAME", "service", "logger")   # a `caller` is a source place
                  if isinstance(obj.get(k), str)), "")
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
     rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's

@@ -12,23 +12,30 @@ each tried in order and kept when it matches:
    5424 and its fixed fields follow (time, host, app, procid, msgid, structured data); else RFC 3164;
 2. a level before the time: `WARN  [thread] ts`, `[INFO] ...`, `[DEBUG ts thread]`, `E [ts]`,
    `I, [ts #pid]  INFO -- :` (Ruby), klog/glog's `E0211 13:17:55.023299 tid file.go:60]` (and
-   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`;
+   `I210503`, `I20250211`), `=INFO REPORT==== ts ===`, `ERRO[0012]` (logrus), `ERROR:logger:`, `fail: `
+   (.NET's console), a letter opening a bracket with the time (`[W 240201 08:00:00 web:12]`), `kern  :err   : `;
 3. a timestamp of any common shape (worker/digest/timeparse.py's SHAPES), bare or in `[...]`, `(...)`, `<...>` (a level may
-   follow it inside: `[ts ERROR main]`), after at most four leading columns when the first holds a
+   follow it inside: `[ts ERROR main]`, `[ts INF]`, `[ts: ERROR/Worker-2]`), the kernel's `[   12.345678]` (in brackets
+   only), a pid glued before it (`2345:20230112:100122.123`), after at most four leading columns when the first holds a
    digit, is `-` or is an upper-case word (record ids, access logs' client fields, a label column);
    an epoch or a date-only field may be followed by a node and a second time
    (`1117838570 2005.06.03 R02-M1 2005-06-03-15.42.50.675872`);
 4. after a time syslog writes (RFC 3164, RFC 3339, `dd-Mon hh:mm`): `host [facility.severity]
-   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message, then the program's own
-   `time [category:] level: ` (taken off) or bare `level: ` (read, kept in the message); otherwise a
-   pid (and a thread id), a host when a level token follows it, the line prefix before an upper-case
-   `LEVEL:` (in words, or glued to it by `>`, `]`, `:`), keyed fields holding `Host(...)`,
-   bracketed tags, the level token (`INFO`, `[warn ]`, `<error>`, `[mod:error]`, `local.INFO:`,
-   `Warning`, `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's
-   `pid tid D Tag:`), one-token tags (a bracket of several words is message text unless a logger
-   follows it), a logger (`org.x.Y: `, `MyApp - `, `a.b.C.method `, `file.go:12 `, `CBS  `), then the
+   prog[pid]:`, `prog[pid]:`, `host:`, or a host before an untagged message (after RFC 3164's time or the year-first
+   `2023 Jan 12 10:01:22`), then the program's own
+   `time [category:] level: ` (taken off) or bare `level: ` or upper-case `LEVEL ` (read, kept in the message);
+   after any other time `[host] prog[pid(:tid)]` (`: ` or a `level: ` after it); otherwise a `%` column, a pid (and a
+   thread id), a name before `(level):`, a host when a level token follows it (no token ending in `:`, no address with
+   a port), the line prefix before a `LEVEL:` (in words, or glued to it by `>`, `]`, `:`; a lower-case `level:` after
+   one such token), keyed fields holding `Host(...)`, bracketed tags and ` - `, the level token (`INFO`, `[warn ]`,
+   `[W]`, `<error>`, `[mod:error]`, `local.INFO:`, `WARNING:mod:`, `warn/Component:`, `name[LEVEL]:`, `Warning`,
+   `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:` and `D/Tag( pid):`),
+   `(pid on host):`, one-token tags (a second bracketed level word among them, `[warning][config]`, a `(thread)` beside
+   a bracket, `[k:v k:v]`; a bracket of several words is message text unless a logger follows it) closed by `: `, a
+   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `), then the
    `fields` before the message: an OS error (`(13)Permission denied: `) where a field follows it, bracketed
-   `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or `ts|field|field|`; or `program - `;
+   `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or
+   `ts|field|field|` (`ts|LEVEL|logger|`: its level); or `program - `; or a source place after a time (`main.go:42: `);
 5. a CEF record's severity field, where it is a level word (a look-ahead: the record stays the message).
 
 TRAILER is the one field after a message: a log4j logger written as `%m (%c)` (`... (org.acme.x.Y)`).
@@ -50,11 +57,12 @@ from __future__ import annotations
 
 import re
 
-from worker.digest.timeparse import DATE_ONLY, shapes
+from worker.digest.timeparse import BARE_HOST_SHAPES, DATE_ONLY, SYSLOG_SHAPES, shapes
 from worker.messages.levels import SPELLINGS
 
 EXTRA_LEVELS = {"LOG": "INFO", "STATEMENT": "INFO", "DETAIL": "INFO", "HINT": "INFO", "CONTEXT": "INFO",
                 "LOCATION": "INFO", "QUERY": "INFO", "BLAT": "TRACE",
+                "MAJOR": "ERROR", "MINOR": "WARN", "CLEARED": "INFO", "INDETERMINATE": "NOTICE",   # X.733 alarm severities
                 **{f"DEBUG{i}": "DEBUG" for i in range(10)}}    # PostgreSQL's, upper case only (every digit:
                                                                  # no literal digit in the grammar)
 _EXTRA = sorted(EXTRA_LEVELS, key=len, reverse=True)
@@ -78,19 +86,27 @@ def _trie(words: list[str]) -> str:
 
 
 LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
+# a level word before `/` and a component (`WARNING/Worker-3]`, `critical/IdoPgsql:`)
+_LEVEL_SLASH = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?=/[\w.-])"
 # a level word standing bare (not in brackets): in upper case any spelling, else only the words that are
 # no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
 _PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
           "erro", "eror", "wrn", "debu", "fata", "dbg", "inf", "trc", "ftl")
+_COLON_ONLY = ("fail", "crit", "dbug", "trce")    # a level only where it opens a line before a colon (`fail: `)
 BARE_LEVEL = rf"(?:(?=[A-Z][A-Z0-9]*(?![\w]))(?:{LEVEL_WORD})|(?=[A-Za-z])(?i:{_trie(sorted(_PLAIN))})(?![\w.\-/]))"
-_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
-                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[))")        # `local.INFO:`, `user.warn`
-_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\])"
-_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{1,100}\}{1,2}"
-_TAG = rf"{_NOT_LEVEL}(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|{_BRACES})"   # after a level
+_COLON_LEVEL = rf"(?:{BARE_LEVEL}|(?=[A-Za-z])(?i:{_trie(sorted(_COLON_ONLY))})(?![\w.\-/]))"
+_LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
+                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[|:[\w.]+:))")   # `[W]`, `WARNING:tm:`        # `local.INFO:`, `user.warn`
+_NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\])"
+_BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{0,100}\}{1,2}"
+_TAG_ONE = rf"(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|\[\s*\d+\]|{_BRACES})"
+_TAG = rf"{_NOT_LEVEL}{_TAG_ONE}"       # after a level (the tags right after it: any, `[warning][config]`'s second one too)
+_MDC = r"\[[\w.-]+:[^\s\[\]]*(?: [\w.-]+:[^\s\[\]]*)+\]"     # `[c:coll s:shard1 r:core_node2]`
+# a thread in parentheses beside a bracketed category (`[org.x.Y] (worker-1) `, `(qtp-17) [c:x] `): a word in it
+_THREAD = r"(?:(?<=\]\ )\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s)|\((?=[^()]*[A-Za-z])[^()\[\]]{1,60}\)(?=\s+\[))"
 _TAG_ANY = rf"{_NOT_LEVEL}(?:\[[^\[\]]{{1,300}}\]|{_BRACES})"          # before one: `[Thread 1]`, `[   46]`
-_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}})(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
-_ERROR_ID = r"[A-Z]{2,5}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`
+_PRETAG = rf"(?!\[\d{{1,4}}[-/.: ]|\[\d{{9}}|\[\d+\.\d+\])(?:{_TAG}|\|[^|\[\]]{{1,60}}\|)"   # before the time: no time itself
+_ERROR_ID = r"[A-Z]{2,8}-?\d{3,6}[A-Z]?:"     # an error id before the message: `AH00558:`, `ORA-01555:`, `AMQ9209E:`, `WFLYCTL0013:`
 _KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `[client 192.0.2.1:5000]`
 # an OS error before the fields (httpd 2.4's `%E: `, `(13)Permission denied: `): a field where a bracketed field or an
 # error id follows it, else message text
@@ -98,15 +114,22 @@ _ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
-_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :
-           r"|[\w.$]+(?:\.java:\d+)?\s+-\s+"                          # MyApp -  File.java:240 -
+_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :  a.B#run:
+           r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
-           r"|[\w./-]+\.\w+:\d+\]?\s+"                                 # pkg/file.go:12
+           r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
            r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
 
-_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
 
-_SY = "(?(sy0)|(?(sy5)|(?(sy8)|(?(sz0)|(?(sz5)|(?(sz8)|(?!)))))))"   # a syslog-shaped time was read
+
+
+def _read(groups: list[str]) -> str:
+    """A condition: one of the (empty) groups matched."""
+    return "".join(f"(?({g})|" for g in groups) + "(?!)" + ")" * len(groups)
+
+
+_SY = _read([f"{m}{i}" for m in ("sy", "sz") for i in SYSLOG_SHAPES])     # a syslog-shaped time was read
+_SY_BARE = _read([f"{m}{i}" for m in ("sy", "sz") for i in BARE_HOST_SHAPES])   # one a bare host may follow
 _HMSF = r"\d{2}:\d{2}:\d{2}\.\d{1,6}"
 
 _GRAMMAR = rf"""^
@@ -125,17 +148,18 @@ _GRAMMAR = rf"""^
   | [DIWEFA],\ \[(?P<tsr>[^\]\s#]+)\ \#(?P<pidr>\d+)\]\s+(?P<lvr>{LEVEL_WORD})\ --\ [^:]*:\ ?
   | =(?P<lve>{LEVEL_WORD})\ REPORT=+\ (?P<tse>[^=]+?)\ =+\s*
   | (?P<lvb>{LEVEL_WORD})\[\d+\]\s*
-  | (?:==>\ )?(?P<lvc>{BARE_LEVEL}):(?:[\w.]+:)?\s*
-  | \[\s*(?P<lvq>{LEVEL_WORD})\s+(?=\d)
+  | (?:==>\ )?(?P<lvc>{_COLON_LEVEL}):(?:[\w.]+:)?\s*
+  | \[\s*(?P<lvq>{LEVEL_WORD}|[DIWEF])\s+(?=\d)
+  | [a-z]{{2,8}}\ *:(?P<lvx>{LEVEL_WORD})\ *:\s+(?=\[)
   | (?P<lvf>{_LEVEL_TOKEN}|[DIWEF](?=\ \[\d))\s*(?=[\[\d|])
   )?
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
     (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
-    (?P<ob>[\[(<])?(?P<ts>{shapes("sy")})
+    (?:(?P<pidz>\d{{1,7}}):(?=\d{{8}}:)|\#{{2,8}}(?=<))?(?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
     (?:\s+(?P<ts1b>{DATE_ONLY}))?
     (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
-    (?(ob)(?:[\])>]|\ (?:(?P<lvo>{LEVEL_WORD})\ )?[^\][\s]{{1,40}}\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
+    (?(ob)(?:[\])>]|:?\ (?:(?P<lvo>{LEVEL_WORD}|{_LEVEL_SLASH})(?:(?:\ |/)[^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
 (?:(?<=\ )(?=\S)|[\t ]*(?:[,|:]\s*|\s+|$))?(?:-\s+(?=\S))?
@@ -154,41 +178,59 @@ _GRAMMAR = rf"""^
   )
   # the program's own header inside the syslog message: `time [category:] level: ` taken off; without
   # a time of its own the level is read and the message kept whole (`sshd[9]: error: kex failed`)
-  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL}):\s))?
+  (?:(?:{shapes()})\s+(?:[\w.-]{{1,40}}:\s+)?(?P<lvy>{BARE_LEVEL}):\s+|(?=(?:[\w.-]{{1,40}}:\s+)?(?P<lvz>{BARE_LEVEL})(?::\s|(?<=[A-Z])\s(?=\S))))?
+|
+  # after any other time, a program and its pid (a host before them): `ts host kernel[0]: `, `[epoch] unbound[7:0] `;
+  # its bare `level: ` read and kept in the message, as syslog's
+  (?(ts)(?=(?:[^\s\[]++\s++)?[^\s\[]++\[\d)(?!{LEVEL_WORD}[:\[\s])(?:(?P<hostg>{_HOST})(?<!:)\s+(?!{LEVEL_WORD}[:\[\s]))?(?P<progg>{_PROG})\[(?P<pidg>\d+)(?::\d+)?\]
+    (?::(?:\s|$)|\s+(?={BARE_LEVEL}:\s))
+    (?=(?P<lvg>{BARE_LEVEL}):\s)?|(?!))
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
+  (?:\d{{1,3}}(?:\.\d{{1,2}})?%\s+)?
   (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
-  | (?!{LEVEL_WORD}\s)(?P<hostl>{_HOST})\s+(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
+  | [\w.-]{{1,80}}+\s++(?=\({LEVEL_WORD}\):?\s)
+  | (?:[\w.-]{{1,40}}+=[^\s=]{{0,80}}+\s++){{1,8}}(?=\[{LEVEL_WORD}\])
+  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?!\()(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
   | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
+  | \S{{1,200}}?[>\]:)]\s+(?={BARE_LEVEL}:\s)
   )??)
-  (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})
+  (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})(?:-\s+(?={_LEVEL_TOKEN}))?
   (?:(?P<comp1>(?:[A-Z][A-Z_]+\s+){{1,2}}))??
+  (?:[\w.-]{{1,60}}+(?=\[{LEVEL_WORD}\]:))?
   (?P<lvl>{_LEVEL_TOKEN}
+    |{_LEVEL_SLASH}(?=/[\w.-]{{1,60}}:\s)
+    |[VDIWEFA](?P<ls>)(?=/[^\s(:/]{{1,80}}\(\s*\d+\):\s)
     |(?(ts)[DIWEF](?P<one>)(?=\s+(?:[A-Z][A-Z_]*|-)\s)|(?!))
     |(?(tid)[VDIWEFA](?P<lc>)(?=\s+[^:]{{1,80}}:\s)|(?!)))
   (?(one)\s+(?:[A-Z][A-Z_]*|-)(?=\s))
   (?(lc)\s+[^:]{{1,80}}:(?=\s))
-  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$)
+  (?(ls)/[^\s(:/]{{1,80}}\(\s*(?P<pidl>\d+)\):)
+  :?(?:\s+[-|:]\s+|\s+|(?=\[)|$|(?<=:)[\w.]+:\s*|/[\w.-]{{1,60}}:\s+)
+  (?:\((?P<pidq>\d{{1,7}})(?:\ on\ (?P<hostq>[^()\s]{{1,80}}))?\)\s*:\s+)?
   (?:\d{{1,7}}\s+---\s+)?
   (?:(?:{_TAG_ANY}\s*){{1,12}}(?={_LOGGER}|-\s))?
-  (?P<tags2>(?:{_TAG}\s*){{0,12}})
+  (?P<tags2>(?:(?:{_TAG_ONE}|{_MDC}|{_THREAD})\s*){{0,12}})(?:(?<=\]):\s+)?
   (?(lc)|(?:(?P<lgr>{_LOGGER})(?:\[[^\]]*\]\s+)?)?)
   (?:-\s+)?
   (?P<fields>(?:{_ERRNO})?(?:{_KV}\s*(?:{_TAG}\s*)*)*(?:{_ERROR_ID}\s+)?)
 |
   # after `ts|`: up to three more `field|` (`ts|component|pid|message`)
-  (?<=\|)(?:[^|\s]{{1,80}}\|){{1,3}}\s*
+  (?<=\|)(?:(?P<lvp>{LEVEL_WORD})\|(?:[^|\s]{{1,80}}\|){{0,2}}|(?:[^|\s]{{1,80}}\|){{1,3}})\s*
 |
   # keyed fields after the time, one of them the host: `Process(1.1) User(u) Host(h) `
   (?(ts)(?:[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\)\s+){{0,8}}?Host\((?P<hostk>[^()\s]{{1,80}})\)(?:\s+[A-Z]\w{{0,30}}\([^()\s]{{0,80}}\))*\s+|(?!))
+|
+  # a source location after a time without a level (`2023/01/12 10:01:22.123456 server.go:42: `)
+  (?(ts)[\w./-]{{1,80}}\.[a-z]{{1,4}}:\d{{1,6}}:\s+|(?!))
 |
   # a program and ` - ` (`[MM.dd hh:mm:ss] prog.exe - message`)
   (?(ts)[\w.-]{{1,60}}(?:\ \*\d{{1,3}})?\ -\ |(?!))
 |
   # RFC 3164: a host before a message without a tag
-  (?(sy5)|(?(sz5)|(?!)))(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
+  {_SY_BARE}(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
 (?=(?:\S+\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
 (?P<msg>.*)$"""
@@ -234,7 +276,8 @@ STATUS = {"access": re.compile(_QUOTED_STATUS),
 # a log4j logger written after the message (`%m (%c)%n`): `... (org.acme.cluster.Elector)`, no part of the message
 TRAILER = re.compile(r"[ \t]+\((?:[a-z_$][\w$]*\.){2,}[A-Z][\w$]*\)\Z")
 
-LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvf", "lvo", "lvs", "lvy", "lvz", "lvl", "lvcef")   # where a level token may stand
+LEVEL_GROUPS = ("lvk", "lvr", "lve", "lvb", "lvc", "lvq", "lvx", "lvf", "lvo", "lvs", "lvy", "lvz", "lvg", "lvl", "lvp",
+                "lvcef")   # where a level token may stand
 _TOKEN_WORD = re.compile(rf"[\[<(]?\s*(?:[\w.]*:|[a-z][\w-]*\.)?({LEVEL_WORD}|[VDIWEFAN])")
 
 

@@ -5,7 +5,8 @@
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
-                            continues the record before it (worker/multiline.py)
+                            continues the record before it (worker/multiline.py; a line whose header
+                            holds a time starts a record, indented or not)
 
 The grammar (worker/digest/header.py) holds no literal digit: every digit it reads, it reads as
 `\\d` or in a class holding all ten. A hex id (a run of [0-9a-f] of 8 or more holding a digit and a
@@ -38,9 +39,9 @@ _ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII dig
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
-_HOST = ("host5", "host", "hostc", "hosts", "hostl", "hostk", "node")
-_PROG = ("prog5", "prog", "progp")
-_PID = ("pid5", "pid", "pidn", "pidp", "pidr")
+_HOST = ("host5", "host", "hostc", "hosts", "hostg", "hostl", "hostq", "hostk", "node")
+_PROG = ("prog5", "prog", "progp", "progg")
+_PID = ("pid5", "pid", "pidn", "pidp", "pidr", "pidg", "pidl", "pidq", "pidz")
 _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
 _PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
@@ -104,7 +105,8 @@ def recipe(key: str) -> tuple:
     status = -1
     if level is None and ts != _NONE and (shape == "access" or " /" in key or '"/' in key):
         status = _status(key, at, shape)
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, continues(key), status, body)
+    # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts == _NONE and continues(key), status, body)
 
 
 def _status(key: str, at: int, shape: str) -> int:

@@ -12,7 +12,8 @@ in the date; `.` `,` `:` fractions; `Z`, offsets, zone names), `yyyy-MM-dd-HH.mm
 (`17-Feb-2018 23:06:56`, the access log's `01/Dec/2026:10:00:01 +0100`, `14 Nov 07:01:22`, `09-Jan
 19:54`, `Mar-18 21:41:15`), numeric day- or month-first dates (`19-06-2019 10:00:00`), yearless
 `MM-dd`/`MM/dd`/`MM.dd HH:mm:ss` (and klog's `MMDD`), `yyMMdd HHmmss`, `yyyyMMdd-HH:mm:ss:SSS`,
-`yyyyMMdd HH:mm:ss`, epoch seconds (10 digits, fraction optional) and milliseconds (13 digits), and
+`yyyyMMdd HH:mm:ss`, year-first month names (`2023 Jan 12 10:01:22`), `yyyyMMdd:HHmmss.SSS`, a 12-hour clock after a numeric
+date (`1/12/2023 10:01:22 AM`), epoch seconds (10 digits, fraction optional) and milliseconds (13 digits), and
 a time of day alone (found, never read: it names no day). A time with a zone is converted to UTC
 (`Z`); one without, or with a zone name other than UTC/GMT, is kept as written; a time without a
 year is written yearless (`--MM-DDTHH:MM:SS`, seconds counted from the start of 2000).
@@ -52,16 +53,19 @@ SHAPES = (
     rf"\d{{1,2}}[-/ ]{MON}[-/ ]\d{{4}}(?::| |::){_HMS}{_FRAC}{_ZONE}",               # 17-Feb-2018 23:06:56, CLF
     rf"\d{{1,2}} {MON} {_HMS}{_FRAC}",                                                  # 14 Nov 07:01:22.119
     r"\d{1,2}-" + MON + r"(?:-\d{4})? \d{2}:\d{2}(?::\d{2})?",                       # 09-Jan 19:54
-    rf"\d{{2}}[-/.]\d{{2}}[-/.]\d{{2,4}}[ ,]\s?{_HMS}{_FRAC}",                          # 11/05/18 19:21:00, 19-06-2019
+    rf"\d{{1,2}}[-/.]\d{{1,2}}[-/.]\d{{2,4}}(?:[ ,]\s?|-(?=\d{{2}}:)){_HMS}{_FRAC}(?: [AP]M(?!\w))?{_ZONE}",  # 11/05/18 19:21:00, 1/12/2023 1:02:03 PM
     rf"\d{{2}}[-/.]\d{{2}} {_HMS}{_FRAC}",                                              # MM-dd, MM/dd, MM.dd
     r"\d{6}\s{1,2}(?:\d{6}|" + _HMS + r")(?![\d:])",                                     # yyMMdd HHmmss, 171113 14:14:20
     r"\d{8}-\d{1,2}:\d{1,2}:\d{1,2}(?::\d{1,3})?",                                    # yyyyMMdd-HH:mm:ss:SSS
     rf"\d{{8}}[ T]{_HMS}{_FRAC}{_ZONE}",                                               # 20260327 11:34:21.908
     rf"{MON}-\d{{1,2}} {_HMS}{_FRAC}",                                                  # Mar-18 21:41:15.684
-    r"\d{13}(?![\d.:])|\d{10}(?:\.\d{1,9})?(?![\d.:])",                               # epoch ms / s
-    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])",                                    # a time of day alone
+    r"\d{13}(?![\d.]|:\S)|\d{10}(?:\.\d{1,9})?(?![\d.]|:\S)",                       # epoch ms / s (`1706774400: `)
+    rf"\d{{4}} {MON} {{1,2}}\d{{1,2}} {_HMS}{_FRAC}{_ZONE}",                          # 2023 Jan 12 10:01:22 (NX-OS)
+    r"\d{8}:\d{6}(?:\.\d{1,6})?(?![\d.:])",                                           # 20230112:100122.123
+    r"\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?![\d:])|\d{1,2}:\d{2}[AP]M(?!\w)",              # a time of day alone (`3:04PM`)
 )
-SYSLOG_SHAPES = (0, 5, 8)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm
+SYSLOG_SHAPES = (0, 5, 8, 16)   # the shapes syslog writes: RFC 3339, RFC 3164, dd-Mon hh:mm, yyyy Mon dd hh:mm:ss
+BARE_HOST_SHAPES = (5, 16)       # those after which a host stands before an untagged message (RFC 3164's)
 DATE_ONLY = r"\d{4}[-.]\d{2}[-.]\d{2}"
 
 
@@ -91,6 +95,7 @@ _FORMS = (
     ("yy/MM/dd", re.compile(r"(\d{2})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?()$")),
     ("compact", re.compile(r"(\d{2})(\d{2})(\d{2}) {1,2}(\d{2}):?(\d{2}):?(\d{2})()()$")),
     ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2})-(\d{1,2}):(\d{1,2}):(\d{1,2})(?::(\d{1,3}))?()$")),
+    ("yyyyMMdd", re.compile(r"(\d{4})(\d{2})(\d{2}):(\d{2})(\d{2})(\d{2})(?:\.(\d{1,6}))?()$")),
     ("iso8601", re.compile(r"(\d{4})(\d{2})(\d{2})[ T](\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?" + _ZONE_TEXT)),
 )
 # month names: day first (`17-Feb-2018 23:06:56.326`, `8-Mar-2018::14:09:27`, `29/Aug/2023 22:02:58`),
@@ -108,7 +113,9 @@ _CTIME = re.compile(r"[A-Z][a-z]{2} ([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{
 EPOCH = re.compile(r"(\d{13}|\d{10}(?:\.\d{1,6})?)$")
 CLF = re.compile(r"(\d{2})/([A-Z][a-z]{2})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-]\d{4})$")
 # 19-06-2019 10:00:00, 11/05/2018 19:21:00.123, 19.06.2019 10:00: day or month first, the year last
-_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,](\d{1,9}))?\Z")
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})[ T-](\d{1,2}):(\d{2})(?::(\d{2}))?(?:[.,:](\d{1,9}))?"
+                           r"(?: ([AP]M))?" + _ZONE_TEXT)
+_YMD_NAMED = re.compile(r"(\d{4}) ([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}) (\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?" + _ZONE_TEXT)
 
 
 def _fraction(frac: str | None) -> int:
@@ -174,6 +181,11 @@ def _parse(t: str) -> Stamp | None:
     m = _NUMERIC_DATE.match(t)
     if m:
         return _numeric_date(m)
+    m = _YMD_NAMED.match(t)
+    if m:
+        y, mon, d, h, mi, s, frac, z = m.groups()
+        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac), _zone(z)),
+                      "year_month_day")
     m = _DM.match(t)
     if m:
         d, mon, mon2, d2, h, mi, sec, frac = m.groups()
@@ -217,11 +229,12 @@ def _named(m: re.Match) -> Stamp:
 def _numeric_date(m: re.Match) -> Stamp:
     """A field over 12 is the day; with neither over 12, `/` is read month first (the US order) and `-` or `.`
     day first (the order of most other locales)."""
-    a, sep, b, y, h, mi, sec, frac = m.groups()
+    a, sep, b, y, h, mi, sec, frac, ampm, z = m.groups()
+    hour = int(h) % 12 + (12 if ampm == "PM" else 0) if ampm else int(h)
     day_first = int(a) > 12 or (int(b) <= 12 and sep != "/")
     d, mo = (a, b) if day_first else (b, a)
     year = int(y) + (2000 if len(y) == 2 else 0)
-    return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(sec or 0), _fraction(frac)),
+    return _stamp(datetime(year, int(mo), int(d), hour, int(mi), int(sec or 0), _fraction(frac), _zone(z)),
                   "day_first" if day_first else "month_first")
 
 

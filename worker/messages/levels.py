@@ -3,7 +3,7 @@
 Normalized levels, worst first: FATAL, CRITICAL, ERROR, WARN, NOTICE, INFO, DEBUG, TRACE
 (RANK gives 0..7). Spellings cover syslog (`emerg`, `alert`, `crit`, `err`, `warning`), Go
 (`ERRO`, `EROR`, `WRN`, `DEBU`, `FATA`, `PANI`, `DPANIC`, `PANIC`), Java (`SEVERE`, `FINE`...), .NET/Windows
-(`Information`, `Verbose`), one-letter klog/logcat prefixes (`E`, `W`, `F`, `I`, `D`, `V`), RFC
+(`Information`, `Verbose`; Microsoft.Extensions.Logging's console `dbug`, `trce`, `fail`, `crit`), one-letter klog/logcat prefixes (`E`, `W`, `F`, `I`, `D`, `V`), RFC
 5424/3164 PRI numbers, syslog severity digits (0-7), pino/bunyan numbers (10-60) and OTLP severityNumber.
 
 The one level table of Ribbon: the digest's header and template readers, the shipper and OTLP
@@ -23,12 +23,12 @@ NAMES = frozenset(lv.lower() for lv in ORDER) | {"crit", "severe", "err", "warni
 SPELLINGS = {
     "fatal": "FATAL", "fata": "FATAL", "panic": "FATAL", "pani": "FATAL", "dpanic": "FATAL", "emerg": "FATAL", "emergency": "FATAL", "ftl": "FATAL",
     "alert": "CRITICAL", "crit": "CRITICAL", "critical": "CRITICAL", "severe": "CRITICAL", "crt": "CRITICAL",
-    "error": "ERROR", "err": "ERROR", "erro": "ERROR", "eror": "ERROR", "errors": None,
+    "error": "ERROR", "err": "ERROR", "fail": "ERROR", "erro": "ERROR", "eror": "ERROR", "errors": None,
     "warn": "WARN", "warning": "WARN", "wrn": "WARN", "warng": "WARN",
     "notice": "NOTICE", "note": "NOTICE",
     "info": "INFO", "information": "INFO", "informational": "INFO", "inf": "INFO", "inform": "INFO",
-    "debug": "DEBUG", "debu": "DEBUG", "dbg": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "debg": "DEBUG", "config": "DEBUG",
-    "trace": "TRACE", "trac": "TRACE", "trc": "TRACE", "finest": "TRACE", "verbose": "TRACE", "vrb": "TRACE",
+    "debug": "DEBUG", "debu": "DEBUG", "dbg": "DEBUG", "fine": "DEBUG", "finer": "DEBUG", "debg": "DEBUG", "dbug": "DEBUG", "config": "DEBUG",
+    "trace": "TRACE", "trac": "TRACE", "trce": "TRACE", "trc": "TRACE", "finest": "TRACE", "verbose": "TRACE", "vrb": "TRACE",
 }
 SPELLINGS = {k: v for k, v in SPELLINGS.items() if v is not None}
 LETTERS = {"F": "FATAL", "A": "FATAL", "E": "ERROR", "W": "WARN", "N": "NOTICE", "I": "INFO", "D": "DEBUG",
