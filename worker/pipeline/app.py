@@ -35,6 +35,7 @@ from worker.pipeline.inflight import DocRegistry
 from worker.pipeline.finishing import Finishing
 from worker.remote.process import EngineProcess, EngineSpec, want_process
 from worker.observability.gcwatch import GcWatch, settle, unsettle
+from worker.observability.stacks import dump_stacks_on_usr1
 from worker.pipeline.gpu_batching import batching_policy
 from worker.pipeline.gpu_runners import LocalRunner, ProcessRunner
 from worker.pipeline.gpu_stage import GpuConfig, GpuStage
@@ -345,7 +346,8 @@ class Worker:
 
 
 def install_signal_handlers() -> threading.Event:
-    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once.
+    """SIGTERM/SIGINT set the returned event (drain, commit, exit 0); a second one exits at once; SIGUSR1
+    prints every thread's stack (worker/observability/stacks.py).
 
     The handler only writes the signal's number to a pipe; a thread of its own reads it and sets the
     event. A handler runs in the main thread between two bytecodes, possibly while that thread holds
@@ -371,4 +373,5 @@ def install_signal_handlers() -> threading.Event:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    dump_stacks_on_usr1()
     return stop

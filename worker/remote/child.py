@@ -28,6 +28,7 @@ from pathlib import Path
 from worker.engine.errors import EngineSettingError
 from worker.engine.fallback import generate_or_alone, stage_or_none
 from worker.observability.logs import setup_logging
+from worker.observability.stacks import dump_stacks_on_usr1
 from worker.remote.child_continuous import serve_continuous
 from worker.remote.lifeline import die_with_parent
 
@@ -39,6 +40,7 @@ def child_main(spec, bins, results, parent_pid: int | None = None) -> None:
     die_with_parent(parent_pid)  # even while loading the model, when it reads no pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    dump_stacks_on_usr1()
     setup_logging(spec.log_level, spec.log_format)
     try:
         engine, ready = _start(spec)
