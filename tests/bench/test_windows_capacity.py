@@ -45,3 +45,22 @@ def test_overhead_is_the_share_of_the_engines_rate_the_worker_misses():
     assert overhead_pct(12.0, 10.0) == pytest.approx(-20.0)  # faster than the engine alone: negative, as in e2e
     with pytest.raises(ValueError, match="engine's rate"):
         overhead_pct(1.0, 0.0)
+
+
+def test_the_capacity_run_covers_every_record_on_the_cpu(tmp_path):
+    """The whole benchmark on the tiny model and the embedded broker, as `bench/device_run.sh
+    windows-capacity` runs it on the H200 (there with the defaults on CUDA)."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "capacity.json"
+    r = subprocess.run([sys.executable, "-m", "bench.windows", "--capacity", "--device", "cpu", "--records", "400",
+                        "--max-new-tokens", "2", "--timeout-s", "120", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(out.read_text())
+    e2e = res["end_to_end"]
+    assert e2e["drained"] and e2e["records_covered"] == 400 and e2e["windows"] >= 1
+    assert res["engine_only"]["input_tokens"] == res["prompt_tokens"] > 0
+    assert isinstance(res["worker_overhead_pct"], float)
