@@ -283,9 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     # Each end-to-end run follows an engine-only run of its own: the overhead is a pair's ratio, so a
     # slow or fast stretch of the device (run to run the engine alone varies by a few %) is in both.
     onlys, runs = [], []
-    for _ in range(max(1, a.runs)):
+    print(f"ready: budget {parts.budget}, {len(prompts)} prompts; digests {digest_s:.1f} s, tokenized in {tok_s:.1f} s",
+          flush=True)   # progress as it goes: a run stopped at its limit shows how far it got
+    for i in range(max(1, a.runs)):
         onlys.append(engine_only(parts, prompts, seeds, len(docs), continuous=settings.batching.mode == "continuous"))
         runs.append(end_to_end(settings, parts, docs, a.timeout))
+        print(f"pair {i + 1}: engine only {onlys[-1]['docs_per_s']:.1f} docs/s, end to end {runs[-1]['docs_per_s']:.1f}",
+              flush=True)
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
     only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
                  if settings.batching.mode == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
