@@ -8,7 +8,8 @@
 #
 # Every step has a time limit, and no step runs past CALL_S (default 585 s: the device's 600 s a call,
 # less a margin) from the call's start: a step's limit is its own or what is left of the call, the
-# smaller (then 5 s to stop after SIGTERM). --dry-run prints each step and its limit instead, and the
+# smaller (then 5 s to stop after SIGTERM). A step still running 3 s before its limit has every Python
+# process print its threads' stacks into its log, then end (SIGABRT with PYTHONFAULTHANDLER). --dry-run prints each step and its limit instead, and the
 # limits' sum (no device needed: tests/bench/test_device_run.py runs it on the CPU). --list prints the
 # stages. The exit status is 1 when a step failed or was stopped at its limit (each is named at the end).
 #
@@ -89,12 +90,18 @@ step() {  # step LIMIT_S LOG CMD...: CMD under min(LIMIT_S, what is left of the 
     FAILED+=("$log")
     return 0
   fi
+  # 3 s before the limit every Python process of the step prints its threads' stacks into the step's log
+  # (PYTHONFAULTHANDLER, set in setup: SIGABRT dumps and ends it): a stopped step shows where it waited
+  ( sleep $((limit - 3)); pkill -ABRT -f '^python3 ' ) > /dev/null 2>&1 &
+  local watch=$!
   timeout -k 5 "$limit" "$@" 2>&1 | grep --line-buffered -v -e '^%' -e 'Writing model' -e 'Loading weights' \
-    | tee "$OUT/$log.txt" | grep -v -e '^{"t"' | tail -n "${SHOW:-25}"
+    | tee "$OUT/$log.txt" | grep -v -e '^{"t"' -e '^  File "' -e '^Thread 0x' -e '^Current thread' \
+    | tail -n "${SHOW:-25}"
   local rc=${PIPESTATUS[0]}
+  kill "$watch" 2>/dev/null
   case $rc in
     0) return 0 ;;
-    124|137) echo "$log: stopped at its limit, $limit s" ;;
+    124|137|134) echo "$log: stopped at its limit, $limit s (the stacks at that time: $OUT/$log.txt)" ;;
     *) echo "$log: exit $rc" ;;
   esac
   FAILED+=("$log")
@@ -111,7 +118,7 @@ setup() {
   compgen -G "$whl/*.whl" > /dev/null || { echo "device_run.sh: no wheels in $whl (WHL): carry them (bench/RESULTS.md)" >&2; exit 2; }
   timeout 20 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$TMP/site" \
     "$whl"/*.whl || exit 1
-  export PYTHONPATH=$PWD:$TMP/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=$TMP/ribbon-cache
+  export PYTHONPATH=$PWD:$TMP/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=$TMP/ribbon-cache PYTHONFAULTHANDLER=1
   if [ ! -f "$TMP/ribbon-built" ]; then  # once per machine: a warm machine keeps it
     timeout "${BUILD_S:-90}" python3 -m pip install -q --no-build-isolation --no-deps -e . > "$TMP/ribbon-build.log" 2>&1 \
       || { cp "$TMP/ribbon-build.log" "$OUT/build.log"; tail -30 "$TMP/ribbon-build.log"; exit 1; }
