@@ -30,7 +30,7 @@ from bench.loadgen import OutputReader, OutputTopic
 from bench.parts import load_parts
 from bench.results_io import command_line
 from bench.steady import report, steady_load
-from bench.timeline import overhead_parts, publication, sample_timeline
+from bench.timeline import model_counters, overhead_parts, publication, sample_timeline
 from worker.demo.samples import corpus, mixed_corpus, quality_corpus
 from worker.digest.prepared import PrepareOptions, prepare_many
 from worker.digest.prompt import DocumentText, token_gate
@@ -216,10 +216,8 @@ def end_to_end(settings, parts, docs: list[dict], timeout_s: float) -> dict:
         stop_sampling.set()
         sampler.join(5)
         sample = worker.metrics.registry.get_sample_value
-        bins = int(sample("ribbon_bins_total") or 0)
-        busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
-        digest_s = float(sample("ribbon_digest_seconds_total") or 0.0)
-        digest_wall_s = float(sample("ribbon_digest_wall_seconds_total") or 0.0)
+        c = model_counters(worker)
+        bins, busy, digest_s, digest_wall_s = c["bins"], c["busy_s"], c["digest_s"], c["digest_wall_s"]
         processes = worker.ingest.preprocess.processes
         doc_tokens = int(sample("ribbon_document_tokens_total") or 0)
         compacted = int(sample("ribbon_compacted_documents_total") or 0)

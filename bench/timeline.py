@@ -2,7 +2,7 @@
 
 `sample_timeline` (a thread's target) appends a row every 20 ms: what was consumed, waits in the packer, ran on the
 model, went out; `overhead_parts` splits the steady time beyond the model's own; `publication` says how
-summaries followed the model. Used by `python -m bench.e2e` (bench/e2e.py) and bench/windows_capacity.py.
+summaries followed the model; `model_counters` reads the run's totals. Used by `python -m bench.e2e` (bench/e2e.py) and bench/windows_capacity.py.
 """
 
 from __future__ import annotations
@@ -33,6 +33,16 @@ FIELDS = {"consumed": "ribbon_consumed_messages_total", "pending_tokens": "ribbo
              "inflight": "ribbon_inflight_messages", "paused": "ribbon_paused_partitions",
              "bins": "ribbon_bins_total", "model_documents": "ribbon_model_documents_total",
              "produced": "ribbon_produced_summaries_total"}  # timeline field -> metric sample
+
+
+def model_counters(worker) -> dict:
+    """The worker's totals at the end of a run: bins, the model's busy seconds, the digest passes' CPU
+    seconds and the ingest thread's wait on them (its wall seconds)."""
+    sample = worker.metrics.registry.get_sample_value
+    return {"bins": int(sample("ribbon_bins_total") or 0),
+            "busy_s": float(sample("ribbon_gpu_busy_seconds_total") or 0.0),
+            "digest_s": float(sample("ribbon_digest_seconds_total") or 0.0),
+            "digest_wall_s": float(sample("ribbon_digest_wall_seconds_total") or 0.0)}
 
 
 def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy: float, bins: int) -> dict:

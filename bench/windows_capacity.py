@@ -33,7 +33,7 @@ from bench.results_io import machine_name, save
 from bench.e2e import engine_only
 from bench.loadgen import OutputReader, OutputTopic
 from bench.parts import load_parts
-from bench.timeline import overhead_parts, sample_timeline
+from bench.timeline import model_counters, overhead_parts, sample_timeline
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker
@@ -134,14 +134,12 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
     t1 = max((v[0] for v in read.values()), default=time.monotonic())
     stop.set()
     sampler.join(5)
-    sample = worker.metrics.registry.get_sample_value
-    bins = int(sample("ribbon_bins_total") or 0)
-    busy = float(sample("ribbon_gpu_busy_seconds_total") or 0.0)
+    c = model_counters(worker)
+    bins, busy = c["bins"], c["busy_s"]
     closed = {s.labels["reason"]: int(s.value) for m in worker.metrics.registry.collect()
               if m.name == "ribbon_windows_closed" for s in m.samples if s.name.endswith("_total")}
     threads_cpu = {t.name: thread_cpu_s(t.native_id) for t in threading.enumerate() if t.name.startswith("ribbon-")}
-    digest = {"cpu_s": round(float(sample("ribbon_digest_seconds_total") or 0.0), 3),
-              "ingest_wait_s": round(float(sample("ribbon_digest_wall_seconds_total") or 0.0), 3)}
+    digest = {"cpu_s": round(c["digest_s"], 3), "ingest_wait_s": round(c["digest_wall_s"], 3)}
     worker.close()
     t_first = t0 + next((x["t"] for x in timeline if x["consumed"] > 0), t_assigned - t0)
     steady = t1 - t_first
