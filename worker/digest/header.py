@@ -85,9 +85,10 @@ def _trie(words: list[str]) -> str:
     return walk(tree)
 
 
-LEVEL_WORD = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?![\w.\-/])"
+_LEVEL_ANY = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})"   # a level word, its end unread
+LEVEL_WORD = rf"{_LEVEL_ANY}(?![\w.\-/])"
 # a level word before `/` and a component (`WARNING/Worker-3]`, `critical/IdoPgsql:`)
-_LEVEL_SLASH = rf"(?=[A-Za-z])(?:(?i:{_trie(sorted(SPELLINGS))})|{_trie(_EXTRA)})(?=/[\w.-])"
+_LEVEL_SLASH = rf"{_LEVEL_ANY}(?=/[\w.-])"
 # a level word standing bare (not in brackets): in upper case any spelling, else only the words that are
 # no ordinary English opening a sentence (`Note that`, `Config loaded`, `Critical section` are prose)
 _PLAIN = ("info", "information", "informational", "warn", "warning", "error", "err", "debug", "fatal", "dpanic",
@@ -96,7 +97,7 @@ _COLON_ONLY = ("fail", "crit", "dbug", "trce")    # a level only where it opens 
 BARE_LEVEL = rf"(?:(?=[A-Z][A-Z0-9]*(?![\w]))(?:{LEVEL_WORD})|(?=[A-Za-z])(?i:{_trie(sorted(_PLAIN))})(?![\w.\-/]))"
 _COLON_LEVEL = rf"(?:{BARE_LEVEL}|(?=[A-Za-z])(?i:{_trie(sorted(_COLON_ONLY))})(?![\w.\-/]))"
 _LEVEL_TOKEN = (rf"(?:\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\]|<{LEVEL_WORD}>|\({LEVEL_WORD}\)"
-                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[|:[\w.]+:))")   # `[W]`, `WARNING:tm:`        # `local.INFO:`, `user.warn`
+                rf"|(?:[a-z][\w-]*\.)?{BARE_LEVEL}(?=:?(?:\s|$)|\[|:[\w.]+:))")   # `[W]`, `local.INFO:`, `user.warn`, `WARNING:tm:`
 _NOT_LEVEL = rf"(?!\[\s*(?:[\w.]*:)?{LEVEL_WORD}\s*\]|\[[DIWEF]\])"
 _BRACES = r"\([\w.-]+\|\d+\)|\{{1,2}[^{}\s]{0,100}\}{1,2}"
 _TAG_ONE = rf"(?:\[[^\[\]\s]{{0,100}}(?:\[[^\[\]\s]{{0,40}}\][^\[\]\s]{{0,100}})*\]|\[[a-z]+ \d+(?::[a-z]+ \d+)?\]|\[\s*\d+\]|{_BRACES})"
