@@ -49,8 +49,15 @@ def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy:
     """Where the steady time beyond the model's own went, from the timeline (sampled every 20 ms):
     `to_first_fetch` (assignment to the first document consumed: the consumer's offset lookup),
     `to_first_bin` (from there to the first bin's start: the first full bin's ingest), `between_bins`
-    (first bin's start to the last bin's end, less the model's busy time: the engine waiting), and
-    `tail` (the last bin's end to the last summary read from the output topic)."""
+    (first bin's start to the last bin's hand-over, less the model's busy time: the engine waiting), and
+    `tail` (the last bin's hand-over to the last summary read from the output topic). These four add up
+    to the steady time less the model's.
+
+    With continuous batching a bin is handed over while the model still works on earlier ones, so the
+    tail holds model time; it is split at the model's last document back (the first sample where the
+    model's documents, else its work, reach their totals): `tail_model` (the last hand-over to then) and
+    `after_model` (then to the last summary read: finishing, the transaction, the reader). `model_idle`:
+    the first bin's start to the model's last document, less the model's busy time."""
     def first(pred) -> float | None:
         return next((x["t"] - t_assigned for x in timeline if pred(x)), None)
 
@@ -59,8 +66,14 @@ def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy:
     end = first(lambda x: x["bins"] >= bins) if bins else None
     if None in (fetch, start, end):
         return {}
+    docs = timeline[-1].get("model_documents", 0)
+    work = timeline[-1]["work_s"]
+    done = first(lambda x: x.get("model_documents", 0) >= docs) if docs else first(lambda x: x["work_s"] >= work)
+    done = max(end, done if done is not None else end)
     return {"to_first_fetch": round(fetch, 3), "to_first_bin": round(start - fetch, 3),
-            "between_bins": round(max(0.0, end - start - busy), 3), "tail": round(steady - end, 3)}
+            "between_bins": round(max(0.0, end - start - busy), 3), "tail": round(steady - end, 3),
+            "tail_model": round(done - end, 3), "after_model": round(steady - done, 3),
+            "model_idle": round(max(0.0, done - start - busy), 3)}
 
 
 def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:

@@ -63,6 +63,8 @@ class FakePacker:
     stats_calls: int = 0  # how often a stage looked at the pending work
     config: PackerConfig = field(default_factory=lambda: PackerConfig(budget=100, reserve_per_seq=4))
     closed: bool = False
+    settled: bool = False  # input_settled(): nothing more arrives for the pending documents (quiet, or a drain)
+    draining: bool = False
 
     def next_bin(self, timeout_s: float):
         return self.bins.pop(0) if self.bins else None
@@ -78,6 +80,9 @@ class FakePacker:
 
     def full_bin_pending(self) -> bool:
         return self.config.holds_full_bin(self.stats())  # the packer's own rule, on what the fake holds
+
+    def input_settled(self) -> bool:
+        return self.settled
 
     def bin_for(self, room, timeout_s: float):
         from worker.packer.room import cut

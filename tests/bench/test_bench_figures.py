@@ -10,8 +10,8 @@ from bench.steady import stage_times, worker_share, windows
 from bench.timeline import overhead_parts
 
 
-def _row(t, consumed=0, work=0.0, bins=0):
-    return {"t": t, "consumed": consumed, "work_s": work, "bins": bins}
+def _row(t, consumed=0, work=0.0, bins=0, docs=0):
+    return {"t": t, "consumed": consumed, "work_s": work, "bins": bins, "model_documents": docs}
 
 
 def test_overhead_parts_splits_the_time_beyond_the_model():
@@ -22,8 +22,22 @@ def test_overhead_parts_splits_the_time_beyond_the_model():
                 _row(2.4, consumed=20, work=1.0, bins=2), _row(2.5, consumed=20, work=1.0, bins=2)]
     parts = overhead_parts(timeline, t_assigned=1.0, steady=1.5, busy=1.0, bins=2)
     assert parts == pytest.approx({"to_first_fetch": 0.1, "to_first_bin": 0.2, "between_bins": 0.1,
-                                   "tail": 0.1})
-    assert sum(parts.values()) == pytest.approx(1.5 - 1.0)  # the steady time less the model's
+                                   "tail": 0.1, "tail_model": 0.0, "after_model": 0.1, "model_idle": 0.1})
+    first_four = ("to_first_fetch", "to_first_bin", "between_bins", "tail")
+    assert sum(parts[k] for k in first_four) == pytest.approx(1.5 - 1.0)  # the steady time less the model's
+
+
+def test_overhead_parts_splits_the_tail_at_the_models_last_document():
+    # continuous batching: the last bin is handed over at 1.5 while the model still works on earlier ones;
+    # the model's last documents come back at 2.2 (its work is 1.0 s from 1.2); the last output is read at 2.5
+    timeline = [_row(1.0), _row(1.1, consumed=10), _row(1.2, consumed=10, work=0.001),
+                _row(1.5, consumed=20, work=0.3, bins=2, docs=4), _row(2.0, consumed=20, work=0.8, bins=2, docs=15),
+                _row(2.2, consumed=20, work=1.0, bins=2, docs=20), _row(2.5, consumed=20, work=1.0, bins=2, docs=20)]
+    parts = overhead_parts(timeline, t_assigned=1.0, steady=1.5, busy=1.0, bins=2)
+    assert parts["tail"] == pytest.approx(1.0)  # from the last hand-over: the model's work on its bins included
+    assert parts["tail_model"] == pytest.approx(0.7)  # the last hand-over to the model's last document
+    assert parts["after_model"] == pytest.approx(0.3)  # the model's last document to the last output read
+    assert parts["model_idle"] == pytest.approx(0.0)  # busy from its first bin to its last document
 
 
 def test_overhead_parts_is_empty_when_no_bin_ran():

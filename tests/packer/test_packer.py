@@ -217,3 +217,22 @@ def test_a_full_bin_is_pending_once_the_pending_documents_fill_its_seats_or_its_
     q.submit_many([(1, [1] * 60, 0), (2, [1] * 32, 0)])
     assert q.full_bin_pending()  # weight 100 of 100
     p.close(), q.close()
+
+
+def test_the_input_settles_when_nothing_arrived_for_max_wait_or_the_packer_drains():
+    now = [100.0]
+    p = Packer(PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8, max_wait_s=0.05), clock=lambda: now[0])
+    assert p.input_settled()  # nothing ever arrived
+    p.submit(1, [1] * 10, 0)
+    assert not p.input_settled()  # it just arrived: more may join it
+    now[0] += 0.049
+    assert not p.input_settled()
+    now[0] += 0.002
+    assert p.input_settled()  # max_wait_s without a document
+    p.submit_many([(2, [1] * 10, 0)])
+    assert not p.input_settled()
+    p.drain(True)
+    assert p.input_settled()  # a drain takes no new input
+    p.drain(False)
+    assert not p.input_settled()
+    p.close()

@@ -28,19 +28,22 @@ def test_a_bin_at_a_time_has_room_for_one_running_bin_and_one_queued_in_a_backlo
     assert BinAtATime().room(InFlight(docs=bins, n_bins=bins), CONFIG) is room
 
 
-@pytest.mark.parametrize("docs, weight, room", [(0, 0, Room.FREE), (7, 999, Room.FREE), (8, 10, Room.BACKLOG),
-                                                (3, 1_000, Room.BACKLOG), (15, 1_999, Room.BACKLOG),
+@pytest.mark.parametrize("docs, weight, room", [(0, 0, Room.FREE), (7, 999, Room.FREE), (8, 10, Room.QUEUE),
+                                                (3, 1_000, Room.QUEUE), (15, 1_999, Room.QUEUE),
                                                 (16, 10, Room.NONE), (3, 2_000, Room.NONE)])
-def test_continuous_has_room_while_seats_and_budget_are_free_and_twice_that_in_a_backlog(docs, weight, room):
+def test_continuous_has_room_while_seats_and_budget_are_free_and_a_queue_of_twice_that(docs, weight, room):
     assert Continuous().room(InFlight(docs=docs, weight=weight, n_bins=1), CONFIG) is room
 
 
 class Packer:
-    def __init__(self, full: bool) -> None:
-        self.full, self.asked = full, []
+    def __init__(self, full: bool, draining: bool = False, settled: bool = False) -> None:
+        self.full, self.draining, self.settled, self.asked = full, draining, settled, []
 
     def full_bin_pending(self) -> bool:
         return self.full
+
+    def input_settled(self) -> bool:
+        return self.settled or self.draining
 
     def next_bin(self, timeout_s: float):
         self.asked.append(timeout_s)
@@ -52,4 +55,17 @@ class Packer:
                                               (Room.NONE, True, False)])
 def test_the_packer_cuts_for_free_room_and_for_a_backlog_only_with_a_full_bin_pending(room, full, cuts):
     p = Packer(full)
+    assert (cut(p, room, 0.05) == "bin") is cuts and p.asked == ([0.05] if cuts else [])
+
+
+@pytest.mark.parametrize("room, full, draining, settled, cuts", [
+    (Room.BACKLOG, False, True, True, True),     # draining: nothing more joins the pending documents
+    (Room.BACKLOG, False, False, True, False),   # a bin at a time: input gone quiet is no reason to queue
+    (Room.QUEUE, True, False, False, True),      # continuous: a full bin pending
+    (Room.QUEUE, False, False, False, False),    # documents still arriving: they may join the bin
+    (Room.QUEUE, False, False, True, True),      # none arrived for max_wait_s: waiting would not fill it
+    (Room.QUEUE, False, True, False, True),      # draining
+    (Room.NONE, True, True, True, False)])
+def test_a_queue_ahead_takes_a_partial_bin_once_nothing_more_arrives_for_it(room, full, draining, settled, cuts):
+    p = Packer(full, draining, settled)
     assert (cut(p, room, 0.05) == "bin") is cuts and p.asked == ([0.05] if cuts else [])

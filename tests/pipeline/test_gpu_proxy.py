@@ -24,9 +24,11 @@ def parts():
     return OffsetTracker(), DocRegistry(), Metrics(), FakeSink()
 
 
-def started(remote, packer, registry, sink, metrics, max_seqs: int = 256) -> tuple[GpuStage, None]:
+def started(remote, packer, registry, sink, metrics, max_seqs: int = 256, batching: str = "bin"
+            ) -> tuple[GpuStage, None]:
     packer.config = PackerConfig(budget=100, reserve_per_seq=4, max_seqs=max_seqs)  # its full-bin rule
-    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, where="process", seed=5)
+    loop = gpu_stage(remote, packer, Shared(OffsetTracker(), registry, metrics), sink, batching=batching,
+                     where="process", seed=5)
     loop.start()
     return loop, None
 
@@ -118,6 +120,27 @@ def test_without_a_full_bin_pending_the_next_bin_is_cut_when_the_model_is_free(p
     finally:
         stop(loop, t)
     assert len(sink.bins) == 3 and packer.released == [0, 1, 2]
+
+
+@pytest.mark.parametrize("settled", [False, True])
+def test_continuous_queues_a_partial_bin_behind_busy_seats_once_nothing_more_arrives(parts, settled):
+    """Continuous batching, every seat taken: a partial bin waits in the packer while documents may still
+    join it, and goes to the engine's queue once the input has settled (none for max_wait_s, or a drain),
+    so that the engine fills the next free seats from it without a round trip."""
+    tracker, registry, metrics, sink = parts
+    sids = [registered(registry, make_doc(tracker, offset=o), [[1, 2]])[0] for o in range(3)]
+    packer = FakePacker([bin_of(0, sids[:2], [[1, 2]] * 2), bin_of(1, sids[2:], [[1, 2]])], settled=settled)
+    remote = FakeRemote(gated=True)
+    loop, t = started(remote, packer, registry, sink, metrics, max_seqs=2, batching="continuous")  # 2 seats
+    try:
+        wait_for(lambda: len(remote.sent) == (2 if settled else 1) and packer.stats_calls >= 3, 5,
+                 "the stage to decide three times with both seats taken")
+        assert len(remote.sent) == (2 if settled else 1) and len(sink.bins) == 0  # the model has returned nothing
+        remote.gate.release(2)
+        wait_for(lambda: len(sink.bins) == 2, 5, "both bins at finishing")
+    finally:
+        stop(loop, t)
+    assert packer.released == [0, 1]
 
 
 def test_revoked_documents_are_sent_as_not_live_and_never_reach_finishing(parts):

@@ -7,7 +7,8 @@ C++ packer thread selects and writes bins; see docs/packer.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -62,9 +63,14 @@ def _as_int32(seq_id: int, tokens: np.ndarray | Sequence[int]) -> np.ndarray:
 class Packer:
     """Packs submitted sequences into bins under a token budget (see module doc)."""
 
-    def __init__(self, config: PackerConfig, device: str = "cpu") -> None:
-        """The packer of a (frozen) configuration, with its slot ring on `device` ("cpu" or "cuda")."""
+    def __init__(self, config: PackerConfig, device: str = "cpu",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """The packer of a (frozen) configuration, with its slot ring on `device` ("cpu" or "cuda");
+        `clock` times the arrivals `input_settled` looks at."""
         self.config = c = config
+        self.clock = clock
+        self._arrived: float | None = None  # clock() at the latest submit
+        self._draining = False
         budget, reserve_per_seq, max_seqs, alignment, slots = c.budget, c.reserve_per_seq, c.max_seqs, c.alignment, c.slots
         self.budget = budget
         self.reserve_per_seq = reserve_per_seq
@@ -122,6 +128,7 @@ class Packer:
     def submit(self, seq_id: int, tokens: np.ndarray | Sequence[int], key: int) -> None:
         """Queues one sequence (copied); ValueError if it is empty or len + reserve > budget."""
         self._core.submit(seq_id, _as_int32(seq_id, tokens), key)
+        self._arrived = self.clock()
 
     def submit_many(self, items: Sequence[tuple[int, np.ndarray | Sequence[int], int]]) -> None:
         """Queues (seq_id, tokens, key) items at once: the window sees them arrive together.
@@ -130,6 +137,7 @@ class Packer:
         if items:
             self._core.submit_many([int(s) for s, _, _ in items], [_as_int32(s, t) for s, t, _ in items],
                                    [int(k) for _, _, k in items])
+            self._arrived = self.clock()
 
     def next_bin(self, timeout_s: float) -> Bin | None:
         """Waits up to timeout_s (GIL released) for a bin; None on timeout or after close."""
@@ -160,6 +168,18 @@ class Packer:
     def drain(self, on: bool = True) -> None:
         """While on, bins are released as soon as the consumer is ready (shutdown)."""
         self._core.drain(on)
+        self._draining = on
+
+    @property
+    def draining(self) -> bool:
+        return self._draining
+
+    def input_settled(self) -> bool:
+        """Will nothing more join the pending documents soon: the packer drains, or no document arrived
+        for max_wait_s (the window's own longest wait)? Continuous batching then queues a partial bin
+        (worker/packer/room.py)."""
+        arrived = self._arrived
+        return self._draining or arrived is None or self.clock() - arrived >= self.config.max_wait_s
 
     def close(self) -> None:
         """Wakes every waiter; next_bin returns None and submit raises from now on."""

@@ -13,8 +13,8 @@ A policy says two things, whichever runner runs the model (worker/pipeline/gpu_r
 
     BinAtATime   room: free with nothing in flight; one bin queued behind a running one in a backlog
     Continuous   room: free while the documents in flight are fewer than the seats (packer.max_seqs) and
-                 their weight below the token budget; in a backlog up to twice that (one bin waits there,
-                 so freed seats are refilled without a round trip)
+                 their weight below the token budget; a queue up to twice that (documents wait there,
+                 so freed seats are refilled without a round trip: a full bin, or the end of a burst)
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Continuous:
         seats, budget = config.max_seqs, config.budget
         if flight.docs < seats and flight.weight < budget:
             return Room.FREE
-        return Room.BACKLOG if flight.docs < 2 * seats and flight.weight < 2 * budget else Room.NONE
+        return Room.QUEUE if flight.docs < 2 * seats and flight.weight < 2 * budget else Room.NONE
 
     def local(self, engine, config: PackerConfig) -> LocalModel:
         return Steps(engine, config)
