@@ -93,7 +93,8 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
             "ingest_cpu_less_digest_us_per_record": round(1e6 * (ingest - in_thread) / n, 3),
             "digest_cpu_s": e["digest"]["cpu_s"], "threads_cpu_s": e["threads_cpu_s"],
             "process_cpu_s": e["process_cpu_s"], "engine_only_process_cpu_s": r["engine_only"]["process_cpu_s"],
-            "worker_overhead_pct": r["worker_overhead_pct"], "bins": e["bins"], "closed_by": e["closed_by"]}
+            "worker_overhead_pct": r["worker_overhead_pct"], "bins": e["bins"], "closed_by": e["closed_by"],
+            "overhead_s": e["overhead_s"]}
 
 
 def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:

@@ -124,3 +124,26 @@ def test_a_poll_of_lines_dead_letters_only_its_bad_records_and_windows_the_rest(
     docs = ls.due(True)
     assert sorted((d.window.offsets, d.meta["source"], d.text) for d in docs) == [
         ([0], "k", "plain one"), ([3, 5, 6], None, "json two\nspaced\nlast")]
+
+
+def test_a_poll_of_lines_reads_each_record_as_read_does():
+    """The poll's own reading of plain lines (a Kafka key, ASCII) and `read` give every record the same line
+    and key, whatever its first byte or encoding."""
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "lines"})
+    values = [b"plain\r\n", b"", b" lead", b"\tTab", b"{\"text\": \"j\"}", "héllo wörld".encode(), b"x\n\n",
+              b"<34>Oct 11 22:14:15 host su: 'su root' failed", b"\x7fdel", b"1 2 3"]
+    keys = [b"k1", b"k2", None]
+    for key in keys:
+        tracker = OffsetTracker()
+        ls = LineStream(ingest_config(s, None), tracker=tracker, dead_letter=lambda *a: None, clock=lambda: 5.0)
+        epoch = tracker.assign(TP)
+        msgs = [Msg(v, i, key=key) for i, v in enumerate(values)]
+        tracker.see_many(TP, epoch, [m.offset() for m in msgs])
+        ls.add_many(msgs, TP, epoch)
+        windows = {w.key: w for w in ls.windows.flush()}
+        got = [(k, line) for k, w in windows.items() for line in w.joiner._lines]
+        want = []
+        for v in values:
+            r = ls.read(v, key)
+            want.append((r.key, r.line))
+        assert sorted(got) == sorted(want)

@@ -41,6 +41,9 @@ from worker.windowing.hosts import host_of
 from worker.windowing.windows import Rules, Window, Windower
 
 
+_NOT_PLAIN = frozenset(b"{ \t\n\r\x0b\x0c")  # first bytes `_read` does not take for a plain line ('{', space)
+
+
 class Line(NamedTuple):
     line: str
     key: str
@@ -95,19 +98,27 @@ class LineStream:
     def held_records(self) -> int:
         return self.windows.held_records
 
-    def add_many(self, msgs: list, tp, epoch: int, failed: Callable[[object, Exception], None] | None = None
-                 ) -> list[Doc]:
+    def add_many(self, msgs: list, tp, epoch: int, failed: Callable[[object, Exception], None] | None = None,
+                 read: tuple[list[int], list[tuple[int, int]]] | None = None) -> list[Doc]:
         """Records of one partition from one poll, in offset order: each one's line and key read, those without
         a line dead-lettered, the others given to the windower at once (`Windower.add_many`). Returns the
         documents of the windows they closed. `failed(msg, exc)`: one record's unexpected exception (the
-        ingest stage's guard); without it, it raises."""
+        ingest stage's guard); without it, it raises. `read`: the records' offsets and timestamps when the
+        caller has read them already (the ingest stage's source), else they are read here."""
         rows, taken = [], []
         clock_kind = self.clock_kind
-        for m in msgs:
+        offsets, stamps = read if read is not None else ([m.offset() for m in msgs], [m.timestamp() for m in msgs])
+        parse, max_bytes = self._read, self.max_bytes
+        plain_keyed = self._kafka_key  # a plain text line keyed by its Kafka key: read inline (`_read`'s first case)
+        for m, offset, (ts_kind, ts_ms) in zip(msgs, offsets, stamps):
             value, kkey = m.value(), m.key()
             try:
-                line, key, kind, time_ms = self._read(value, kkey)
-                ts_kind, ts_ms = m.timestamp()
+                if plain_keyed and kkey is not None and value and len(value) <= max_bytes and value[0] < 0x80 \
+                        and value[0] not in _NOT_PLAIN and value.isascii():
+                    line, key, kind, time_ms = value.decode("ascii").rstrip("\r\n"), kkey.decode("utf-8", "replace"), \
+                        None, None
+                else:
+                    line, key, kind, time_ms = parse(value, kkey)
                 kafka_ms = ts_ms if ts_kind != 0 else None
                 if clock_kind == "record":
                     time_ms = kafka_ms
@@ -116,14 +127,14 @@ class LineStream:
                     # its key's window as the poll rules say, and never mixes the Kafka clock into the line times
                     time_ms = line_time_ms(line, kafka_ms) if clock_kind == "event" else kafka_ms
             except NoLine as err:
-                self.dead_letter(tp, epoch, m.offset(), kkey, value, err.error_class, err.message, m.headers())
+                self.dead_letter(tp, epoch, offset, kkey, value, err.error_class, err.message, m.headers())
                 continue
             except Exception as exc:  # noqa: BLE001 - routed to `failed` (the guard) or raised
                 if failed is None:
                     raise
                 failed(m, exc)
                 continue
-            rows.append((key, m.offset(), line, time_ms, kind, m.headers()))
+            rows.append((key, offset, line, time_ms, kind, m.headers()))
             taken.append(m)
         if not rows:
             return []

@@ -82,6 +82,7 @@ class Source:
         consumed = 0
         age = self.metrics.record_age
         lines = self.lines
+        line_topics = lines.topics if lines is not None else frozenset()
         run: list = []  # consecutive records of one line partition
         run_tp = None
         for m in msgs:
@@ -92,7 +93,7 @@ class Source:
                     log.warning("consume error: %s", m.error())
                 continue
             tp = (m.topic(), m.partition())
-            if lines is not None and lines.takes(tp[0]):
+            if tp[0] in line_topics:  # the window stream's (LineStream.takes)
                 if tp != run_tp and run:
                     consumed += self._lines(run, run_tp, epochs, wall, good)
                     run = []
@@ -124,20 +125,21 @@ class Source:
         epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
         if epoch is None:
             return 0  # not ours any more
-        seen = self.tracker.see_many(tp, epoch, [m.offset() for m in run])
+        offsets = [m.offset() for m in run]
+        seen = self.tracker.see_many(tp, epoch, offsets)
         if not all(seen):
-            run = [m for m, ok in zip(run, seen) if ok]
+            run, offsets = [m for m, ok in zip(run, seen) if ok], [o for o, ok in zip(offsets, seen) if ok]
         if not run:
             return 0
         if self._tries:  # the partition reads again: its earlier consume errors were passing ones
             self._tries.pop(tp, None)
-        observe_many(self.metrics.record_age, [max(0.0, wall - ts / 1e3) for kind, ts in
-                                               (m.timestamp() for m in run) if kind != 0])
+        stamps = [m.timestamp() for m in run]  # read once: the ages here, the windows' times there
+        observe_many(self.metrics.record_age, [max(0.0, wall - ts / 1e3) for kind, ts in stamps if kind != 0])
 
         def failed(m, exc: Exception) -> None:
             self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
 
-        good.extend(self.lines.add_many(run, tp, epoch, failed))
+        good.extend(self.lines.add_many(run, tp, epoch, failed, read=(offsets, stamps)))
         return len(run)
 
     def _offset_error(self, m) -> None:
