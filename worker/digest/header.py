@@ -32,7 +32,8 @@ each tried in order and kept when it matches:
    `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:` and `D/Tag( pid):`),
    `(pid on host):`, one-token tags (a second bracketed level word among them, `[warning][config]`, a `(thread)` beside
    a bracket, `[k:v k:v]`; a bracket of several words is message text unless a logger follows it) closed by `: `, a
-   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `), then the
+   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `,
+   a function after a trace arrow `=> name: `; a subsystem's bare `Name: ` is the message's), then the
    `fields` before the message: an OS error (`(13)Permission denied: `) where a field follows it, bracketed
    `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or
    `ts|field|field|` (`ts|LEVEL|logger|`: its level); or `program - `; or a source place after a time (`main.go:42: `);
@@ -119,7 +120,8 @@ _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  
            r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
-           r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
+           r"|[A-Z][A-Za-z]{1,15}\s{2,}"                               # CBS  (Windows)
+           r"|(?:=>|<=)\ ?[A-Za-z_]\w*:\s+)")                          # => do_search:  (a function traced on entry, exit)
 
 
 
