@@ -59,3 +59,17 @@ def test_a_record_keeps_its_wrapped_lines():
               "  /srv/in/a.csv\n"
               "  /srv/in/b.csv")
     assert headers.predict(record)["message"] == "files queued:\n  /srv/in/a.csv\n  /srv/in/b.csv"
+
+
+@pytest.mark.parametrize("line,host", [
+    # a column of digits alone before the level is a thread or connection id, never a host, at any length
+    ("2024-02-01 08:00:00 140093528303360 [Warning] Aria: table t1 marked crashed", ""),
+    ("2024-02-01 08:00:00 88231907 ERROR replica 3 lost", ""),
+    ("2024-02-01 08:00:00 12 [Warning] Aria: table t1 marked crashed", ""),
+    # a host name or an address stays the host
+    ("2024-02-01 08:00:00 web-01 [Warning] Aria: table t1 marked crashed", "web-01"),
+    ("2024-02-01 08:00:00 10.0.0.7 ERROR replica 3 lost", "10.0.0.7"),
+])
+def test_a_numeric_id_column_is_no_host(line, host):
+    r = read(line)
+    assert ((r.hosts or [""])[0], r.levels[0]) == (host, "WARN" if "Warning" in line else "ERROR")
