@@ -25,14 +25,16 @@ each tried in order and kept when it matches:
    `2023 Jan 12 10:01:22`), then the program's own
    `time [category:] level: ` (taken off) or bare `level: ` or upper-case `LEVEL ` (read, kept in the message);
    after any other time `[host] prog[pid(:tid)]` (`: ` or a `level: ` after it); otherwise a `%` column, a pid (and a
-   thread id), a name before `(level):`, a host when a level token follows it (no token ending in `:`, no address with
-   a port), the line prefix before a `LEVEL:` (in words, or glued to it by `>`, `]`, `:`; a lower-case `level:` after
-   one such token), keyed fields holding `Host(...)`, bracketed tags and ` - `, the level token (`INFO`, `[warn ]`,
-   `[W]`, `<error>`, `[mod:error]`, `local.INFO:`, `WARNING:mod:`, `warn/Component:`, `name[LEVEL]:`, `Warning`,
-   `LOG:`, a letter where a letter is the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:` and `D/Tag( pid):`),
+   thread id; a column of more digits than a pid holds is an id too, never a host), a name before `(level):`, a
+   host when a level token follows it (no token ending in `:`, no address with a port), the line prefix before a
+   `LEVEL:` (in words, or glued to it by `>`, `]`, `:`; a lower-case `level:` after one such token), keyed fields
+   holding `Host(...)`, bracketed tags and ` - `, the level token (`INFO`, `[warn ]`, `[W]`, `<error>`, `[mod:error]`,
+   `local.INFO:`, `WARNING:mod:`, `warn/Component:`, `name[LEVEL]:`, `Warning`, `LOG:`, a letter where a letter is
+   the level: `I NETWORK [conn]`, logcat's `pid tid D Tag:` and `D/Tag( pid):`),
    `(pid on host):`, one-token tags (a second bracketed level word among them, `[warning][config]`, a `(thread)` beside
    a bracket, `[k:v k:v]`; a bracket of several words is message text unless a logger follows it) closed by `: `, a
-   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `), then the
+   logger (`org.x.Y: `, `a.B#run: `, `MyApp - `, `a::b - `, `a.b.C.method `, `file.go:12 `, `file.go:12: `, `CBS  `,
+   a function after a trace arrow `=> name: `; a subsystem's bare `Name: ` is the message's), then the
    `fields` before the message: an OS error (`(13)Permission denied: `) where a field follows it, bracketed
    `[key value]` fields (`[client 192.0.2.1:5000]`) and an error id (`AH00558: `, `ORA-01555: `, `AMQ9209E: `); or
    `ts|field|field|` (`ts|LEVEL|logger|`: its level); or `program - `; or a source place after a time (`main.go:42: `);
@@ -119,7 +121,8 @@ _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  
            r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
-           r"|[A-Z][A-Za-z]{1,15}\s{2,})")                             # CBS  (Windows)
+           r"|[A-Z][A-Za-z]{1,15}\s{2,}"                               # CBS  (Windows)
+           r"|(?:=>|<=)\ ?[A-Za-z_]\w*:\s+)")                          # => do_search:  (a function traced on entry, exit)
 
 
 
@@ -189,7 +192,7 @@ _GRAMMAR = rf"""^
 |
   # the rest of an application's header: pid, host or context, tags, level, tags, logger
   (?:\d{{1,3}}(?:\.\d{{1,2}})?%\s+)?
-  (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S))?
+  (?:(?P<pidt>\d{{1,7}})(?:\s+(?P<tid>\d{{1,7}}))?\s+(?=\S)|\d{{8,20}}\s+(?=\S))?
   (?(ts)(?:
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
   | [\w.-]{{1,80}}+\s++(?=\({LEVEL_WORD}\):?\s)
