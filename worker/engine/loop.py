@@ -64,7 +64,8 @@ def _sync(device: torch.device) -> None:
 def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tensor, cu_host: list[int],
             seeds: list[int], cfg: LoopConfig, marker: torch.Tensor, stop_check=None,
             limits: list[int] | None = None) -> BinResult:
-    """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings);
+    """tokens: int64 [T] on device. stop_check(table, counts) -> bool [m] marks live rows of a host token
+    table done (stop strings, a loop at the end: outputs.stopped_rows);
     limits[i] (<= cfg.max_new; default cfg.max_new) ends document i after that many tokens."""
     device = tokens.device
     n = len(cu_host) - 1
@@ -173,11 +174,11 @@ def apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, sto
     live_rows = [r for r, d in enumerate(done) if not d]
     if not live_rows:
         return
-    counts = pool.out_len.tolist()
-    table = pool.out_tokens.index_select(0, torch.tensor([docs[r] for r in live_rows], device=st.doc.device)).tolist()
-    for r, ids in zip(live_rows, table):
-        doc = docs[r]
-        if stop_check(doc, ids[: counts[doc]]):
+    live_docs = [docs[r] for r in live_rows]
+    counts = pool.out_len.cpu().numpy()[live_docs]  # [m]
+    table = pool.out_tokens.index_select(0, torch.tensor(live_docs, device=st.doc.device)).cpu().numpy()  # [m, W]
+    for r, doc, hit in zip(live_rows, live_docs, stop_check(table, counts).tolist()):
+        if hit:
             st.done[r] = True
             done[r] = True
             stopped.add(doc)
