@@ -210,6 +210,9 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if args.compare_cublaslt:  # the same job, GEMMs through cuBLASLt (a process-wide torch setting); first,
             # so the profile below replays the graphs "ribbon" captured
             systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
+        if args.compare_decode_separate:  # before "ribbon" too (its graphs are the profile's)
+            systems.insert(len(systems) - 1, ("ribbon_decode_separate",
+                                              lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, separate=True)))
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
@@ -255,17 +258,24 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, separate: bool = False):
+    """blas: every GEMM of the job through this library; separate: the decode step with index_copy_ K/V
+    writes and the process's BLAS (the engine's decode launch choices off)."""
     model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved = torch.backends.cuda.preferred_blas_library()
+    launch = eng.write_new, eng.decode_blas
     if blas:
         torch.backends.cuda.preferred_blas_library(blas)
-        eng.runner.clear()  # graphs captured with the other library's kernels
+    if separate:
+        eng.write_new, eng.decode_blas = False, None
+    if blas or separate:
+        eng.runner.clear()  # graphs captured with other kernels
     try:
         return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
     finally:
-        if blas:
+        if blas or separate:
             torch.backends.cuda.preferred_blas_library(saved)
+            eng.write_new, eng.decode_blas = launch
             eng.runner.clear()
 
 
@@ -304,6 +314,9 @@ def parse(argv):
     p.add_argument("--prefill-shape", default=None, help="Triton prefill launch shape bm,bn,warps,stages")
     p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
     p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
+    p.add_argument("--compare-decode-separate", action="store_true",
+                   help="also the generation job with index_copy_ K/V writes and the process's BLAS in decode "
+                        "(EngineOptions decode_kv_write=separate, decode_blas=default)")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",
