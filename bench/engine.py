@@ -211,8 +211,9 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             # so the profile below replays the graphs "ribbon" captured
             systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
         if args.compare_decode_separate:  # before "ribbon" too (its graphs are the profile's)
-            systems.insert(len(systems) - 1, ("ribbon_decode_separate",
-                                              lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, separate=True)))
+            systems[-1:-1] = [("ribbon_decode_separate", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil,
+                                                                             separate=True, layout="token")),
+                              ("ribbon_kv_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, layout="token"))]
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
@@ -258,24 +259,33 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, separate: bool = False):
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, separate: bool = False,
+                layout: str | None = None):
     """blas: every GEMM of the job through this library; separate: the decode step with index_copy_ K/V
-    writes and the process's BLAS (the engine's decode launch choices off)."""
+    writes and the process's BLAS (the engine's decode launch choices off); layout: the KV pool stored
+    this way (kvcache.KVPool.layout) for this job."""
     model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved = torch.backends.cuda.preferred_blas_library()
-    launch = eng.write_new, eng.decode_blas
+    launch, saved_layout = (eng.write_new, eng.decode_blas), eng.pool.layout
+    changed = bool(blas or separate or (layout and layout != saved_layout))
     if blas:
         torch.backends.cuda.preferred_blas_library(blas)
     if separate:
         eng.write_new, eng.decode_blas = False, None
-    if blas or separate:
+    if layout and layout != saved_layout:
+        eng.free()  # the pool is allocated again by the job's warm-up, in this layout
+        eng.pool.layout = layout
+    if changed:
         eng.runner.clear()  # graphs captured with other kernels
     try:
         return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
     finally:
-        if blas or separate:
+        if changed:
             torch.backends.cuda.preferred_blas_library(saved)
             eng.write_new, eng.decode_blas = launch
+            if eng.pool.layout != saved_layout:
+                eng.free()
+                eng.pool.layout = saved_layout
             eng.runner.clear()
 
 
@@ -315,8 +325,9 @@ def parse(argv):
     p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
     p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
     p.add_argument("--compare-decode-separate", action="store_true",
-                   help="also the generation job with index_copy_ K/V writes and the process's BLAS in decode "
-                        "(EngineOptions decode_kv_write=separate, decode_blas=default)")
+                   help="also the generation job with index_copy_ K/V writes, a token-major KV pool and the process's "
+                        "BLAS in decode (EngineOptions decode_kv_write=separate, kv_layout=token, decode_blas=default), "
+                        "and with only the pool token-major")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",

@@ -20,6 +20,7 @@ from worker.engine.decode import (
     StepRunner,
     blas_library,
     want_decode_blas,
+    want_kv_layout,
     want_kv_write,
 )
 from worker.engine.errors import EngineSettingError
@@ -51,6 +52,10 @@ def test_decode_step_with_the_kernel_write_equals_separate_writes(tmp_path):
     assert got["fused"]["tokens"] == got["separate"]["tokens"]
     assert got["fused"]["kv_sha"] == got["separate"]["kv_sha"]  # the same rows, the same bits, in the pool
     assert got["fused"]["tokens"] == got["reference"]["tokens"]  # and the exact backend's greedy ids
+    for name in ("fused", "separate", "reference"):  # head-major storage: the same values, bit for bit
+        head = got[f"{name}_head"]
+        assert head["tokens"] == got[name]["tokens"] and head["kv_sha"] == got[name]["kv_sha"], name
+    assert got["fused_head"]["kv_strides"][1] > got["fused_head"]["kv_strides"][0]  # stored head-major
 
 
 def test_settings_resolve_and_refuse_unknown_values():
@@ -59,6 +64,11 @@ def test_settings_resolve_and_refuse_unknown_values():
     assert want_decode_blas("default", cuda) is None and want_decode_blas("cublas", cuda) == "cublas"
     assert want_kv_write("auto", "varlen") and want_kv_write("fused", "flash_attn")
     assert not want_kv_write("separate", "varlen") and not want_kv_write("auto", "reference")
+    assert want_kv_layout("auto", cuda, "varlen") == "head" and want_kv_layout("auto", cpu, "reference") == "token"
+    assert want_kv_layout("auto", cuda, "reference") == "token" and want_kv_layout("head", cpu, "reference") == "head"
+    with pytest.raises(EngineSettingError) as err:
+        want_kv_layout("hnd", cuda, "varlen")
+    assert err.value.setting == "kv_layout"
     with pytest.raises(EngineSettingError) as err:
         want_decode_blas("lt", cuda)
     assert err.value.setting == "decode_blas"
@@ -145,12 +155,12 @@ def _engine_runs(path: str) -> dict:
 
     attn._write_kv = counted
     out = {}
-    for name in ("reference", "fused", "separate"):
-        eng = _engine(path, max_new_tokens=7)
-        if name != "reference":  # the fused backends' decode path (Triton kernel) with an exact prefill
+    for name in ("reference", "fused", "separate", "reference_head", "fused_head", "separate_head"):
+        eng = _engine(path, max_new_tokens=7, kv_layout="head" if name.endswith("_head") else "auto")
+        if not name.startswith("reference"):  # the fused backends' decode path (Triton kernel) with an exact prefill
             AttentionInterface.register("ribbon_varlen", attn._make(prefill, attn.kernel_decode))
             eng.model.config._attn_implementation = "ribbon_varlen"
-            eng.write_new = name == "fused"
+            eng.write_new = name.startswith("fused")
         eng.pool.ensure(4_096, 16)  # sized before the bin (no reallocation in it) and zeroed: rows compare
         for t in (*eng.pool.k, *eng.pool.v):
             t.zero_()
@@ -159,9 +169,9 @@ def _engine_runs(path: str) -> dict:
         gens = eng.generate(_stage(eng, docs))
         sha = hashlib.sha256()
         for t in (*eng.pool.k, *eng.pool.v):
-            sha.update(t[: eng.pool.rows].numpy().tobytes())  # the scratch row left out
+            sha.update(t[: eng.pool.rows].contiguous().numpy().tobytes())  # the scratch row left out
         out[name] = {"tokens": [g.token_ids for g in gens], "decode_index_copies": copies["n"],
-                     "kv_sha": sha.hexdigest()}
+                     "kv_sha": sha.hexdigest(), "kv_strides": list(eng.pool.k[0].stride())}
     return out
 
 

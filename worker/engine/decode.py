@@ -65,6 +65,17 @@ class StepConfig:
 
 DECODE_BLAS = ("auto", "default", "cublas", "cublaslt")
 KV_WRITES = ("auto", "fused", "separate")
+KV_LAYOUTS = ("auto", "token", "head")
+
+
+def want_kv_layout(requested: str, device: torch.device, backend: str) -> str:
+    """EngineOptions.kv_layout (kvcache.KVPool.layout): auto -> "head" where the Triton decode kernel
+    reads the pool (CUDA, a fused backend: each program's rows one contiguous run), else "token"."""
+    if requested not in KV_LAYOUTS:
+        raise EngineSettingError("kv_layout", f"{requested!r} is not one of {KV_LAYOUTS}", "auto")
+    if requested != "auto":
+        return requested
+    return "head" if device.type == "cuda" and backend != "reference" else "token"
 
 
 def want_decode_blas(requested: str, device: torch.device) -> str | None:

@@ -14,7 +14,7 @@ import torch
 
 from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
 from worker.engine.continuous import ContinuousBatcher
-from worker.engine.decode import StepRunner, want_decode_blas, want_kv_write
+from worker.engine.decode import StepRunner, want_decode_blas, want_kv_layout, want_kv_write
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
 from worker.engine.guards import GuardConfig, apply_guards
@@ -86,6 +86,7 @@ class EngineOptions:
     cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
     decode_blas: str = "auto"  # "auto" | "default" | "cublas" | "cublaslt": the decode step's GEMMs (decode.want_decode_blas)
     decode_kv_write: str = "auto"  # "auto" | "fused" | "separate": who stores decode K/V (decode.want_kv_write)
+    kv_layout: str = "auto"  # "auto" | "token" | "head": the KV pool's storage order (decode.want_kv_layout)
 
 
 class Engine:
@@ -108,6 +109,7 @@ class Engine:
         self.prefill_kernel = want_prefill_kernel(options.prefill_kernel, self.device, backend, self.head_dim,
                                                   self.dtype)
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
+        self.pool.layout = want_kv_layout(options.kv_layout, self.device, backend)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
         self.decode_blas = want_decode_blas(options.decode_blas, self.device)
@@ -133,7 +135,8 @@ class Engine:
                                         "compiled_layers": self.compiled, "merged_projections": self.merged,
                                         "quantization": self.quantization,
                                         "prefill_kernel": self.prefill_kernel, "decode_blas": self.decode_blas,
-                                        "decode_kv_write": "fused" if self.write_new else "separate"})
+                                        "decode_kv_write": "fused" if self.write_new else "separate",
+                                        "kv_layout": self.pool.layout})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
