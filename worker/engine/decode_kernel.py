@@ -37,6 +37,8 @@ def _decode_kernel(
     g = tl.program_id(1)
     s = tl.program_id(2)
     start = tl.load(Start + b).to(tl.int64)
+    k_head = g.to(tl.int64) * stride_kh  # int64: a head-major pool's head stride times g can pass 2**31 elements
+    v_head = g.to(tl.int64) * stride_vh
     n = tl.load(Len + b)
     per = tl.cdiv(tl.cdiv(n, NUM_SPLITS), BLOCK) * BLOCK
     lo = s * per
@@ -52,8 +54,8 @@ def _decode_kernel(
         kn = tl.load(KN + b * stride_knb + g * stride_knh + offs_d).to(K.dtype.element_ty)  # [D]
         vn = tl.load(VN + b * stride_vnb + g * stride_vnh + offs_d).to(V.dtype.element_ty)  # [D]
         mine = (offs_d >= 0) & (lo <= last) & (last < hi)  # [D]: this split holds the newest row
-        tl.store(K + (start + last) * stride_kn + g * stride_kh + offs_d, kn, mask=mine)
-        tl.store(V + (start + last) * stride_vn + g * stride_vh + offs_d, vn, mask=mine)
+        tl.store(K + (start + last) * stride_kn + k_head + offs_d, kn, mask=mine)
+        tl.store(V + (start + last) * stride_vn + v_head + offs_d, vn, mask=mine)
     m_i = tl.full([G_PAD], float("-inf"), tl.float32)
     l_i = tl.zeros([G_PAD], tl.float32)
     acc = tl.zeros([G_PAD, D], tl.float32)
@@ -64,10 +66,10 @@ def _decode_kernel(
         if WRITE_NEW:
             is_new = rows == last  # [BLOCK]
             lmask = nmask & (rows != last)
-            k = tl.load(K + grow[:, None] * stride_kn + g * stride_kh + offs_d[None, :], mask=lmask[:, None], other=0.0)
+            k = tl.load(K + grow[:, None] * stride_kn + k_head + offs_d[None, :], mask=lmask[:, None], other=0.0)
             k = tl.where(is_new[:, None], kn[None, :], k)
         else:
-            k = tl.load(K + grow[:, None] * stride_kn + g * stride_kh + offs_d[None, :], mask=nmask[:, None], other=0.0)
+            k = tl.load(K + grow[:, None] * stride_kn + k_head + offs_d[None, :], mask=nmask[:, None], other=0.0)
         if IEEE:
             qk = tl.dot(q, tl.trans(k), input_precision="ieee")
         else:
@@ -78,10 +80,10 @@ def _decode_kernel(
         p = tl.exp(qk - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         if WRITE_NEW:
-            v = tl.load(V + grow[:, None] * stride_vn + g * stride_vh + offs_d[None, :], mask=lmask[:, None], other=0.0)
+            v = tl.load(V + grow[:, None] * stride_vn + v_head + offs_d[None, :], mask=lmask[:, None], other=0.0)
             v = tl.where(is_new[:, None], vn[None, :], v)
         else:
-            v = tl.load(V + grow[:, None] * stride_vn + g * stride_vh + offs_d[None, :], mask=nmask[:, None], other=0.0)
+            v = tl.load(V + grow[:, None] * stride_vn + v_head + offs_d[None, :], mask=nmask[:, None], other=0.0)
         if IEEE:
             acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision="ieee")
         else:
