@@ -210,26 +210,19 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if args.compare_cublaslt:  # the same job, GEMMs through cuBLASLt (a process-wide torch setting); first,
             # so the profile below replays the graphs "ribbon" captured
             systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
-        if args.compare_decode_separate:  # before "ribbon" too (its graphs are the profile's)
-            systems[-1:-1] = [("ribbon_decode_separate", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil,
-                                                                             separate=True, layout="token")),
-                              ("ribbon_kv_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, layout="token"))]
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
-        for name, fn in systems:
-            try:
-                g[name] = fn()
-            except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
-                g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
-            if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
-                g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
-            _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
-                 vs_job_floor=g[name].get("wall_vs_job_floor"))
-            save()
+        after = []  # after the profile (it replays the graphs "ribbon" captured)
+        if args.compare_decode_separate:
+            after = [("ribbon_decode_separate", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, separate=True,
+                                                                    layout="token")),
+                     ("ribbon_kv_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, layout="token"))]
+        _generate_systems(systems, g, save, key, mix)
         if args.profile:
             r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", stage_docs)
             save()
+        _generate_systems(after, g, save, key, mix)
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
             _log("generate full corpus", model=key, mix=mix, wall=r["generate_full_corpus_ribbon"]["wall_s"])
@@ -237,6 +230,20 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     eng.free()
     del eng, model
     torch.cuda.empty_cache()
+
+
+def _generate_systems(systems, g: dict, save, key: str, mix: str) -> None:
+    """Run each (name, fn) generation system into g[name]; a system that fails is reported, not fatal."""
+    for name, fn in systems:
+        try:
+            g[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
+            g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+        if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
+            g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
+        _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
+             vs_job_floor=g[name].get("wall_vs_job_floor"))
+        save()
 
 
 def ribbon_prefill_at(eng, model, docs, chunk, kernel: str | None = None):
