@@ -88,6 +88,20 @@ def test_blas_library_is_restored_after_the_step():
         assert torch.backends.cuda.preferred_blas_library() == before
 
 
+def test_eager_step_runs_under_the_chosen_blas(monkeypatch):
+    import worker.engine.decode as decode
+
+    seen = []
+    monkeypatch.setattr(decode, "decode_step", lambda *a: seen.append(str(torch.backends.cuda.preferred_blas_library())))
+    before = torch.backends.cuda.preferred_blas_library()
+    runner = StepRunner(None, None, None, use_graphs=False, marker=None)
+    eos = torch.tensor([1])
+    runner.run(None, None, StepConfig(4, 0.0, 1.0, eos, 1, blas="cublaslt"))
+    runner.run(None, None, StepConfig(4, 0.0, 1.0, eos, 1))
+    assert seen[0].endswith("Cublaslt") and seen[1] == str(before)
+    assert torch.backends.cuda.preferred_blas_library() == before
+
+
 def test_runner_keeps_one_state_per_launch_choice(tmp_path):
     from worker.engine.kvcache import KVPool
 
