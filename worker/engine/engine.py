@@ -14,7 +14,7 @@ import torch
 
 from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
 from worker.engine.continuous import ContinuousBatcher
-from worker.engine.decode import StepRunner
+from worker.engine.decode import StepRunner, want_decode_blas, want_kv_layout, want_kv_write
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
 from worker.engine.guards import GuardConfig, apply_guards
@@ -76,6 +76,9 @@ class EngineOptions:
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
     cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
+    decode_blas: str = "auto"  # "auto" | "default" | "cublas" | "cublaslt": the decode step's GEMMs (decode.want_decode_blas)
+    decode_kv_write: str = "auto"  # "auto" | "fused" | "separate": who stores decode K/V (decode.want_kv_write)
+    kv_layout: str = "auto"  # "auto" | "token" | "head": the KV pool's storage order (decode.want_kv_layout)
 
 
 class Engine:
@@ -98,8 +101,11 @@ class Engine:
         self.prefill_kernel = want_prefill_kernel(options.prefill_kernel, self.device, backend, self.head_dim,
                                                   self.dtype)
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
+        self.pool.layout = want_kv_layout(options.kv_layout, self.device, backend)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
+        self.decode_blas = want_decode_blas(options.decode_blas, self.device)
+        self.write_new = want_kv_write(options.decode_kv_write, backend)
 
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
@@ -120,7 +126,9 @@ class Engine:
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
                                         "compiled_layers": self.compiled, "merged_projections": self.merged,
                                         "quantization": self.quantization,
-                                        "prefill_kernel": self.prefill_kernel})
+                                        "prefill_kernel": self.prefill_kernel, "decode_blas": self.decode_blas,
+                                        "decode_kv_write": "fused" if self.write_new else "separate",
+                                        "kv_layout": self.pool.layout})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
@@ -227,7 +235,8 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook())
+                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook(), self.write_new,
+                          self.decode_blas)
 
     def _guard_hook(self):
         """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value,
