@@ -193,7 +193,7 @@ run_stage() {
     engine-7b)
       # shellcheck disable=SC2046  # the kernels stage's winner: more arguments
       step 300 engine-7b_h200 python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
-        --compare-fa2 --compare-cublaslt --compare-decode-separate --profile $(cat "$OUT/prefill_choice.txt" 2>/dev/null) \
+        --compare-fa2 --compare-cublaslt --compare-decode-launch --profile $(cat "$OUT/prefill_choice.txt" 2>/dev/null) \
         --name engine-7b_h200.json ;;
     engine-0.5b)
       step 120 engine-0.5b_h200 python3 -m bench.engine --models 0.5b "${ENGINE_COMMON[@]}" --skip-hf --gen-docs 0.5b=96 \

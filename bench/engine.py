@@ -28,6 +28,7 @@ from bench.engine_plot import plot
 from bench.engine_profile import profile_engine
 from worker.engine.attention import REGISTERED
 from worker.engine.autotune import autotune_budget
+from worker.engine.decode import want_kv_write
 from worker.engine.fuse import compile_layers, uncompile_layers
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import merge_projections, unmerge_projections
@@ -214,10 +215,11 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
         after = []  # after the profile (it replays the graphs "ribbon" captured)
-        if args.compare_decode_separate:
-            after = [("ribbon_decode_separate", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, separate=True,
-                                                                    layout="token")),
-                     ("ribbon_kv_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, layout="token"))]
+        if args.compare_decode_launch:
+            after = [("ribbon_decode_launch", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                  layout="head")),
+                     ("ribbon_decode_launch_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                        layout="token"))]
         _generate_systems(systems, g, save, key, mix)
         if args.profile:
             r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", stage_docs)
@@ -266,19 +268,19 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, separate: bool = False,
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, launch: bool = False,
                 layout: str | None = None):
-    """blas: every GEMM of the job through this library; separate: the decode step with index_copy_ K/V
-    writes and the process's BLAS (the engine's decode launch choices off); layout: the KV pool stored
-    this way (kvcache.KVPool.layout) for this job."""
+    """blas: every GEMM of the job through this library; launch: the decode step with the opt-in launch
+    choices (the kernel stores K/V on the fused backends, the step under cuBLASLt); layout: the KV pool
+    stored this way (kvcache.KVPool.layout) for this job."""
     model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved = torch.backends.cuda.preferred_blas_library()
-    launch, saved_layout = (eng.write_new, eng.decode_blas), eng.pool.layout
-    changed = bool(blas or separate or (layout and layout != saved_layout))
+    saved_launch, saved_layout = (eng.write_new, eng.decode_blas), eng.pool.layout
+    changed = bool(blas or launch or (layout and layout != saved_layout))
     if blas:
         torch.backends.cuda.preferred_blas_library(blas)
-    if separate:
-        eng.write_new, eng.decode_blas = False, None
+    if launch:
+        eng.write_new, eng.decode_blas = want_kv_write("fused", eng.backend), "cublaslt"
     if layout and layout != saved_layout:
         eng.free()  # the pool is allocated again by the job's warm-up, in this layout
         eng.pool.layout = layout
@@ -289,7 +291,7 @@ def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, se
     finally:
         if changed:
             torch.backends.cuda.preferred_blas_library(saved)
-            eng.write_new, eng.decode_blas = launch
+            eng.write_new, eng.decode_blas = saved_launch
             if eng.pool.layout != saved_layout:
                 eng.free()
                 eng.pool.layout = saved_layout
@@ -331,10 +333,10 @@ def parse(argv):
     p.add_argument("--prefill-shape", default=None, help="Triton prefill launch shape bm,bn,warps,stages")
     p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
     p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
-    p.add_argument("--compare-decode-separate", action="store_true",
-                   help="also the generation job with index_copy_ K/V writes, a token-major KV pool and the process's "
-                        "BLAS in decode (EngineOptions decode_kv_write=separate, kv_layout=token, decode_blas=default), "
-                        "and with only the pool token-major")
+    p.add_argument("--compare-decode-launch", action="store_true",
+                   help="also the generation job with the decode kernel storing K/V, the step under cuBLASLt and a "
+                        "head-major KV pool (EngineOptions decode_kv_write=fused, decode_blas=cublaslt, kv_layout=head), "
+                        "and the same with a token-major pool")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",

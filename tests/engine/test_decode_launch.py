@@ -60,11 +60,13 @@ def test_decode_step_with_the_kernel_write_equals_separate_writes(tmp_path):
 
 def test_settings_resolve_and_refuse_unknown_values():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert want_decode_blas("auto", cuda) == "cublaslt" and want_decode_blas("auto", cpu) is None
+    assert want_decode_blas("auto", cuda) is None and want_decode_blas("auto", cpu) is None
     assert want_decode_blas("default", cuda) is None and want_decode_blas("cublas", cuda) == "cublas"
-    assert want_kv_write("auto", "varlen") and want_kv_write("fused", "flash_attn")
-    assert not want_kv_write("separate", "varlen") and not want_kv_write("auto", "reference")
-    assert want_kv_layout("auto", cuda, "varlen") == "head" and want_kv_layout("auto", cpu, "reference") == "token"
+    assert want_decode_blas("cublaslt", cuda) == "cublaslt" and want_decode_blas("cublaslt", cpu) is None
+    assert want_kv_write("fused", "varlen") and want_kv_write("fused", "flash_attn")
+    assert not want_kv_write("auto", "varlen") and not want_kv_write("separate", "varlen")
+    assert not want_kv_write("fused", "reference")
+    assert want_kv_layout("auto", cuda, "varlen") == "token" and want_kv_layout("auto", cpu, "reference") == "token"
     assert want_kv_layout("auto", cuda, "reference") == "token" and want_kv_layout("head", cpu, "reference") == "head"
     with pytest.raises(EngineSettingError) as err:
         want_kv_layout("hnd", cuda, "varlen")

@@ -69,31 +69,34 @@ KV_LAYOUTS = ("auto", "token", "head")
 
 
 def want_kv_layout(requested: str, device: torch.device, backend: str) -> str:
-    """EngineOptions.kv_layout (kvcache.KVPool.layout): auto -> "head" where the Triton decode kernel
-    reads the pool (CUDA, a fused backend: each program's rows one contiguous run), else "token"."""
+    """EngineOptions.kv_layout (kvcache.KVPool.layout): auto -> "token" (rows of all heads together, the
+    layout measured on the H200); "head" stores each head's rows as one contiguous run for the Triton decode
+    kernel, chosen explicitly until a device run measures it (bench.engine --compare-decode-launch)."""
     if requested not in KV_LAYOUTS:
         raise EngineSettingError("kv_layout", f"{requested!r} is not one of {KV_LAYOUTS}", "auto")
     if requested != "auto":
         return requested
-    return "head" if device.type == "cuda" and backend != "reference" else "token"
+    return "token"
 
 
 def want_decode_blas(requested: str, device: torch.device) -> str | None:
-    """EngineOptions.decode_blas: auto -> cuBLASLt on CUDA (measured faster for the decode GEMMs,
-    docs/engine.md), nothing elsewhere; default -> the process's setting; cublas/cublaslt as asked."""
+    """EngineOptions.decode_blas: auto and default -> the process's setting; cublas/cublaslt (CUDA only) as
+    asked while the decode step is captured or run (the whole job under cuBLASLt decoded faster on the
+    H200, docs/engine.md; capturing only the step under it is not yet measured there)."""
     if requested not in DECODE_BLAS:
         raise EngineSettingError("decode_blas", f"{requested!r} is not one of {DECODE_BLAS}", "auto")
-    if device.type != "cuda" or requested == "default":
+    if device.type != "cuda" or requested in ("auto", "default"):
         return None
-    return "cublaslt" if requested == "auto" else requested
+    return requested
 
 
 def want_kv_write(requested: str, backend: str) -> bool:
-    """EngineOptions.decode_kv_write: auto/fused -> the decode kernel stores the new K/V (fused backends;
-    the reference backend always writes them itself), separate -> index_copy_ then the kernel."""
+    """EngineOptions.decode_kv_write: fused -> the decode kernel stores the new K/V (fused backends; the
+    reference backend always writes them itself); auto and separate -> index_copy_ then the kernel (the
+    path measured on the H200; fused is chosen explicitly until a device run measures it)."""
     if requested not in KV_WRITES:
         raise EngineSettingError("decode_kv_write", f"{requested!r} is not one of {KV_WRITES}", "auto")
-    return requested != "separate" and backend != "reference"
+    return requested == "fused" and backend != "reference"
 
 
 @contextlib.contextmanager
