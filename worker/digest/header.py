@@ -266,7 +266,47 @@ def _one_line(pattern: str) -> str:
     return "".join(out)
 
 
-HEADER = re.compile(_one_line(_compact(_GRAMMAR)), re.M)
+def _optional_as_branch(pattern: str) -> str:
+    """Every optional group `(...)?` written `(?:...|)` and `(...)??` written `(?:|...)`: the same strings in the same
+    order of preference, so the same match. Python's engine runs an optional group as a repeat, saving and
+    restoring every group's marks at each step inside it; an alternation with an empty branch does not, which makes
+    a miss about a quarter cheaper in this grammar (the possessive `?+` and single characters stay as written)."""
+    out: list[list[str]] = [[]]          # one buffer per open group
+    i, in_class, n = 0, False, len(pattern)
+    while i < n:
+        c = pattern[i]
+        step = 1
+        if c == "\\":
+            step = 2
+        elif in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            step = 2 if pattern[i + 1:i + 2] == "]" else 3 if pattern[i + 1:i + 3] == "^]" else 1   # `[]..]`, `[^]..]`
+        elif c == "(" and len(out) > 1 and out[-1] == ["?"]:       # a condition's group reference: `(?(name)`
+            step = pattern.index(")", i) + 1 - i
+        elif c == "(":
+            out.append([])
+            i += 1
+            continue
+        elif c == ")":
+            body = "".join(out.pop())
+            group = f"({body})"
+            q = pattern[i + 1:i + 3]
+            if q[:1] == "?" and q[1:2] != "+":
+                inner = body[2:] if body.startswith("?:") else group
+                lazy = q[1:2] == "?"
+                group = f"(?:|{inner})" if lazy else f"(?:{inner}|)"
+                i += 1 + lazy
+            out[-1].append(group)
+            i += 1
+            continue
+        out[-1].append(pattern[i:i + step])
+        i += step
+    return "".join(out[0])
+
+
+HEADER = re.compile(_optional_as_branch(_one_line(_compact(_GRAMMAR))), re.M)
 # an access log's status after its request: the quoted request of a CLF-timed line (`"GET / HTTP/1.1" 404`,
 # `"-" 400`), or on any timed line a request (a method and a target) then, past at most one short field, the status
 # (REQUEST: where a request may start, searched for first; STATUS[""] is matched there)
