@@ -47,6 +47,10 @@ The grammar holds no literal digit (every digit is read as `\\d` or in a class o
 parses exactly as the same line with its digits written 0 (what header_rows.py keys its memo by).
 Levels, time shapes and tags are word classes, not a list of systems.
 
+Where a run can only be followed by a character it does not hold (a token before whitespace, a host before a
+space or `:`, a program before `[`, ` ` or `:`), the run is possessive (`\\S++\\s`, `{0,80}+`): the same matches,
+without trying every shorter run on a miss; and optional groups compile as alternations (_optional_as_branch).
+
 Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424
 parsers, grok pattern sets, pyparsing grammars of one format) and need it named; none finds the
 header of a line whose format nobody named, and a Python parser per line would cost several times
@@ -112,9 +116,9 @@ _KV = r"\[[a-z]+ [^\[\]\s]{1,100}\]"        # a bracketed `[key value]` field: `
 # an OS error before the fields (httpd 2.4's `%E: `, `(13)Permission denied: `): a field where a bracketed field or an
 # error id follows it, else message text
 _ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
-_HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}"
-_HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}"      # a host before a colon
-_PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}"
+_HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}+"
+_HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}+"      # a host before a colon
+_PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}+"
 _LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :  a.B#run:
            r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
@@ -156,10 +160,10 @@ _GRAMMAR = rf"""^
   )?
   (?P<pretags>(?:{_PRETAG}\s*){{0,12}})
   (?:
-    (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=]*\d)[^\s"=]{{1,100}})\s+(?:[^\s"=]{{1,100}}\s+){{0,3}}?)??
+    (?P<pre>(?:-|[A-Z][A-Z_]*(?=\s)|(?=[^\s"=\d]*+\d)[^\s"=]{{1,100}}+)\s+(?:[^\s"=]{{1,100}}+\s+){{0,3}}?)??
     (?:(?P<pidz>\d{{1,7}}):(?=\d{{8}}:)|\#{{2,8}}(?=<))?(?P<ob>[\[(<])?(?(ob)\ *)(?P<ts>{shapes("sy")}|\d{{1,10}}\.\d{{6}}(?=\]))
     (?:\s+(?P<ts1b>{DATE_ONLY}))?
-    (?:\s+(?P<node>\S{{1,80}})\s+(?P<ts2>{shapes("sz")}))?
+    (?:\s+(?P<node>\S{{1,80}}+)\s+(?P<ts2>{shapes("sz")}))?
     (?(ob)(?:[\])>]|:?\ (?:(?P<lvo>{LEVEL_WORD}|{_LEVEL_SLASH})(?:(?:\ |/)[^\][\s]{{1,40}})?|[^\][\s]{{1,40}})\]|(?=\s))|(?(lvq)\ ?[^\][\s]{{0,40}}\]|(?=[\s:,|]|$)))
   )?
 )
@@ -194,8 +198,8 @@ _GRAMMAR = rf"""^
     [\w.$-]{{1,80}}\s+-\s+(?={_LEVEL_TOKEN})
   | [\w.-]{{1,80}}+\s++(?=\({LEVEL_WORD}\):?\s)
   | (?:[\w.-]{{1,40}}+=[^\s=]{{0,80}}+\s++){{1,8}}(?=\[{LEVEL_WORD}\])
-  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?!\()(?=(?:\S+\s+){{0,2}}{_LEVEL_TOKEN})
-  | (?P<ctx>(?:\S+\s+){{1,6}}?|(?:\S+\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
+  | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?!\()(?=(?:\S++\s+){{0,2}}{_LEVEL_TOKEN})
+  | (?P<ctx>(?:\S++\s+){{1,6}}?|(?:\S++\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
   | \S{{1,200}}?[>\]:)]\s+(?={BARE_LEVEL}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})(?:-\s+(?={_LEVEL_TOKEN}))?
@@ -233,7 +237,7 @@ _GRAMMAR = rf"""^
   # RFC 3164: a host before a message without a tag
   {_SY_BARE}(?!{LEVEL_WORD}\s)(?P<hosts>{_HOST})(?<!:)\s+
 )?)
-(?=(?:\S+\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
+(?=(?:\S++\s+){{0,2}}CEF:\d+(?:\|(?:[^|\\\n]|\\.)*){{5}}\|(?P<lvcef>[^|\\\n]{{1,20}})\|)?
 (?P<msg>.*)$"""
 
 
