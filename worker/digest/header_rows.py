@@ -46,18 +46,13 @@ _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
 _PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
-_PICKS = tuple((itemgetter(*(g - 1 for g in groups)), groups) for groups in _GROUPS)   # on m.groups(): one C call
 
 
-def _span(span, values: tuple, pick: tuple) -> tuple[int, int]:
-    """The span of the first group of `pick` (its getter of the match's values, its group numbers) that holds text."""
-    get, groups = pick
-    held = get(values)
-    if not any(held):           # most fields are in no group of a line: one look at all of them
-        return _NONE
-    for g, v in zip(groups, held):
-        if v:
-            return _NONE if v == "-" else span(g)
+def _span(span, groups: tuple, key: str) -> tuple[int, int]:
+    for g in groups:
+        a, b = span(g)
+        if b > a:
+            return _NONE if key[a:b] == "-" else (a, b)
     return _NONE
 
 
@@ -86,9 +81,8 @@ def recipe(key: str) -> tuple:
     of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
     where it holds more than the message (the header's fields and trailer; None: the message)."""
     m = HEADER.match(key)
-    span = m.span          # a group's span, read for the groups that hold text (m.regs builds a pair for every group)
-    values = m.groups()
-    ts, host, prog, pid, tok = (_span(span, values, p) for p in _PICKS)
+    span = m.span          # a group's span, read for the groups used (m.regs builds all 200: the dearer part)
+    ts, host, prog, pid, tok = (_span(span, g, key) for g in _GROUPS)
     level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
     pri = span(_PRI)
     pri = pri if pri[1] > pri[0] else _NONE
