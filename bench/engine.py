@@ -28,6 +28,7 @@ from bench.engine_plot import plot
 from bench.engine_profile import profile_engine
 from worker.engine.attention import REGISTERED
 from worker.engine.autotune import autotune_budget
+from worker.engine.decode import want_kv_write
 from worker.engine.fuse import compile_layers, uncompile_layers
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import merge_projections, unmerge_projections
@@ -213,19 +214,17 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
-        for name, fn in systems:
-            try:
-                g[name] = fn()
-            except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
-                g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
-            if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
-                g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
-            _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
-                 vs_job_floor=g[name].get("wall_vs_job_floor"))
-            save()
+        after = []  # after the profile (it replays the graphs "ribbon" captured)
+        if args.compare_decode_launch:
+            after = [("ribbon_decode_launch", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                  layout="head")),
+                     ("ribbon_decode_launch_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                        layout="token"))]
+        _generate_systems(systems, g, save, key, mix)
         if args.profile:
             r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", stage_docs)
             save()
+        _generate_systems(after, g, save, key, mix)
         if args.full_corpus_generate:
             r["generate_full_corpus_ribbon"] = _ribbon_gen(eng, model, docs, budget, fig, ceil)
             _log("generate full corpus", model=key, mix=mix, wall=r["generate_full_corpus_ribbon"]["wall_s"])
@@ -233,6 +232,20 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
     eng.free()
     del eng, model
     torch.cuda.empty_cache()
+
+
+def _generate_systems(systems, g: dict, save, key: str, mix: str) -> None:
+    """Run each (name, fn) generation system into g[name]; a system that fails is reported, not fatal."""
+    for name, fn in systems:
+        try:
+            g[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - a baseline that fails is reported, not fatal
+            g[name] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+        if "wall_s" in g[name] and "ribbon" in g and "job_floor_s" in g["ribbon"]:
+            g[name]["wall_vs_job_floor"] = g[name]["wall_s"] / g["ribbon"]["job_floor_s"]  # the same job
+        _log("generate", model=key, mix=mix, system=name, wall=g[name].get("wall_s"),
+             vs_job_floor=g[name].get("wall_vs_job_floor"))
+        save()
 
 
 def ribbon_prefill_at(eng, model, docs, chunk, kernel: str | None = None):
@@ -255,17 +268,33 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None):
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, launch: bool = False,
+                layout: str | None = None):
+    """blas: every GEMM of the job through this library; launch: the decode step with the opt-in launch
+    choices (the kernel stores K/V on the fused backends, the step under cuBLASLt); layout: the KV pool
+    stored this way (kvcache.KVPool.layout) for this job."""
     model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
     saved = torch.backends.cuda.preferred_blas_library()
+    saved_launch, saved_layout = (eng.write_new, eng.decode_blas), eng.pool.layout
+    changed = bool(blas or launch or (layout and layout != saved_layout))
     if blas:
         torch.backends.cuda.preferred_blas_library(blas)
-        eng.runner.clear()  # graphs captured with the other library's kernels
+    if launch:
+        eng.write_new, eng.decode_blas = want_kv_write("fused", eng.backend), "cublaslt"
+    if layout and layout != saved_layout:
+        eng.free()  # the pool is allocated again by the job's warm-up, in this layout
+        eng.pool.layout = layout
+    if changed:
+        eng.runner.clear()  # graphs captured with other kernels
     try:
         return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
     finally:
-        if blas:
+        if changed:
             torch.backends.cuda.preferred_blas_library(saved)
+            eng.write_new, eng.decode_blas = saved_launch
+            if eng.pool.layout != saved_layout:
+                eng.free()
+                eng.pool.layout = saved_layout
             eng.runner.clear()
 
 
@@ -304,6 +333,10 @@ def parse(argv):
     p.add_argument("--prefill-shape", default=None, help="Triton prefill launch shape bm,bn,warps,stages")
     p.add_argument("--compare-fa2", action="store_true", help="with Triton prefill, also a FlashAttention-2 prefill row")
     p.add_argument("--compare-cublaslt", action="store_true", help="also the generation job with GEMMs via cuBLASLt")
+    p.add_argument("--compare-decode-launch", action="store_true",
+                   help="also the generation job with the decode kernel storing K/V, the step under cuBLASLt and a "
+                        "head-major KV pool (EngineOptions decode_kv_write=fused, decode_blas=cublaslt, kv_layout=head), "
+                        "and the same with a token-major pool")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",

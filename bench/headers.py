@@ -9,7 +9,10 @@ Each record is read alone by the digest's format layer (worker/digest/formats.py
 else the header grammar of worker/digest/header.py). A record's predicted fields are its first line's
 (timestamp, host); its level token is the first line's, or the first level token of its later
 lines when the first has none (a JUL record's `INFO:` second line); its message is that line's
-message and the record's lines after it, as they are. Per field, over the records whose `expect` asserts it:
+message and the record's lines after it, as they are, up to a line that opens a stack trace
+(worker/multiline.py's TRACE: a frame, `Traceback (most recent call last):`, an exception's class line,
+`Caused by:`): a trace is the record's stack, no part of the message its first line logged (the tests'
+convention that asserts one: Datadog's pipelines move it to `error.stack`). Per field, over the records whose `expect` asserts it:
 - predicted: the detector gives a non-empty value; correct: it equals the asserted one (timestamp: the
   text, brackets stripped; host: exact; message: equal after stripping spaces at both ends; level: the
   token equal ignoring case and brackets, or both naming the same normalised level, as `6` and `INFO`);
@@ -27,12 +30,16 @@ characters those of the asserted body: a body the source's test cuts short count
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
 from worker.digest import header, header_rows
 from worker.digest.formats import read
 from worker.messages.levels import level_word
+from worker.multiline import TRACE
+
+_TRACE = re.compile(rf"[ \t]*{TRACE}")
 
 FIELDS = ("timestamp", "level", "host", "message")
 
@@ -41,6 +48,11 @@ def _norm_level(token: str | None) -> str | None:
     if not token:
         return None
     return level_word(token) or header.EXTRA_LEVELS.get(token.strip("[]<>():").upper())
+
+
+def _untraced(lines: list[str]) -> list[str]:
+    """The lines before the first that opens a stack trace (worker/multiline.py's TRACE)."""
+    return next((lines[:i] for i, ln in enumerate(lines) if _TRACE.match(ln)), lines)
 
 
 def predict(text: str) -> dict:
@@ -58,7 +70,7 @@ def predict(text: str) -> dict:
             "host": r.hosts[0] if r.hosts else "",
             "level": tokens[at] if tokens else "",
             "level_normalized": r.levels[at] if r.levels else None,
-            "message": "\n".join([r.messages[at], *lines[at + 1:]]) if r.messages else ""}
+            "message": "\n".join([r.messages[at], *_untraced(lines[at + 1:])]) if r.messages else ""}
     out["message_start"] = out["message"]
     return out
 

@@ -11,17 +11,20 @@ wrapped message), with `at ` (a Java frame logged without indentation), `Caused 
 or when it is a Go stack frame's function line (`main.main()`, `net/http.(*conn).serve(0xc000...)`),
 Python's `Traceback (most recent call last):`, or an exception's class line
 (`java.lang.IllegalStateException: x`, `ValueError: x`: what a logger writes under the line that
-logged it). A blank line continues no record; anything else starts one.
+logged it). A blank line continues no record; anything else starts one. TRACE: those of these lines that
+open a stack trace (what bench/headers.py keeps out of a record's message, as a trace is no part of it).
 """
 
 from __future__ import annotations
 
 import re
 
-CONTINUATION = re.compile(r"(?:[ \t]+\S|at |Caused by:|Suppressed:|\.\.\. \d+ more|goroutine \d+ \[|\[signal |created by )"
-                          r"|[\w./*()\[\]-]+\(.*\)\Z"                    # a Go stack frame's function line, whole
-                          r"|Traceback \(most recent call last\):"
-                          r"|(?:[\w$]+\.)*[\w$]+(?:Exception|Error|Throwable)(?::\s|\Z)")
+# the lines that open a stack trace or chain one on (indented or not): a frame, a chained exception, a Go
+# panic's dump, Python's traceback line, an exception's class line
+TRACE = (r"(?:at |Caused by:|Suppressed:|goroutine \d+ \[|\[signal |Traceback \(most recent call last\):"
+         r"|(?:[\w$]+\.)*[\w$]+(?:Exception|Error|Throwable)(?::\s|\Z))")
+CONTINUATION = re.compile(rf"(?:[ \t]+\S|\.\.\. \d+ more|created by )|{TRACE}"
+                          r"|[\w./*()\[\]-]+\(.*\)\Z")                   # a Go stack frame's function line, whole
 _BLANK = re.compile(r"[ \t]*\Z")
 
 

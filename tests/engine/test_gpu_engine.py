@@ -203,3 +203,66 @@ def test_warm_up_captures_every_graph_before_the_first_bin(tiny_gpu):
     outs = eng.generate(_stage(eng, docs))
     assert eng.runner.captures == captures and eng.pool.generation == generation  # nothing built in the bin
     assert outs == ref_eng.generate(_stage(ref_eng, docs))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("splits", [1, 2, 8])
+def test_decode_kernel_stores_new_rows_as_index_copy_does(dtype, splits):
+    from worker.engine.decode_kernel import decode_attention
+
+    g = torch.Generator(device="cuda").manual_seed(1)
+    heads, kv_heads, dim = 28, 4, 128
+    lens = [1, 2, 63, 64, 65, 700, 2661, 1, 1]  # the last two: padding rows sharing the scratch row
+    starts = [0]
+    for n in lens[:-2]:
+        starts.append(starts[-1] + n + 37)
+    starts.append(starts[-1])
+    rows = starts[-1] + 1
+    k = torch.randn(rows, kv_heads, dim, device="cuda", dtype=dtype, generator=g)  # [S, Hkv, D]
+    v = torch.randn(rows, kv_heads, dim, device="cuda", dtype=dtype, generator=g)  # [S, Hkv, D]
+    q = torch.randn(len(lens), heads, dim, device="cuda", dtype=dtype, generator=g)  # [B, H, D]
+    kn = torch.randn(len(lens), kv_heads, dim, device="cuda", dtype=dtype, generator=g)  # [B, Hkv, D]
+    vn = torch.randn(len(lens), kv_heads, dim, device="cuda", dtype=dtype, generator=g)  # [B, Hkv, D]
+    st = torch.tensor(starts, dtype=torch.int32, device="cuda")
+    ln = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    new = (st + ln - 1).long()  # [B]
+    k1, v1, k2, v2 = k.clone(), v.clone(), k.clone(), v.clone()
+    k1.index_copy_(0, new[:-2], kn[:-2])
+    v1.index_copy_(0, new[:-2], vn[:-2])
+    want = decode_attention(q[:-2], k1, v1, st[:-2], ln[:-2], dim**-0.5, splits)  # [B-2, H, D]
+    got = decode_attention(q, k2, v2, st, ln, dim**-0.5, splits, new_kv=(kn, vn))  # [B, H, D]
+    assert torch.equal(got[:-2], want)  # bit-equal: the same values through the same arithmetic
+    assert torch.equal(k1[: rows - 1], k2[: rows - 1]) and torch.equal(v1[: rows - 1], v2[: rows - 1])
+    for r in (len(lens) - 2, len(lens) - 1):  # one key each: the output is the row's own new V
+        torch.testing.assert_close(got[r], vn[r].repeat_interleave(heads // kv_heads, dim=0), rtol=0, atol=0)
+
+
+def test_decode_launch_choices_against_the_separate_path(tiny_gpu):
+    """The opt-in decode choices (kernel-stored K/V, head-major KV pool, decode GEMMs under cuBLASLt)
+    against the defaults (index_copy_, the token-major pool, the process's BLAS): kernel-stored K/V and
+    the pool's layout change no bit; cuBLASLt's GEMMs may round differently (bf16), so the greedy ids
+    are held to the bar the engine meets against HF."""
+    from worker.engine.loader import load_engine
+    from worker.config.settings import ModelRun
+
+    eng, hf, path = tiny_gpu
+    assert not eng.write_new and eng.decode_blas is None and eng.pool.layout == "token"  # the CUDA defaults
+    run = ModelRun(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0, min_new_tokens=0,
+                   stop_strings=())
+    docs = _docs(48, 1, 300, hf.config.vocab_size, seed=8)
+    outs = {}
+    for name, kv, layout, blas in (("new", "fused", "head", "cublaslt"), ("same_blas", "separate", "token", "cublaslt"),
+                                   ("old", "auto", "auto", "auto")):
+        e = load_engine(run, device="cuda", decode_kv_write=kv, kv_layout=layout, decode_blas=blas)
+        outs[name] = e.generate(_stage(e, docs))
+        assert e.runner.captures >= 1
+    assert outs["new"] == outs["same_blas"]
+    agree = total = 0
+    for a, b in zip(outs["new"], outs["old"]):
+        n = 0
+        while n < min(len(a.token_ids), len(b.token_ids)) and a.token_ids[n] == b.token_ids[n]:
+            n += 1
+        agree += n
+        total += max(len(a.token_ids), len(b.token_ids))
+    print(f"decode under cuBLASLt vs the process's BLAS, bf16: {agree / total:.3f} of tokens agree (common prefix)")
+    assert agree / total > 0.8

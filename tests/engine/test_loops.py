@@ -3,11 +3,13 @@ refuses by: the first index of a loop, the suffix look, and the gate's "said twi
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.engine.loops import LOOP_MAX_UNIT, LOOP_MIN_TOKENS, LOOP_REPEATS, loop_start, loops_at_end
+from worker.engine.loops import (LOOP_MAX_UNIT, LOOP_MIN_TOKENS, LOOP_REPEATS, loop_start, loop_starts, loops_at_end,
+                                 loops_at_ends)
 
 
 @pytest.mark.parametrize("ids,start", [
@@ -49,3 +51,24 @@ def test_the_suffix_look_agrees_with_the_finder(ids):
         r = max(LOOP_REPEATS, -(-LOOP_MIN_TOKENS // u))
         if len(ids) >= r * u and ids[len(ids) - r * u:] == ids[len(ids) - u:] * r:
             assert loops_at_end(ids)
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(0, 3), max_size=40), st.integers(0, 40)), min_size=1, max_size=6),
+       st.integers(0, 3))
+def test_the_table_forms_answer_as_the_finder_does_row_by_row(rows, fill):
+    """loop_starts / loops_at_ends over a token table (rows of their own lengths, the rest of each row
+    filler that is never read) give each row's loop_start / loops_at_end."""
+    width = max(max(len(ids) for ids, _ in rows), 1)
+    table = np.array([ids + [(fill + k) % 4 for k in range(width - len(ids))] for ids, _ in rows])  # [B, W]
+    lengths = np.array([len(ids) for ids, _ in rows])
+    starts, ends = loop_starts(table, lengths), loops_at_ends(table, lengths)
+    for (ids, _), s, e in zip(rows, starts.tolist(), ends.tolist()):
+        want = loop_start(ids)
+        assert s == (-1 if want is None else want) and e == loops_at_end(ids)
+
+
+def test_the_table_forms_on_a_table_too_narrow_for_any_loop():
+    table = np.array([[5] * (LOOP_MIN_TOKENS - 1)] * 2)
+    assert loop_starts(table, np.array([7, 3])).tolist() == [-1, -1]
+    assert loops_at_ends(table, np.array([7, 3])).tolist() == [False, False]
+    assert loop_starts(np.zeros((1, 0), dtype=np.int64), np.array([0])).tolist() == [-1]

@@ -42,7 +42,7 @@ __all__ = ["load_engine", "Engine", "Generated", "Staged", "autotune_budget", "m
 _WHERE = {
     "load_engine": "worker.engine.loader",
     "Engine": "worker.engine.engine",
-    "Generated": "worker.engine.engine",
+    "Generated": "worker.engine.outputs",
     "Staged": "worker.engine.engine",
     "autotune_budget": "worker.engine.autotune",
     "make_tiny_checkpoint": "worker.engine.tiny",

@@ -50,6 +50,9 @@ class AttnContext:
     kv_start: torch.Tensor | None = None  # decode: int32 [B] first row of each document's slot
     kv_len: torch.Tensor | None = None  # decode: int32 [B] rows to attend (new token included)
     num_splits: int = 1  # decode: key splits per (doc, kv head) program
+    # decode: the fused backends' decode kernel stores the step's K/V itself (decode_kernel.py); needs
+    # rows == kv_start + kv_len - 1 (decode.decode_step builds it so). The reference backend ignores it.
+    write_new: bool = False
     prefill_kernel: str = "fa2"  # prefill: "triton" (prefill_kernel.py), "fa2", or "fa2_expanded" (measurement only:
     # K/V heads repeated, the torch 2.11 varlen_attn path)
     memo: dict = field(default_factory=dict)  # reference backend: index plans shared by every layer
@@ -246,10 +249,12 @@ def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     return pk.prefill_attention(q, k, v, ctx.memo["blocks"], scale)  # [T, H, D]
 
 
-def kernel_decode(q, ctx: AttnContext, layer: int, scale: float) -> torch.Tensor:
+def kernel_decode(q, ctx: AttnContext, layer: int, scale: float, new_kv=None) -> torch.Tensor:
+    """new_kv: (k, v) [B, Hkv, D] of this step, stored by the kernel itself (else already in the cache)."""
     from worker.engine.decode_kernel import decode_attention  # noqa: PLC0415 triton: optional, CUDA only
 
-    return decode_attention(q, ctx.k_cache[layer], ctx.v_cache[layer], ctx.kv_start, ctx.kv_len, scale, ctx.num_splits)
+    return decode_attention(q, ctx.k_cache[layer], ctx.v_cache[layer], ctx.kv_start, ctx.kv_len, scale, ctx.num_splits,
+                            new_kv=new_kv)
 
 
 # ---------------------------------------------------------------- interface functions --
@@ -267,8 +272,12 @@ def _make(prefill_impl, decode_impl):
             _write_kv(ctx, layer, k, v)
             out = prefill_impl(q, k, v, ctx, scale)  # [T, H, D]
         else:  # strided views, no copies: the decode kernel takes strides
-            _write_kv(ctx, layer, key[0].transpose(0, 1), value[0].transpose(0, 1))  # [B, Hkv, D] each
-            out = decode_impl(query[0].transpose(0, 1), ctx, layer, scale)  # [B, H, D]
+            k, v = key[0].transpose(0, 1), value[0].transpose(0, 1)  # [B, Hkv, D] each
+            if ctx.write_new:  # the kernel stores them: no index_copy_ launches
+                out = decode_impl(query[0].transpose(0, 1), ctx, layer, scale, (k, v))  # [B, H, D]
+            else:
+                _write_kv(ctx, layer, k, v)
+                out = decode_impl(query[0].transpose(0, 1), ctx, layer, scale)  # [B, H, D]
         return out.unsqueeze(0), None  # [1, T, H, D]
 
     return torch.compiler.disable(attention)  # compiled layers (fuse.py) call it eagerly: one graph break

@@ -231,13 +231,11 @@ class ContinuousBatcher:
         if not fin:
             return []
         seats = [e.seat for e in fin]
-        counts = rnd.out_len[seats].tolist()
-        table = rnd.out_tokens[seats].tolist()
+        gens = self.e._finish_rows(rnd.out_tokens.numpy()[seats], rnd.out_len.numpy()[seats],
+                                   [s in stopped for s in seats], [e.length for e in fin])
         out = []
-        for entry, n, ids in zip(fin, counts, table):
-            doc = entry.item
-            gen = self.e._finish(ids[:n], entry.seat in stopped, entry.length)
-            out.append((doc, gen))
+        for entry, gen in zip(fin, gens):
+            out.append((entry.item, gen))
             self.sched.finish(entry)
         self.e.stats["docs"] += len(out)
         self.e.stats["generated_tokens"] += sum(len(g.token_ids) for _, g in out)
@@ -245,16 +243,16 @@ class ContinuousBatcher:
         return out
 
     def _stops(self, rnd: _Round, done: list[bool], stopped: set[int]) -> None:
-        """Stop strings, on the round's copy of the token table: a live row whose text holds one is done
-        (as a bin's look marks it). With lag 1 its row runs one more round on the device, writing only
+        """Stop strings and loops, on the round's copy of the token table: a live row whose text holds a
+        stop string, or that ends in a loop, is done (as a bin's look marks it); one look over all live
+        rows (outputs.stopped_rows). With lag 1 its row runs one more round on the device, writing only
         its own slot and seat before any prefill that reuses them; it leaves at this step's rebuild."""
         live = [i for i, d in enumerate(done) if not d and rnd.entries[i].seat >= 0]
         if not live:
             return
         seats = [rnd.entries[i].seat for i in live]
-        counts = rnd.out_len[seats].tolist()
-        table = rnd.out_tokens[seats].tolist()
-        for i, seat, n, ids in zip(live, seats, counts, table):
-            if self.e._stop_check(seat, ids[:n]):
+        hit = self.e._stopped_rows(rnd.out_tokens.numpy()[seats], rnd.out_len.numpy()[seats])  # [len(live)]
+        for i, seat, h in zip(live, seats, hit.tolist()):
+            if h:
                 done[i] = True
                 stopped.add(seat)

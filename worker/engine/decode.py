@@ -4,10 +4,18 @@ The step is pure tensor work on fixed-size state (one row per document, padded t
 size), so on CUDA it is captured once per bucket as a CUDA graph and replayed. The host looks at
 the `done` flags only every `check_every` steps; when few enough documents remain, the live rows
 are compacted into a smaller bucket (KV stays in place: rows address their own slots).
+
+Two launch choices of the step (StepConfig, resolved by the engine from EngineOptions):
+`write_new` lets the fused backends' decode kernel store each row's new K/V itself (two
+index_copy_ launches fewer per layer), and `blas` names the BLAS library the step's GEMMs run
+through while it is captured (or run eagerly): decode GEMMs of a few dozen rows read whole weight
+matrices, and cuBLASLt's picks for them were faster on the H200 (docs/engine.md), while prefill
+keeps the process's own choice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -16,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from worker.engine.attention import AttnContext
+from worker.engine.errors import EngineSettingError
 from worker.engine.kvcache import KVPool
 from worker.engine.prefill import forward_hidden
 from worker.engine.sampling import choose_tokens
@@ -50,6 +59,58 @@ class StepConfig:
     # Per-step logits hook (generation guards): hook(logits [B, V], doc [B], ngen [B]) -> logits [B, V], where
     # pool.out_tokens[doc, :ngen] are each row's generated ids so far. Pure tensor work (captured in the graph).
     logits_hook: Callable | None = None
+    write_new: bool = False  # AttnContext.write_new: the decode kernel stores the step's K/V
+    blas: str | None = None  # torch.backends.cuda.preferred_blas_library while the step runs (None: as set)
+
+
+DECODE_BLAS = ("auto", "default", "cublas", "cublaslt")
+KV_WRITES = ("auto", "fused", "separate")
+KV_LAYOUTS = ("auto", "token", "head")
+
+
+def want_kv_layout(requested: str, device: torch.device, backend: str) -> str:
+    """EngineOptions.kv_layout (kvcache.KVPool.layout): auto -> "token" (rows of all heads together, the
+    layout measured on the H200); "head" stores each head's rows as one contiguous run for the Triton decode
+    kernel, chosen explicitly until a device run measures it (bench.engine --compare-decode-launch)."""
+    if requested not in KV_LAYOUTS:
+        raise EngineSettingError("kv_layout", f"{requested!r} is not one of {KV_LAYOUTS}", "auto")
+    if requested != "auto":
+        return requested
+    return "token"
+
+
+def want_decode_blas(requested: str, device: torch.device) -> str | None:
+    """EngineOptions.decode_blas: auto and default -> the process's setting; cublas/cublaslt (CUDA only) as
+    asked while the decode step is captured or run (the whole job under cuBLASLt decoded faster on the
+    H200, docs/engine.md; capturing only the step under it is not yet measured there)."""
+    if requested not in DECODE_BLAS:
+        raise EngineSettingError("decode_blas", f"{requested!r} is not one of {DECODE_BLAS}", "auto")
+    if device.type != "cuda" or requested in ("auto", "default"):
+        return None
+    return requested
+
+
+def want_kv_write(requested: str, backend: str) -> bool:
+    """EngineOptions.decode_kv_write: fused -> the decode kernel stores the new K/V (fused backends; the
+    reference backend always writes them itself); auto and separate -> index_copy_ then the kernel (the
+    path measured on the H200; fused is chosen explicitly until a device run measures it)."""
+    if requested not in KV_WRITES:
+        raise EngineSettingError("decode_kv_write", f"{requested!r} is not one of {KV_WRITES}", "auto")
+    return requested == "fused" and backend != "reference"
+
+
+@contextlib.contextmanager
+def blas_library(name: str | None):
+    """torch.backends.cuda.preferred_blas_library(name) inside, the previous choice restored after."""
+    if name is None:
+        yield
+        return
+    saved = torch.backends.cuda.preferred_blas_library()
+    torch.backends.cuda.preferred_blas_library(name)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.preferred_blas_library(saved)
 
 
 class DecodeState:
@@ -100,6 +161,7 @@ def decode_step(base, lm_head, st: DecodeState, pool: KVPool, cfg: StepConfig, m
         kv_start=st.start.to(torch.int32),  # [B]
         kv_len=(st.pos + 1).to(torch.int32),  # [B]
         num_splits=cfg.num_splits,
+        write_new=cfg.write_new,  # rows == kv_start + kv_len - 1 above, as the fused write needs
     )
     hidden = forward_hidden(base, st.tok, st.pos, ctx, marker)  # [B, hidden]
     logits = lm_head(hidden)  # [B, V]
@@ -141,7 +203,7 @@ class StepRunner:
             self.clear()
             self._gen = self.pool.generation
         key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new,
-               id(cfg.logits_hook))
+               id(cfg.logits_hook), cfg.write_new, cfg.blas)
         if key not in self._states:
             st = DecodeState(size, self.pool.out_tokens.device)
             st.park(self.pool)
@@ -160,15 +222,16 @@ class StepRunner:
         t0 = time.perf_counter()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):  # warm-up: kernel compilation, cuBLAS workspaces (rows are parked)
+        with blas_library(cfg.blas):  # the graph keeps the kernels chosen here
+            with torch.cuda.stream(side):
+                for _ in range(2):  # warm-up: kernel compilation, cuBLAS workspaces (rows are parked)
+                    decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
+            torch.cuda.current_stream().wait_stream(side)
+            if self._mempool is None:
+                self._mempool = torch.cuda.graph_pool_handle()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self._mempool):
                 decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
-        torch.cuda.current_stream().wait_stream(side)
-        if self._mempool is None:
-            self._mempool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._mempool):
-            decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
         torch.cuda.synchronize()
         self.captures += 1
         self.capture_s += time.perf_counter() - t0
@@ -178,4 +241,5 @@ class StepRunner:
         if graph is not None:
             graph.replay()
         else:
-            decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
+            with blas_library(cfg.blas):
+                decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)

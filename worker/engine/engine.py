@@ -7,35 +7,27 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
 from worker.engine.continuous import ContinuousBatcher
-from worker.engine.decode import StepRunner
+from worker.engine.decode import StepRunner, want_decode_blas, want_kv_layout, want_kv_write
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fuse import compile_layers, want_compile
 from worker.engine.guards import GuardConfig, apply_guards
 from worker.engine.kvcache import KVPool
 from worker.engine.loop import BinResult, LoopConfig, run_bin, warm_decode
-from worker.engine.loops import loop_start, loops_at_end
 from worker.engine.merge import merge_projections, want_merge
+from worker.engine.outputs import Generated, finish_rows, looks, stopped_rows
 from worker.engine.prefill import no_mask_marker, prefill_logits
 
 log = logging.getLogger(__name__)
 
 
 _DOC = "\x00ribbon-document\x00"  # stands for the document while the chat template is rendered
-
-
-@dataclass(frozen=True)
-class Generated:
-    token_ids: list[int]  # generated ids, EOS excluded
-    text: str
-    finish_reason: Literal["eos", "stop", "length", "loop"]
-    prompt_tokens: int
 
 
 @dataclass
@@ -84,6 +76,9 @@ class EngineOptions:
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
     cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
+    decode_blas: str = "auto"  # "auto" | "default" | "cublas" | "cublaslt": the decode step's GEMMs (decode.want_decode_blas)
+    decode_kv_write: str = "auto"  # "auto" | "fused" | "separate": who stores decode K/V (decode.want_kv_write)
+    kv_layout: str = "auto"  # "auto" | "token" | "head": the KV pool's storage order (decode.want_kv_layout)
 
 
 class Engine:
@@ -106,8 +101,11 @@ class Engine:
         self.prefill_kernel = want_prefill_kernel(options.prefill_kernel, self.device, backend, self.head_dim,
                                                   self.dtype)
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
+        self.pool.layout = want_kv_layout(options.kv_layout, self.device, backend)
         self.marker = no_mask_marker(self.device)
         graphs = options.cuda_graphs and self.device.type == "cuda"
+        self.decode_blas = want_decode_blas(options.decode_blas, self.device)
+        self.write_new = want_kv_write(options.decode_kv_write, backend)
 
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
@@ -128,7 +126,9 @@ class Engine:
                                         "dtype": str(self.dtype), "cuda_graphs": graphs,
                                         "compiled_layers": self.compiled, "merged_projections": self.merged,
                                         "quantization": self.quantization,
-                                        "prefill_kernel": self.prefill_kernel})
+                                        "prefill_kernel": self.prefill_kernel, "decode_blas": self.decode_blas,
+                                        "decode_kv_write": "fused" if self.write_new else "separate",
+                                        "kv_layout": self.pool.layout})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
@@ -235,7 +235,8 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
-                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook())
+                          step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook(), self.write_new,
+                          self.decode_blas)
 
     def _guard_hook(self):
         """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value,
@@ -273,12 +274,16 @@ class Engine:
                                  max(1, round(frac * seats)), lag)
 
     def _generate_once(self, tokens: torch.Tensor, cu_host: list[int], seeds: list[int]) -> list[Generated]:
-        stop_check = self._stop_check if self._stops_on() else None
+        stop_rows = self._stopped_rows if self._stops_on() else None
         res = run_bin(self.base, self.lm_head, self.runner, self.pool, tokens, cu_host, seeds,
-                      self._loop_config(), self.marker, stop_check, self.limits(seeds))
+                      self._loop_config(), self.marker, stop_rows, self.limits(seeds))
         self._account(res, len(seeds))
         lengths = [b - a for a, b in zip(cu_host[:-1], cu_host[1:])]
-        return [self._finish(ids, i in res.stopped, n) for i, (ids, n) in enumerate(zip(res.tokens, lengths))]
+        counts = [len(t) for t in res.tokens]
+        table = np.zeros((len(counts), max(counts, default=0)), dtype=np.int64)  # [n, longest]
+        for i, t in enumerate(res.tokens):
+            table[i, : len(t)] = t
+        return self._finish_rows(table, counts, [i in res.stopped for i in range(len(counts))], lengths)
 
     @torch.inference_mode()
     def trial(self, tokens: torch.Tensor, cu_host: list[int], step_limit: int) -> BinResult:
@@ -330,36 +335,15 @@ class Engine:
 
     # ---------------------------------------------------------------- text
     def _stops_on(self) -> bool:
-        return bool(self.options.stop_strings) or self.options.cut_loops
+        return looks(self)
 
-    def _stop_check(self, doc: int, ids: list[int]) -> bool:
-        if self.options.cut_loops and loops_at_end(ids):
-            return True
-        if not self.options.stop_strings:
-            return False
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return any(s in text for s in self.options.stop_strings)
+    def _stopped_rows(self, table: np.ndarray, counts) -> np.ndarray:
+        """bool [m]: live rows of a host token table done by a stop string or a loop (outputs.py)."""
+        return stopped_rows(self, table, counts)
 
-    def _text(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True) if self.tokenizer is not None else ""
-
-    def _finish(self, ids: list[int], stopped: bool, prompt_tokens: int) -> Generated:
-        ended = bool(ids) and ids[-1] in self.eos_ids  # it ended by itself: no loop to cut (the gate still looks)
-        start = loop_start(ids) if self.options.cut_loops and not ended else None
-        if start is not None:  # text after the loop's start is dropped; the stop strings still cut before it
-            g = self._finish(ids[:start], False, prompt_tokens)
-            return g if g.finish_reason == "stop" else replace(g, finish_reason="loop")
-        if ids and ids[-1] in self.eos_ids:
-            ids = ids[:-1]
-            return Generated(ids, self._text(ids), "eos", prompt_tokens)
-        text = self._text(ids)
-        if not stopped and self.options.stop_strings:  # a stop in the last steps of a document that hit the length
-            stopped = any(s in text for s in self.options.stop_strings)
-        if stopped:
-            cut = min(text.index(s) for s in self.options.stop_strings if s in text)
-            keep = next(k for k in range(1, len(ids) + 1) if len(self._text(ids[:k])) >= cut)
-            return Generated(ids[:keep], text[:cut], "stop", prompt_tokens)
-        return Generated(ids, text, "length", prompt_tokens)
+    def _finish_rows(self, table: np.ndarray, counts, stopped: list[bool], prompt_tokens: list[int]) -> list[Generated]:
+        """Finished rows of a host token table -> Generated, in row order (outputs.py)."""
+        return finish_rows(self, table, counts, stopped, prompt_tokens)
 
 
 def _eos_ids(model, tokenizer) -> tuple[int, ...]:

@@ -37,6 +37,8 @@ class LoopConfig:
     step_limit: int | None = None  # autotune: stop decoding after this many steps
     prefill_kernel: str = "fa2"  # AttnContext.prefill_kernel (Engine resolves EngineOptions.prefill_kernel)
     logits_hook: object = None  # StepConfig.logits_hook (generation guards), also applied to the first token
+    write_new: bool = False  # StepConfig.write_new (decode.want_kv_write)
+    decode_blas: str | None = None  # StepConfig.blas (decode.want_decode_blas)
 
 
 @dataclass
@@ -64,7 +66,8 @@ def _sync(device: torch.device) -> None:
 def run_bin(base, lm_head, runner: StepRunner, pool: KVPool, tokens: torch.Tensor, cu_host: list[int],
             seeds: list[int], cfg: LoopConfig, marker: torch.Tensor, stop_check=None,
             limits: list[int] | None = None) -> BinResult:
-    """tokens: int64 [T] on device. stop_check(doc, ids) -> bool marks a document done (stop strings);
+    """tokens: int64 [T] on device. stop_check(table, counts) -> bool [m] marks live rows of a host token
+    table done (stop strings, a loop at the end: outputs.stopped_rows);
     limits[i] (<= cfg.max_new; default cfg.max_new) ends document i after that many tokens."""
     device = tokens.device
     n = len(cu_host) - 1
@@ -141,7 +144,8 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
 
 
 def step_config(size: int, cfg: LoopConfig) -> StepConfig:
-    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.logits_hook)
+    return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.logits_hook,
+                      cfg.write_new, cfg.decode_blas)
 
 
 def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:
@@ -173,11 +177,11 @@ def apply_stops(st: DecodeState, pool: KVPool, done: list[bool], stop_check, sto
     live_rows = [r for r, d in enumerate(done) if not d]
     if not live_rows:
         return
-    counts = pool.out_len.tolist()
-    table = pool.out_tokens.index_select(0, torch.tensor([docs[r] for r in live_rows], device=st.doc.device)).tolist()
-    for r, ids in zip(live_rows, table):
-        doc = docs[r]
-        if stop_check(doc, ids[: counts[doc]]):
+    live_docs = [docs[r] for r in live_rows]
+    counts = pool.out_len.cpu().numpy()[live_docs]  # [m]
+    table = pool.out_tokens.index_select(0, torch.tensor(live_docs, device=st.doc.device)).cpu().numpy()  # [m, W]
+    for r, doc, hit in zip(live_rows, live_docs, stop_check(table, counts).tolist()):
+        if hit:
             st.done[r] = True
             done[r] = True
             stopped.add(doc)
