@@ -222,7 +222,10 @@ def test_a_full_bin_is_pending_once_the_pending_documents_fill_its_seats_or_its_
 def test_the_input_settles_when_nothing_arrived_for_max_wait_or_the_packer_drains():
     now = [100.0]
     p = Packer(PackerConfig(budget=100, reserve_per_seq=4, max_seqs=8, max_wait_s=0.05), clock=lambda: now[0])
-    assert p.input_settled()  # nothing ever arrived
+    assert not p.input_settled()  # nothing pending
+    p.drain(True)
+    assert not p.input_settled()  # draining, but nothing pending
+    p.drain(False)
     p.submit(1, [1] * 10, 0)
     assert not p.input_settled()  # it just arrived: more may join it
     now[0] += 0.049
@@ -235,4 +238,7 @@ def test_the_input_settles_when_nothing_arrived_for_max_wait_or_the_packer_drain
     assert p.input_settled()  # a drain takes no new input
     p.drain(False)
     assert not p.input_settled()
+    now[0] += 1.0
+    assert p.next_bin(1.0) is not None  # the window releases them (they waited past max_wait_s)
+    assert not p.input_settled()  # nothing pending any more
     p.close()

@@ -175,11 +175,15 @@ class Packer:
         return self._draining
 
     def input_settled(self) -> bool:
-        """Will nothing more join the pending documents soon: the packer drains, or no document arrived
-        for max_wait_s (the window's own longest wait)? Continuous batching then queues a partial bin
-        (worker/packer/room.py)."""
+        """Are documents pending that nothing more will join soon: the packer drains, or no document arrived
+        for max_wait_s (the window's own longest wait, so the window releases them at once)? Continuous
+        batching then queues a partial bin (worker/packer/room.py). False with nothing pending: no bin is
+        asked for then, and the window's service estimate (the time from a release to the next ask) stays
+        the model's."""
         arrived = self._arrived
-        return self._draining or arrived is None or self.clock() - arrived >= self.config.max_wait_s
+        if arrived is None or not (self._draining or self.clock() - arrived >= self.config.max_wait_s):
+            return False
+        return self.stats().pending_seqs > 0
 
     def close(self) -> None:
         """Wakes every waiter; next_bin returns None and submit raises from now on."""
