@@ -32,7 +32,7 @@ def stream(**env):
 
 def test_lines_and_keys_from_text_json_fields_regex_and_kafka_keys():
     ls, _, _ = stream(key_field="resource.service")
-    assert ls.takes("logs") and not ls.takes("docs")
+    assert "logs" in ls.topics and "docs" not in ls.topics
     assert ls.read(b"plain line\n", b"k1")[:3] == ("plain line", "k1", None)
     assert ls.read(b'{"message": "vector line", "resource": {"service": "api"}}', b"k1")[:3] == ("vector line", "api", None)
     assert ls.read(b'{"log": "fluent bit", "kind": "syslog"}', None)[:3] == ("fluent bit", "", "syslog")

@@ -80,9 +80,6 @@ class LineStream:
         self.clock_kind = w.time
         self._kafka_key = self.key_path is None and self.key_regex is None  # the Kafka key comes first
 
-    def takes(self, topic: str) -> bool:
-        return topic in self.topics
-
     def full(self) -> bool:
         """At a memory cap (ingest pauses); also exports the open windows and the bytes they hold."""
         if self.metrics is not None:

@@ -93,7 +93,7 @@ class Source:
                     log.warning("consume error: %s", m.error())
                 continue
             tp = (m.topic(), m.partition())
-            if tp[0] in line_topics:  # the window stream's (LineStream.takes)
+            if tp[0] in line_topics:  # the window stream's
                 if tp != run_tp and run:
                     consumed += self._lines(run, run_tp, epochs, wall, good)
                     run = []
