@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from worker.config.settings import BatchingSettings
 
 _INT32 = np.iinfo(np.int32)
+SETTLED_AFTER_WAITS = 10  # input_settled: no document for this many of the window's longest waits (max_wait_s)
 _P = TypeVar("_P", bound="Packer")
 
 
@@ -176,12 +177,14 @@ class Packer:
 
     def input_settled(self) -> bool:
         """Are documents pending that nothing more will join soon: the packer drains, or no document arrived
-        for max_wait_s (the window's own longest wait, so the window releases them at once)? Continuous
-        batching then queues a partial bin (worker/packer/room.py). False with nothing pending: no bin is
-        asked for then, and the window's service estimate (the time from a release to the next ask) stays
-        the model's."""
+        for SETTLED_AFTER_WAITS times max_wait_s (a pause a steady stream does not make: its documents
+        come within a few of the window's waits of each other; the end of a backlog or of a burst)?
+        Continuous batching then queues a partial bin (worker/packer/room.py). False with nothing
+        pending: no bin is asked for then, and the window's service estimate (the time from a release
+        to the next ask) stays the model's."""
         arrived = self._arrived
-        if arrived is None or not (self._draining or self.clock() - arrived >= self.config.max_wait_s):
+        quiet = arrived is not None and self.clock() - arrived >= SETTLED_AFTER_WAITS * self.config.max_wait_s
+        if not (self._draining or quiet):
             return False
         return self.stats().pending_seqs > 0
 

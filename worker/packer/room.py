@@ -9,7 +9,7 @@ worker/pipeline/gpu_batching.py); the packer decides whether a bin is cut now:
   next bin is cut when the model is free, so it takes every document that arrives meanwhile (under a
   steady load, one bin time less latency);
 - `QUEUE` (continuous batching): room to queue documents that take seats as they free, one by one: a
-  bin is cut when the packer holds a full one, or its input has settled (no document for max_wait_s,
+  bin is cut when the packer holds a full one, or its input has settled (no document for ten times max_wait_s,
   or a drain: waiting would not fill it). Held back instead, the end of a burst would reach the model
   only once its seats had emptied, a round trip after they freed;
 - `NONE`: the model holds all it can: no bin.
