@@ -45,7 +45,8 @@ _PROG = ("prog5", "prog", "progp", "progg")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr", "pidg", "pidl", "pidq", "pidz")
 _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
-_PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
+_PRI, _PRE, _MSG, _FIELDS, _V5, _HOSTC, _HOSTS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields", "v5",
+                                                                                  "hostc", "hosts"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 _ALL = tuple(g for groups in _GROUPS for g in groups)                 # each group in one field only
 _FIELD = {g: f for f, groups in enumerate(_GROUPS) for g in groups}
@@ -69,14 +70,14 @@ def _spans(m) -> list[tuple[int, int]]:
 
 def _shape(m, prog: tuple, host: tuple, ts: tuple, key: str) -> str:
     """A line's header shape: what the digest names its `format` (the commonest among the lines)."""
-    if m.group("v5"):
+    if m.group(_V5):
         return "rfc5424"
-    if prog != _NONE and (m.group("pri") or host != _NONE) or m.group("hostc") or m.group("hosts"):
+    if prog != _NONE and (m.group(_PRI) or host != _NONE) or m.group(_HOSTC) or m.group(_HOSTS):
         return "rfc3164"
     if ts != _NONE:
         s = key[ts[0]:ts[1]]
         return "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
-    return "level_first" if m.group("pri") is None else "rfc3164"
+    return "level_first" if m.group(_PRI) is None else "rfc3164"
 
 
 @functools.lru_cache(maxsize=1024)
