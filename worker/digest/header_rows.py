@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from itertools import compress
 from operator import itemgetter
 
 from worker import _core
@@ -44,28 +45,39 @@ _PROG = ("prog5", "prog", "progp", "progg")
 _PID = ("pid5", "pid", "pidn", "pidp", "pidr", "pidg", "pidl", "pidq", "pidz")
 _NONE = (0, 0)
 _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
-_PRI, _PRE, _MSG, _FIELDS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields"))
+_PRI, _PRE, _MSG, _FIELDS, _V5, _HOSTC, _HOSTS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields", "v5",
+                                                                                  "hostc", "hosts"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
+_ALL = tuple(g for groups in _GROUPS for g in groups)                 # each group in one field only
+_FIELD = {g: f for f, groups in enumerate(_GROUPS) for g in groups}
 
 
-def _span(span, groups: tuple, key: str) -> tuple[int, int]:
-    for g in groups:
-        a, b = span(g)
-        if b > a:
-            return _NONE if key[a:b] == "-" else (a, b)
-    return _NONE
+def _spans(m) -> list[tuple[int, int]]:
+    """Per field of _GROUPS (ts, host, program, pid, level token) the span of its first group that matched
+    text, (0, 0) where none did or that text is `-`. One call reads the text of all the fields' groups; a span
+    is read only for the first non-empty group of each field (most of a line's groups are unmatched)."""
+    out = [_NONE] * len(_GROUPS)
+    seen = 0
+    for g in compress(_ALL, m.group(*_ALL)):      # the groups that matched text, in _GROUPS order
+        f = _FIELD[g]
+        if not seen >> f & 1:
+            seen |= 1 << f
+            a, b = m.span(g)
+            if b - a != 1 or m.string[a] != "-":
+                out[f] = (a, b)
+    return out
 
 
 def _shape(m, prog: tuple, host: tuple, ts: tuple, key: str) -> str:
     """A line's header shape: what the digest names its `format` (the commonest among the lines)."""
-    if m.group("v5"):
+    if m.group(_V5):
         return "rfc5424"
-    if prog != _NONE and (m.group("pri") or host != _NONE) or m.group("hostc") or m.group("hosts"):
+    if prog != _NONE and (m.group(_PRI) or host != _NONE) or m.group(_HOSTC) or m.group(_HOSTS):
         return "rfc3164"
     if ts != _NONE:
         s = key[ts[0]:ts[1]]
         return "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
-    return "level_first" if m.group("pri") is None else "rfc3164"
+    return "level_first" if m.group(_PRI) is None else "rfc3164"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -81,8 +93,8 @@ def recipe(key: str) -> tuple:
     of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
     where it holds more than the message (the header's fields and trailer; None: the message)."""
     m = HEADER.match(key)
-    span = m.span          # a group's span, read for the groups used (m.regs builds all 200: the dearer part)
-    ts, host, prog, pid, tok = (_span(span, g, key) for g in _GROUPS)
+    span = m.span          # a group's span, read for the groups used (m.regs builds them all: the dearer part)
+    ts, host, prog, pid, tok = _spans(m)
     level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
     pri = span(_PRI)
     pri = pri if pri[1] > pri[0] else _NONE
