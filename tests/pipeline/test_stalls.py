@@ -107,14 +107,17 @@ def test_in_order_waits_for_a_stopped_pool_at_most_the_timeout():
 
 
 class SilentRemote(FakeRemote):
-    """An engine process that takes bins and never answers (stopped); `kill` ends it."""
+    """An engine process that takes bins and never answers (stopped); `kill` ends it, after a moment (a real
+    one waits for the process to exit)."""
 
     def __init__(self) -> None:
         super().__init__(gated=True)
         self.killed = False
 
-    def kill(self) -> None:
+    def kill(self) -> bool:
+        time.sleep(0.3)
         self.killed = True
+        return True
 
 
 def test_a_silent_engine_process_makes_readyz_not_ready_then_is_killed_and_stops_the_stage():
