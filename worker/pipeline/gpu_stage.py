@@ -186,13 +186,12 @@ class GpuStage:
                 return
 
     def _stalled(self, limit: float) -> None:
-        """The runner killed first, then the failure recorded: whoever sees the error finds it done."""
+        """The stall recorded first (the first failure is the one the worker reports: the runner's death that
+        the kill causes must not take its place), then the runner killed."""
         then = "it was killed" if self.runner.killable else "the worker exits 1"
-        try:
-            self._abandoned = not self.runner.kill()
-        finally:
-            record_failure(self, GpuStalled(f"{self.runner.name} returned nothing for {limit:.0f} s with documents "
-                                            f"in flight ({STALL_SETTING}): {then}"), log, "gpu stage", traceback=False)
+        record_failure(self, GpuStalled(f"{self.runner.name} returned nothing for {limit:.0f} s with documents in flight "
+                                        f"({STALL_SETTING}): {then}"), log, "gpu stage", traceback=False)
+        self._abandoned = not self.runner.kill()
 
     # ---- handing bins over -----------------------------------------------------------------------
     def _feed(self, wait_s: float) -> bool:
