@@ -81,3 +81,39 @@ def test_every_line_matches_as_the_grammar_written_plainly_group_for_group():
     assert (len(wrong), wrong[:3]) == (0, [])
     assert len(lines) > 160                   # the labelled unseen formats at least
     assert header.HEADER.pattern != WRITTEN.pattern and header.HEADER.groupindex == PLAIN.groupindex
+
+
+def _unguarded(pattern: str) -> str:
+    """`pattern` without the look-aheads that only skip work (header.GUARDS)."""
+    for guard in header.GUARDS:
+        written = header._one_line(guard)
+        assert written in pattern, guard
+        pattern = pattern.replace(written, "")
+    return pattern
+
+
+UNGUARDED = re.compile(_unguarded(WRITTEN.pattern), re.M)
+
+# loggers and contexts around what each guard tests: `::` pairs, `$` on either side of a separator, a pid in
+# brackets, space before the colon, a logger that is no logger (a bracket, a single colon inside, no colon)
+GUARDED = [
+    "2026-03-02 10:00:00,117 INFO [main] org.apache.x.App: started",
+    "2026-03-02 10:00:00,117 INFO a::b::c: started", "2026-03-02 10:00:00,117 INFO a::b - started",
+    "2026-03-02 10:00:00,117 WARN Foo$Bar: x", "2026-03-02 10:00:00,117 WARN Foo$Bar.baz$1: x",
+    "2026-03-02 10:00:00,117 ERROR o.a.Svc  : x", "2026-03-02 10:00:00,117 ERROR a.B#run: x",
+    "2026-03-02 10:00:00,117 ERROR org.x.Y[12]: x", "2026-03-02 10:00:00,117 ERROR org.x.Y[ab]: x",
+    "2026-03-02 10:00:00,117 DEBUG a.b:c.d: x", "2026-03-02 10:00:00,117 DEBUG a.b:::c: x",
+    "2026-03-02 10:00:00,117 DEBUG a.b.c [x] y", "2026-03-02 10:00:00,117 INFO File.java:240 - x",
+    "2026-03-02 10:00:00,117 INFO MyApp - x", "2026-03-02 10:00:00,117 INFO My:App - x",
+    "2026-03-02 10:00:00,117 INFO a.b.c -x", "2026-03-02 10:00:00,117 INFO a.b.c\t-\tx",
+    "2026-03-02 10:00:00 host-1 worker 7 ctx> ERR: x", "2026-03-02 10:00:00 a b c d e f g ABCD: x",
+    "2026-03-02 10:00:00 a:b ABC:x ABC: y", "2026-03-02 10:00:00 a b c abc: x", "2026-03-02 10:00:00 x AB: y",
+    "[01.02 10:00:00] app.exe - host.example.org:443 open through proxy",
+]
+
+
+def test_the_guards_change_no_match():
+    lines = GUARDED + _lines()
+    wrong = [ln for ln in lines if header.HEADER.match(ln).regs != UNGUARDED.match(ln).regs]
+    assert (len(wrong), wrong[:3]) == (0, [])
+    assert UNGUARDED.pattern != WRITTEN.pattern and UNGUARDED.groupindex == WRITTEN.groupindex

@@ -51,3 +51,32 @@ def test_a_zone_name_other_than_utc_is_read_as_written_and_utc_converts():
     assert stamp_of("2026-03-03 11:22:33 PDT").text == "2026-03-03T11:22:33"
     assert stamp_of("2026-03-03 11:22:33 UTC").text == "2026-03-03T11:22:33Z"
     assert stamp_of("2026-03-03 11:22:33 -0800").text == "2026-03-03T19:22:33Z"
+
+
+def test_no_step_tells_one_digit_from_another():
+    """A text's step is kept per digit key (timeparse._STEP_OF): every step's pattern reads digits as a class."""
+    from tests.digest.test_header_cache import _digit_reads
+    from worker.digest.timeparse import _STEPS
+    assert [rx.pattern for rx, _ in _STEPS if _digit_reads(rx.pattern)] == []
+
+
+@pytest.mark.parametrize("text", [*SAMPLES[:-1], "2026-02-30 10:00:00", "13/13/2026 10:00:00", "2026-03-03T25:00:00Z",
+                                  "03/04/2026 10:00:00", "28/04/2026 10:00:00", "2026-03-03T11:22:33.000500-05:30",
+                                  "1772536953123", "12/Dec/2026:10:00:01 +0100", "not a time"])
+def test_a_text_reads_the_same_after_a_text_of_its_digit_key(text):
+    from worker.digest import timeparse
+    others = [text.translate(str.maketrans("0123456789", m)) for m in ("0000000000", "9999999999", "1234567890")]
+    for other in others:
+        timeparse._STEP_OF.clear()
+        alone = stamp_of.__wrapped__(text)
+        timeparse._STEP_OF.clear()
+        stamp_of.__wrapped__(other)                 # its key's step kept first
+        assert stamp_of.__wrapped__(text) == alone, other
+
+
+def test_fractions_and_zones_as_written():
+    assert stamp_of("2026-03-03T11:22:33").text == "2026-03-03T11:22:33"
+    assert stamp_of("2026-03-03T11:22:33.250").text == "2026-03-03T11:22:33.250"
+    assert stamp_of("2026-03-03T11:22:33.000250").text == "2026-03-03T11:22:33.000250"
+    assert stamp_of("2026-03-03T11:22:33.5+01:00").text == "2026-03-03T10:22:33.500Z"
+    assert stamp_of("Mar  3 11:22:33.000001").text == "--03-03T11:22:33.000001"

@@ -121,8 +121,16 @@ _ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}+"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}+"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}+"
-_LOGGER = (r"(?:[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  o.a.Svc  :  a.B#run:
-           r"|[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"           # MyApp -  File.java:240 -  a::b -
+# Look-aheads that only skip work (GUARDS): each holds wherever the part after it matches, so the grammar matches
+# the same without them (tests/digest/test_header_branch.py); possessive runs test it before the part's search
+# backtracks through every shorter run. A logger before `:` is one run of its characters (`::` in pairs), then `:`;
+# a logger before ` - ` one run, then ` - `; a context before `NAME: ` has a colon after three capitals ahead.
+_SKIP_COLON_LOGGER = r"(?=[\w$.@#-]*+(?:::[\w$.@#-]*+)*+(?:\[\d+\])?\s*:\s)"
+_SKIP_DASH_LOGGER = r"(?=[\w.$:]++\s+-\s)"
+_SKIP_CTX = r"(?=(?:[^:\n]*+:)+?(?<=[A-Z]{3}:)\s)"
+GUARDS = (_SKIP_COLON_LOGGER, _SKIP_DASH_LOGGER, _SKIP_CTX)
+_LOGGER = (rf"(?:{_SKIP_COLON_LOGGER}[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  a.B#run:
+           rf"|{_SKIP_DASH_LOGGER}[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"      # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
            r"|[\w./-]+\.\w+:\d+[\]:]?\s+"                              # pkg/file.go:12  file.go:12:
            r"|[A-Z][A-Za-z]{1,15}\s{2,}"                               # CBS  (Windows)
@@ -202,7 +210,7 @@ _GRAMMAR = rf"""^
   | [\w.-]{{1,80}}+\s++(?=\({LEVEL_WORD}\):?\s)
   | (?:[\w.-]{{1,40}}+=[^\s=]{{0,80}}+\s++){{1,8}}(?=\[{LEVEL_WORD}\])
   | (?!{LEVEL_WORD}\s|\S*:\d+\s)(?P<hostl>{_HOST})(?<!:)\s+(?!\()(?=(?:\S++\s+){{0,2}}{_LEVEL_TOKEN})
-  | (?P<ctx>(?:\S++\s+){{1,6}}?|(?:\S++\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
+  | {_SKIP_CTX}(?P<ctx>(?:\S++\s+){{1,6}}?|(?:\S++\s+){{0,8}}?\S{{0,200}}?[>\]:])(?=[A-Z]{{3,}}:\s)
   | \S{{1,200}}?[>\]:)]\s+(?={BARE_LEVEL}:\s)
   )??)
   (?P<tags>(?:{_TAG_ANY}\s*){{0,12}})(?:-\s+(?={_LEVEL_TOKEN}))?

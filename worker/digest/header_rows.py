@@ -49,35 +49,9 @@ _PRI, _PRE, _MSG, _FIELDS, _V5, _HOSTC, _HOSTS = (HEADER.groupindex[n] for n in 
                                                                                   "hostc", "hosts"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
 _ALL = tuple(g for groups in _GROUPS for g in groups)                 # each group in one field only
-_FIELD = {g: f for f, groups in enumerate(_GROUPS) for g in groups}
-
-
-def _spans(m) -> list[tuple[int, int]]:
-    """Per field of _GROUPS (ts, host, program, pid, level token) the span of its first group that matched
-    text, (0, 0) where none did or that text is `-`. One call reads the text of all the fields' groups; a span
-    is read only for the first non-empty group of each field (most of a line's groups are unmatched)."""
-    out = [_NONE] * len(_GROUPS)
-    seen = 0
-    for g in compress(_ALL, m.group(*_ALL)):      # the groups that matched text, in _GROUPS order
-        f = _FIELD[g]
-        if not seen >> f & 1:
-            seen |= 1 << f
-            a, b = m.span(g)
-            if b - a != 1 or m.string[a] != "-":
-                out[f] = (a, b)
-    return out
-
-
-def _shape(m, prog: tuple, host: tuple, ts: tuple, key: str) -> str:
-    """A line's header shape: what the digest names its `format` (the commonest among the lines)."""
-    if m.group(_V5):
-        return "rfc5424"
-    if prog != _NONE and (m.group(_PRI) or host != _NONE) or m.group(_HOSTC) or m.group(_HOSTS):
-        return "rfc3164"
-    if ts != _NONE:
-        s = key[ts[0]:ts[1]]
-        return "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
-    return "level_first" if m.group(_PRI) is None else "rfc3164"
+_FIELD_OF = tuple(f for f, groups in enumerate(_GROUPS) for _ in groups)   # per place in _ALL: its field
+_AT = range(len(_ALL))
+_READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads, in one m.group call
 
 
 @functools.lru_cache(maxsize=1024)
@@ -91,34 +65,55 @@ def recipe(key: str) -> tuple:
     """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status, body
     pieces) of a line with its digits written 0: spans, the normalized level, the pieces its message is made
     of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
-    where it holds more than the message (the header's fields and trailer; None: the message)."""
+    where it holds more than the message (the header's fields and trailer; None: the message).
+
+    A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
+    text, (0, 0) where none did or that text is `-`. One m.group call reads the text of every group used (most
+    of a line's groups are unmatched); a span is read only for each field's first group that matched (m.regs
+    would build them all: the dearer part)."""
     m = HEADER.match(key)
-    span = m.span          # a group's span, read for the groups used (m.regs builds them all: the dearer part)
-    ts, host, prog, pid, tok = _spans(m)
-    level = _level(key[tok[0]:tok[1]]) if tok != _NONE else None
-    pri = span(_PRI)
-    pri = pri if pri[1] > pri[0] else _NONE
-    matched = ts != _NONE or tok != _NONE or pri != _NONE
+    span = m.span
+    texts = m.group(*_READ)
+    fields = [_NONE, _NONE, _NONE, _NONE, _NONE]
+    seen = 0
+    for i in compress(_AT, texts):              # the groups that matched text, in _GROUPS order
+        f = _FIELD_OF[i]
+        if not seen >> f & 1:
+            seen |= 1 << f
+            if texts[i] != "-":
+                fields[f] = span(_ALL[i])
+    ts, host, prog, pid, tok = fields
+    v5, pri_text, hostc, hosts, pre = texts[-5:]
+    level = _level(key[tok[0]:tok[1]]) if tok is not _NONE else None
+    pri = span(_PRI) if pri_text else _NONE
     at = span(_MSG)[0]
     body = None
-    if matched:
-        pre = span(_PRE)
-        several = pre[0] >= 0 and len(key[pre[0]:pre[1]].split()) > 1   # one leading column (a label, a record
-        head = (pre,) if several else ()                                  # number) is dropped
-        end = TRAILER.search(key, at) if key[-1:] == ")" else None      # a logger after the message
+    if ts is not _NONE or tok is not _NONE or pri_text:
+        matched = True
+        head = (span(_PRE),) if pre is not None and len(pre.split()) > 1 else ()   # one leading column (a label,
+        end = TRAILER.search(key, at) if key[-1:] == ")" else None                  # a record number) is dropped
         pieces = head + ((at, end.start() if end else None),)
-        fields = span(_FIELDS)[0]
-        if end is not None or -1 < fields < at:
-            body = head + ((fields, None),)
+        if end is not None or -1 < span(_FIELDS)[0] < at:
+            body = head + ((span(_FIELDS)[0], None),)
+        # the line's header shape: what the digest names its `format` (the commonest among the lines)
+        if v5:
+            shape = "rfc5424"
+        elif prog is not _NONE and (pri_text or host is not _NONE) or hostc or hosts:
+            shape = "rfc3164"
+        elif ts is not _NONE:
+            s = key[ts[0]:ts[1]]
+            shape = "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
+        else:
+            shape = "level_first" if pri_text is None else "rfc3164"
     else:
+        matched, shape = False, ""
         pieces = ((0, None),)
         host = prog = pid = _NONE
-    shape = _shape(m, prog, host, ts, key) if matched else ""
     status = -1
-    if level is None and ts != _NONE and (shape == "access" or " /" in key or '"/' in key):
+    if level is None and ts is not _NONE and (shape == "access" or " /" in key or '"/' in key):
         status = _status(key, at, shape)
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts == _NONE and continues(key), status, body)
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and continues(key), status, body)
 
 
 def _status(key: str, at: int, shape: str) -> int:

@@ -134,12 +134,13 @@ def _zone(z: str | None) -> timezone | None:
 
 
 def _iso(dt: datetime) -> str:
+    """`YYYY-MM-DDTHH:MM:SS`, milliseconds where the fraction has no finer digit, else microseconds; a time
+    with a zone in UTC, `Z`."""
+    zone = ""
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc)
-    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
-    if dt.microsecond:
-        text += f".{dt.microsecond // 1000:03d}" if dt.microsecond % 1000 == 0 else f".{dt.microsecond:06d}"
-    return text + ("Z" if dt.tzinfo is not None else "")
+        dt, zone = dt.astimezone(timezone.utc).replace(tzinfo=None), "Z"
+    us = dt.microsecond
+    return dt.isoformat(timespec="microseconds" if us % 1000 else "milliseconds" if us else "seconds") + zone
 
 
 def _stamp(dt: datetime, form: str) -> Stamp:
@@ -162,54 +163,68 @@ def stamp_of(text: str) -> Stamp | None:
 
 
 def _parse(t: str) -> Stamp | None:
-    for form, rx in _FORMS:
+    """The first of _STEPS whose pattern matches `t`, read. No pattern of _STEPS tells one ASCII digit from
+    another (tests/digest/test_timeparse.py checks it), so every text of one digit key (its digits written 0)
+    matches the same first step: the step is kept per key (`_STEP_OF`) and only that one is tried again."""
+    key = t.encode("utf-8", "surrogatepass").translate(_ZERO)
+    i = _STEP_OF.get(key)
+    if i is not None:
+        return _STEPS[i][1](_STEPS[i][0].match(t)) if i < len(_STEPS) else None
+    if len(_STEP_OF) >= 4096:
+        _STEP_OF.clear()
+    for i, (rx, read) in enumerate(_STEPS):
         m = rx.match(t)
         if m:
-            y, mo, d, h, mi, s, frac, z = m.groups()
-            if form == "yyyyMMdd" and frac:
-                frac = frac.zfill(3)          # milliseconds written without leading zeros
-            year = int(y) + (2000 if len(y) == 2 else 0)
-            return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), _zone(z)), form)
-    m = CLF.match(t)
-    if m:
-        d, mon, y, h, mi, s, z = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)),
-                      "apache")
-    m = _DMY.match(t) or _MDY.match(t)
-    if m:
-        return _named(m)
-    m = _NUMERIC_DATE.match(t)
-    if m:
-        return _numeric_date(m)
-    m = _YMD_NAMED.match(t)
-    if m:
-        y, mon, d, h, mi, s, frac, z = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac), _zone(z)),
-                      "year_month_day")
-    m = _DM.match(t)
-    if m:
-        d, mon, mon2, d2, h, mi, sec, frac = m.groups()
-        return _yearless(datetime(2000, MONTHS[(mon or mon2).lower()], int(d or d2), int(h), int(mi), int(sec or 0),
-                                  _fraction(frac)), "yearless_month")
-    m = EPOCH.match(t)
-    if m:
-        ms = len(m.group(1)) == 13
-        secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
-        return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
-    m = _CTIME.match(t)
-    if m:
-        mon, d, h, mi, s, frac, y = m.groups()
-        return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)), "ctime")
-    m = _SYSLOG.match(t)
-    if m:
-        mon, d, h, mi, s, frac, _z = m.groups()
-        return _yearless(datetime(2000, MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)),
-                         "rfc3164")
-    m = _YEARLESS.match(t)
-    if m:
-        mo, d, h, mi, s, frac = m.groups()
-        return _yearless(datetime(2000, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac)), "yearless")
+            _STEP_OF[key] = i
+            return read(m)
+    _STEP_OF[key] = len(_STEPS)
     return None
+
+
+def _numeric(form: str, m: re.Match) -> Stamp:
+    y, mo, d, h, mi, s, frac, z = m.groups()
+    if form == "yyyyMMdd" and frac:
+        frac = frac.zfill(3)          # milliseconds written without leading zeros
+    year = int(y) + (2000 if len(y) == 2 else 0)
+    return _stamp(datetime(year, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac), _zone(z)), form)
+
+
+def _clf(m: re.Match) -> Stamp:
+    d, mon, y, h, mi, s, z = m.groups()
+    return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), tzinfo=_zone(z)), "apache")
+
+
+def _ymd_named(m: re.Match) -> Stamp:
+    y, mon, d, h, mi, s, frac, z = m.groups()
+    return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac), _zone(z)),
+                  "year_month_day")
+
+
+def _day_month(m: re.Match) -> Stamp:
+    d, mon, mon2, d2, h, mi, sec, frac = m.groups()
+    return _yearless(datetime(2000, MONTHS[(mon or mon2).lower()], int(d or d2), int(h), int(mi), int(sec or 0),
+                              _fraction(frac)), "yearless_month")
+
+
+def _epoch(m: re.Match) -> Stamp:
+    ms = len(m.group(1)) == 13
+    secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
+    return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
+
+
+def _ctime(m: re.Match) -> Stamp:
+    mon, d, h, mi, s, frac, y = m.groups()
+    return _stamp(datetime(int(y), MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)), "ctime")
+
+
+def _syslog(m: re.Match) -> Stamp:
+    mon, d, h, mi, s, frac, _z = m.groups()
+    return _yearless(datetime(2000, MONTHS[mon.lower()], int(d), int(h), int(mi), int(s), _fraction(frac)), "rfc3164")
+
+
+def _yearless_numeric(m: re.Match) -> Stamp:
+    mo, d, h, mi, s, frac = m.groups()
+    return _yearless(datetime(2000, int(mo), int(d), int(h), int(mi), int(s), _fraction(frac)), "yearless")
 
 
 def _named(m: re.Match) -> Stamp:
@@ -236,6 +251,14 @@ def _numeric_date(m: re.Match) -> Stamp:
     year = int(y) + (2000 if len(y) == 2 else 0)
     return _stamp(datetime(year, int(mo), int(d), hour, int(mi), int(sec or 0), _fraction(frac), _zone(z)),
                   "day_first" if day_first else "month_first")
+
+
+# the forms in the order they are tried: the first whose pattern matches reads the text
+_STEPS = (*((rx, functools.partial(_numeric, form)) for form, rx in _FORMS), (CLF, _clf), (_DMY, _named), (_MDY, _named),
+          (_NUMERIC_DATE, _numeric_date), (_YMD_NAMED, _ymd_named), (_DM, _day_month), (EPOCH, _epoch), (_CTIME, _ctime),
+          (_SYSLOG, _syslog), (_YEARLESS, _yearless_numeric))
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
+_STEP_OF: dict[bytes, int] = {}     # per digit key of a timestamp's text: the index of its step (len(_STEPS): none)
 
 
 # ---- finding the timestamp near a line's start -------------------------------------------------------
