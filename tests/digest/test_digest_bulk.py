@@ -1,7 +1,8 @@
 """The digest's bulk paths give what the line-by-line and element-by-element paths give.
 
 PM XML values read by pm_scan (regular expressions + numpy) against xml.etree over the whole file;
-RFC 3164 sort keys made over the joined stamps against one stamp at a time; rfc3164 rows read
+RFC 3164 sort keys and padded sort keys (stamps of one mask) made over the joined stamps against one stamp at
+a time; rfc3164 rows read
 without the host guard against the guarded header.
 """
 
@@ -13,7 +14,7 @@ import pytest
 
 from worker.demo.samples import labelled
 from worker.digest import formats, pm_scan
-from worker.digest.clock import _syslog_key, sort_keys
+from worker.digest.clock import _padded_key, _padded_keys, _syslog_key, sort_keys
 from worker.digest.structured import pm_digest
 
 HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n<measCollecFile xmlns="http://www.3gpp.org/ftp/specs/archive/'
@@ -105,3 +106,13 @@ def test_a_level_word_where_a_syslog_host_stands_is_read_as_the_level_not_the_ho
     assert r.form == "rfc3164" and r.messages == ["started", "app: something", "done", "sshd[2]: x"]
     assert r.hosts == ["host1", "", "host2", ""] and r.levels == [None, "INFO", None, "WARN"]
     assert r.matched == [True, True, True, True]
+
+
+@pytest.mark.parametrize("stamps", [
+    ["03-17 16:13:38.811", "", "03-17 16:13:39.002"],          # one mask, no group to pad
+    ["10.30 16:49:06", "10.31 01:02:03", ""],                  # one mask, the last group padded to 3
+    ["20171223-22:15:29:606", "20171223-22:15:29:6"],          # two masks: one at a time
+    ["1:2:3.4", "5:6:7.8"], ["12 34", "56 78"], ["", ""], ["x", "y"], ["12:00", "\u0663\u0663:00"],
+])
+def test_padded_sort_keys_in_bulk_equal_one_at_a_time(stamps):
+    assert _padded_keys(stamps) == [_padded_key(s) if s else "" for s in stamps]

@@ -46,7 +46,7 @@ def sort_keys(stamps: list[str]) -> list[str]:
     widths.discard(0)
     if len(widths) == 1 and sample[:4].isdigit():  # fixed width, the year first: the texts sort as the times
         return stamps
-    return [_padded_key(s) if s else "" for s in stamps]
+    return _padded_keys(stamps)
 
 
 _NUMERIC_DATE_NOT_YEAR_FIRST = re.compile(r"\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b")  # day or month first: parsed
@@ -81,6 +81,29 @@ def _syslog_keys(stamps: list[str]) -> list[str]:
     for head in heads:
         joined = joined.replace(head, _MON_KEY[head[:3]])    # -> `1201 10:..`
     return joined.encode().translate(None, _NOT_DIGITS).decode().split("\n")   # -> `1201100...`
+
+
+_ZERO = bytes.maketrans(b"123456789", b"0" * 9)
+
+
+def _padded_keys(stamps: list[str]) -> list[str]:
+    """_padded_key of every stamp; in a few passes over the joined texts where every stamp has its digits at the
+    same places (ASCII texts of one width and one mask): the same digit groups pad the same way in each, so a
+    key is the stamp's digits with that padding put in."""
+    joined = "\n".join(stamps)
+    if joined.isascii():
+        data = joined.encode()
+        masks = set(data.translate(_ZERO).split(b"\n"))
+        masks.discard(b"")
+        if len(masks) == 1:
+            widths = [len(g) for g in _GROUPS.findall(masks.pop().decode())]
+            if widths and all(w >= 2 for w in widths[:-1]):
+                digits = data.translate(None, _NOT_DIGITS).decode().split("\n")
+                if widths[-1] >= 3:
+                    return digits
+                at, zeros = sum(widths[:-1]), "0" * (3 - widths[-1])    # the last group (milliseconds) to 3
+                return [d[:at] + zeros + d[at:] if d else "" for d in digits]
+    return [_padded_key(s) if s else "" for s in stamps]
 
 
 def _padded_key(s: str) -> str:
