@@ -22,6 +22,7 @@ never crowded out by one-line failures of its level.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -48,6 +49,7 @@ _AUTH_WORDS = ("fail", "invalid user", "illegal user", "login incorrect", "bad p
 _PREFIX = re.compile(r"^\s*[\[<(]?([A-Za-z]{3,11})[\]>)]?:")
 
 
+@functools.lru_cache(maxsize=8192)  # patterns repeat across the documents of a stream
 def keyword_level(pattern: str) -> str | None:
     """ERROR or WARN when a failure word is the subject of a template's constant text, else None."""
     words = _WORD.findall(pattern)
