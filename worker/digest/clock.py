@@ -87,23 +87,36 @@ _ZERO = bytes.maketrans(b"123456789", b"0" * 9)
 
 
 def _padded_keys(stamps: list[str]) -> list[str]:
-    """_padded_key of every stamp; in a few passes over the joined texts where every stamp has its digits at the
-    same places (ASCII texts of one width and one mask): the same digit groups pad the same way in each, so a
-    key is the stamp's digits with that padding put in."""
+    """_padded_key of every stamp, made over the joined texts (ASCII): a stamp's digit groups are those of its
+    mask (its digits written 0), so its key is its digits with the zeros that mask's groups pad to put in
+    (`_insertions`, one per distinct mask: most documents have one or a few)."""
     joined = "\n".join(stamps)
-    if joined.isascii():
-        data = joined.encode()
-        masks = set(data.translate(_ZERO).split(b"\n"))
-        masks.discard(b"")
-        if len(masks) == 1:
-            widths = [len(g) for g in _GROUPS.findall(masks.pop().decode())]
-            if widths and all(w >= 2 for w in widths[:-1]):
-                digits = data.translate(None, _NOT_DIGITS).decode().split("\n")
-                if widths[-1] >= 3:
-                    return digits
-                at, zeros = sum(widths[:-1]), "0" * (3 - widths[-1])    # the last group (milliseconds) to 3
-                return [d[:at] + zeros + d[at:] if d else "" for d in digits]
-    return [_padded_key(s) if s else "" for s in stamps]
+    if not joined.isascii():
+        return [_padded_key(s) if s else "" for s in stamps]
+    data = joined.encode()
+    masks = data.translate(_ZERO).split(b"\n")
+    digits = data.translate(None, _NOT_DIGITS).decode().split("\n")
+    plans = {m: _insertions(m.decode()) for m in set(masks)}
+    if not any(plans.values()):
+        return digits
+    out = []
+    for m, d in zip(masks, digits):
+        for at, zeros in plans[m]:           # from the right: an insertion moves none of those before it
+            d = d[:at] + zeros + d[at:]
+        out.append(d)
+    return out
+
+
+def _insertions(mask: str) -> tuple[tuple[int, str], ...]:
+    """Where _padded_key puts zeros into a stamp's digits, for stamps of this mask: (place, zeros), last first."""
+    widths = [len(g) for g in _GROUPS.findall(mask)]
+    out, at = [], 0
+    for i, w in enumerate(widths):
+        pad = (3 if i == len(widths) - 1 else 2) - w
+        if pad > 0:
+            out.append((at, "0" * pad))
+        at += w
+    return tuple(reversed(out))
 
 
 def _padded_key(s: str) -> str:
