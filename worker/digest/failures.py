@@ -114,7 +114,7 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
                 t_rank[k] = RANK[level]
         fill = (ranks < 0) & (tm.line_template >= 0)
         ranks[fill] = t_rank[tm.line_template[fill]]
-    auth = [t.index for t in tm.templates if AUTH_FAILURE.search(t.pattern)] if _may_authenticate(tm) else []
+    auth = [t.index for t in tm.templates if _authenticates(t.pattern)]
     if auth:
         hit = np.isin(tm.line_template, auth)                                                  # [L]
         ranks[hit & ((ranks < 0) | (ranks > WARN_RANK))] = WARN_RANK
@@ -136,15 +136,15 @@ def line_ranks(tm, levels: list[str | None], continued: list[bool] | None = None
     return ranks, inherited
 
 
-def _may_authenticate(tm) -> bool:
-    """Whether any template may be an authentication failure: one search over all (most find none), after a
-    look for the words every such text holds (ASCII text: `(?i)` also folds a few non-ASCII letters)."""
-    joined = "\n".join(t.pattern for t in tm.templates)
-    if joined.isascii():
-        low = joined.lower()
+@functools.lru_cache(maxsize=8192)  # patterns repeat across the documents of a stream
+def _authenticates(pattern: str) -> bool:
+    """Whether a template is an authentication failure (AUTH_FAILURE), after a look for the words every such
+    text holds (ASCII text: `(?i)` also folds a few non-ASCII letters)."""
+    if pattern.isascii():
+        low = pattern.lower()
         if not any(w in low for w in _AUTH_WORDS):
             return False
-    return AUTH_FAILURE.search(joined) is not None
+    return AUTH_FAILURE.search(pattern) is not None
 
 
 def severity_counts(ranks: np.ndarray) -> dict[str, int]:
