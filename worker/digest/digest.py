@@ -73,8 +73,9 @@ def _entities(tm: Templates) -> list[dict]:
             kind = "ip" if v.kind == "ip" else _ENTITY_KEYS.get(v.key.lower())
             if kind is None and v.kind in _NEVER_ELEMENTS:
                 continue  # these start with a digit or hold only hex letters: no element name matches
-            for value, n in v.top:
-                k = kind or ("element" if ELEMENT.match(value) else None)
+            for value, n in v.top:   # an element name ends with a digit (ELEMENT's `\d+$`): look only there
+                k = kind or ("element" if (value[-1:].isdigit() or value[-1:] == "\n") and ELEMENT.match(value)
+                             else None)
                 if k is not None:
                     key = (k, value.split(":")[0] if k == "ip" else value)
                     counts[key] = counts.get(key, 0) + n
