@@ -182,3 +182,12 @@ def test_lines_that_differ_in_their_ids_share_one_parse_and_read_their_own_field
         r = header_rows.recipe(line)
         assert cols.recipes[i] == r
         assert cols.messages[i] == line[r[7][0][0]:r[7][0][1]]
+
+
+def test_the_keys_of_a_document_in_one_call_are_each_line_s_own():
+    ids = ["deadbeef01", "0f0e0d0c-1a2b-3c4d-5e6f-a1b2c3d4e5f6", "a1b2c3d4-1a2b-3c4d-5e6f-a1b2c3d4e5f6x", "12345678"]
+    lines = [*LINES, *ids, *(f"{a} {b}" for a in ids for b in ids), "", "-", "\t", *_shared_lines()]
+    keys = header_rows._digits("\n".join(lines)).split("\n")      # as columns() cuts a document
+    assert header_rows._shape_keys(keys) == [header_rows.shape_key(k) for k in keys]
+    assert header_rows._shape_keys(["a\ud800 deadbeef01", "deadbeef01"]) == ["a\ud800 deadbeef00", "aaaaaaaa00"] \
+        == [header_rows.shape_key(k) for k in ("a\ud800 deadbeef01", "deadbeef01")]

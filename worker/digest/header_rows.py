@@ -17,9 +17,9 @@ offsets (tests/digest/test_header_cache.py checks both over every line of the de
 formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
 full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
 (one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
-that line). Lines that differ only in their numbers (most of a log) cost one dictionary look-up, lines
-that differ in their ids as well one call and two; the result of a line depends on the line alone, never
-on the lines or documents read before it.
+all such lines of the document). Lines that differ only in their numbers (most of a log) cost one dictionary
+look-up, lines that differ in their ids as well a share of that call and two; the result of a line depends on
+the line alone, never on the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -127,11 +127,9 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
-def _recipe_of(digits: str) -> tuple:
-    """The parse of a line whose digit key (`_digits`) has none kept: the one kept under its whole key
-    (shape_key: hex ids folded as well), else its key's parse, kept."""
-    key = shape_key(digits)              # the same key as the line's: the fold reads digits and letters alike
-    r = _RECIPES.get(key) if key != digits else None
+def _recipe_of(key: str) -> tuple:
+    """The parse of a line's whole key (shape_key): the one kept, else its parse, kept."""
+    r = _RECIPES.get(key)
     if r is not None:
         return r
     r = recipe(key)
@@ -193,7 +191,19 @@ def shape_key(text: str) -> str:
 
 def columns(text: str, lines: list[str]) -> Columns:
     """The header fields of every line of a document (`lines`: text.split("\\n"))."""
-    get = _RECIPES.get
     keys = _digits(text).split("\n")     # a line without hex ids: its key; else its key is read on a miss
-    recipes = [get(k) or _recipe_of(k) for k in keys]
+    recipes = list(map(_RECIPES.get, keys))
+    missed = [i for i, r in enumerate(recipes) if r is None]
+    if missed:
+        for i, key in zip(missed, _shape_keys([keys[i] for i in missed])):
+            recipes[i] = _recipe_of(key)
     return Columns(lines, recipes)
+
+
+def _shape_keys(texts: list[str]) -> list[str]:
+    """shape_key of each text, in one call into the core (a newline is no word byte: the fold of each line is
+    its own); one text at a time where one holds what the core cannot encode (a lone surrogate)."""
+    try:
+        return _core.shape_key("\n".join(texts)).split("\n")
+    except UnicodeEncodeError:
+        return list(map(shape_key, texts))
