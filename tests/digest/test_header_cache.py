@@ -189,5 +189,5 @@ def test_the_keys_of_a_document_in_one_call_are_each_line_s_own():
     lines = [*LINES, *ids, *(f"{a} {b}" for a in ids for b in ids), "", "-", "\t", *_shared_lines()]
     keys = header_rows._digits("\n".join(lines)).split("\n")      # as columns() cuts a document
     assert header_rows._shape_keys(keys) == [header_rows.shape_key(k) for k in keys]
-    assert header_rows._shape_keys(["a\ud800 deadbeef01", "deadbeef01"]) == ["a\ud800 deadbeef00", "aaaaaaaa00"] \
-        == [header_rows.shape_key(k) for k in ("a\ud800 deadbeef01", "deadbeef01")]
+    odd = ["a\ud800 deadbeef00", "deadbeef00"]                      # a lone surrogate: each line on its own
+    assert header_rows._shape_keys(odd) == [header_rows.shape_key(k) for k in odd] == [odd[0], "aaaaaaaaa0"]
