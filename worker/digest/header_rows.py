@@ -52,6 +52,7 @@ _ALL = tuple(g for groups in _GROUPS for g in groups)                 # each gro
 _FIELD_OF = tuple(f for f, groups in enumerate(_GROUPS) for _ in groups)   # per place in _ALL: its field
 _AT = range(len(_ALL))
 _READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads, in one m.group call
+_HAS_HOST, _HAS_STATUS, _HAS_PRI, _HAS_PIECES, _HAS_BODY = 1, 2, 4, 8, 16   # a recipe's `has` bits
 
 
 @functools.lru_cache(maxsize=1024)
@@ -63,9 +64,10 @@ def _level(token: str) -> str | None:
 
 def recipe(key: str) -> tuple:
     """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status, body
-    pieces) of a line with its digits written 0: spans, the normalized level, the pieces its message is made
-    of, where an access log's status code starts (-1: none), and the pieces of what the templater reads
-    where it holds more than the message (the header's fields and trailer; None: the message).
+    pieces, has) of a line with its digits written 0: spans, the normalized level, the pieces its message is
+    made of, where an access log's status code starts (-1: none), the pieces of what the templater reads
+    where it holds more than the message (the header's fields and trailer; None: the message), and which of
+    host, status, PRI, a message other than one piece to the line's end, body pieces it has (_HAS_* bits).
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
     text, (0, 0) where none did or that text is `-`. One m.group call reads the text of every group used (most
@@ -113,7 +115,10 @@ def recipe(key: str) -> tuple:
     if level is None and ts is not _NONE and (shape == "access" or " /" in key or '"/' in key):
         status = _status(key, at, shape)
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and continues(key), status, body)
+    has = ((host is not _NONE) * _HAS_HOST | (status >= 0) * _HAS_STATUS | (pri is not _NONE) * _HAS_PRI
+           | (len(pieces) > 1 or pieces[0][1] is not None) * _HAS_PIECES | (body is not None) * _HAS_BODY)
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and continues(key), status, body,
+            has)
 
 
 def _status(key: str, at: int, shape: str) -> int:
@@ -148,19 +153,21 @@ class Columns:
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
-        kinds = dict(zip(map(id, recipes), recipes)).values()   # the distinct recipes (most documents: a few)
+        has = 0
+        for bits in set(map(itemgetter(13), recipes)):     # what any line has (most documents: a few kinds)
+            has |= bits
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
-        self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if any(k[1][1] for k in kinds) else []
+        self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if has & _HAS_HOST else []
         self.levels = list(map(itemgetter(5), recipes))
-        if any(k[11] >= 0 for k in kinds):          # an access log's status: 5xx ERROR, 4xx WARN, else INFO
+        if has & _HAS_STATUS:                        # an access log's status: 5xx ERROR, 4xx WARN, else INFO
             self.levels = [_BY_STATUS.get(ln[r[11]]) if r[11] >= 0 else lv for ln, r, lv in zip(lines, recipes, self.levels)]
-        self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if any(k[6][1] for k in kinds) else []
-        if all(len(k[7]) == 1 and k[7][0][1] is None for k in kinds):
+        self.pris = [ln[r[6][0]:r[6][1]] for ln, r in zip(lines, recipes)] if has & _HAS_PRI else []
+        if not has & _HAS_PIECES:
             self.messages = [ln[r[7][0][0]:] for ln, r in zip(lines, recipes)]
         else:
             self.messages = [ln[r[7][0][0]:r[7][0][1]] if len(r[7]) == 1 else "".join(ln[a:b] for a, b in r[7])
                              for ln, r in zip(lines, recipes)]
-        if all(k[12] is None for k in kinds):
+        if not has & _HAS_BODY:
             self.bodies = self.messages
         else:
             self.bodies = [msg if r[12] is None else "".join(ln[a:b] for a, b in r[12])

@@ -143,13 +143,17 @@ def _iso(dt: datetime) -> str:
     return dt.isoformat(timespec="microseconds" if us % 1000 else "milliseconds" if us else "seconds") + zone
 
 
+_EPOCH = datetime(1970, 1, 1)   # a time without a zone counts as UTC: its seconds from this (what an aware
+                                # time's timestamp() computes, its delta from the epoch over 10**6 microseconds)
+
+
 def _stamp(dt: datetime, form: str) -> Stamp:
-    secs = dt.timestamp() if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc).timestamp()
+    secs = dt.timestamp() if dt.tzinfo is not None else (dt - _EPOCH).total_seconds()
     return Stamp(_iso(dt), form, secs)
 
 
 def _yearless(dt: datetime, form: str) -> Stamp:
-    return Stamp("--" + _iso(dt)[5:], form, dt.replace(tzinfo=timezone.utc).timestamp())
+    return Stamp("--" + _iso(dt)[5:], form, (dt - _EPOCH).total_seconds())
 
 
 @functools.lru_cache(maxsize=4096)   # a stamp is read again for the span and for each failure it opens or ends
