@@ -77,8 +77,8 @@ def _extras(a: Analysis, failure_extra: int) -> dict[int, list[int]]:
     firsts = np.array([t.first_line for t in tm.templates], dtype=np.int64)
     notable[firsts] = False
     out: dict[int, list[int]] = {}
-    for line in np.flatnonzero(notable & (tm.line_template >= 0)).tolist():
-        k = int(tm.line_template[line])
+    lines = np.flatnonzero(notable & (tm.line_template >= 0))
+    for line, k in zip(lines.tolist(), tm.line_template[lines].tolist()):
         lst = out.setdefault(k, [])
         if len(lst) < (failure_extra if k in failing else MAX_EXTRA):
             lst.append(line)
@@ -93,7 +93,9 @@ def compact_text(a: Analysis, failure_extra: int = FAILURE_EXTRA) -> str:
         out.append(tm.lines[t.first_line].rstrip())
         if t.count > 1:
             out.append(annotation(t))
-        out.extend(EXTRA_PREFIX + tm.lines[j].strip() for j in extras.get(t.index, ()))
+        more = extras.get(t.index)
+        if more:
+            out.extend(EXTRA_PREFIX + tm.lines[j].strip() for j in more)
     return "\n".join(out)
 
 
