@@ -32,7 +32,7 @@ from operator import itemgetter
 from worker import _core
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
 from worker.messages.levels import level_word
-from worker.multiline import continues
+from worker.multiline import CONTINUATION
 
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
@@ -53,6 +53,7 @@ _FIELD_OF = tuple(f for f, groups in enumerate(_GROUPS) for _ in groups)   # per
 _AT = range(len(_ALL))
 _READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads, in one m.group call
 _HAS_HOST, _HAS_STATUS, _HAS_PRI, _HAS_PIECES, _HAS_BODY = 1, 2, 4, 8, 16   # a recipe's `has` bits
+_continues = CONTINUATION.match          # worker/multiline.py's continues(), without its call
 
 
 @functools.lru_cache(maxsize=1024)
@@ -88,15 +89,18 @@ def recipe(key: str) -> tuple:
     v5, pri_text, hostc, hosts, pre = texts[-5:]
     level = _level(key[tok[0]:tok[1]]) if tok is not _NONE else None
     pri = span(_PRI) if pri_text else _NONE
-    at = span(_MSG)[0]
+    at = m.start(_MSG)
     body = None
     if ts is not _NONE or tok is not _NONE or pri_text:
         matched = True
         head = (span(_PRE),) if pre is not None and len(pre.split()) > 1 else ()   # one leading column (a label,
         end = TRAILER.search(key, at) if key[-1:] == ")" else None                  # a record number) is dropped
         pieces = head + ((at, end.start() if end else None),)
-        if end is not None or -1 < span(_FIELDS)[0] < at:
-            body = head + ((span(_FIELDS)[0], None),)
+        fields_at = m.start(_FIELDS)
+        if end is not None or -1 < fields_at < at:
+            body = head + ((fields_at, None),)
+        has = ((_HAS_HOST if host is not _NONE else 0) | (_HAS_PRI if pri_text else 0)
+               | (_HAS_PIECES if head or end is not None else 0) | (_HAS_BODY if body is not None else 0))
         # the line's header shape: what the digest names its `format` (the commonest among the lines)
         if v5:
             shape = "rfc5424"
@@ -108,16 +112,17 @@ def recipe(key: str) -> tuple:
         else:
             shape = "level_first" if pri_text is None else "rfc3164"
     else:
-        matched, shape = False, ""
+        matched, shape, has = False, "", 0
         pieces = ((0, None),)
         host = prog = pid = _NONE
     status = -1
     if level is None and ts is not _NONE and (shape == "access" or " /" in key or '"/' in key):
         status = _status(key, at, shape)
+        if status >= 0:
+            has |= _HAS_STATUS
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
-    has = ((host is not _NONE) * _HAS_HOST | (status >= 0) * _HAS_STATUS | (pri is not _NONE) * _HAS_PRI
-           | (len(pieces) > 1 or pieces[0][1] is not None) * _HAS_PIECES | (body is not None) * _HAS_BODY)
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and continues(key), status, body,
+    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and _continues(key) is not None,
+            status, body,
             has)
 
 
