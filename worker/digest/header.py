@@ -121,14 +121,13 @@ _ERRNO = rf"\(\d{{1,6}}\)[^:\[\]]{{1,120}}:\s+(?={_KV}|{_ERROR_ID})"
 _HOST = r"[A-Za-z0-9#][\w.:/()@#-]{0,80}+"
 _HOST_NC = r"[A-Za-z0-9#][\w./()@#-]{0,80}+"      # a host before a colon
 _PROG = r"[A-Za-z_/][\w./@()<>-]{0,80}+"
-# Look-aheads that only skip work (GUARDS): each holds wherever the part after it matches, so the grammar matches
+# Look-aheads that only skip work (_SKIP_*): each holds wherever the part after it matches, so the grammar matches
 # the same without them (tests/digest/test_header_branch.py); possessive runs test it before the part's search
 # backtracks through every shorter run. A logger before `:` is one run of its characters (`::` in pairs), then `:`;
 # a logger before ` - ` one run, then ` - `; a context before `NAME: ` has a colon after three capitals ahead.
 _SKIP_COLON_LOGGER = r"(?=[\w$.@#-]*+(?:::[\w$.@#-]*+)*+(?:\[\d+\])?\s*:\s)"
 _SKIP_DASH_LOGGER = r"(?=[\w.$:]++\s+-\s)"
 _SKIP_CTX = r"(?=(?:[^:\n]*+:)+?(?<=[A-Z]{3}:)\s)"
-GUARDS = (_SKIP_COLON_LOGGER, _SKIP_DASH_LOGGER, _SKIP_CTX)
 _LOGGER = (rf"(?:{_SKIP_COLON_LOGGER}[A-Za-z_$][\w$-]*(?:(?:[.$@#]|::)[\w$-]+)+(?:\[\d+\])?\s*:\s+"  # org.x.Y:  a::b:  a.B#run:
            rf"|{_SKIP_DASH_LOGGER}[\w.$]+(?:::[\w$]+)*(?:\.java:\d+)?\s+-\s+"      # MyApp -  File.java:240 -  a::b -
            r"|[a-z_]\w*(?:\.\w+){2,}\s+"                               # org.apache.x.Y.method
