@@ -51,7 +51,9 @@ Levels, time shapes and tags are word classes, not a list of systems.
 
 Where a run can only be followed by a character it does not hold (a token before whitespace, a host before a
 space or `:`, a program before `[`, ` ` or `:`), the run is possessive (`\\S++\\s`, `{0,80}+`): the same matches,
-without trying every shorter run on a miss; and optional groups compile as alternations (_optional_as_branch).
+without trying every shorter run on a miss; optional groups compile as alternations (_optional_as_branch); and
+the alternatives that search a logger or a context by backtracking open with a look-ahead that only skips work
+(_SKIP_*: a condition every match of the alternative meets, tested by possessive runs).
 
 Why a grammar of our own: the maintained parsers read one known format each (syslog-rfc5424
 parsers, grok pattern sets, pyparsing grammars of one format) and need it named; none finds the
