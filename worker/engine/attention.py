@@ -30,7 +30,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface
 
 from worker.engine.errors import EngineSettingError
-from worker.engine.fp8_attention import emulated_prefill, triton_fp8_prefill
+from worker.engine.fp8_attention import emulated_prefill
 
 log = logging.getLogger(__name__)
 
@@ -244,10 +244,10 @@ def flash_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
     """Our Triton varlen kernel (prefill_kernel.py, or its FP8 form prefill_fp8_kernel.py) on strided views;
     the block table is built by the first layer of a forward and reused by the others."""
-    from worker.engine import prefill_kernel as pk  # noqa: PLC0415 triton: optional, CUDA only
+    from worker.engine import prefill_fp8_kernel as f8, prefill_kernel as pk  # noqa: PLC0415 triton: optional
 
     if ctx.prefill_kernel == "triton_fp8":
-        return triton_fp8_prefill(q, k, v, ctx.cu_host, scale, ctx.memo)  # [T, H, D]
+        return f8.triton_fp8_prefill(q, k, v, ctx.cu_host, scale, ctx.memo)  # [T, H, D]
     if "blocks" not in ctx.memo:
         ctx.memo["blocks"] = pk.block_table(ctx.cu_host, pk.query_block_m(q.dtype), q.device)
     return pk.prefill_attention(q, k, v, ctx.memo["blocks"], scale)  # [T, H, D]

@@ -74,16 +74,6 @@ def emulated_prefill(q, k, v, cu_host: list[int], scale: float) -> torch.Tensor:
     return out
 
 
-def triton_fp8_prefill(q, k, v, cu_host: list[int], scale: float, memo: dict) -> torch.Tensor:
-    """prefill_fp8_kernel.py's kernel on strided views -> [T, H, D]; its tables are built by the first layer of
-    a forward and kept in memo (AttnContext.memo) for the others."""
-    from worker.engine import prefill_fp8_kernel as f8  # noqa: PLC0415 triton: optional, CUDA only
-
-    if "fp8" not in memo:
-        memo["fp8"] = f8.fp8_tables(cu_host, q.shape[0], f8.BLOCK_M, q.device)
-    return f8.prefill_attention_fp8(q, k, v, memo["fp8"], len(cu_host) - 1, scale)  # [T, H, D]
-
-
 def want_fp8_attention(requested: bool, quantization: str, device: torch.device, prefill_kernel: str,
                        head_dim: int) -> str:
     """The prefill kernel with model.fp8_attention applied to the one resolved without it (prefill_kernel):

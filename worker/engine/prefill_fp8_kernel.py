@@ -177,3 +177,11 @@ def prefill_attention_fp8(q, k, v, tables: tuple[torch.Tensor, torch.Tensor], n_
         H=heads, HKV=k.shape[1], D=dim, BLOCK_M=block_m, BLOCK_N=block_n, P_SCALE=P_SCALE,
         num_warps=num_warps, num_stages=num_stages)
     return out
+
+
+def triton_fp8_prefill(q, k, v, cu_host: list[int], scale: float, memo: dict) -> torch.Tensor:
+    """The attention backends' entry (attention.triton_prefill) on strided views -> [T, H, D]; the tables are
+    built by the first layer of a forward and kept in memo (AttnContext.memo) for the others."""
+    if "fp8" not in memo:
+        memo["fp8"] = fp8_tables(cu_host, q.shape[0], BLOCK_M, q.device)
+    return prefill_attention_fp8(q, k, v, memo["fp8"], len(cu_host) - 1, scale)  # [T, H, D]
