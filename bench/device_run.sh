@@ -32,7 +32,12 @@
 #                     e2e-<mode>SUFFIX_h200.json
 #   continuous-sweep  bench/continuous_sweep.py over the same bins: SETTINGS, BIN_K; limit SWEEP_S [300]:
 #                     continuous-sweep_h200.json
-#   fp8               bench/fp8_prefill.py on the 7B stress mix, FP8_ARGS; limit FP8_S [360]: fp8_prefill_h200.txt
+#   fp8               bench/fp8_prefill.py on the 7B stress mix (every variant, FP8 attention's included),
+#                     FP8_ARGS; limit FP8_S [480]: fp8_prefill_h200.json
+#   fp8-attention     bench/fp8_prefill.py --variants attention: the default FP8 variant without and with FP8
+#                     attention side by side (tok/s at 65,536 and 131,072 tokens a bin, accuracy, per-layer
+#                     attention error, the attention kernels alone at each launch shape); limit FP8_ATTN_S [400]:
+#                     fp8_attention_h200.json
 #   digest-host       bench/digest.py --throughput-only on the host's CPU; limit DIGEST_S [60]: digest_h200host.json
 #   digest-e2e        e2e on DOCS [500] `mixed` documents, compaction on, then off (the preprocessing pool at
 #                     its auto size), and on with the pool off when PROCS0 is set; limit E2E_S [150] each:
@@ -56,7 +61,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 digest-host digest-e2e windows
+STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 fp8-attention digest-host digest-e2e windows
 windows-capacity windows-kill engine-variants engine-kernels engine-7b engine-0.5b multigpu steady"
 DRY=""
 case "${1:-}" in
@@ -166,7 +171,10 @@ run_stage() {
         --out "$OUT/continuous-sweep_h200.json" ;;
     fp8)
       # shellcheck disable=SC2086  # FP8_ARGS: more arguments
-      step "${FP8_S:-360}" fp8_prefill_h200 python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+      step "${FP8_S:-480}" fp8_prefill_h200 python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+    fp8-attention)
+      step "${FP8_ATTN_S:-400}" fp8_attention_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
+        --no-gemms --attn-shapes --name fp8_attention_h200.json ;;
     digest-host)
       step "${DIGEST_S:-60}" digest_h200host python3 -m bench.digest --throughput-only --drain-lines 0 \
         --out "$OUT/digest_h200host.json" ;;

@@ -51,7 +51,7 @@ def _rows_to_fp8(X, X8, S, rows, h, heads, stride_xt, stride_xh, T, D: tl.conste
 
 
 @triton.jit
-def _quant_kernel(Q, K, V, Q8, QS, K8, KS, V8, VS, Docs, T, TP, stride_qt, stride_qh, stride_kt, stride_kh,
+def _attn_quant_kernel(Q, K, V, Q8, QS, K8, KS, V8, VS, Docs, T, TP, stride_qt, stride_qh, stride_kt, stride_kh,
                   stride_vt, stride_vh, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, ROWS: tl.constexpr):
     """Grid (token blocks, H + 2 * HKV): programs [0, H) quantize Q's heads, [H, H + HKV) K's, the rest V's."""
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
@@ -155,7 +155,7 @@ def quantize_qkv(q, k, v, docs: torch.Tensor, n_docs: int) -> tuple[torch.Tensor
     v8 = torch.empty(kv_heads, dim, tp, device=dev, dtype=f8)  # [Hkv, D, Tp]
     qs, ks = torch.empty(t, heads, device=dev), torch.empty(t, kv_heads, device=dev)
     if t:
-        _quant_kernel[(triton.cdiv(t, QUANT_ROWS), heads + 2 * kv_heads)](
+        _attn_quant_kernel[(triton.cdiv(t, QUANT_ROWS), heads + 2 * kv_heads)](
             q, k, v, q8, qs, k8, ks, v8, vs, docs, t, tp, q.stride(0), q.stride(1), k.stride(0), k.stride(1),
             v.stride(0), v.stride(1), H=heads, HKV=kv_heads, D=dim, ROWS=QUANT_ROWS, num_warps=4)
     return q8, qs, k8, ks, v8, vs
