@@ -43,7 +43,7 @@ def _cuda_row(q, k, v, cu: list[int], scale: float) -> dict:
     n = cu[-1]
     q, k, v = q[:n], k[:n], v[:n]
     ref = attention.reference_prefill(q.float(), k.float(), v.float(), cu, scale)  # [n, H, D]
-    fp8 = f8.prefill_attention_fp8(q, k, v, f8.fp8_tables(cu, n, f8.BLOCK_M, q.device), len(cu) - 1, scale)
+    fp8 = f8.prefill_attention_fp8(q, k, v, f8.fp8_tables(cu, n, f8.BLOCK_M, q.device), scale)
     bf16 = pk.prefill_attention(q, k, v, pk.block_table(cu, pk.query_block_m(q.dtype), q.device), scale)
     return {"tokens": n, "fp8_vs_fp32": _rel(fp8, ref), "bf16_vs_fp32": _rel(bf16, ref), "fp8_vs_bf16": _rel(fp8, bf16),
             "fp8_vs_fp32_worst_doc": _worst(fp8, ref, cu), "bf16_vs_fp32_worst_doc": _worst(bf16, ref, cu)}
@@ -124,14 +124,13 @@ def kernels_alone(eng, staged) -> dict:
                  "head_dim": q.shape[2], "causal_flop": flop, "errors": {}}
     blocks = pk.block_table(cu, pk.query_block_m(q.dtype), q.device)
     out["bf16"] = _timed(lambda: pk.prefill_attention(q, k, v, blocks, scale), flop)
-    docs = f8.fp8_tables(cu, q.shape[0], f8.BLOCK_M, q.device)[1]
-    out["fp8_quantize"] = _timed(lambda: f8.quantize_qkv(q, k, v, docs, len(cu) - 1), None)
+    tables = f8.fp8_tables(cu, q.shape[0], f8.BLOCK_M, q.device)
+    out["fp8_quantize"] = _timed(lambda: f8.quantize_qkv(q, k, v, tables), None)
     for shape in ATTN_SHAPES:
         name = "fp8_" + "x".join(map(str, shape))
         try:
             tables = f8.fp8_tables(cu, q.shape[0], shape[0], q.device)
-            out[name] = _timed(lambda t=tables, s=shape: f8.prefill_attention_fp8(q, k, v, t, len(cu) - 1, scale, *s),
-                               flop)
+            out[name] = _timed(lambda t=tables, s=shape: f8.prefill_attention_fp8(q, k, v, t, scale, *s), flop)
         except Exception as e:  # noqa: BLE001 a shape that does not compile must not lose the others
             out["errors"][name] = repr(e)[:300]
     return out

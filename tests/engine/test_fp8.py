@@ -165,8 +165,8 @@ def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads,
     v = qkv[:, (heads + kv_heads) * dim :].view(t, kv_heads, dim)  # [T, Hkv, D]
     shape = shape or (f8.BLOCK_M, f8.BLOCK_N, f8.NUM_WARPS, f8.NUM_STAGES)
     tables = f8.fp8_tables(cu, t, shape[0], q.device)
-    got = f8.prefill_attention_fp8(q, k, v, tables, len(lens), dim**-0.5, *shape)[:n].float()
-    codes, want = f8.quantize_qkv(q, k, v, tables[1], len(lens)), quantize_qkv(q, k, v, cu)
+    got = f8.prefill_attention_fp8(q, k, v, tables, dim**-0.5, *shape)[:n].float()
+    codes, want = f8.quantize_qkv(q, k, v, tables), quantize_qkv(q, k, v, cu)
     for a, b in zip(codes[:4], want[:4]):  # the Triton quantization is the torch math, code for code
         assert torch.equal(a.view(torch.uint8) if a.dtype == torch.float8_e4m3fn else a,
                            b.view(torch.uint8) if b.dtype == torch.float8_e4m3fn else b)
@@ -176,7 +176,7 @@ def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads,
     assert rel(got, ref) < 0.08  # tests/engine/test_fp8_attention.py's bound (interpreted: 2.9-5.1%)
     assert rel(got, emu) < 0.03  # the same roundings; the tensor cores' FP8 accumulation and bf16 output besides
     a, b = cu[5], cu[6]  # the 1,025-token document alone: the same bits as in the ribbon
-    alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], f8.fp8_tables([0, b - a], b - a, shape[0], q.device), 1,
+    alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], f8.fp8_tables([0, b - a], b - a, shape[0], q.device),
                                      dim**-0.5, *shape)
     assert torch.equal(alone.float(), got[a:b])
 

@@ -116,6 +116,8 @@ def test_quantization_keeps_e4m3_precision_per_token_and_per_document_channel():
     back = v8[cu[2] : cu[3]].float() * vs[2]
     assert ((back - doc).abs() / doc.abs().amax(0)).max() < 2**-4
     torch.testing.assert_close(vs[2], doc.abs().amax(0) / 448)
+    floor = torch.full((2, 32), 1e-12 / 448)
+    assert torch.equal(vs[1], floor) and torch.equal(vs[3], floor)  # the empty document, the rows past the last
 
 
 def test_the_setting_resolves_to_a_kernel_or_stops_naming_itself(monkeypatch):
@@ -194,11 +196,11 @@ def _kernel_cases() -> dict:
     for (heads, kv_heads, dim, shape), lens in CASES:
         for outliers in (False, True):
             cu = _cu(lens)
-            n, docs = cu[-1], len(lens)
+            n = cu[-1]
             q, k, v = _qkv(lens, heads, kv_heads, dim, 5, seed=len(out), outliers=outliers)
             tables = f8.fp8_tables(cu, q.shape[0], shape[0], q.device)
-            got = f8.prefill_attention_fp8(q, k, v, tables, docs, dim**-0.5, *shape)[:n]
-            codes = f8.quantize_qkv(q, k, v, tables[1], docs)
+            got = f8.prefill_attention_fp8(q, k, v, tables, dim**-0.5, *shape)[:n]
+            codes = f8.quantize_qkv(q, k, v, tables)
             want = quantize_qkv(q, k, v, cu)
             same = [torch.equal(a.view(torch.uint8) if a.dtype == torch.float8_e4m3fn else a,
                                 b.view(torch.uint8) if b.dtype == torch.float8_e4m3fn else b)
@@ -208,10 +210,10 @@ def _kernel_cases() -> dict:
             same.append(torch.equal(codes[5], want[5]))
             ref = reference_prefill(q[:n], k[:n], v[:n], cu, dim**-0.5)
             emu = emulated_prefill(q, k, v, cu, dim**-0.5)[:n]
-            i = max(range(docs), key=lambda j: lens[j])  # the longest document alone
+            i = max(range(len(lens)), key=lambda j: lens[j])  # the longest document alone
             a, b = cu[i], cu[i + 1]
-            alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], f8.fp8_tables([0, b - a], b - a, shape[0], q.device),
-                                             1, dim**-0.5, *shape)
+            alone_tables = f8.fp8_tables([0, b - a], b - a, shape[0], q.device)
+            alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], alone_tables, dim**-0.5, *shape)
             merged = reference_prefill(q[:n], k[:n], v[:n], [0, n], dim**-0.5)
             out.append({"heads": heads, "kv_heads": kv_heads, "dim": dim, "outliers": outliers, "codes_equal": all(same),
                         "kernel_vs_ref": rel(got, ref), "kernel_vs_emulated": rel(got, emu),

@@ -40,8 +40,9 @@ def quantize_qkv(q, k, v, cu_host: list[int]) -> tuple[torch.Tensor, ...]:
     k8, ks = _rows(k)
     vf = v.float()
     bounds = [*cu_host, max(cu_host[-1], v.shape[0])]
-    vs = torch.stack([vf[a:b].abs().amax(0) if b > a else vf.new_zeros(vf.shape[1:])
-                      for a, b in itertools.pairwise(bounds)]).clamp(min=1e-12) / FP8_MAX  # [n + 1, Hkv, D]
+    vs = torch.stack([vf[a:b].abs().amax(0) if b > a and i < len(cu_host) - 1 else vf.new_zeros(vf.shape[1:])
+                      for i, (a, b) in enumerate(itertools.pairwise(bounds))])  # [n + 1, Hkv, D]
+    vs = vs.clamp(min=1e-12) / FP8_MAX  # rows past the documents: the floor (their codes are never read)
     row_vs = vs.repeat_interleave(torch.tensor([b - a for a, b in itertools.pairwise(bounds)]), dim=0)  # [T, Hkv, D]
     return q8, qs, k8, ks, (vf / row_vs).clamp(-FP8_MAX, FP8_MAX).to(FP8), vs
 

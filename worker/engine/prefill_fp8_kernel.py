@@ -1,7 +1,7 @@
 """FP8 varlen causal attention for packed prefill: prefill_kernel.py's kernel reading e4m3 Q, K and V
 (FlashAttention-3's FP8 scheme, in Triton: `tl.dot` of e4m3 operands lowers to Hopper's FP8 `wgmma`).
 
-Quantization (`quantize_qkv`: V's per-document amax in torch, then one Triton launch for Q, K and V):
+Quantization (`quantize_qkv`: one Triton launch for V's per-document amax, one for Q, K and V's cast):
 - Q: one scale per (token, head), K: one per (token, KV head) (row amax / 448). Q's scale folds into the
   softmax scale of its row, K's multiplies the columns of the score tile: S = (Q8 K8^T) * sq * sk.
 - V: one scale per (document, KV head, channel) (the channel's amax over the document / 448), folded into
@@ -48,6 +48,22 @@ def _rows_to_fp8(X, X8, S, rows, h, heads, stride_xt, stride_xh, T, D: tl.conste
     x8 = tl.minimum(tl.maximum(x / scale[:, None], -448.0), 448.0).to(tl.float8e4nv)
     tl.store(X8 + (rows[:, None] * heads + h) * D + d[None, :], x8, mask=mask[:, None])
     tl.store(S + rows * heads + h, scale, mask=mask)
+
+
+@triton.jit
+def _v_scale_kernel(V, VS, Cu, stride_vt, stride_vh, HKV: tl.constexpr, D: tl.constexpr, ROWS: tl.constexpr):
+    """Grid (documents, HKV): VS[doc, g, :] = the channels' amax over the document's rows / 448 (fp32)."""
+    doc = tl.program_id(0).to(tl.int64)
+    g = tl.program_id(1).to(tl.int64)
+    a = tl.load(Cu + doc).to(tl.int64)
+    b = tl.load(Cu + doc + 1).to(tl.int64)
+    d = tl.arange(0, D)
+    amax = tl.zeros([D], tl.float32)
+    for r0 in range(a, b, ROWS):
+        rows = r0 + tl.arange(0, ROWS)
+        x = tl.load(V + rows[:, None] * stride_vt + g * stride_vh + d[None, :], mask=(rows < b)[:, None], other=0.0)
+        amax = tl.maximum(amax, tl.max(tl.abs(x.to(tl.float32)), 0))
+    tl.store(VS + (doc * HKV + g) * D + d, tl.maximum(amax, 1e-12) / 448.0)
 
 
 @triton.jit
@@ -127,33 +143,37 @@ def _prefill_fp8_kernel(Q8, QS, K8, KS, V8, VS, O, Blocks, qk_scale, TP, stride_
              mask=mmask[:, None])
 
 
-def fp8_tables(cu_host: list[int], t: int, block_m: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def fp8_tables(cu_host: list[int], t: int, block_m: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     """(blocks int32 [blocks, 4]: prefill_kernel.block_table's rows and order plus the document's index;
-    docs int32 [t]: each ribbon row's document, len(cu_host) - 1 for rows past cu_host[-1])."""
+    docs int32 [t]: each ribbon row's document, n = len(cu_host) - 1 for rows past cu_host[-1]; cu int32 [n + 1])."""
     rows, docs = [], torch.full((t,), len(cu_host) - 1, dtype=torch.int32)
     for i, (a, b) in enumerate(zip(cu_host[:-1], cu_host[1:])):
         rows.extend((a, m0, b - a, i) for m0 in range(0, b - a, block_m))
         docs[a:b] = i
     rows.sort(key=lambda r: -(r[1] + min(block_m, r[2] - r[1])))  # keys a block attends
     blocks = torch.tensor(rows or [(0, 0, 0, 0)], dtype=torch.int32)
-    return blocks.to(device, non_blocking=True), docs.to(device, non_blocking=True)
+    cu = torch.tensor(cu_host, dtype=torch.int32)
+    return tuple(x.to(device, non_blocking=True) for x in (blocks, docs, cu))
 
 
-def quantize_qkv(q, k, v, docs: torch.Tensor, n_docs: int) -> tuple[torch.Tensor, ...]:
-    """q: [T, H, D], k/v: [T, Hkv, D] (strided views, unit last stride), docs: fp8_tables' [T] ->
+def quantize_qkv(q, k, v, tables: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """q: [T, H, D], k/v: [T, Hkv, D] (strided views, unit last stride), tables: fp8_tables' of T rows ->
     q8 [T, H, D], qs [T, H], k8 [T, Hkv, D], ks [T, Hkv], v8 [Hkv, D, Tp] (token stride 1, Tp = T rounded up
-    to PAD), vs [n_docs + 1, Hkv, D] (the last: rows past the documents); e4m3 codes, fp32 scales."""
+    to PAD), vs [n + 1, Hkv, D] (the n documents', then the rows past them: 1e-12 / 448, their codes never
+    read); e4m3 codes, fp32 scales. Two launches: V's per-document amax, then Q, K and V's cast."""
     q, k, v = (x if x.stride(-1) == 1 else x.contiguous() for x in (q, k, v))
+    _, docs, cu = tables
     t, heads, dim = q.shape
-    kv_heads = k.shape[1]
+    kv_heads, n = k.shape[1], cu.shape[0] - 1
     tp = -(-t // PAD) * PAD
     dev, f8 = q.device, torch.float8_e4m3fn
-    vmax = torch.zeros(n_docs + 1, kv_heads, dim, device=dev, dtype=v.dtype)  # [n + 1, Hkv, D]
-    vmax.scatter_reduce_(0, docs.long()[:, None, None].expand(t, kv_heads, dim), v.abs(), "amax")
-    vs = vmax.float().clamp(min=1e-12) / FP8_MAX  # [n + 1, Hkv, D]
+    vs = torch.full((n + 1, kv_heads, dim), 1e-12 / FP8_MAX, device=dev)  # [n + 1, Hkv, D]
     q8, k8 = torch.empty(t, heads, dim, device=dev, dtype=f8), torch.empty(t, kv_heads, dim, device=dev, dtype=f8)
     v8 = torch.empty(kv_heads, dim, tp, device=dev, dtype=f8)  # [Hkv, D, Tp]
     qs, ks = torch.empty(t, heads, device=dev), torch.empty(t, kv_heads, device=dev)
+    if n:
+        _v_scale_kernel[(n, kv_heads)](v, vs, cu, v.stride(0), v.stride(1), HKV=kv_heads, D=dim, ROWS=QUANT_ROWS,
+                                       num_warps=4)
     if t:
         _attn_quant_kernel[(triton.cdiv(t, QUANT_ROWS), heads + 2 * kv_heads)](
             q, k, v, q8, qs, k8, ks, v8, vs, docs, t, tp, q.stride(0), q.stride(1), k.stride(0), k.stride(1),
@@ -161,19 +181,17 @@ def quantize_qkv(q, k, v, docs: torch.Tensor, n_docs: int) -> tuple[torch.Tensor
     return q8, qs, k8, ks, v8, vs
 
 
-def prefill_attention_fp8(q, k, v, tables: tuple[torch.Tensor, torch.Tensor], n_docs: int, scale: float,
-                          block_m: int = BLOCK_M, block_n: int = BLOCK_N, num_warps: int = NUM_WARPS,
-                          num_stages: int = NUM_STAGES) -> torch.Tensor:
+def prefill_attention_fp8(q, k, v, tables: tuple[torch.Tensor, ...], scale: float, block_m: int = BLOCK_M,
+                          block_n: int = BLOCK_N, num_warps: int = NUM_WARPS, num_stages: int = NUM_STAGES) -> torch.Tensor:
     """prefill_kernel.prefill_attention's contract (q: [T, H, D], k/v: [T, Hkv, D]) with Q, K, V and P in e4m3;
-    tables: fp8_tables(cu_host, T, block_m) of the n_docs documents -> [T, H, D] contiguous, q's dtype."""
+    tables: fp8_tables(cu_host, T, block_m) -> [T, H, D] contiguous, q's dtype."""
     if block_m % block_n:
         raise ValueError(f"block_m {block_m} must be a multiple of block_n {block_n}")
-    blocks, docs = tables
-    q8, qs, k8, ks, v8, vs = quantize_qkv(q, k, v, docs, n_docs)
+    q8, qs, k8, ks, v8, vs = quantize_qkv(q, k, v, tables)
     t, heads, dim = q.shape
     out = torch.empty(t, heads, dim, device=q.device, dtype=q.dtype)  # [T, H, D]
-    _prefill_fp8_kernel[(blocks.shape[0], heads)](
-        q8, qs, k8, ks, v8, vs, out, blocks, scale * LOG2E, v8.shape[2], out.stride(0), out.stride(1),
+    _prefill_fp8_kernel[(tables[0].shape[0], heads)](
+        q8, qs, k8, ks, v8, vs, out, tables[0], scale * LOG2E, v8.shape[2], out.stride(0), out.stride(1),
         H=heads, HKV=k.shape[1], D=dim, BLOCK_M=block_m, BLOCK_N=block_n, P_SCALE=P_SCALE,
         num_warps=num_warps, num_stages=num_stages)
     return out
@@ -184,4 +202,4 @@ def triton_fp8_prefill(q, k, v, cu_host: list[int], scale: float, memo: dict) ->
     built by the first layer of a forward and kept in memo (AttnContext.memo) for the others."""
     if "fp8" not in memo:
         memo["fp8"] = fp8_tables(cu_host, q.shape[0], BLOCK_M, q.device)
-    return prefill_attention_fp8(q, k, v, memo["fp8"], len(cu_host) - 1, scale)  # [T, H, D]
+    return prefill_attention_fp8(q, k, v, memo["fp8"], scale)  # [T, H, D]
