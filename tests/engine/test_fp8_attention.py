@@ -170,6 +170,17 @@ def test_the_engine_runs_the_emulation_when_the_setting_is_on(tmp_path, monkeypa
     assert (a.argmax(-1) == b.argmax(-1)).float().mean() >= 0.5
 
 
+def test_the_kernel_through_the_fused_backends_prefill_matches_the_emulated_engine(tmp_path):
+    path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
+    got = _interpreted("engine", str(path))
+    assert got["kernel_calls"] == got["layers"]  # one kernel launch per layer, one set of tables per forward
+    assert got["tables_built"] == 1
+    # the kernel and the emulation round P against different maxima (kernel_vs_emulated above): the engines'
+    # logits differ by far less than FP8 attention moves them from the exact engine's
+    assert got["kernel_vs_emulated"] < 0.25 * got["emulated_vs_exact"], got
+    assert got["top1_kernel_vs_emulated"] >= 0.75, got  # near-ties of a random model may flip (measured 11 of 12)
+
+
 # ---------------------------------------------------------------- run under TRITON_INTERPRET=1
 def _exact_e4m3_conversion() -> None:
     """Replace the interpreter's fp32 -> e4m3 conversion with torch's (the module docstring says why)."""
@@ -222,5 +233,38 @@ def _kernel_cases() -> dict:
     return {"cases": out}
 
 
+def _engine_runs(path: str) -> dict:
+    _exact_e4m3_conversion()
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: engine_helpers
+    from engine_helpers import _docs, _stage
+
+    from worker.engine import prefill_fp8_kernel as f8
+
+    run = ModelRun(path=path, max_new_tokens=4, quantization="fp8")
+    docs = _docs(12, 20, 150, 500, seed=3)
+    exact = load_engine(run, fp8_min_rows=10**6)  # GEMMs below 10**6 rows: full precision, attention the only FP8
+    emulated = load_engine(run.model_copy(update={"fp8_attention": True}), fp8_min_rows=10**6)
+    kernel = load_engine(run.model_copy(update={"fp8_attention": True}), fp8_min_rows=10**6)
+    kernel.model.config._attn_implementation = "ribbon_varlen"  # the fused backends' entry, on strided views
+    kernel.prefill_kernel = "triton_fp8"
+    counts = {"calls": 0, "tables": 0}
+    attend, tables = f8.prefill_attention_fp8, f8.fp8_tables
+
+    def counted_attend(*a, **k):
+        counts["calls"] += 1
+        return attend(*a, **k)
+
+    def counted_tables(*a, **k):
+        counts["tables"] += 1
+        return tables(*a, **k)
+
+    f8.prefill_attention_fp8, f8.fp8_tables = counted_attend, counted_tables
+    la, lb, lc = (e.prefill_last_logits(_stage(e, docs)) for e in (exact, emulated, kernel))  # [n, V] each
+    diff = lambda x, y: ((x - y).abs().mean() / y.abs().mean()).item()  # noqa: E731
+    return {"layers": len(kernel.base.layers), "kernel_calls": counts["calls"], "tables_built": counts["tables"],
+            "kernel_vs_emulated": diff(lc, lb), "emulated_vs_exact": diff(lb, la),
+            "top1_kernel_vs_emulated": (lc.argmax(-1) == lb.argmax(-1)).float().mean().item()}
+
+
 if __name__ == "__main__":
-    print(json.dumps(_kernel_cases()))
+    print(json.dumps(_kernel_cases() if sys.argv[1] == "kernel" else _engine_runs(sys.argv[2])))
