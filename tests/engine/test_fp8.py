@@ -179,10 +179,10 @@ def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads,
     emu = emulated_prefill(q, k, v, cu, dim**-0.5)[:n].float()
     assert rel(got, ref) < 0.08  # tests/engine/test_fp8_attention.py's bound (interpreted: 2.9-5.1%)
     assert rel(got, emu) < 0.03  # the same roundings; the tensor cores' FP8 accumulation and bf16 output besides
-    a, b = cu[5], cu[6]  # the 1,025-token document alone: the same bits as in the ribbon
+    a, b = cu[5], cu[6]  # the 1,025-token document alone: what it gets in the ribbon
     alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], f8.fp8_tables([0, b - a], b - a, shape[0], q.device),
                                      dim**-0.5, *shape)
-    assert torch.equal(alone.float(), got[a:b])
+    assert rel(alone.float(), got[a:b]) < 1e-3  # bit-equal when interpreted; a bin-mate's V scale would show as ~1%
 
 
 @pytest.mark.gpu
