@@ -17,7 +17,7 @@
 #   check             e2e-check and windows-capacity: the tree checked on the defaults in one call (gpu-tests
 #                     take a call of their own with them: the three steps' limits exceed one call)
 #   gpu-tests         pytest -m gpu over TESTS [the GPU engine, packer, FP8, continuous and guard tests],
-#                     -k TESTS_K; limit TESTS_S [130]: TESTS_LOG [gpu_tests_h200].txt
+#                     -k TESTS_K; limit TESTS_S [240]: TESTS_LOG [gpu_tests_h200].txt
 #   e2e               python -m bench.e2e on the 0.5B architecture (random weights), DOCS [3000] documents,
 #                     max_new_tokens 64, RUNS [3] pairs, steady loads at STEADY [0.5,0.9] of capacity for
 #                     STEADY_S [60] s; PROCESS [auto], TOKEN_BUDGET [auto], BATCHING [the setting's];
@@ -147,7 +147,7 @@ run_stage() {
     check) run_stage e2e-check; run_stage windows-capacity ;;
     gpu-tests)
       # shellcheck disable=SC2086  # TESTS is a list of files
-      step "${TESTS_S:-130}" "${TESTS_LOG:-gpu_tests_h200}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
+      step "${TESTS_S:-240}" "${TESTS_LOG:-gpu_tests_h200}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
         -k "${TESTS_K:-}" ;;
     e2e)
       e2e "${E2E_S:-500}" "${NAME:-e2e_h200}" --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
