@@ -3,10 +3,11 @@
 against this emulation on the H200), and FP8 attention (model.fp8_attention) emulated in fp32 with the
 Triton kernel's quantization (worker/engine/fp8_attention.py).
 
-    python -m bench.fp8_accuracy --checkpoint /tmp/ribbon-stop-lengths --documents 32 \
+    python -m bench.fp8_accuracy --checkpoint ~/.cache/ribbon/models/smollm2-135m --documents 32 \
         --out bench/results/fp8_accuracy_cpu.json
 
-The checkpoint is the one bench/stop_lengths.py converts from the GGUF file. Prompts: the `short`
+The checkpoint is the folder `ribbon` converts `smollm2-135m` into (worker/engine/known.py; bench/stop_lengths.py
+converts the same GGUF file). Prompts: the `short`
 corpus as the worker gives it to the model (digest compaction on). Compares fp32 against FP8 prefill
 (GEMMs of >= 64 rows in FP8: every prefill, no decode batch): mean |logit difference| at each
 document's last position, top-1 agreement there, and greedy agreement over `max-new-tokens`; the same for
