@@ -68,7 +68,7 @@ def _v_scale_kernel(V, VS, Cu, stride_vt, stride_vh, HKV: tl.constexpr, D: tl.co
 
 @triton.jit
 def _attn_quant_kernel(Q, K, V, Q8, QS, K8, KS, V8, VS, Docs, T, TP, stride_qt, stride_qh, stride_kt, stride_kh,
-                  stride_vt, stride_vh, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, ROWS: tl.constexpr):
+                       stride_vt, stride_vh, H: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, ROWS: tl.constexpr):
     """Grid (token blocks, H + 2 * HKV): programs [0, H) quantize Q's heads, [H, H + HKV) K's, the rest V's."""
     rows = (tl.program_id(0) * ROWS + tl.arange(0, ROWS)).to(tl.int64)
     h = tl.program_id(1).to(tl.int64)  # head offsets reach past 2**31 on a [H, T, D] layout of a large T
