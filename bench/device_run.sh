@@ -17,7 +17,7 @@
 #   check             e2e-check and windows-capacity: the tree checked on the defaults in one call (gpu-tests
 #                     take a call of their own with them: the three steps' limits exceed one call)
 #   gpu-tests         pytest -m gpu over TESTS [the GPU engine, packer, FP8, continuous and guard tests],
-#                     -k TESTS_K; limit TESTS_S [130]: TESTS_LOG [gpu_tests_h200].txt
+#                     -k TESTS_K; limit TESTS_S [240]: TESTS_LOG [gpu_tests_h200].txt
 #   e2e               python -m bench.e2e on the 0.5B architecture (random weights), DOCS [3000] documents,
 #                     max_new_tokens 64, RUNS [3] pairs, steady loads at STEADY [0.5,0.9] of capacity for
 #                     STEADY_S [60] s; PROCESS [auto], TOKEN_BUDGET [auto], BATCHING [the setting's];
@@ -32,7 +32,12 @@
 #                     e2e-<mode>SUFFIX_h200.json
 #   continuous-sweep  bench/continuous_sweep.py over the same bins: SETTINGS, BIN_K; limit SWEEP_S [300]:
 #                     continuous-sweep_h200.json
-#   fp8               bench/fp8_prefill.py on the 7B stress mix, FP8_ARGS; limit FP8_S [360]: fp8_prefill_h200.txt
+#   fp8               bench/fp8_prefill.py on the 7B stress mix (every variant, FP8 attention's included),
+#                     FP8_ARGS; limit FP8_S [480]: fp8_prefill_h200.json
+#   fp8-attention     bench/fp8_prefill.py --variants attention: the default FP8 variant without and with FP8
+#                     attention side by side (tok/s at 65,536 and 131,072 tokens a bin, accuracy, per-layer
+#                     attention error, the attention kernels alone at each launch shape); limit FP8_ATTN_S [400]:
+#                     fp8_attention_h200.json
 #   digest-host       bench/digest.py --throughput-only on the host's CPU; limit DIGEST_S [60]: digest_h200host.json
 #   digest-e2e        e2e on DOCS [500] `mixed` documents, compaction on, then off (the preprocessing pool at
 #                     its auto size), and on with the pool off when PROCS0 is set; limit E2E_S [150] each:
@@ -56,7 +61,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 digest-host digest-e2e windows
+STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 fp8-attention digest-host digest-e2e windows
 windows-capacity windows-kill engine-variants engine-kernels engine-7b engine-0.5b multigpu steady"
 DRY=""
 case "${1:-}" in
@@ -142,7 +147,7 @@ run_stage() {
     check) run_stage e2e-check; run_stage windows-capacity ;;
     gpu-tests)
       # shellcheck disable=SC2086  # TESTS is a list of files
-      step "${TESTS_S:-130}" "${TESTS_LOG:-gpu_tests_h200}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
+      step "${TESTS_S:-240}" "${TESTS_LOG:-gpu_tests_h200}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
         -k "${TESTS_K:-}" ;;
     e2e)
       e2e "${E2E_S:-500}" "${NAME:-e2e_h200}" --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
@@ -166,7 +171,10 @@ run_stage() {
         --out "$OUT/continuous-sweep_h200.json" ;;
     fp8)
       # shellcheck disable=SC2086  # FP8_ARGS: more arguments
-      step "${FP8_S:-360}" fp8_prefill_h200 python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+      step "${FP8_S:-480}" fp8_prefill_h200 python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+    fp8-attention)
+      step "${FP8_ATTN_S:-400}" fp8_attention_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
+        --no-gemms --attn-shapes --name fp8_attention_h200.json ;;
     digest-host)
       step "${DIGEST_S:-60}" digest_h200host python3 -m bench.digest --throughput-only --drain-lines 0 \
         --out "$OUT/digest_h200host.json" ;;

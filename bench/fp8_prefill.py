@@ -17,6 +17,11 @@ One engine (merged GEMMs, compiled layers, Triton prefill attention, as in produ
   default variant (decode is bf16 in both: FP8 changes the prefill's KV and first token). Random
   weights give logits without a dominant token, so top-1 and greedy agreement say little here; real
   weights: bench/fp8_accuracy.py;
+- FP8 attention (model.fp8_attention: prefill_fp8_kernel.py) on top of the default variant, side by side
+  with it: tok/s, accuracy, greedy agreement, each layer's attention error against fp32 attention on one
+  bin's q/k/v (bench/fp8_attention.py) and, with --attn-shapes, the attention kernels alone on layer 0's
+  q/k/v of that bin (bf16 and FP8 at each launch shape of ATTN_SHAPES, the FP8 quantization alone);
+  `--variants attention` runs only these two (the `fp8-attention` stage of bench/device_run.sh);
 - a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
 Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
@@ -34,6 +39,7 @@ from torch import nn
 
 from bench.engine import MODELS, first_bin, ribbon_prefill_at, stage_docs, greedy_agreement, make_mix
 from bench.engine_profile import profile
+from bench.fp8_attention import kernels_alone, layer_errors, summary
 from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
@@ -49,16 +55,32 @@ VARIANTS = {
     "fp8+fast_accum+bias_in_gemm+native_quant": _FAST | {"quant": "native", "mlp_kernel": "none"},
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_two_pass": _FAST | {"mlp_kernel": "two_pass"},
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass": _FAST | {"mlp_kernel": "one_pass"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+fp8_attention": _FAST | {"mlp_kernel": "one_pass",
+                                                                               "fp8_attention": True},
 }
+ATTENTION = "+fp8_attention"  # the suffix of a variant with FP8 attention
 
 
-def _apply(gemms, mlps, variant: dict) -> None:
+def variant_names(spec: str, default: str) -> list[str]:
+    """--variants -> names of VARIANTS: all, default, attention (default without and with FP8 attention) or a list."""
+    if spec == "all":
+        return list(VARIANTS)
+    if spec in ("default", "attention"):
+        return [default] + ([default + ATTENTION] if spec == "attention" else [])
+    return spec.split(",")
+
+
+def _apply(eng, gemms, mlps, variant: dict, kernel: str) -> None:
+    """Set a variant on the engine's FP8 modules; kernel: the engine's prefill kernel without FP8 attention."""
     for g in gemms:
         for k, v in variant.items():
-            if k != "mlp_kernel":
+            if k not in ("mlp_kernel", "fp8_attention"):
                 setattr(g, k, v)
     for m in mlps:
         m.kernel = variant["mlp_kernel"]
+    if variant.get("fp8_attention") and kernel != "triton":
+        raise RuntimeError(f"FP8 attention needs the Triton prefill kernel (here {kernel})")
+    eng.prefill_kernel = "triton_fp8" if variant.get("fp8_attention") else kernel
 
 
 def _logits(eng, docs):
@@ -138,7 +160,7 @@ def _kinds(prof: dict, tokens: int) -> dict:
     us = {"gemm": 0.0, "attention": 0.0, "elementwise": 0.0}
     for k in prof["top"]:
         name = k["name"]
-        if "prefill_kernel" in name or "flash" in name or "attn" in name:
+        if "prefill_kernel" in name or "prefill_fp8" in name or "flash" in name or "attn" in name:  # attn_quant too
             kind = "attention"
         elif "nvjet" in name or "gemm" in name.lower() or "xmma" in name or "cutlass" in name:
             kind = "gemm"
@@ -160,7 +182,10 @@ def main(argv=None) -> int:
     ap.add_argument("--big-chunk", type=int, default=131_072, help="the fastest variant and bf16 again at this "
                                                                    "bin size (0: not)")
     ap.add_argument("--variants", default="all", help="comma-separated names of VARIANTS, 'default' (the code's "
-                                                      "default variant only) or 'all'")
+                                                      "default variant only), 'attention' (the default variant "
+                                                      "without and with FP8 attention) or 'all'")
+    ap.add_argument("--attn-shapes", action="store_true", help="the attention kernels alone at each launch shape")
+    ap.add_argument("--name", default=None, help="the JSON's file name (default fp8_prefill_<gpu>.json)")
     ap.add_argument("--acc-docs", type=int, default=128)
     ap.add_argument("--gen-docs", type=int, default=32)
     ap.add_argument("--gen-tokens", type=int, default=64)
@@ -185,7 +210,7 @@ def main(argv=None) -> int:
            "greedy_note": "random weights: logits without a dominant token, so top-1 and greedy agreement are "
                           "near chance for any perturbation; real weights: fp8_accuracy_cpu.json",
            "command": "python -m bench.fp8_prefill " + " ".join(argv if argv is not None else sys.argv[1:])}
-    out = Path(a.out) / f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json"
+    out = Path(a.out) / (a.name or f"fp8_prefill_{'h200' if 'H200' in res['gpu'] else 'gpu'}.json")
 
     def save():
         out.write_text(json.dumps(res, indent=1))
@@ -215,6 +240,14 @@ def main(argv=None) -> int:
         p = profile(lambda: eng.prefill_last_logits(stage_docs(eng, docs, one_bin)), Path(a.out) / f"fp8_profile_{tag}.txt")
         res.setdefault("profile_one_bin", {"tokens": bin_tokens})[tag] = _kinds(p, bin_tokens)
 
+    def attention_errors(bin_docs) -> None:
+        rows: list[dict] = []
+        with layer_errors(rows):
+            eng.prefill_last_logits(stage_docs(eng, docs, bin_docs))
+        res["attention_errors"] = {"summary": summary(rows), "layers": rows,
+                                   "note": "random weights: q/k/v without the outlier channels of trained models; "
+                                           "real weights: fp8_accuracy_cpu.json (emulated)"}
+
     def gemms() -> None:
         t0 = time.perf_counter()
         res["gemms"] = gemm_bench(eng.base.layers[0], a.chunk)
@@ -239,11 +272,14 @@ def main(argv=None) -> int:
     default = {k: getattr(modules[0], k) for k in VARIANTS["fp8"] if k != "mlp_kernel"}
     default["mlp_kernel"] = mlps[0].kernel if mlps else "none"
     res["default_variant"] = next((n for n, v in VARIANTS.items() if v == default), json.dumps(default))
-    names = list(VARIANTS) if a.variants == "all" else (
-        [res["default_variant"]] if a.variants == "default" else a.variants.split(","))
-    base_logits = None
+    names = variant_names(a.variants, res["default_variant"])
+    base_logits, kernel = None, eng.prefill_kernel
     for name in names:
-        _apply(modules, mlps, VARIANTS[name])
+        try:
+            _apply(eng, modules, mlps, VARIANTS[name], kernel)
+        except (RuntimeError, KeyError) as e:
+            res["errors"][name] = repr(e)[:500]
+            continue
         prefill(name, a.chunk)
         if f"{name}@{a.chunk}" not in res["prefill"]:
             continue
@@ -251,14 +287,21 @@ def main(argv=None) -> int:
         if name == "fp8":
             base_logits = lf
         res["accuracy"][name] = _accuracy(lb, lf, base_logits if name != "fp8" else None)
-        if name == res["default_variant"]:
+        if name == res["default_variant"] or name.endswith(ATTENTION):
             res["accuracy"][name] |= greedy_agreement(gb, _greedy(eng, docs[: a.gen_docs]))
         guarded(f"profile {name}", lambda n=name: prof(n))
-    fp8_runs = {k: v for k, v in res["prefill"].items() if v["variant"] != "bf16"}
-    if fp8_runs and a.big_chunk:
-        best = max(fp8_runs.values(), key=lambda r: r["tokens_per_s"])["variant"]
-        _apply(modules, mlps, VARIANTS[best])
-        prefill(best, a.big_chunk)
+        if name.endswith(ATTENTION):
+            guarded("attention errors", lambda: attention_errors(one_bin))
+            if a.attn_shapes:
+                guarded("attention kernels", lambda: res.update(attention_kernels=kernels_alone(eng, stage_docs(
+                    eng, docs, one_bin))))
+    for with_attention in (False, True):  # the fastest FP8 variant without FP8 attention and with it, at big_chunk
+        runs = [v for v in res["prefill"].values() if v["variant"] != "bf16"
+                and v["variant"].endswith(ATTENTION) == with_attention]
+        if runs and a.big_chunk:
+            best = max(runs, key=lambda r: r["tokens_per_s"])["variant"]
+            _apply(eng, modules, mlps, VARIANTS[best], kernel)
+            prefill(best, a.big_chunk)
     bf16 = res["prefill"].get(f"bf16@{a.chunk}", {}).get("tokens_per_s")
     res["summary"] = {k: {"tokens_per_s": v["tokens_per_s"], "speedup_vs_bf16": v["tokens_per_s"] / bf16 if bf16 else None}
                       for k, v in res["prefill"].items()}

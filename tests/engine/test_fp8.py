@@ -135,3 +135,75 @@ def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(one_pass):
     assert (q.float() != rq.float()).float().mean().item() < 0.02  # a code differs only at a rounding tie
     assert rel(q.float() * s, rq.float() * rs) < 1e-2
     assert torch.equal(q[7].float(), torch.zeros(18_944, device="cuda"))
+
+
+def _lens_cu(lens: list[int]) -> list[int]:
+    cu = [0]
+    for n in lens:
+        cu.append(cu[-1] + n)
+    return cu
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.parametrize("shape", [None, (128, 128, 8, 3), (64, 64, 4, 2)])  # None: the kernel's default
+@pytest.mark.parametrize("heads,kv_heads,dim", [(28, 4, 128), (14, 2, 64)])  # Qwen2.5-7B, -0.5B
+def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads, kv_heads, dim):
+    """prefill_fp8_kernel.py on the tensor cores: strided bf16 views of one merged projection; empty documents,
+    lengths on and off the block edges, padding rows past the last document."""
+    from worker.engine import prefill_fp8_kernel as f8
+    from worker.engine.attention import reference_prefill
+    from worker.engine.fp8_attention import emulated_prefill, quantize_qkv
+
+    lens = [1, 17, 0, 300, 2, 1025, 64, 128, 129]
+    cu = _lens_cu(lens)
+    t, n = cu[-1] + 7, cu[-1]
+    g = torch.Generator(device="cuda").manual_seed(5)
+    qkv = torch.randn(t, (heads + 2 * kv_heads) * dim, device="cuda", generator=g).to(torch.bfloat16)
+    q = qkv[:, : heads * dim].view(t, heads, dim)  # [T, H, D] strided
+    k = qkv[:, heads * dim : (heads + kv_heads) * dim].view(t, kv_heads, dim)  # [T, Hkv, D]
+    v = qkv[:, (heads + kv_heads) * dim :].view(t, kv_heads, dim)  # [T, Hkv, D]
+    shape = shape or (f8.BLOCK_M, f8.BLOCK_N, f8.NUM_WARPS, f8.NUM_STAGES)
+    tables = f8.fp8_tables(cu, t, shape[0], q.device)
+    got = f8.prefill_attention_fp8(q, k, v, tables, dim**-0.5, *shape)[:n].float()
+    codes, want = f8.quantize_qkv(q, k, v, tables), quantize_qkv(q, k, v, cu)
+    # the Triton quantization is the torch math: the same scales up to an fp32 rounding, the same codes but where
+    # the GPU's division lands the other side of a rounding boundary (interpreted: code for code)
+    v8 = codes[4][:, :, :t].permute(2, 0, 1).contiguous()  # [T, Hkv, D] as the torch math lays it out
+    for got8, want8 in ((codes[0], want[0]), (codes[2], want[2]), (v8, want[4])):
+        assert (got8.view(torch.uint8) != want8.view(torch.uint8)).float().mean().item() < 1e-4
+        assert (got8.float() - want8.float()).abs().max().item() <= 32  # one e4m3 step at most (448's is 32)
+    for got_s, want_s in ((codes[1], want[1]), (codes[3], want[3]), (codes[5], want[5])):
+        torch.testing.assert_close(got_s, want_s, rtol=1e-6, atol=0)
+    ref = reference_prefill(q[:n].float(), k[:n].float(), v[:n].float(), cu, dim**-0.5)
+    emu = emulated_prefill(q, k, v, cu, dim**-0.5)[:n].float()
+    assert rel(got, ref) < 0.08  # tests/engine/test_fp8_attention.py's bound (interpreted: 2.9-5.1%)
+    assert rel(got, emu) < 0.03  # the same roundings; the tensor cores' FP8 accumulation and bf16 output besides
+    a, b = cu[5], cu[6]  # the 1,025-token document alone: what it gets in the ribbon
+    alone = f8.prefill_attention_fp8(q[a:b], k[a:b], v[a:b], f8.fp8_tables([0, b - a], b - a, shape[0], q.device),
+                                     dim**-0.5, *shape)
+    assert rel(alone.float(), got[a:b]) < 1e-3  # bit-equal when interpreted; a bin-mate's V scale would show as ~1%
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+def test_an_engine_with_fp8_attention_runs_the_kernel_in_every_layer_on_the_gpu(tmp_path, monkeypatch):
+    from worker.engine import prefill_fp8_kernel as f8
+
+    path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1, hidden_size=256)  # head size 64
+    docs = _docs(12, 20, 300, 500, seed=3)
+    run = ModelRun(path=str(path), max_new_tokens=4, quantization="fp8")
+    logits = {}
+    for device in ("cpu", "cuda"):  # GEMMs below 10**6 rows keep full precision: attention is the only FP8 step
+        off = load_engine(run, device=device, fp8_min_rows=10**6)
+        on = load_engine(run.model_copy(update={"fp8_attention": True}), device=device, fp8_min_rows=10**6)
+        assert on.prefill_kernel == ("triton_fp8" if device == "cuda" else "fp8_emulated")
+        logits[device] = (off.prefill_last_logits(_stage(off, docs)).float().cpu(),
+                          on.prefill_last_logits(_stage(on, docs)).float().cpu())
+    calls = []
+    kernel = f8.prefill_attention_fp8
+    monkeypatch.setattr(f8, "prefill_attention_fp8", lambda *a, **k: calls.append(1) or kernel(*a, **k))
+    on.prefill_last_logits(_stage(on, docs))
+    assert len(calls) == len(on.base.layers)
+    diff = {d: ((a - b).abs().mean() / a.abs().mean()).item() for d, (a, b) in logits.items()}
+    assert 0 < diff["cuda"] < 2 * diff["cpu"] + 0.05  # the kernel moves the logits as the emulation does

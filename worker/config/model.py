@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from worker.config.groups import _DEVICE, _Group, _allowed
 
@@ -34,6 +34,19 @@ class ModelSettings(_Group):
                             "torch._scaled_mm; compute capability >= 8.9, e.g. Hopper); decode stays bf16 "
                             "(docs/engine.md: speed and accuracy)",
     )
+    fp8_attention: bool = Field(
+        False, description="with quantization = fp8: prefill attention in FP8 too (Q, K, V and the softmax "
+                           "weights in e4m3, fp32 accumulation; a Triton kernel on CUDA with compute capability "
+                           ">= 8.9, emulated in fp32 on the CPU); default off: its speed and accuracy on the H200 "
+                           "are not yet measured (docs/engine.md, FP8 prefill)",
+    )
+
+    @field_validator("fp8_attention")
+    @classmethod
+    def _fp8_attention(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("quantization") != "fp8":
+            raise ValueError("needs model.quantization = fp8")
+        return v
 
 
 class GenerationSettings(_Group):

@@ -30,6 +30,7 @@ from transformers import AttentionInterface
 from transformers.masking_utils import AttentionMaskInterface
 
 from worker.engine.errors import EngineSettingError
+from worker.engine.fp8_attention import emulated_prefill
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,9 @@ class AttnContext:
     # decode: the fused backends' decode kernel stores the step's K/V itself (decode_kernel.py); needs
     # rows == kv_start + kv_len - 1 (decode.decode_step builds it so). The reference backend ignores it.
     write_new: bool = False
-    prefill_kernel: str = "fa2"  # prefill: "triton" (prefill_kernel.py), "fa2", or "fa2_expanded" (measurement only:
-    # K/V heads repeated, the torch 2.11 varlen_attn path)
+    prefill_kernel: str = "fa2"  # prefill: "triton" (prefill_kernel.py), "fa2", "fa2_expanded" (measurement only:
+    # K/V heads repeated, the torch 2.11 varlen_attn path); FP8 (fp8_attention.py): "triton_fp8"
+    # (prefill_fp8_kernel.py), "fp8_emulated" (the reference backend)
     memo: dict = field(default_factory=dict)  # reference backend: index plans shared by every layer
 
 
@@ -240,10 +242,12 @@ def flash_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
 
 
 def triton_prefill(q, k, v, ctx: AttnContext, scale: float) -> torch.Tensor:
-    """Our Triton varlen kernel (prefill_kernel.py) on strided views; the block table is built by the
-    first layer of a forward and reused by the others."""
-    from worker.engine import prefill_kernel as pk  # noqa: PLC0415 triton: optional, CUDA only
+    """Our Triton varlen kernel (prefill_kernel.py, or its FP8 form prefill_fp8_kernel.py) on strided views;
+    the block table is built by the first layer of a forward and reused by the others."""
+    from worker.engine import prefill_fp8_kernel as f8, prefill_kernel as pk  # noqa: PLC0415 triton: optional
 
+    if ctx.prefill_kernel == "triton_fp8":
+        return f8.triton_fp8_prefill(q, k, v, ctx.cu_host, scale, ctx.memo)  # [T, H, D]
     if "blocks" not in ctx.memo:
         ctx.memo["blocks"] = pk.block_table(ctx.cu_host, pk.query_block_m(q.dtype), q.device)
     return pk.prefill_attention(q, k, v, ctx.memo["blocks"], scale)  # [T, H, D]
@@ -263,7 +267,7 @@ def _make(prefill_impl, decode_impl):
         ctx = _ctx(kwargs)
         scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
         layer = module.layer_idx
-        if ctx.mode == "prefill" and ctx.prefill_kernel == "triton":  # strided views in: no copies
+        if ctx.mode == "prefill" and ctx.prefill_kernel in ("triton", "triton_fp8"):  # strided views: no copies
             q, k, v = (x[0].transpose(0, 1) for x in (query, key, value))  # [T, H, D], [T, Hkv, D] x 2
             _write_kv(ctx, layer, k, v)
             out = triton_prefill(q, k, v, ctx, scale)  # [T, H, D]
@@ -293,7 +297,9 @@ def _reference_attention(module, query, key, value, attention_mask, scaling=None
     k = key[0].transpose(0, 1)  # [T, Hkv, D] view
     v = value[0].transpose(0, 1)  # [T, Hkv, D] view
     _write_kv(ctx, layer, k, v)
-    if ctx.mode == "prefill":
+    if ctx.mode == "prefill" and ctx.prefill_kernel == "fp8_emulated":  # fp8_attention.py's fp32 emulation
+        out = emulated_prefill(q, k, v, ctx.cu_host, scale)  # [T, H, D]
+    elif ctx.mode == "prefill":
         if "prefill" not in ctx.memo:
             ctx.memo["prefill"] = _prefill_plan(ctx.cu_host, q.device)
         out = reference_prefill(q, k, v, ctx.cu_host, scale, ctx.memo["prefill"])  # [T, H, D]

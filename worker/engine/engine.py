@@ -16,6 +16,7 @@ from worker.engine.attention import REGISTERED, register_backends, want_prefill_
 from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner, want_decode_blas, want_kv_layout, want_kv_write
 from worker.engine.fp8 import quantize_layers
+from worker.engine.fp8_attention import want_fp8_attention
 from worker.engine.fuse import compile_layers, want_compile
 from worker.engine.guards import GuardConfig, apply_guards
 from worker.engine.kvcache import KVPool
@@ -73,6 +74,7 @@ class EngineOptions:
     quantization: str = "none"  # "none" | "fp8": FP8 prefill GEMMs (fp8.py; compute capability >= 8.9)
     fp8_min_rows: int = 1_024  # fp8: GEMMs of fewer rows (decode batches) keep bf16
     fp8_fast_accum: bool = True  # fp8: Hopper's fast FP8 accumulation (fp8.py; measured, docs/engine.md)
+    fp8_attention: bool = False  # fp8: prefill attention in FP8 too (fp8_attention.want_fp8_attention)
     logits_hook: object = None  # per-step logits hook (decode.StepConfig.logits_hook): generation guards
     guards: GuardConfig = GuardConfig()  # per-document repetition / n-gram / minimum-length guards (guards.py)
     cut_loops: bool = False  # a document that loops ends there, its text cut where the loop starts (loops.loop_start)
@@ -113,6 +115,8 @@ class Engine:
         self.quantization = options.quantization
         if options.quantization == "fp8":  # before compile: the compiled layers fuse the activation quantization
             quantize_layers(self.base, self.device, options.fp8_min_rows, options.fp8_fast_accum)
+        self.prefill_kernel = want_fp8_attention(options.fp8_attention, options.quantization, self.device,
+                                                 self.prefill_kernel, self.head_dim)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)

@@ -84,6 +84,7 @@ def options_from(settings) -> EngineOptions:
         compile=getattr(settings, "compile", "auto"),
         batching=getattr(settings, "batching", "bin"),
         quantization=getattr(settings, "quantization", "none"),
+        fp8_attention=getattr(settings, "fp8_attention", False),
         prefill_step_tokens=getattr(settings, "prefill_step_tokens", 131_072),
         refill_fraction=getattr(settings, "refill_fraction", 0.25),
         stop_lengths=read_stop_lengths(getattr(settings, "stop_lengths_file", None)),

@@ -1,0 +1,31 @@
+"""bench/fp8_prefill.py's FP8 attention variants on the CPU: which variants a run takes, and how a variant
+reaches the engine (its FP8 modules and its prefill kernel). The run itself is the H200's."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from bench.fp8_prefill import ATTENTION, VARIANTS, _apply, variant_names
+
+
+def test_the_attention_spec_runs_the_default_variant_without_and_with_fp8_attention():
+    default = "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"
+    assert variant_names("attention", default) == [default, default + ATTENTION]
+    assert all(n in VARIANTS for n in variant_names("attention", default))
+    assert variant_names("default", default) == [default]
+    assert default + ATTENTION in variant_names("all", default)  # every variant: FP8 attention side by side
+    assert variant_names("fp8,fp8+fast_accum", default) == ["fp8", "fp8+fast_accum"]
+
+
+def test_a_variant_sets_the_gemms_the_mlps_and_the_prefill_kernel():
+    eng, gemm, mlp = SimpleNamespace(prefill_kernel="triton"), SimpleNamespace(), SimpleNamespace()
+    name = "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"
+    _apply(eng, [gemm], [mlp], VARIANTS[name + ATTENTION], "triton")
+    assert eng.prefill_kernel == "triton_fp8" and mlp.kernel == "one_pass" and gemm.fast_accum
+    assert not hasattr(gemm, "fp8_attention")  # not a GEMM attribute
+    _apply(eng, [gemm], [mlp], VARIANTS[name], "triton")
+    assert eng.prefill_kernel == "triton"  # back to the bf16 attention kernel
+    with pytest.raises(RuntimeError, match="Triton prefill kernel"):
+        _apply(eng, [gemm], [mlp], VARIANTS[name + ATTENTION], "fa2")
