@@ -1,8 +1,9 @@
 """The digest pass per document, this tree against another checkout, side by side in one run.
 
-Each round runs the per-document pass (worker/digest/prepared.py: format layer, templater, digest,
-highlights, compaction) of both trees over the same documents in two fresh processes, one after the
-other, alternating which goes first; each process reports the best of --repeats passes over the
+Each round runs the per-document pass (worker/digest/prepared.py: redaction where the tree has it, format
+layer, templater, digest, highlights, compaction) over the same documents in three fresh processes, one after
+the other, each taking each place in turn: the other tree, this tree, and this tree with redaction off
+(`this_no_redaction`: the pass the other tree has where it predates redaction, worker/redaction/); each reports the best of --repeats passes over the
 documents (CPU seconds of the process) and, apart, its first pass (nothing kept from an earlier
 document: the cold cost; the process has done what the worker does at start, compiling the redaction
 rules, where its tree has them). Writes bench/results/digest_side_cpu.json.
@@ -32,6 +33,7 @@ OUT = ROOT / "bench" / "results" / "digest_side_cpu.json"
 _CHILD = r'''
 import json, sys, time
 root, corpus, n, repeats, doc_lines, devlogs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+redaction = sys.argv[7] == "on"
 import importlib.util
 if not (importlib.util.find_spec("worker").origin or "").startswith(root):   # not the installed tree
     sys.path.insert(0, root)
@@ -39,11 +41,13 @@ if not (importlib.util.find_spec("worker").origin or "").startswith(root):   # n
 import worker
 assert worker.__file__.startswith(root), worker.__file__
 from worker.digest.prepared import PrepareOptions, prepare
+o = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)
 try:  # what the worker does at start: the redaction rules compiled once (worker/redaction: install)
     from worker.redaction import Policy, install
-    install(Policy())
+    install(Policy(enabled=redaction))
+    o = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True, redaction=Policy(enabled=redaction))
 except ImportError:  # a tree without redaction
-    pass
+    assert redaction
 if corpus == "mixed":
     from worker.demo.samples import mixed_corpus
     texts = ["\n".join(d["lines"]) for d in mixed_corpus(n, seed=11)]
@@ -53,7 +57,6 @@ else:
     for f in sorted(Path(devlogs).glob("loghub/*/*_2k.log")):
         lines = f.read_text(encoding="utf-8", errors="replace").rstrip("\n").split("\n")
         texts += ["\n".join(lines[i:i + doc_lines]) for i in range(0, len(lines), doc_lines)]
-o = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)
 times = []
 for _ in range(repeats):
     t0 = time.process_time()
@@ -66,10 +69,10 @@ print(json.dumps({"documents": len(texts), "lines": lines, "first_ms": 1e3 * tim
 '''
 
 
-def _run(root: Path, corpus: str, args) -> dict:
+def _run(root: Path, corpus: str, args, redaction: bool = True) -> dict:
     out = subprocess.run([sys.executable, "-c", _CHILD, str(root), corpus, str(args.documents), str(args.repeats),
-                          str(args.doc_lines), str(args.devlogs)], capture_output=True, text=True, check=True,
-                         cwd=root)
+                          str(args.doc_lines), str(args.devlogs), "on" if redaction else "off"], capture_output=True,
+                         text=True, check=True, cwd=root)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -95,23 +98,26 @@ def main() -> int:
            "load_average_start": os.getloadavg(), "python": platform.python_version(), "clock": "process CPU time",
            "base": {"path": str(args.base), "commit": base_commit}, "this": {"commit": this_commit}, "corpora": {}}
     for corpus in corpora:
-        rows = {"base": [], "this": []}
+        rows = {"base": [], "this": [], "this_no_redaction": []}
+        runs = [("base", args.base, True), ("this", ROOT, True), ("this_no_redaction", ROOT, False)]
         for r in range(args.rounds):
-            order = [("base", args.base), ("this", ROOT)]
-            for name, root in (order if r % 2 == 0 else order[::-1]):
-                rows[name].append(_run(root, corpus, args))
+            for name, root, redaction in runs[r % 3:] + runs[:r % 3]:   # each takes each place in turn
+                rows[name].append(_run(root, corpus, args, redaction))
         summary = {name: {"documents": rs[0]["documents"], "lines": rs[0]["lines"],
                           "best_ms_per_document": round(min(x["best_ms"] for x in rs), 4),
                           "first_pass_ms_per_document": round(min(x["first_ms"] for x in rs), 4),
                           "rounds": rs} for name, rs in rows.items()}
-        summary["ratio_best"] = round(summary["this"]["best_ms_per_document"] / summary["base"]["best_ms_per_document"], 3)
-        summary["ratio_first_pass"] = round(summary["this"]["first_pass_ms_per_document"]
-                                            / summary["base"]["first_pass_ms_per_document"], 3)
+        base = summary["base"]
+        for name, tag in (("this", ""), ("this_no_redaction", "_no_redaction")):
+            summary["ratio_best" + tag] = round(summary[name]["best_ms_per_document"] / base["best_ms_per_document"], 3)
+            summary["ratio_first_pass" + tag] = round(summary[name]["first_pass_ms_per_document"]
+                                                      / base["first_pass_ms_per_document"], 3)
         res["corpora"][corpus] = summary
         print(f"{corpus}: base {summary['base']['best_ms_per_document']:.4f} ms/doc (first pass "
               f"{summary['base']['first_pass_ms_per_document']:.4f}), this {summary['this']['best_ms_per_document']:.4f} "
               f"(first pass {summary['this']['first_pass_ms_per_document']:.4f}): x{summary['ratio_best']} "
-              f"(first pass x{summary['ratio_first_pass']})")
+              f"(first pass x{summary['ratio_first_pass']}); redaction off x{summary['ratio_best_no_redaction']} "
+              f"(first pass x{summary['ratio_first_pass_no_redaction']})")
     res["load_average_end"] = os.getloadavg()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1) + "\n")
