@@ -37,3 +37,25 @@ def test_a_go_panics_frames_after_its_blank_line_take_its_level():
 def test_an_exception_class_line_continues_and_a_bare_error_word_does_not():
     assert continues("java.lang.IllegalStateException: x") and continues("ValueError: bad value")
     assert not continues("Error: disk full") and not continues("Exception")
+
+
+def test_a_document_mixing_time_forms_gets_keys_that_sort_as_its_times():
+    # one scheme per document was chosen from its first stamp: an epoch first made a later syslog stamp
+    # raise (float("Mar 16 ...")), which dead-lettered the document
+    epoch_then_syslog = ["1117838570", "Mar 16 00:01:25", "1117838590"]
+    keys = sort_keys(epoch_then_syslog)
+    assert keys[0] < keys[2] and keys[1] == ""   # a time without a year cannot be placed among dated ones
+    iso_then_epoch = ["2005-06-03T22:42:50Z", "1117838580", "2005-06-03 22:43:10"]
+    keys = sort_keys(iso_then_epoch)
+    assert keys[0] < keys[1] < keys[2]           # 22:42:50, 22:43:00, 22:43:10 (UTC), whatever their forms
+    seconds_then_millis = ["1117838570", "1117838560000"]
+    keys = sort_keys(seconds_then_millis)
+    assert keys[1] < keys[0]                     # the milliseconds are ten seconds earlier
+
+
+def test_a_document_mixing_an_epoch_and_a_syslog_header_is_digested_with_its_dated_span():
+    text = ("1117838570 node-7 kernel: INFO link up on eth0\n"
+            "<13>Mar 16 00:01:25 gw sshd[77]: Accepted publickey for ops\n"
+            "1117838590 node-7 kernel: ERROR link down on eth0")
+    span = analyze_document(text).digest["span"]
+    assert (span["first"], span["last"]) == ("2005-06-03T22:42:50Z", "2005-06-03T22:43:10Z")

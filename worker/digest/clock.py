@@ -1,6 +1,6 @@
 """A document's true time span, from the timestamps its format layer read (worker/digest/formats.py).
 
-    sort_keys(stamps)        -> [L] strings that sort like the times ("" for none)
+    sort_keys(stamps, masks) -> [L] strings that sort like the times ("" for none), across forms
     true_span(stamps, keys)  -> TrueSpan: earliest and latest (never inverted), lines out of order
 
 A timestamp's text is read by worker/digest/timeparse.py (stamp_of: every form it names). Only the
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from operator import itemgetter, lt
 
-from worker.digest.timeparse import CLF, EPOCH, MONTHS, Stamp, stamp_of
+from worker.digest.timeparse import CLF, EPOCH, MONTHS, Stamp, form_of, stamp_of
 
 _DIGITS = str.maketrans("", "", "".join(chr(c) for c in range(128) if not chr(c).isdigit()))
 _MON_KEY = {m.capitalize(): f"{i:02d}" for m, i in MONTHS.items()}
@@ -23,11 +23,17 @@ _NAMED_HINT = re.compile(r"\d{1,2}[-/ ][A-Z][a-z]{2}|[A-Z][a-z]{2}[a-z]*\.? {1,2
 _PARSED_EACH = frozenset({"day_month", "month_day", "yearless_month"})   # sort keys made by parsing each time
 
 
-def sort_keys(stamps: list[str]) -> list[str]:
-    """[L] a key per timestamp text that sorts as the times do within one document ("" where none)."""
+def sort_keys(stamps: list[str], masks: set[str] | None = None) -> list[str]:
+    """[L] a key per timestamp text that sorts as the times do within one document ("" where none).
+
+    A document's stamps of one form get keys made without parsing, by a scheme chosen from its first stamp; a
+    document mixing forms (lines of several systems, an epoch beside a syslog time) gets its stamps' seconds
+    (_mixed_keys). `masks`: the stamps' distinct digit masks where the caller has them (_forms)."""
     sample = next((s for s in stamps if s), "")
     if not sample:
         return stamps
+    if _forms(stamps, masks) > 1:
+        return _mixed_keys(stamps)
     if _NAMED_HINT.match(sample):                                  # month names: each time parsed
         first = stamp_of(sample)
         if first is not None and first.form in _PARSED_EACH:
@@ -39,7 +45,7 @@ def sort_keys(stamps: list[str]) -> list[str]:
     if CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
         return [_clf_key(s) if s else "" for s in stamps]
     if EPOCH.match(sample):
-        return [f"{float(s):020.6f}" if s else "" for s in stamps]
+        return [_epoch_key(s) if s else "" for s in stamps]
     if _NUMERIC_DATE_NOT_YEAR_FIRST.match(sample):                  # 19-06-2019 10:00:00, 11/05/2018 19:21
         return [_clf_key(s) if s else "" for s in stamps]
     widths = set(map(len, stamps))
@@ -50,6 +56,35 @@ def sort_keys(stamps: list[str]) -> list[str]:
 
 
 _NUMERIC_DATE_NOT_YEAR_FIRST = re.compile(r"\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4}\b")  # day or month first: parsed
+
+
+def _forms(stamps: list[str], masks: set[str] | None) -> int:
+    """How many forms (timeparse.form_of) the stamps are written in, read from their distinct digit masks (a
+    stamp's text with its digits written 0: every text of one mask has one form; most documents have one or a
+    few masks). `masks`: the masks where the caller has them (the header rows keep one per line shape)."""
+    if masks is None:
+        masks = set("\n".join(stamps).encode("utf-8", "surrogatepass").translate(_ZERO).decode("utf-8", "surrogatepass")
+                    .split("\n"))
+    masks = masks - {""}
+    if len(masks) < 2:
+        return len(masks)
+    return len({form_of(m) for m in masks})
+
+
+def _mixed_keys(stamps: list[str]) -> list[str]:
+    """Keys of stamps of several forms: each stamp's seconds. A time without a year (RFC 3164's) has none to
+    place it among dated ones: where dated stamps exist it gets no key (its line has no place in the span)."""
+    read = [stamp_of(s) if s else None for s in stamps]
+    dated = any(st is not None and not st.text.startswith("--") for st in read)
+    return ["" if st is None or dated and st.text.startswith("--") else f"{st.seconds:020.3f}" for st in read]
+
+
+def _epoch_key(s: str) -> str:
+    """Epoch seconds, or milliseconds (13 digits: timeparse's epoch_ms), as seconds."""
+    m = EPOCH.match(s.strip().strip("[]\""))
+    if m is None:
+        return ""
+    return f"{int(m.group(1)) / 1000:020.6f}" if len(m.group(1)) == 13 else f"{float(m.group(1)):020.6f}"
 
 
 def _clf_key(s: str) -> str:

@@ -176,7 +176,7 @@ def build_digest(tm: Templates, r: Read | None = None) -> Analysis:
     levels = r.levels if r is not None else [None] * len(tm.lines)
     ranks, inherited = line_ranks(tm, levels, r.continued if r is not None else None)
     stamps = r.stamps if r is not None else []
-    keys = sort_keys(stamps) if stamps and any(stamps) else []
+    keys = sort_keys(stamps, r.stamp_masks) if stamps and any(stamps) else []
     ranked = sorted(tm.templates, key=lambda t: (-t.count, t.first_line))
     fails = ranked_failures(tm, ranks, keys, inherited)
     entities = _host_entities(r) + _entities(tm)

@@ -61,6 +61,8 @@ class Read:
     bodies: list[str] | None = None       # [L] what the templater reads where it holds more than the message: the
                                           # header's fields and trailer (`[client ..] AH00558: msg (a.b.C)`), a
                                           # record's other pairs after its message; None: the messages
+    stamp_masks: set[str] | None = None   # the stamps' distinct texts with their digits written 0, where the reader
+                                          # has them (clock.sort_keys reads their forms from them); None: not kept
 
     @property
     def texts(self) -> list[str]:
@@ -136,7 +138,7 @@ def _columns(lines: list[str], c: header_rows.Columns, cleaned: int) -> Read:
     shapes.pop("", None)
     hosts = c.hosts
     return Read(shapes.most_common(1)[0][0], lines, c.messages, levels, stamps, hosts, c.matched, cleaned, c.continued,
-                bodies=None if c.bodies is c.messages else c.bodies)
+                bodies=None if c.bodies is c.messages else c.bodies, stamp_masks=c.stamp_masks)
 
 
 _JSON_LEVEL = ("level", "severity", "lvl", "loglevel", "log.level", "severityText", "severity_text", "levelname",

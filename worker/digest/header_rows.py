@@ -37,6 +37,7 @@ from worker.multiline import CONTINUATION
 RECIPES_MAX = 32768
 MAX_KEY = 1024            # longer lines are read without keeping their parse
 _ZERO = bytes.maketrans(b"123456789", b"0" * 9)   # on UTF-8 bytes (an ASCII digit is never inside a character)
+_ZERO_TEXT = str.maketrans("123456789", "000000000")
 _RECIPES: dict[str, tuple] = {}
 
 _TS = ("ts", "ts5", "tsk", "tsr", "tse")
@@ -122,8 +123,7 @@ def recipe(key: str) -> tuple:
             has |= _HAS_STATUS
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
     return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and _continues(key) is not None,
-            status, body,
-            has)
+            status, body, has, key[ts[0]:ts[1]].translate(_ZERO_TEXT))
 
 
 def _status(key: str, at: int, shape: str) -> int:
@@ -154,7 +154,7 @@ class Columns:
     """Per line of a document: the header's fields ("" or None where absent; see columns())."""
 
     __slots__ = ("bodies", "continued", "hosts", "levels", "lines", "matched", "messages", "pris", "recipes",
-                 "shapes", "stamps")
+                 "shapes", "stamp_masks", "stamps")
 
     def __init__(self, lines: list[str], recipes: list[tuple]) -> None:
         self.lines, self.recipes = lines, recipes
@@ -162,6 +162,7 @@ class Columns:
         for bits in set(map(itemgetter(13), recipes)):     # what any line has (most documents: a few kinds)
             has |= bits
         self.stamps = [ln[r[0][0]:r[0][1]] for ln, r in zip(lines, recipes)]
+        self.stamp_masks = set(map(itemgetter(14), recipes))    # the stamps' texts with their digits written 0
         self.hosts = [ln[r[1][0]:r[1][1]] for ln, r in zip(lines, recipes)] if has & _HAS_HOST else []
         self.levels = list(map(itemgetter(5), recipes))
         if has & _HAS_STATUS:                        # an access log's status: 5xx ERROR, 4xx WARN, else INFO

@@ -166,23 +166,30 @@ def stamp_of(text: str) -> Stamp | None:
         return None
 
 
+def form_of(text: str) -> int:
+    """Which form a timestamp's text is written in (an index into the forms stamp_of tries; one past them: none),
+    the same for every text of its digit key: a text with its digits written 0 reads as the text does."""
+    return step_of(text.strip().strip("[]\""))
+
+
 def _parse(t: str) -> Stamp | None:
     """The first of _STEPS whose pattern matches `t`, read. No pattern of _STEPS tells one ASCII digit from
     another (tests/digest/test_timeparse.py checks it), so every text of one digit key (its digits written 0)
     matches the same first step: the step is kept per key (`_STEP_OF`) and only that one is tried again."""
+    i = step_of(t)
+    return _STEPS[i][1](_STEPS[i][0].match(t)) if i < len(_STEPS) else None
+
+
+def step_of(t: str) -> int:
+    """The index of the first of _STEPS whose pattern matches `t` (len(_STEPS): none), the same for every text of
+    its digit key (kept per key): which form a time is written in, read without reading its value."""
     key = t.encode("utf-8", "surrogatepass").translate(_ZERO)
     i = _STEP_OF.get(key)
-    if i is not None:
-        return _STEPS[i][1](_STEPS[i][0].match(t)) if i < len(_STEPS) else None
-    if len(_STEP_OF) >= 4096:
-        _STEP_OF.clear()
-    for i, (rx, read) in enumerate(_STEPS):
-        m = rx.match(t)
-        if m:
-            _STEP_OF[key] = i
-            return read(m)
-    _STEP_OF[key] = len(_STEPS)
-    return None
+    if i is None:
+        if len(_STEP_OF) >= 4096:
+            _STEP_OF.clear()
+        i = _STEP_OF[key] = next((i for i, (rx, _) in enumerate(_STEPS) if rx.match(t)), len(_STEPS))
+    return i
 
 
 def _numeric(form: str, m: re.Match) -> Stamp:
