@@ -75,7 +75,9 @@ class Source:
     def documents(self, msgs: list) -> list[Doc]:
         """The polled records as documents; the bad ones completed with a dead letter, the others
         (consume errors, partitions no longer ours) skipped. A line topic's records go to the window
-        stream a run of one partition at a time (`_lines`), each run registered under one lock."""
+        stream all of one partition's at once, after the call's documents (`_lines`), each partition's
+        registered under one lock: the windows of different partitions are apart, and one partition's
+        records keep their order."""
         good: list[Doc] = []
         wall = time.time()
         epochs: dict = {}  # per partition, for this call: rebalances run inside poll, never in here
@@ -83,8 +85,7 @@ class Source:
         age = self.metrics.record_age
         lines = self.lines
         line_topics = lines.topics if lines is not None else frozenset()
-        run: list = []  # consecutive records of one line partition
-        run_tp = None
+        runs: dict = {}  # a line partition's records, in offset order
         for m in msgs:
             if m.error() is not None:
                 if m.error().code() in OFFSET_ERRORS and m.topic() is not None and (m.offset() or -1) >= 0:
@@ -94,15 +95,12 @@ class Source:
                 continue
             tp = (m.topic(), m.partition())
             if tp[0] in line_topics:  # the window stream's
-                if tp != run_tp and run:
-                    consumed += self._lines(run, run_tp, epochs, wall, good)
-                    run = []
-                run_tp = tp
-                run.append(m)
+                run = runs.get(tp)
+                if run is None:
+                    runs[tp] = [m]
+                else:
+                    run.append(m)
                 continue
-            if run:
-                consumed += self._lines(run, run_tp, epochs, wall, good)
-                run, run_tp = [], None
             epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
@@ -113,8 +111,8 @@ class Source:
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 age.observe(max(0.0, wall - ts_ms / 1e3))
             good.extend(self._one(m, tp, epoch))
-        if run:
-            consumed += self._lines(run, run_tp, epochs, wall, good)
+        for tp, run in runs.items():
+            consumed += self._lines(run, tp, epochs, wall, good)
         self.metrics.consumed.inc(consumed)
         return good
 
