@@ -3,6 +3,7 @@ offsets and dead letters as one record at a time."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram
@@ -10,7 +11,7 @@ from prometheus_client import CollectorRegistry, Histogram
 from clocks import Clock
 from ingest_fakes import LineMsg
 from worker.config.settings import load_settings
-from worker.observability.metrics import observe_many
+from worker.observability.metrics import observe_ages, observe_many
 from worker.pipeline.configs import ingest_config
 from worker.pipeline.lines import LineStream, NoLine, line_time_ms
 from worker.pipeline.tracker import OffsetTracker
@@ -104,6 +105,23 @@ def test_observe_many_counts_as_observe_does():
     samples = [[(s.name, s.labels, s.value) for m in r.collect() for s in m.samples if not s.name.endswith("_created")]
                for r in (one, many)]
     assert samples[0] == samples[1]
+
+
+@given(stamps=st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.integers(999_000, 1_001_000)), max_size=30))
+def test_observe_ages_counts_as_observe_does_for_each_age(stamps):
+    one, many = CollectorRegistry(), CollectorRegistry()
+    h1 = Histogram("age_seconds", "a", registry=one, buckets=(0.1, 1, 10, 100))
+    h2 = Histogram("age_seconds", "a", registry=many, buckets=(0.1, 1, 10, 100))
+    wall = 1_000.5
+    for kind, ts in stamps:
+        if kind != 0:
+            h1.observe(max(0.0, wall - ts / 1e3))
+    observe_ages(h2, wall, stamps)
+    samples = [{(s.name, tuple(s.labels.items())): s.value for m in r.collect() for s in m.samples
+                if not s.name.endswith("_created")} for r in (one, many)]
+    assert samples[0].keys() == samples[1].keys()
+    for k, v in samples[0].items():
+        assert samples[1][k] == pytest.approx(v, abs=1e-6)
 
 
 def Msg(value, offset, key=b"k", ts=1_700_000_000_000) -> LineMsg:  # noqa: N802 - reads as the record it makes

@@ -25,7 +25,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from worker.kafka.clients import take
 from worker.messages.models import BadMessage, decode_input, default_id
-from worker.observability.metrics import observe_many
+from worker.observability.metrics import observe_ages
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import LineStream
@@ -67,7 +67,7 @@ class Source:
         digest pool and the tokenizer as one batch instead of one window at a time."""
         chunk, topics = msgs, self.lines.topics
         while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
-                all(m.error() is None and m.topic() in topics for m in chunk):
+                [m.error() for m in chunk].count(None) == len(chunk) and topics.issuperset([m.topic() for m in chunk]):
             chunk = consumer.consume(num_messages=self.batch, timeout=0)
             msgs = msgs + chunk
         return msgs
@@ -132,7 +132,7 @@ class Source:
         if self._tries:  # the partition reads again: its earlier consume errors were passing ones
             self._tries.pop(tp, None)
         stamps = [m.timestamp() for m in run]  # read once: the ages here, the windows' times there
-        observe_many(self.metrics.record_age, [max(0.0, wall - ts / 1e3) for kind, ts in stamps if kind != 0])
+        observe_ages(self.metrics.record_age, wall, stamps)
 
         def failed(m, exc: Exception) -> None:
             self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)
