@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import islice, repeat
+from operator import is_not, ne
 
 from confluent_kafka import KafkaError, TopicPartition
 
@@ -39,6 +41,30 @@ OFFSET_ERRORS = {KafkaError._BAD_COMPRESSION: "bad_compression", KafkaError._BAD
                  KafkaError.INVALID_MSG: "corrupt_record", KafkaError.INVALID_RECORD: "corrupt_record"}
 CONSUME_ERROR_TRIES = 5
 LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
+
+
+def _errors(msgs: list) -> bool:
+    """Is any of the records a consume error? (By identity: a KafkaError does not compare with None.)"""
+    return any(map(is_not, [m.error() for m in msgs], repeat(None)))
+
+
+def _line_runs(msgs: list, line_topics: frozenset) -> dict | None:
+    """A poll of line records only, none of them a consume error (the common case of a windowed worker), as
+    {(topic, partition): its records, in order}, split where the partition changes; else None (the records
+    are sorted one by one)."""
+    if not msgs or _errors(msgs):
+        return None
+    topics = [m.topic() for m in msgs]
+    if not line_topics.issuperset(topics):
+        return None
+    parts = [m.partition() for m in msgs]
+    cuts = [i for i, changed in enumerate(map(ne, parts, islice(parts, 1, None)), 1) if changed]
+    if len(set(topics)) > 1:
+        cuts = sorted({*cuts, *(i for i, changed in enumerate(map(ne, topics, islice(topics, 1, None)), 1) if changed)})
+    runs: dict = {}
+    for a, b in zip([0, *cuts], [*cuts, len(msgs)]):
+        runs.setdefault((topics[a], parts[a]), []).extend(msgs[a:b])
+    return runs
 
 
 class Source:
@@ -67,7 +93,7 @@ class Source:
         digest pool and the tokenizer as one batch instead of one window at a time."""
         chunk, topics = msgs, self.lines.topics
         while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
-                [m.error() for m in chunk].count(None) == len(chunk) and topics.issuperset([m.topic() for m in chunk]):
+                not _errors(chunk) and topics.issuperset([m.topic() for m in chunk]):
             chunk = consumer.consume(num_messages=self.batch, timeout=0)
             msgs = msgs + chunk
         return msgs
@@ -85,8 +111,10 @@ class Source:
         age = self.metrics.record_age
         lines = self.lines
         line_topics = lines.topics if lines is not None else frozenset()
-        runs: dict = {}  # a line partition's records, in offset order
-        for m in msgs:
+        runs = _line_runs(msgs, line_topics) if line_topics else None  # a line partition's records, in order
+        one_by_one = msgs if runs is None else ()
+        runs = {} if runs is None else runs
+        for m in one_by_one:
             if m.error() is not None:
                 if m.error().code() in OFFSET_ERRORS and m.topic() is not None and (m.offset() or -1) >= 0:
                     self._offset_error(m)
