@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import orjson
 from confluent_kafka import KafkaError
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from ingest_fakes import Msg
 from stage_fakes import Wake
 
@@ -16,7 +18,7 @@ from worker.observability.metrics import Metrics
 from worker.pipeline.deadletter import DeadLetters
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import DocRegistry
-from worker.pipeline.source import CONSUME_ERROR_TRIES, Source
+from worker.pipeline.source import CONSUME_ERROR_TRIES, Source, _line_runs
 from worker.pipeline.stage import Shared
 from worker.pipeline.tracker import OffsetTracker
 
@@ -102,3 +104,21 @@ def test_a_passing_consume_error_is_forgotten_once_its_partition_reads_again():
     assert len(source.documents([Msg(orjson.dumps({"text": "x"}), 3)])) == 1
     source.documents([Failed(None, 4, code="_BAD_MSG")])
     assert tracker.pending() == 1  # only the document: the error at 4 is a first try
+
+
+@settings(max_examples=200, deadline=None)
+@given(polled=st.lists(st.tuples(st.sampled_from(["lines", "more", "docs"]), st.integers(0, 2), st.booleans()),
+                       max_size=30))
+def test_a_poll_of_line_records_is_split_by_partition_as_the_records_one_by_one_are(polled):
+    """`_line_runs` takes a poll whose records are all of line topics and no consume error, and gives each
+    partition its records in order; any other poll is left to the one-by-one path (None)."""
+    msgs = [Msg(b"x", i, topic, part) if ok else Failed(None, i, topic, part)
+            for i, (topic, part, ok) in enumerate(polled)]
+    got = _line_runs(msgs, frozenset({"lines", "more"}))
+    if not msgs or any(not ok or topic == "docs" for topic, _, ok in polled):
+        assert got is None
+        return
+    want: dict = {}
+    for m in msgs:
+        want.setdefault((m.topic(), m.partition()), []).append(m)
+    assert got == want and list(got) == list(want)

@@ -3,6 +3,7 @@ offsets and dead letters as one record at a time."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram
@@ -10,9 +11,9 @@ from prometheus_client import CollectorRegistry, Histogram
 from clocks import Clock
 from ingest_fakes import LineMsg
 from worker.config.settings import load_settings
-from worker.observability.metrics import observe_many
+from worker.observability.metrics import observe_ages, observe_many
 from worker.pipeline.configs import ingest_config
-from worker.pipeline.lines import LineStream
+from worker.pipeline.lines import LineStream, NoLine, line_time_ms
 from worker.pipeline.tracker import OffsetTracker
 from worker.windowing.multiline import Joiner
 from worker.windowing.windows import Rules, Windower
@@ -106,6 +107,23 @@ def test_observe_many_counts_as_observe_does():
     assert samples[0] == samples[1]
 
 
+@given(stamps=st.lists(st.tuples(st.sampled_from([0, 1, 2]), st.integers(999_000, 1_001_000)), max_size=30))
+def test_observe_ages_counts_as_observe_does_for_each_age(stamps):
+    one, many = CollectorRegistry(), CollectorRegistry()
+    h1 = Histogram("age_seconds", "a", registry=one, buckets=(0.1, 1, 10, 100))
+    h2 = Histogram("age_seconds", "a", registry=many, buckets=(0.1, 1, 10, 100))
+    wall = 1_000.5
+    for kind, ts in stamps:
+        if kind != 0:
+            h1.observe(max(0.0, wall - ts / 1e3))
+    observe_ages(h2, wall, stamps)
+    samples = [{(s.name, tuple(s.labels.items())): s.value for m in r.collect() for s in m.samples
+                if not s.name.endswith("_created")} for r in (one, many)]
+    assert samples[0].keys() == samples[1].keys()
+    for k, v in samples[0].items():
+        assert samples[1][k] == pytest.approx(v, abs=1e-6)
+
+
 def Msg(value, offset, key=b"k", ts=1_700_000_000_000) -> LineMsg:  # noqa: N802 - reads as the record it makes
     return LineMsg(value, key, offset, ts)
 
@@ -147,3 +165,44 @@ def test_a_poll_of_lines_reads_each_record_as_read_does():
             r = ls.read(v, key)
             want.append((r.key, r.line))
         assert sorted(got) == sorted(want)
+
+
+def _read(ls: LineStream, m):
+    """The record's Line, or None when it is dead-lettered (no line: NoLine)."""
+    try:
+        return ls.read(m.value(), m.key())
+    except NoLine:
+        return None
+
+
+PLAIN = [b"plain", b"crlf\r\n", b"lf\n", b"", b"in\nside", b"nul\x00byte", b"<34>Oct 11 22:14:15 host su: failed",
+         b"1 2 3", b"x\r", b"{\"text\": \"j\"}", b" lead", "héllo".encode(), b"\x0bvt", b"\tat a.B(B.java:1)",
+         b" \x1c{\"text\": \"k\"}", b"\x1c{x", b"\t", b"\n"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.sampled_from(PLAIN), min_size=1, max_size=12), keys=st.lists(st.sampled_from([b"k1", b"k2"]),
+       min_size=12, max_size=12), clock=st.sampled_from(["poll", "record", "event"]))
+def test_a_poll_of_plain_lines_read_at_once_gives_each_record_what_read_does(values, keys, clock):
+    """A poll read at once (`LineStream._plain`, every record plain ASCII under a Kafka key) or, when one record is
+    not, one by one: each record's line, key and time are those `read` and the clock give it."""
+    s = load_settings(environ={"RIBBON_WINDOWING__ENABLED": "true", "RIBBON_KAFKA__INPUT_TOPICS": "lines",
+                               "RIBBON_WINDOWING__TIME": clock})
+    tracker = OffsetTracker()
+    ls = LineStream(ingest_config(s, None), tracker=tracker, dead_letter=lambda *a: None, clock=lambda: 5.0)
+    epoch = tracker.assign(TP)
+    msgs = [Msg(v, i, key=k) for i, (v, k) in enumerate(zip(values, keys))]
+    tracker.see_many(TP, epoch, [m.offset() for m in msgs])
+    ls.add_many(msgs, TP, epoch)
+    got = sorted((k, o, line) for k, w in ((w.key, w) for w in ls.windows.flush())
+                 for o, line in zip(w.offsets, w.joiner._lines))
+    want = sorted((r.key, m.offset(), r.line) for m in msgs for r in [_read(ls, m)] if r is not None)
+    assert got == want
+    plain = ls._plain(msgs, [m.offset() for m in msgs], [m.timestamp() for m in msgs])
+    simple = all(v.isascii() and b"\x00" not in v and not v.startswith(b"{") and not (v[:1].isspace() and
+                 v.decode().lstrip().startswith("{")) for v in values)
+    assert (plain is not None) == simple
+    if plain is not None:
+        assert plain.lines == [ls.read(m.value(), m.key()).line for m in msgs]
+        assert plain.times == [line_time_ms(line, m.timestamp()[1]) if clock == "event" else m.timestamp()[1]
+                               for line, m in zip(plain.lines, msgs)]

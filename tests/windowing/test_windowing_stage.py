@@ -237,6 +237,20 @@ def test_a_full_poll_of_line_records_is_topped_up_with_what_is_already_fetched()
     assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 4  # documents keep poll_batch
     ing.consumer = Fetched("logs", 3)
     assert len(ing.source.more_lines(ing.consumer, ing.consumer.consume(4, 0))) == 3  # a short poll: nothing more is fetched
+    ing.consumer = Fetched("logs", 1000)
+    polled = [*ing.consumer.consume(3, 0), _ConsumeError()]
+    assert len(ing.source.more_lines(ing.consumer, polled)) == 4  # a consume error: the poll is not topped up
+
+
+class _ConsumeError:
+    """A consume error among a poll's records (a KafkaError does not compare with None)."""
+
+    def error(self):
+        from confluent_kafka import KafkaError
+        return KafkaError(KafkaError._TRANSPORT)
+
+    def topic(self) -> str:
+        return "logs"
 
 
 SHIPPED = [  # (record, line, key when the record has no Kafka key, its own time in ms)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import platform
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter as Tally
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +44,32 @@ def observe_many(histogram, values: list[float]) -> None:
     histogram._sum.inc(sum(values))
     for i, n in Tally(map(bisect_left, repeat(bounds), values)).items():
         buckets[i].inc(n)
+
+
+def observe_ages(histogram, wall_s: float, stamps: list[tuple[int, int]]) -> None:
+    """`histogram.observe(max(0, wall_s - ts / 1e3))` for each Kafka timestamp (kind, ms) that has one (kind
+    not 0): a poll's records' ages. With prometheus_client's buckets, the timestamps are sorted (a poll's are
+    in order, as a rule) and each bucket's count is one bisection by age; else `observe_many`."""
+    ms = [ts for kind, ts in stamps if kind != 0]
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    if bounds is None or buckets is None or len(bounds) != len(buckets) or not ms:
+        observe_many(histogram, [max(0.0, wall_s - ts / 1e3) for ts in ms])
+        return
+    ms.sort(reverse=True)  # ages ascending
+
+    def age(ts: int) -> float:
+        return max(0.0, wall_s - ts / 1e3)
+
+    histogram._raise_if_not_observable()
+    fresh = bisect_right(ms, 0.0, key=age)  # age 0 (a timestamp at or past the wall clock)
+    histogram._sum.inc((len(ms) - fresh) * wall_s - sum(ms[fresh:]) / 1e3)
+    below = 0
+    for bound, bucket in zip(bounds, buckets):
+        upto = bisect_right(ms, bound, below, key=age)  # ages <= bound: the first bucket whose bound it does not exceed
+        if upto > below:
+            bucket.inc(upto - below)
+        below = upto
 
 
 class Metrics:

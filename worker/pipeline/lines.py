@@ -37,11 +37,17 @@ from worker.messages.shippers import LINE_FIELDS, iso_ms, read_record
 from worker.errors import RibbonError
 from worker.pipeline.inflight import Doc
 from worker.pipeline.tracker import OffsetTracker
+from worker.windowing.bulk import Columns
 from worker.windowing.hosts import host_of
 from worker.windowing.windows import Rules, Window, Windower
 
 
 _NOT_PLAIN = frozenset(b"{ \t\n\r\x0b\x0c")  # first bytes `_read` does not take for a plain line ('{', space)
+_SEP = b"\x00"  # joins a poll's values to read them at once (`_plain`); a value holding it is read alone
+# a joined value that `_read` reads as JSON: `{` first, or after bytes.isspace() whitespace and str.lstrip()'s
+_JSON = rb"(?:\{|[ \t\n\r\x0b\x0c][ \t\n\r\x0b\x0c\x1c-\x1f]*\{)"
+_JSON_FIRST, _JSON_NEXT = re.compile(_JSON), re.compile(_SEP + _JSON)  # the first value; the others
+MAX_NAMES = 10_000  # Kafka keys whose text `_plain` keeps (decoded once); past it the cache starts again
 
 
 class Line(NamedTuple):
@@ -79,6 +85,7 @@ class LineStream:
         self.windows = Windower(rules_of(w), clock)
         self.clock_kind = w.time
         self._kafka_key = self.key_path is None and self.key_regex is None  # the Kafka key comes first
+        self._names: dict[bytes, str] = {}  # Kafka keys and their text (`_plain`)
 
     def full(self) -> bool:
         """At a memory cap (ingest pauses); also exports the open windows and the bytes they hold."""
@@ -98,13 +105,66 @@ class LineStream:
     def add_many(self, msgs: list, tp, epoch: int, failed: Callable[[object, Exception], None] | None = None,
                  read: tuple[list[int], list[tuple[int, int]]] | None = None) -> list[Doc]:
         """Records of one partition from one poll, in offset order: each one's line and key read, those without
-        a line dead-lettered, the others given to the windower at once (`Windower.add_many`). Returns the
+        a line dead-lettered, the others given to the windower at once (`Windower.add_columns`). Returns the
         documents of the windows they closed. `failed(msg, exc)`: one record's unexpected exception (the
         ingest stage's guard); without it, it raises. `read`: the records' offsets and timestamps when the
         caller has read them already (the ingest stage's source), else they are read here."""
+        if not msgs:
+            return []
+        offsets, stamps = read if read is not None else ([m.offset() for m in msgs], [m.timestamp() for m in msgs])
+        cols = self._plain(msgs, offsets, stamps) if self._kafka_key else None
+        taken = msgs
+        if cols is None:
+            cols, taken = self._one_by_one(msgs, tp, epoch, failed, offsets, stamps)
+            if cols is None:
+                return []
+        late = self.windows.late_records
+        closed = self.windows.add_columns(tp, epoch, cols, None if failed is None else
+                                          lambda i, exc: failed(taken[i], exc))
+        if self.metrics is not None and self.windows.late_records > late:
+            self.metrics.late_records.inc(self.windows.late_records - late)
+        return self._docs(closed) if closed else []
+
+    def _plain(self, msgs: list, offsets: list[int], stamps: list[tuple[int, int]]) -> Columns | None:
+        """The poll's records as columns, read at once, when every one is ASCII text that is not JSON (it starts
+        with no `{`, after whitespace or not) under a Kafka key, the case of a shipper's lines keyed by host: the values joined and
+        split again, the keys decoded once per key. None when a record is not (then `_one_by_one`); the lines
+        and keys are those `_read` gives each record."""
+        kkeys = [m.key() for m in msgs]
+        if None in kkeys:
+            return None
+        values = [m.value() for m in msgs]
+        if None in values or max(map(len, values)) > self.max_bytes:
+            return None
+        joined = _SEP.join(values)
+        if not joined.isascii() or _JSON_FIRST.match(joined) or _JSON_NEXT.search(joined):
+            return None
+        lines = joined.decode("ascii").split("\x00")
+        if len(lines) != len(values):  # a value holds the separator
+            return None
+        if b"\r" in joined or b"\n" in joined:
+            lines = [s.rstrip("\r\n") for s in lines]
+        names = self._names
+        try:
+            keys = [names[k] for k in kkeys]
+        except KeyError:
+            if len(names) > MAX_NAMES:
+                names.clear()
+            names.update((k, k.decode("utf-8", "replace")) for k in set(kkeys).difference(names))
+            keys = [names[k] for k in kkeys]
+        kafka_ms = [ts if kind != 0 else None for kind, ts in stamps]
+        if self.clock_kind == "event":
+            times = [line_time_ms(line, ms) for line, ms in zip(lines, kafka_ms)]
+        else:
+            times = kafka_ms
+        return Columns(keys, offsets, lines, times, [None] * len(lines), [m.headers() for m in msgs])
+
+    def _one_by_one(self, msgs: list, tp, epoch: int, failed, offsets: list[int],
+                    stamps: list[tuple[int, int]]) -> tuple[Columns | None, list]:
+        """The poll's records read one at a time, those without a line dead-lettered: (their columns, or None
+        when none has a line; the records taken)."""
         rows, taken = [], []
         clock_kind = self.clock_kind
-        offsets, stamps = read if read is not None else ([m.offset() for m in msgs], [m.timestamp() for m in msgs])
         parse, max_bytes = self._read, self.max_bytes
         plain_keyed = self._kafka_key  # a plain text line keyed by its Kafka key: read inline (`_read`'s first case)
         for m, offset, (ts_kind, ts_ms) in zip(msgs, offsets, stamps):
@@ -133,14 +193,7 @@ class LineStream:
                 continue
             rows.append((key, offset, line, time_ms, kind, m.headers()))
             taken.append(m)
-        if not rows:
-            return []
-        late = self.windows.late_records
-        closed = self.windows.add_many(tp, epoch, rows, None if failed is None else
-                                       lambda i, exc: failed(taken[i], exc))
-        if self.metrics is not None and self.windows.late_records > late:
-            self.metrics.late_records.inc(self.windows.late_records - late)
-        return self._docs(closed) if closed else []
+        return (Columns(*map(list, zip(*rows))) if rows else None), taken
 
     def due(self, draining: bool) -> list[Doc]:
         return self._docs(self.windows.flush() if draining else self.windows.due())

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import islice, repeat
+from operator import is_not, ne
 
 from confluent_kafka import KafkaError, TopicPartition
 
 from worker.kafka.clients import take
 from worker.messages.models import BadMessage, decode_input, default_id
-from worker.observability.metrics import observe_many
+from worker.observability.metrics import observe_ages
 from worker.pipeline.guard import Guard
 from worker.pipeline.inflight import Doc
 from worker.pipeline.lines import LineStream
@@ -39,6 +41,30 @@ OFFSET_ERRORS = {KafkaError._BAD_COMPRESSION: "bad_compression", KafkaError._BAD
                  KafkaError.INVALID_MSG: "corrupt_record", KafkaError.INVALID_RECORD: "corrupt_record"}
 CONSUME_ERROR_TRIES = 5
 LINE_POLLS = 16  # a full poll of line records is topped up to this many polls' worth of what is fetched
+
+
+def _errors(msgs: list) -> bool:
+    """Is any of the records a consume error? (By identity: a KafkaError does not compare with None.)"""
+    return any(map(is_not, [m.error() for m in msgs], repeat(None)))
+
+
+def _line_runs(msgs: list, line_topics: frozenset) -> dict | None:
+    """A poll of line records only, none of them a consume error (the common case of a windowed worker), as
+    {(topic, partition): its records, in order}, split where the partition changes; else None (the records
+    are sorted one by one)."""
+    if not msgs or _errors(msgs):
+        return None
+    topics = [m.topic() for m in msgs]
+    if not line_topics.issuperset(topics):
+        return None
+    parts = [m.partition() for m in msgs]
+    cuts = [i for i, changed in enumerate(map(ne, parts, islice(parts, 1, None)), 1) if changed]
+    if len(set(topics)) > 1:
+        cuts = sorted({*cuts, *(i for i, changed in enumerate(map(ne, topics, islice(topics, 1, None)), 1) if changed)})
+    runs: dict = {}
+    for a, b in zip([0, *cuts], [*cuts, len(msgs)]):
+        runs.setdefault((topics[a], parts[a]), []).extend(msgs[a:b])
+    return runs
 
 
 class Source:
@@ -67,7 +93,7 @@ class Source:
         digest pool and the tokenizer as one batch instead of one window at a time."""
         chunk, topics = msgs, self.lines.topics
         while len(chunk) >= self.batch and len(msgs) < LINE_POLLS * self.batch and \
-                all(m.error() is None and m.topic() in topics for m in chunk):
+                not _errors(chunk) and topics.issuperset([m.topic() for m in chunk]):
             chunk = consumer.consume(num_messages=self.batch, timeout=0)
             msgs = msgs + chunk
         return msgs
@@ -75,7 +101,9 @@ class Source:
     def documents(self, msgs: list) -> list[Doc]:
         """The polled records as documents; the bad ones completed with a dead letter, the others
         (consume errors, partitions no longer ours) skipped. A line topic's records go to the window
-        stream a run of one partition at a time (`_lines`), each run registered under one lock."""
+        stream all of one partition's at once, after the call's documents (`_lines`), each partition's
+        registered under one lock: the windows of different partitions are apart, and one partition's
+        records keep their order."""
         good: list[Doc] = []
         wall = time.time()
         epochs: dict = {}  # per partition, for this call: rebalances run inside poll, never in here
@@ -83,9 +111,10 @@ class Source:
         age = self.metrics.record_age
         lines = self.lines
         line_topics = lines.topics if lines is not None else frozenset()
-        run: list = []  # consecutive records of one line partition
-        run_tp = None
-        for m in msgs:
+        runs = _line_runs(msgs, line_topics) if line_topics else None  # a line partition's records, in order
+        one_by_one = msgs if runs is None else ()
+        runs = {} if runs is None else runs
+        for m in one_by_one:
             if m.error() is not None:
                 if m.error().code() in OFFSET_ERRORS and m.topic() is not None and (m.offset() or -1) >= 0:
                     self._offset_error(m)
@@ -94,15 +123,12 @@ class Source:
                 continue
             tp = (m.topic(), m.partition())
             if tp[0] in line_topics:  # the window stream's
-                if tp != run_tp and run:
-                    consumed += self._lines(run, run_tp, epochs, wall, good)
-                    run = []
-                run_tp = tp
-                run.append(m)
+                run = runs.get(tp)
+                if run is None:
+                    runs[tp] = [m]
+                else:
+                    run.append(m)
                 continue
-            if run:
-                consumed += self._lines(run, run_tp, epochs, wall, good)
-                run, run_tp = [], None
             epoch = epochs[tp] if tp in epochs else epochs.setdefault(tp, self.tracker.epoch(tp))
             if epoch is None or not self.tracker.see(tp, epoch, m.offset()):
                 continue  # not ours any more
@@ -113,8 +139,8 @@ class Source:
             if kind != 0:  # TIMESTAMP_NOT_AVAILABLE
                 age.observe(max(0.0, wall - ts_ms / 1e3))
             good.extend(self._one(m, tp, epoch))
-        if run:
-            consumed += self._lines(run, run_tp, epochs, wall, good)
+        for tp, run in runs.items():
+            consumed += self._lines(run, tp, epochs, wall, good)
         self.metrics.consumed.inc(consumed)
         return good
 
@@ -134,7 +160,7 @@ class Source:
         if self._tries:  # the partition reads again: its earlier consume errors were passing ones
             self._tries.pop(tp, None)
         stamps = [m.timestamp() for m in run]  # read once: the ages here, the windows' times there
-        observe_many(self.metrics.record_age, [max(0.0, wall - ts / 1e3) for kind, ts in stamps if kind != 0])
+        observe_ages(self.metrics.record_age, wall, stamps)
 
         def failed(m, exc: Exception) -> None:
             self.guard.failed("lines", tp, epoch, m.offset(), m.key(), m.value(), m.headers(), exc)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections import deque
 from itertools import islice
+from operator import lt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -130,6 +131,10 @@ class OffsetTracker:
             seen, last, now = p.seen, p.seen[-1] if p.seen else -1, time.monotonic()
             if p.committed is None and offsets:
                 p.committed = offsets[0]  # a fresh assignment resumes at the group's committed offset
+            if offsets and offsets[0] > last and all(map(lt, offsets, islice(offsets, 1, None))):
+                seen.extend(offsets)  # increasing past the last seen (a poll's, as a rule): every one is new
+                p.seen_at.extend([now] * (len(seen) - len(p.seen_at)))
+                return [True] * len(offsets)
             out = []
             for off in offsets:
                 if off <= last:

@@ -54,6 +54,10 @@ class Joiner:
     def append(self, line: str) -> None:
         self._lines.append(line)
 
+    def extend(self, lines: list[str]) -> None:
+        """`append` of each line, in order."""
+        self._lines.extend(lines)
+
     def _sort(self) -> None:
         """The event starts among the lines `append` took (the first line always starts one)."""
         lines, i = self._lines, self._sorted

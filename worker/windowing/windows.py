@@ -51,8 +51,10 @@ that record and its windows' close). A key never holds more than one window of
 `max_bytes`, so one key's flood closes its own windows quickly and cannot take
 the others' room.
 
-`add_many` takes a poll's records of one partition at once, as `add` would one by one at the time of
-that poll (the clock is read once): the ingest stage's path, with the per-record work in one loop.
+`add_many` (rows) and `add_columns` (the same as columns: the ingest stage's path) take a poll's records
+of one partition at once, as `add` would one by one at the time of that poll (the clock is read once). On
+the poll clock each key's records go in by slices (worker/windowing/bulk.py); on the record and event
+clocks, or when a memory cap could be reached within the poll, one record at a time.
 
 Pure: no Kafka, no threads; time comes from the injected `clock`
 (time.monotonic in the worker, a fake in tests). Not thread-safe: the ingest
@@ -68,6 +70,7 @@ from dataclasses import dataclass, field
 
 from worker.kafka.headers import TRACEPARENT, without_trace
 from worker.multiline import joins
+from worker.windowing.bulk import MAX_LINKS, BulkAdd, Columns
 from worker.windowing.multiline import Joiner
 
 TopicPartition = tuple[str, int]
@@ -75,7 +78,6 @@ Row = tuple  # (key, offset, line, ts_ms, first, headers): one record for `Windo
 
 
 CLOCKS = ("poll", "record", "event")
-MAX_LINKS = 128              # trace parents kept per window (OpenTelemetry's default limit of links per span)
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class Window:
         return self.joiner.text()
 
 
-class Windower:
+class Windower(BulkAdd):
     """Assembles windows; `add` and `due` return the windows that closed (see the module docstring)."""
 
     def __init__(self, rules: Rules, clock: Callable[[], float] = time.monotonic,
@@ -185,7 +187,9 @@ class Windower:
         """Take one record; returns the windows it closed (its key's window that time or a count closed, or
         every window of its partition at max_open). `ts_ms`: the record's time (record/event clocks decide on
         it; on the poll clock it only labels the window); `headers`: its Kafka headers."""
-        return self.add_many(tp, epoch, ((key, offset, line, ts_ms, first, headers),))
+        now = self.clock()
+        closed = self._restart(tp, epoch, now)
+        return closed + self._add_rows(tp, epoch, ((key, offset, line, ts_ms, first, headers),), now, None)
 
     def add_many(self, tp: TopicPartition, epoch: int, rows: Sequence[Row],
                  failed: Callable[[int, Exception], None] | None = None) -> list[Window]:
@@ -194,11 +198,35 @@ class Windower:
         told the row's index and the exception when one row raises (the others go on); without it, it raises."""
         if not rows:
             return []
+        return self.add_columns(tp, epoch, Columns(*map(list, zip(*rows))), failed)
+
+    def add_columns(self, tp: TopicPartition, epoch: int, c: Columns,
+                    failed: Callable[[int, Exception], None] | None = None) -> list[Window]:
+        """`add_many` of the records as columns (worker/windowing/bulk.py), the ingest stage's path: on the poll
+        clock each key's records go in by slices (`BulkAdd`), else, or when that path is not taken, one by one."""
+        if not c.keys:
+            return []
         now = self.clock()
+        closed = self._restart(tp, epoch, now)
+        if self.rules.time == "poll":
+            bulk = self._add_bulk(tp, epoch, c, now, self._held(now), int(self.wall() * 1e3))
+            if bulk is not None:
+                return closed + bulk
+        return closed + self._add_rows(tp, epoch, list(zip(*c)), now, failed)
+
+    def _window(self, tp: TopicPartition, epoch: int, key: Hashable, now: float, first: object,
+                headers: list | None, wall_ms: int, clock: str = "poll") -> Window:
+        """A new window of `key`, its first record read at `now` (not yet among the open ones)."""
+        return Window(tp, epoch, key, now, now, joiner=Joiner(self.rules.multiline), first=first, clock=clock,
+                      read_first_ms=wall_ms, headers=without_trace(headers))
+
+    def _add_rows(self, tp: TopicPartition, epoch: int, rows: Sequence[Row], now: float,
+                  failed: Callable[[int, Exception], None] | None) -> list[Window]:
+        """The records one at a time (after `_restart`); returns the windows they closed, in order."""
         r = self.rules
         held = self._held(now)
         wall_ms = int(self.wall() * 1e3)
-        closed = self._restart(tp, epoch, now)
+        closed: list[Window] = []
         windows = None
         poll_clock = r.time == "poll"
         gap_s, length_s, gap_ms, length_ms = r.gap_s, r.max_length_s, r.gap_s * 1e3, r.max_length_s * 1e3
@@ -230,9 +258,8 @@ class Windower:
                     windows = self._open.setdefault(tp, {})
                     if not windows:
                         self._since[tp] = now
-                    w = windows[key] = Window(tp, epoch, key, now, now, joiner=Joiner(multiline), first=first,
-                                              clock=r.time if ts_ms is not None else "poll", read_first_ms=wall_ms,
-                                              headers=without_trace(headers))
+                    w = windows[key] = self._window(tp, epoch, key, now, first, headers, wall_ms,
+                                                    r.time if ts_ms is not None else "poll")
                     self._order[(tp, key)] = w
                 elif w.headers:
                     kept = set(without_trace(headers))
