@@ -51,6 +51,8 @@ def test_a_document_mixing_time_forms_gets_keys_that_sort_as_its_times():
     seconds_then_millis = ["1117838570", "1117838560000"]
     keys = sort_keys(seconds_then_millis)
     assert keys[1] < keys[0]                     # the milliseconds are ten seconds earlier
+    keys = sort_keys(["1117838570", "1117838560.25"])   # 13 characters, seconds with a fraction
+    assert keys[1] < keys[0]
 
 
 def test_a_document_mixing_an_epoch_and_a_syslog_header_is_digested_with_its_dated_span():
