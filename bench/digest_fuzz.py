@@ -1,0 +1,90 @@
+"""The per-document pass against mixed, damaged documents built from the shared corpora, for a while.
+
+    python -m bench.digest_fuzz [--seconds 600] [--seed 1] [--keep DIR]
+
+Lines of ../shared/formats/formats.jsonl and ../shared/devlogs/loghub/*/*_2k.log (read here, at run time)
+feed tests/digest/docgen.py's generator; each document goes through prepare() (digest, highlights,
+compaction, rendering) and docgen.check. Every distinct failure (exception type and the innermost frame of
+worker/, a broken invariant, or a pass slower than --slow seconds) is counted once with its first seed, and
+the document is written under --keep to reproduce it. Prints one JSON object at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import time
+import traceback
+from pathlib import Path
+
+from tests.digest.docgen import check, document
+from worker.digest.prepared import PrepareOptions, prepare
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+OPTIONS = PrepareOptions(highlights=8, compaction=True, min_saving=0.0, render=True)
+
+
+def pool(shared: Path) -> list[str]:
+    lines = [json.loads(r)["line"] for r in (shared / "formats" / "formats.jsonl").read_text().splitlines() if r]
+    for log in sorted((shared / "devlogs" / "loghub").glob("*/*_2k.log")):
+        lines += log.read_text(errors="surrogateescape").splitlines()[:400]
+    return lines
+
+
+class Slow(Exception):
+    pass
+
+
+def _alarm(*_):
+    raise Slow
+
+
+def where(exc: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/worker/" in f.filename] or \
+        traceback.extract_tb(exc.__traceback__)
+    f = frames[-1]
+    return f"{f.filename.split('/worker/')[-1]}:{f.lineno} {f.name}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=600)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--slow", type=int, default=5)
+    ap.add_argument("--keep", type=Path, default=Path("/tmp/digest_fuzz"))
+    a = ap.parse_args()
+    a.keep.mkdir(parents=True, exist_ok=True)
+    lines = pool(SHARED)
+    signal.signal(signal.SIGALRM, _alarm)
+    found: dict[str, dict] = {}
+    end, seed, worst = time.monotonic() + a.seconds, a.seed, (0.0, 0)
+    while time.monotonic() < end:
+        text = document(random.Random(seed), lines)
+        t0 = time.monotonic()
+        signal.alarm(a.slow)
+        try:
+            check(text, prepare(text, None, None, OPTIONS))
+            key = None
+        except Slow:
+            key = "slow"
+        except Exception as exc:  # noqa: BLE001 - every failure is counted and kept
+            key = f"{type(exc).__name__} at {where(exc)}"
+            if isinstance(exc, AssertionError):
+                key = f"invariant: {str(exc).splitlines()[0][:80]}"
+        finally:
+            signal.alarm(0)
+        worst = max(worst, (time.monotonic() - t0, seed))
+        if key is not None:
+            f = found.setdefault(key, {"count": 0, "seed": seed})
+            f["count"] += 1
+            if f["count"] == 1:
+                (a.keep / f"{seed}.txt").write_text(text, errors="surrogateescape")
+                print(json.dumps({"new": key, "seed": seed}), flush=True)
+        seed += 1
+    print(json.dumps({"documents": seed - a.seed, "failures": found, "slowest": worst}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
