@@ -207,7 +207,7 @@ def _logfmt_row(line: str) -> tuple:
         rest = rest[:mm.start()] + rest[mm.end():]
     msg = (g.group(2) if g.group(1) else g.group(4)).replace('\\"', '"').strip() if g else ""
     rest = rest.strip()
-    return (True, msg or rest, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
+    return (True, msg or rest or line, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
 
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:
