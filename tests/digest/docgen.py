@@ -11,6 +11,7 @@ cut short, cut inside a UTF-8 sequence, CRLF, tabs, repeated.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -112,11 +113,63 @@ def _damage(rng: random.Random, line: str) -> str:
     return line.upper() if rng.random() < 0.5 else " " * rng.randint(1, 8) + line
 
 
+def _odd(rng: random.Random):
+    """A JSON value of an unexpected type or size."""
+    return rng.choice([None, True, -1, 0, 2 ** 70, -(2 ** 63), 1.5, 1e308, "", " ", "x\ny", "\u0000", [], {}, [1, "a"],
+                       {"stringValue": "a\nb"}, {"intValue": "12"}, {"arrayValue": {}}, {"kvlistValue": {"values": [{}]}},
+                       _number(rng), _stamp(rng), "9" * 25, "ERROR", "\udcff"])
+
+
+def _otlp(rng: random.Random) -> str:
+    def record():
+        keys = ["timeUnixNano", "observedTimeUnixNano", "severityNumber", "severityText", "body", "attributes"]
+        return {k: _odd(rng) if rng.random() < 0.5 else ok for k, ok in zip(keys, [
+            str(rng.randrange(10 ** 19)), "0", rng.randint(0, 24), "WARN", {"stringValue": _stamp(rng) + " ok"},
+            [{"key": "k", "value": {"intValue": _number(rng)}}]]) if rng.random() < 0.9}
+    res = {"attributes": [{"key": "service.name", "value": {"stringValue": _odd(rng)}}]}
+    doc = {"resourceLogs": [{"resource": res if rng.random() < 0.8 else _odd(rng),
+                             "scopeLogs": [{"logRecords": [record() for _ in range(rng.randint(0, 20))]}]}]}
+    return json.dumps(doc, ensure_ascii=rng.random() < 0.5)
+
+
+def _pm(rng: random.Random) -> str:
+    root = rng.choice(["measCollecFile", "measDataFile"])
+    values = "\n".join(
+        f'<measValue measObjLdn="{rng.choice(["NRCellDU=", "x=", "", "Cell&amp;"])}{i}">'
+        + "".join(f'<r p="{rng.choice([1, 2, 3, 0, -1, "a", ""])}">{rng.choice([_number(rng), "NIL", "", "-", "nan"])}</r>'
+                  for _ in range(rng.randint(0, 4)))
+        + (f"<measResults>{' '.join(_number(rng) for _ in range(rng.randint(0, 4)))}</measResults>"
+           if rng.random() < 0.3 else "") + "</measValue>" for i in range(rng.randint(0, 30)))
+    text = (rng.choice(["", '<?xml version="1.0"?>\n', '<?xml-stylesheet href="a"?>\n<?xml version="1.0"?>\n'])
+            + f'<{root} xmlns="http://www.3gpp.org/ftp/specs/archive/32_series/32.435#measCollec">\n'
+            + f'<fileHeader><measCollec beginTime="{_stamp(rng)}"/></fileHeader><measData>\n'
+            + f'<measInfo measInfoId="I"><granPeriod duration="{rng.choice(["PT900S", "PT", "P1D", "PT99999999999H"])}"'
+            + f' endTime="{_stamp(rng)}"/><measType p="1">A.Fail</measType><measType p="2">B</measType>'
+            + f"<measTypes>{rng.choice(['', 'A B C', 'X'])}</measTypes>\n{values}\n</measInfo>\n"
+            + f'</measData><fileFooter><measCollec endTime="{_stamp(rng)}"/></fileFooter></{root}>')
+    return text[:rng.randint(len(text) // 2, len(text))] if rng.random() < 0.3 else text
+
+
+def _events(rng: random.Random) -> str:
+    ns = "http://schemas.microsoft.com/win/2004/08/events/event"
+    return "\n".join(
+        f'<Event xmlns="{ns}">\n<System><Provider Name="{rng.choice(["Disk", "", "a b"])}"/>'
+        f"<Level>{rng.choice([_number(rng), '2', ''])}</Level>\n<TimeCreated SystemTime=\"{_stamp(rng)}\"/>"
+        f"<Computer>{rng.choice(['WS-1', '', '<'])}</Computer></System>\n</Event>" for _ in range(rng.randint(1, 8)))
+
+
+def _structured(rng: random.Random) -> str:
+    return rng.choice([_otlp, _pm, _events])(rng)
+
+
 def document(rng: random.Random, pool: list[str]) -> str:
     """One document: 0 to a few hundred lines, pool lines and made-up ones interleaved, some damaged,
     runs of repeated lines, LF or CRLF, with or without a final newline."""
     shape = rng.random()
-    if shape < 0.03:
+    if shape < 0.12:
+        text = _structured(rng)
+        return _damage(rng, text) if rng.random() < 0.3 else text
+    if shape < 0.15:
         return rng.choice(["", " ", "\n", "\r\n", "\t\n \n", "\n" * rng.randint(2, 50), "\x00", "\ufeff"])
     n = rng.choice([1, 2, 3, rng.randint(1, 40), rng.randint(1, 300)])
     lines: list[str] = []

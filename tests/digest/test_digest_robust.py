@@ -7,6 +7,7 @@ lines of every common shape, damaged as transports damage them.
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from worker.digest.prepared import PrepareOptions, prepare
@@ -32,3 +33,19 @@ def test_a_header_without_a_message_is_a_line_with_its_level(text):
     assert d["lines"] == nonblank
     assert sum(d["severity"].values()) <= d["lines"]
     assert sum(t["count"] for t in d["templates"]) == d["lines"]
+
+
+def _export(service: str, attribute: str) -> str:
+    record = {"timeUnixNano": "1927463012000000000", "severityNumber": 17, "body": {"stringValue": "disk full"},
+              "attributes": [{"key": "path", "value": {"stringValue": attribute}}]}
+    return orjson.dumps({"resourceLogs": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeLogs": [{"logRecords": [record, {**record, "severityNumber": 9}]}]}]}).decode()
+
+
+@pytest.mark.parametrize(("service", "attribute"), [("store\nwest", "/var"), ("store", "/var\r\n/tmp"),
+                                                    ("a\rb", "x\ny")])
+def test_an_otlp_record_with_a_line_break_outside_its_body_stays_one_line(service, attribute):
+    d = _digest(_export(service, attribute))
+    assert d["lines"] == 2
+    assert d["severity"] == {"ERROR": 1, "INFO": 1}
