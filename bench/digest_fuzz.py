@@ -80,7 +80,7 @@ def main() -> None:
             f = found.setdefault(key, {"count": 0, "seed": seed})
             f["count"] += 1
             if f["count"] == 1:
-                (a.keep / f"{seed}.txt").write_text(text, errors="surrogateescape")
+                (a.keep / f"{seed}.txt").write_text(text, errors="surrogatepass")
                 print(json.dumps({"new": key, "seed": seed}), flush=True)
         seed += 1
     print(json.dumps({"documents": seed - a.seed, "failures": found, "slowest": worst}, indent=1))

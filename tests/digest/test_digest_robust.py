@@ -49,3 +49,32 @@ def test_an_otlp_record_with_a_line_break_outside_its_body_stays_one_line(servic
     d = _digest(_export(service, attribute))
     assert d["lines"] == 2
     assert d["severity"] == {"ERROR": 1, "INFO": 1}
+
+
+def test_epoch_seconds_with_a_fraction_thirteen_characters_long_are_seconds():
+    text = "1927463012.25 relay-3 ERROR link down\n1927463013.50 relay-3 INFO link up\n1927463019 relay-3 INFO idle"
+    span = _digest(text)["span"]
+    assert span is not None
+    assert (span["first"][:19], span["last"][:19], span["seconds"]) == ("2031-01-29T14:23:32", "2031-01-29T14:23:39", 6.75)
+
+
+_PM = ('<?xml version="1.0" encoding="UTF-8"?>\n<measCollecFile xmlns="http://www.3gpp.org/ftp/specs/archive/32_series/'
+       '32.435#measCollec">\n<fileHeader><measCollec beginTime="2031-02-03T04:00:00Z"/></fileHeader><measData>\n'
+       '{note}<measInfo measInfoId="Q"><granPeriod duration="PT900S" endTime="2031-02-03T04:15:00Z"/>'
+       '<measType p="1">Q.Att</measType><measType p="2">Q.Fail{name}</measType>\n{values}\n</measInfo>\n'
+       '</measData><fileFooter><measCollec endTime="2031-02-03T04:15:00Z"/></fileFooter></measCollecFile>')
+_VALUES = "\n".join(f'<measValue measObjLdn="Cell={c}"><r p="1">{10 + c}</r><r p="2">{c % 2}</r></measValue>'
+                    for c in range(6))
+
+
+@pytest.mark.parametrize(("note", "name", "values", "read"), [
+    ("", "\udce9", _VALUES, True),                                   # a lone surrogate in a counter's name
+    ("", "", _VALUES.replace("Cell=3", "Cell=\ud800"), True),         # ... in an object's name
+    ("<!-- a <measInfo> was here -->\n", "", _VALUES.replace('<r p="1">12', '<r p="1">\x0212'), False),
+])  # a comment naming a measInfo (the file is parsed whole) and a control byte among the values: no XML
+def test_a_pm_file_xml_cannot_read_whole_gets_its_line_digest(note, name, values, read):
+    d = _digest(_PM.format(note=note, name=name, values=values))
+    assert d["lines"] == _PM.count("\n") + values.count("\n") + note.count("\n") + 1
+    assert (d["pm"] is not None) == read
+    if read:
+        assert d["pm"]["objects"] == 6 and d["span"]["seconds"] == 900.0

@@ -84,7 +84,8 @@ def _epoch_key(s: str) -> str:
     m = EPOCH.match(s.strip().strip("[]\""))
     if m is None:
         return ""
-    return f"{int(m.group(1)) / 1000:020.6f}" if len(m.group(1)) == 13 else f"{float(m.group(1)):020.6f}"
+    ms = len(m.group(1)) == 13 and m.group(1).isdigit()    # 13 digits; `1927463012.25` is seconds
+    return f"{int(m.group(1)) / 1000:020.6f}" if ms else f"{float(m.group(1)):020.6f}"
 
 
 def _clf_key(s: str) -> str:
