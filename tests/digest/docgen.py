@@ -69,7 +69,7 @@ def _stamp(rng: random.Random) -> str:
     return rng.choice(forms)
 
 
-def _made_up(rng: random.Random, pool: list[str]) -> str:
+def _made_up(rng: random.Random, pool: list[str], most: int) -> str:
     kind = rng.randrange(9)
     if kind == 0:
         return f"{_stamp(rng)} {rng.choice(_LEVELS)} {' '.join(_number(rng) for _ in range(rng.randint(0, 4)))}"
@@ -83,8 +83,9 @@ def _made_up(rng: random.Random, pool: list[str]) -> str:
     if kind == 4:
         return rng.choice([" ", "\t", "   \t ", "\r", "\f", "\v", "\u00a0", "\u3000"]) * rng.randint(1, 5)
     if kind == 5:
-        unit = rng.choice(["x", "a1 ", "\u00e9", "\U0001f600", "0", "[", "=", "ERROR ", "%s", "\\"])
-        return unit * rng.randint(1000, 20000)
+        unit = rng.choice(["x", "a1 ", "\u00e9", "\U0001f600", "0", "[", "=", "ERROR ", "%s", "\\", "[x] ", "a:b ",
+                           "(", '"', '{"a":', " -", "1.2.3.4 ", "Jan 1 ", ":", "<1>", "0x1f ", "k=v ", "at a.b(C.java:1)"])
+        return rng.choice(["", _stamp(rng) + " "]) + unit * rng.randint(min(100, most), most)
     if kind == 6:
         return " ".join(_stamp(rng) for _ in range(rng.randint(1, 4)))
     if kind == 7:
@@ -162,8 +163,9 @@ def _structured(rng: random.Random) -> str:
     return rng.choice([_otlp, _pm, _events])(rng)
 
 
-def document(rng: random.Random, pool: list[str]) -> str:
-    """One document: 0 to a few hundred lines, pool lines and made-up ones interleaved, some damaged,
+def document(rng: random.Random, pool: list[str], most: int = 20000) -> str:
+    """One document: 0 to a few hundred lines (a tenth of the time up to `most`; a long line repeats a unit
+    up to `most` times), pool lines and made-up ones interleaved, some damaged,
     runs of repeated lines, LF or CRLF, with or without a final newline."""
     shape = rng.random()
     if shape < 0.12:
@@ -171,10 +173,11 @@ def document(rng: random.Random, pool: list[str]) -> str:
         return _damage(rng, text) if rng.random() < 0.3 else text
     if shape < 0.15:
         return rng.choice(["", " ", "\n", "\r\n", "\t\n \n", "\n" * rng.randint(2, 50), "\x00", "\ufeff"])
-    n = rng.choice([1, 2, 3, rng.randint(1, 40), rng.randint(1, 300)])
+    n = rng.choice([1, 2, 3, rng.randint(1, 40), rng.randint(1, 300), rng.randint(1, 300),
+                    rng.randint(min(1000, most), most) if rng.random() < 0.1 else 5])
     lines: list[str] = []
     while len(lines) < n:
-        line = rng.choice(pool) if pool and rng.random() < 0.6 else _made_up(rng, pool)
+        line = rng.choice(pool) if pool and rng.random() < 0.6 else _made_up(rng, pool, most)
         for piece in line.split("\n"):                                          # multi-line records stay whole
             if rng.random() < 0.3:
                 piece = _damage(rng, piece)

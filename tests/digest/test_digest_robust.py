@@ -7,9 +7,14 @@ lines of every common shape, damaged as transports damage them.
 
 from __future__ import annotations
 
+import random
+
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.digest import docgen
 from worker.digest.prepared import PrepareOptions, prepare
 
 OPTIONS = PrepareOptions(highlights=8, compaction=True, min_saving=0.0, render=True)
@@ -78,3 +83,11 @@ def test_a_pm_file_xml_cannot_read_whole_gets_its_line_digest(note, name, values
     assert (d["pm"] is not None) == read
     if read:
         assert d["pm"]["objects"] == 6 and d["span"]["seconds"] == 900.0
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 32))
+def test_every_mixed_damaged_document_gets_a_digest_whose_figures_hold(seed):
+    text = docgen.document(random.Random(seed), docgen.OWN_LINES, most=400)
+    docgen.check(text, prepare(text, None, None, OPTIONS))
