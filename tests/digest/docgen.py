@@ -159,8 +159,19 @@ def _events(rng: random.Random) -> str:
         f"<Computer>{rng.choice(['WS-1', '', '<'])}</Computer></System>\n</Event>" for _ in range(rng.randint(1, 8)))
 
 
+def _records(rng: random.Random) -> str:
+    """JSON lines or logfmt pairs, values of any type where a time, level, message or host goes."""
+    keys = ["ts", "time", "@timestamp", "timeUnixNano", "level", "severity", "severityNumber", "lvl", "msg", "message",
+            "body", "host", "logger", "_PID", "x"]
+    rows = [{k: _odd(rng) if rng.random() < 0.5 else _stamp(rng) for k in rng.sample(keys, rng.randint(0, 6))}
+            for _ in range(rng.randint(1, 40))]
+    if rng.random() < 0.5:
+        return "\n".join(json.dumps(r, ensure_ascii=False) for r in rows)
+    return "\n".join(" ".join(f"{k}={json.dumps(v) if rng.random() < 0.3 else v}" for k, v in r.items()) for r in rows)
+
+
 def _structured(rng: random.Random) -> str:
-    return rng.choice([_otlp, _pm, _events])(rng)
+    return rng.choice([_otlp, _pm, _events, _records, _records])(rng)
 
 
 def document(rng: random.Random, pool: list[str], most: int = 20000) -> str:

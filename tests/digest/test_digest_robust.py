@@ -85,6 +85,18 @@ def test_a_pm_file_xml_cannot_read_whole_gets_its_line_digest(note, name, values
         assert d["pm"]["objects"] == 6 and d["span"]["seconds"] == 900.0
 
 
+
+@pytest.mark.parametrize("rows", [
+    ['{"level": "error", "msg": "write failed:\\ndisk full"}', '{"level": "info", "msg": "retrying"}'],
+    ['{"level": "warn", "msg": "slow", "path": "/a\\n/b"}', '{"level": "info", "msg": "ok", "path": "/c"}'],
+    ['{"level": "error", "message": {"text": "x\\r\\ny"}}', '{"level": "info", "message": "up"}'],
+])  # a line break in a JSON record's message or another value: the record is still one line
+def test_a_json_record_with_a_line_break_in_a_value_is_one_line(rows):
+    d = _digest("\n".join(rows))
+    assert d["lines"] == 2
+    assert sum(d["severity"].values()) == 2
+
+
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2 ** 32))
