@@ -1,12 +1,13 @@
 """The per-document pass against mixed, damaged documents built from the shared corpora, for a while.
 
-    python -m bench.digest_fuzz [--seconds 600] [--seed 1] [--keep DIR]
+    python -m bench.digest_fuzz [--seconds 600] [--seed 1] [--keep DIR] [--out bench/results/digest_fuzz_cpu.json]
 
 Lines of ../shared/formats/formats.jsonl and ../shared/devlogs/loghub/*/*_2k.log (read here, at run time)
 feed tests/digest/docgen.py's generator; each document goes through prepare() (digest, highlights,
 compaction, rendering) and docgen.check. Every distinct failure (exception type and the innermost frame of
 worker/, a broken invariant, or a pass slower than --slow seconds plus a second a megabyte) is counted once with its first seed, and
-the document is written under --keep to reproduce it. Prints one JSON object at the end.
+the document is written under --keep to reproduce it. The run's figures (documents, failures by class with
+their first seed and count, the slowest pass) go to --out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 import traceback
 from pathlib import Path
 
+from bench.results_io import command_line, save
 from tests.digest.docgen import check, document
 from worker.digest.prepared import PrepareOptions, prepare
 
@@ -54,14 +56,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slow", type=float, default=2.0)
     ap.add_argument("--keep", type=Path, default=Path("/tmp/digest_fuzz"))
+    ap.add_argument("--out", default="bench/results/digest_fuzz_cpu.json")
     a = ap.parse_args()
     a.keep.mkdir(parents=True, exist_ok=True)
     lines = pool(SHARED)
     signal.signal(signal.SIGALRM, _alarm)
     found: dict[str, dict] = {}
-    end, seed, worst = time.monotonic() + a.seconds, a.seed, (0.0, 0)
+    start = time.monotonic()
+    end, seed, worst, size = start + a.seconds, a.seed, (0.0, 0), 0
     while time.monotonic() < end:
         text = document(random.Random(seed), lines)
+        size += len(text)
         t0 = time.monotonic()
         signal.setitimer(signal.ITIMER_REAL, a.slow + len(text) / 1e6)   # slower than 1 MB/s past the first --slow s
         try:
@@ -83,7 +88,10 @@ def main() -> None:
                 (a.keep / f"{seed}.txt").write_text(text, errors="surrogatepass")
                 print(json.dumps({"new": key, "seed": seed}), flush=True)
         seed += 1
-    print(json.dumps({"documents": seed - a.seed, "failures": found, "slowest": worst}, indent=1))
+    save(a.out, {"command": command_line("bench.digest_fuzz", None), "seeds": [a.seed, seed - 1],
+                 "seconds": round(time.monotonic() - start, 1), "documents": seed - a.seed, "characters": size,
+                 "pool_lines": len(lines), "failures": found,
+                 "slowest": {"seconds": round(worst[0], 3), "seed": worst[1]}})
 
 
 if __name__ == "__main__":

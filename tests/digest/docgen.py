@@ -85,7 +85,7 @@ def _made_up(rng: random.Random, pool: list[str], most: int) -> str:
     if kind == 5:
         unit = rng.choice(["x", "a1 ", "\u00e9", "\U0001f600", "0", "[", "=", "ERROR ", "%s", "\\", "[x] ", "a:b ",
                            "(", '"', '{"a":', " -", "1.2.3.4 ", "Jan 1 ", ":", "<1>", "0x1f ", "k=v ", "at a.b(C.java:1)"])
-        return rng.choice(["", _stamp(rng) + " "]) + unit * rng.randint(min(100, most), most)
+        return rng.choice(["", _stamp(rng) + " "]) + unit * rng.randint(min(100, most), min(most, 4000))
     if kind == 6:
         return " ".join(_stamp(rng) for _ in range(rng.randint(1, 4)))
     if kind == 7:
@@ -175,8 +175,8 @@ def _structured(rng: random.Random) -> str:
 
 
 def document(rng: random.Random, pool: list[str], most: int = 20000) -> str:
-    """One document: 0 to a few hundred lines (a tenth of the time up to `most`; a long line repeats a unit
-    up to `most` times), pool lines and made-up ones interleaved, some damaged,
+    """One document: 0 to a few hundred lines (now and then up to `most`; a long line repeats a unit up to
+    min(`most`, 4000) times), pool lines and made-up ones interleaved, some damaged,
     runs of repeated lines, LF or CRLF, with or without a final newline."""
     shape = rng.random()
     if shape < 0.12:
