@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.digest import docgen
+from worker.digest.formats import read
 from worker.digest.prepared import PrepareOptions, prepare
 
 OPTIONS = PrepareOptions(highlights=8, compaction=True, min_saving=0.0, render=True)
@@ -90,11 +91,32 @@ def test_a_pm_file_xml_cannot_read_whole_gets_its_line_digest(note, name, values
     ['{"level": "error", "msg": "write failed:\\ndisk full"}', '{"level": "info", "msg": "retrying"}'],
     ['{"level": "warn", "msg": "slow", "path": "/a\\n/b"}', '{"level": "info", "msg": "ok", "path": "/c"}'],
     ['{"level": "error", "message": {"text": "x\\r\\ny"}}', '{"level": "info", "message": "up"}'],
+    ['{"level": "error", "time": "Feb 03\\n04:05:06", "msg": "a"}', '{"level": "info", "time": "Feb 03 04:05:07"}'],
+    ['{"level": "error", "time": "12:00\\n13:00", "msg": "a"}', '{"level": "info", "msg": "b"}'],
+    ['{"level": "error", "time": "2031-02-03\\n04:05:06", "host": "w\\r\\n1", "msg": "a"}',
+     '{"level": "info", "time": "2031-02-03 04:05:07", "host": "w1", "msg": "b"}'],
 ])  # a line break in a JSON record's message or another value: the record is still one line
 def test_a_json_record_with_a_line_break_in_a_value_is_one_line(rows):
     d = _digest("\n".join(rows))
+    r = read("\n".join(rows))
+    assert not any("\n" in s or "\r" in s for s in r.texts + r.stamps + r.hosts)
     assert d["lines"] == 2
     assert sum(d["severity"].values()) == 2
+    assert all("\n" not in e["value"] for e in d["entities"])
+
+
+_EVENT = ('<Event xmlns="http://schemas.microsoft.com/win/2004/08/events/event"><System><Provider Name="Disk"/>'
+          '<Level>{level}</Level><TimeCreated SystemTime="{time}"/><Computer>{host}</Computer></System></Event>')
+
+
+def test_a_windows_event_field_broken_over_lines_is_no_field():
+    text = "\n".join([_EVENT.format(level=2, time="2031-02-03T04:05:06Z", host="WS-1"),
+                      _EVENT.format(level=4, time="2031-02-03T04:05:09Z", host="WS-1").replace('Time="', 'Time="\n'),
+                      _EVENT.format(level=4, time="2031-02-03T04:05:08Z", host="WS-1").replace("WS-1<", "WS\n-1<")])
+    d = _digest(text)
+    assert d["lines"] == 5 and d["severity"] == {"ERROR": 1, "INFO": 4}   # an event's other lines continue it
+    assert all("\n" not in e["value"] for e in d["entities"])
+    assert d["span"]["first"] == "2031-02-03T04:05:06Z" and d["span"]["last"] == "2031-02-03T04:05:08Z"
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None,

@@ -185,8 +185,9 @@ def _json_row(line: str) -> tuple:
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
     rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's
     text = str(msg).strip() if msg is not None else ""
-    if "\n" in text or "\r" in text or "\n" in rest or "\r" in rest:   # a record is one line: its breaks are spaces
-        text, rest = text.translate(_ONE_LINE), rest.translate(_ONE_LINE)
+    parts = (text, rest, stamp, host)
+    if any("\n" in p or "\r" in p for p in parts):      # a record is one line: its values' breaks are spaces
+        text, rest, stamp, host = (p.translate(_ONE_LINE) for p in parts)
     if not text:                                  # no message: the pairs are the message
         return (True, rest or s, level, stamp, host, "")
     return (True, text, level, stamp, host, rest)
