@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.digest import docgen
+from worker.digest.digest import MAX_VARIABLES
 from worker.digest.formats import read
 from worker.digest.prepared import PrepareOptions, prepare
 
@@ -125,3 +126,10 @@ def test_a_windows_event_field_broken_over_lines_is_no_field():
 def test_every_mixed_damaged_document_gets_a_digest_whose_figures_hold(seed):
     text = docgen.document(random.Random(seed), docgen.OWN_LINES, most=400)
     docgen.check(text, prepare(text, None, None, OPTIONS))
+
+
+@pytest.mark.parametrize("unit", ['"', "k=v ", "n=7 ", "<1>"])
+def test_a_line_of_thousands_of_variables_gets_a_digest_of_bounded_size(unit):
+    d = _digest("2031-02-03T04:05:06Z ERROR " + unit * (60_000 // len(unit)))
+    assert all(len(t["variables"]) <= MAX_VARIABLES for t in d["templates"] + d["failures"])
+    assert len(orjson.dumps(d)) < 64_000
