@@ -24,7 +24,10 @@ import re
 TRACE = (r"(?:at |Caused by:|Suppressed:|goroutine \d+ \[|\[signal |Traceback \(most recent call last\):"
          r"|(?:[\w$]+\.)*[\w$]+(?:Exception|Error|Throwable)(?::\s|\Z))")
 CONTINUATION = re.compile(rf"(?:[ \t]+\S|\.\.\. \d+ more|created by )|{TRACE}"
-                          r"|[\w./*()\[\]-]+\(.*\)\Z")                   # a Go stack frame's function line, whole
+                          # a Go stack frame's function line, whole: a name up to its first `(` after the name's
+                          # first character, taken at once (a lookahead and its backreference: no backtracking
+                          # into the name, so a line of many `(` is read in linear time), then `...)` to the end
+                          r"|[\w./*()\[\]-](?=(?P<name>[\w./*)\[\]-]*))(?P=name)\(.*\)\Z")
 _BLANK = re.compile(r"[ \t]*\Z")
 
 

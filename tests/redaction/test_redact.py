@@ -114,3 +114,19 @@ def test_output_headers_lose_credentials_and_keep_the_trace():
                          ("bin", b"\xff\xfe"), ("empty", None)])
     assert got == (("traceparent", tp), ("authorization", b"Bearer <redacted:bearer_token>"),
                    ("x-api-key", b"<redacted:api_key>"), ("bin", b"\xff\xfe"), ("empty", None))
+
+
+@pytest.mark.parametrize("unit", ["AKIA", "AKIAZ7Q2", "ghp_"])
+def test_a_token_of_many_matches_is_one_secret_read_once(monkeypatch, unit):
+    """Each match of a rule inside one long token would extend to the token's end (quadratic in its length):
+    a match inside a span already taken is not read again."""
+    from worker.redaction import rules
+
+    calls = []
+    line = "key " + unit * 2000 + " end"
+    red = rules.build_rules(Policy())   # fresh rules whose span functions count their calls
+    counted = tuple(rules.Rule(r.family, r.regex, lambda m, f=r.span: calls.append(1) or f(m)) for r in red.line)
+    monkeypatch.setattr(R, "rules", type(red)(red.prefilter, red.families, red.names, red.extra, counted))
+    out, found = R.text(line)
+    assert out.startswith("key <redacted:") and out.endswith(" end") and sum(found.values()) == 1
+    assert len(calls) <= 10

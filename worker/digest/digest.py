@@ -23,6 +23,7 @@ MAX_FAILURES = 8
 MAX_ENTITIES = 10
 MAX_OUTLIERS = 5
 MAX_EXAMPLE_CHARS = 300
+MAX_VARIABLES = 24       # a template's variables summarized (its pattern shows at most MAX_EXAMPLE_CHARS)
 ELEMENT = re.compile(r"^(?:gnb|enb|ng-enb|amf|smf|upf|nrf|ausf|udm|udr|pcf|nssf|nef|mme|sgw|pgw|hss|cu-up|cu-cp|du|ru|"
                      r"bsc|rnc|msc|ims|pcscf|scscf|sbc)[-_]?\d+$", re.IGNORECASE)
 _NEVER_ELEMENTS = frozenset({"number", "hex", "uuid", "time"})
@@ -50,7 +51,7 @@ class Analysis:
 
 def _variables(t: Template) -> list[dict]:
     out = []
-    for i, v in enumerate(t.vars):
+    for i, v in enumerate(t.vars[:MAX_VARIABLES]):
         num = v.numeric > 0
         out.append({"name": v.key or f"v{i + 1}", "kind": v.kind, "distinct": v.distinct,
                     "distinct_capped": v.distinct_capped, "min": v.min if num else None,

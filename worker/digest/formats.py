@@ -37,6 +37,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what stays after the sequences (tab, \r, \n kept)
 _CONTROL_BYTES = bytes([*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f])   # the same, as UTF-8 bytes (all ASCII)
 
+_ONE_LINE = str.maketrans("\r\n", "  ")
 _LOGFMT_KEYS = ("level=", "lvl=", "severity=")     # what a logfmt document's head must hold to be one
 _LOGFMT_LEVEL = re.compile(r'(?:^|\s)(?:level|lvl|severity|loglevel)=("?)(\w+)\1(?=\s|$)')
 _LOGFMT_MSG = re.compile(r'(?:^|\s)(?:msg|message)=(?:(")((?:[^"\\]|\\.)*)"|()(\S+))')
@@ -184,6 +185,9 @@ def _json_row(line: str) -> tuple:
     used = set(_JSON_LEVEL) | set(_JSON_MSG) | set(_JSON_TIME) | {"severityNumber", "severity_number"}
     rest = " ".join(f"{k}={_scalar(v)}" for k, v in obj.items() if k not in used and k[:1] != "_")  # `_X`: journald's
     text = str(msg).strip() if msg is not None else ""
+    parts = (text, rest, stamp, host)
+    if any("\n" in p or "\r" in p for p in parts):      # a record is one line: its values' breaks are spaces
+        text, rest, stamp, host = (p.translate(_ONE_LINE) for p in parts)
     if not text:                                  # no message: the pairs are the message
         return (True, rest or s, level, stamp, host, "")
     return (True, text, level, stamp, host, rest)
@@ -207,7 +211,7 @@ def _logfmt_row(line: str) -> tuple:
         rest = rest[:mm.start()] + rest[mm.end():]
     msg = (g.group(2) if g.group(1) else g.group(4)).replace('\\"', '"').strip() if g else ""
     rest = rest.strip()
-    return (True, msg or rest, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
+    return (True, msg or rest or line, level_word(m.group(2)), t.group(2) if t else "", "", rest if msg else "")
 
 
 def _read_rows(form: str, lines: list[str], rows: list[tuple], cleaned: int) -> Read:

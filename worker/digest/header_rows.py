@@ -100,6 +100,8 @@ def recipe(key: str) -> tuple:
         fields_at = m.start(_FIELDS)
         if end is not None or -1 < fields_at < at:
             body = head + ((fields_at, None),)
+        if body is None and not "".join(key[a:b] for a, b in pieces).strip():
+            head, pieces = (), ((0, None),)   # a header and nothing after it: the line is its own message
         has = ((_HAS_HOST if host is not _NONE else 0) | (_HAS_PRI if pri_text else 0)
                | (_HAS_PIECES if head or end is not None else 0) | (_HAS_BODY if body is not None else 0))
         # the line's header shape: what the digest names its `format` (the commonest among the lines)

@@ -78,14 +78,15 @@ def pm_digest(text: str) -> dict | None:
     sk = pm_scan.skeleton(text)
     cols = [pm_scan.scan(r) if r else None for r in sk.regions] if sk is not None else []
     bulk = bool(cols) and all(c is not None for r, c in zip(sk.regions, cols) if r) and any(sk.regions)
-    try:
-        root = ET.fromstring((sk.text if bulk else text).strip().encode("utf-8"))
-    except ET.ParseError:
+    root = _parse(sk.text if bulk else text)
+    if root is None:
         return None
     ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     infos = list(root.iter(f"{ns}measInfo"))
     if bulk and len(infos) != len(cols):     # a measInfo the skeleton cut differently: parse the file whole
-        bulk, root = False, ET.fromstring(text.strip().encode("utf-8"))
+        bulk, root = False, _parse(text)
+        if root is None:
+            return None
         infos = list(root.iter(f"{ns}measInfo"))
     info = _file_info(root, ns)
     for mi in infos:
@@ -95,6 +96,15 @@ def pm_digest(text: str) -> dict | None:
             info["end"] = info["end"] or gp.get("endTime")
     table = _from_columns(cols, [_names(mi, ns) for mi in infos]) if bulk else _from_elements(infos, ns)
     return {**info, "suspect": table.suspect, **_counter_digest(table)}
+
+
+def _parse(text: str) -> ET.Element | None:
+    """The XML's root element, or None where it does not parse; a lone surrogate (text cut inside a character)
+    is read as `?`."""
+    try:
+        return ET.fromstring(text.strip().encode("utf-8", "replace"))
+    except ET.ParseError:
+        return None
 
 
 def _file_info(root, ns: str) -> dict:

@@ -218,7 +218,7 @@ def _day_month(m: re.Match) -> Stamp:
 
 
 def _epoch(m: re.Match) -> Stamp:
-    ms = len(m.group(1)) == 13
+    ms = len(m.group(1)) == 13 and m.group(1).isdigit()    # 13 digits; `1927463012.25` is seconds
     secs = int(m.group(1)) / 1000 if ms else float(m.group(1))
     return _stamp(datetime.fromtimestamp(secs, tz=timezone.utc), "epoch_ms" if ms else "epoch_s")
 

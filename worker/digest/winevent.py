@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-_FIELDS = re.compile(r'<TimeCreated SystemTime="([^"]+)"|<Level>(\d+)</Level>|<Computer>([^<]*)</Computer>'
-                     r'|<Provider Name="([^"]+)"')
+_FIELDS = re.compile(r'<TimeCreated SystemTime="([^"\n]+)"|<Level>(\d+)</Level>|<Computer>([^<\n]*)</Computer>'
+                     r'|<Provider Name="([^"\n]+)"')   # a field is one line's text
 LEVELS = {"0": "INFO", "1": "CRITICAL", "2": "ERROR", "3": "WARN", "4": "INFO", "5": "TRACE"}
 
 

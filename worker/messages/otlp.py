@@ -17,7 +17,8 @@ Each record is one line, `<time> <LEVEL> [<service>] <body> key=value ...`: time
 `timeUnixNano` (else `observedTimeUnixNano`) as RFC 3339 UTC with milliseconds, `-` when none;
 LEVEL the name of `severityNumber`'s range (TRACE, DEBUG, INFO, WARN, ERROR, FATAL), else
 `severityText` (one word), else `UNSET`; service the resource's `service.name` (else `host.name`,
-else `-`); the body's value on one line; then the record's attributes.
+else `-`); the body's value; then the record's attributes (line breaks in any value written as spaces:
+a record is one line).
 """
 
 from __future__ import annotations
@@ -113,8 +114,9 @@ def _line(rec: Any, service: str, where: str) -> str:
     _object(rec, where)
     attrs = _attributes(rec.get("attributes"), f"{where}.attributes")
     extra = " ".join(f"{k}={v}" for k, v in attrs.items())
-    body = _any_value(rec.get("body"), f"{where}.body").replace("\r", " ").replace("\n", " ")
-    return f"{_time(rec)} {_level(rec, where)} [{service}] {body}" + (f" {extra}" if extra else "")
+    body = _any_value(rec.get("body"), f"{where}.body")
+    line = f"{_time(rec)} {_level(rec, where)} [{service}] {body}" + (f" {extra}" if extra else "")
+    return line.replace("\r", " ").replace("\n", " ")     # a record is one line, whatever its values hold
 
 
 def _level(rec: dict, where: str) -> str:

@@ -49,6 +49,11 @@ class _Taken:
         self.ends.insert(i, e)
         return True
 
+    def holds(self, s: int, e: int) -> bool:
+        """[s, e) lies inside one span taken before (a match there cannot claim its span: skip it)."""
+        i = bisect.bisect_right(self.starts, s)
+        return i > 0 and self.ends[i - 1] >= e
+
 
 class Redactor:
     """Applies one policy's rules; immutable after construction, so threads and processes share it."""
@@ -107,6 +112,8 @@ class Redactor:
             if rule.family not in families:
                 continue
             for m in rule.regex.finditer(line):
+                if taken.holds(m.start(), m.end() + 1):   # its span would start in a taken one: skip it (a token of
+                    continue                               # many matches costs one span, not one each)
                 got = rule.span(m)
                 if got is not None and taken.claim(got[0], got[1]):
                     spans.append(got)
