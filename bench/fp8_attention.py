@@ -86,7 +86,8 @@ def summary(rows: list[dict]) -> dict:
 ATTN_SHAPES = [(128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2), (128, 64, 4, 3), (64, 64, 4, 3)]
 
 
-def _timed(fn, flop: float | None, reps: int = 10) -> dict:
+def time_ms(fn, reps: int = 10) -> float:
+    """The median of `reps` CUDA-event timings of fn(), in ms, after 3 warm-up calls."""
     for _ in range(3):
         fn()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
@@ -95,7 +96,11 @@ def _timed(fn, flop: float | None, reps: int = 10) -> dict:
         fn()
         b.record()
     torch.cuda.synchronize()
-    ms = sorted(a.elapsed_time(b) for a, b in ev)[reps // 2]
+    return sorted(a.elapsed_time(b) for a, b in ev)[reps // 2]
+
+
+def _timed(fn, flop: float | None) -> dict:
+    ms = time_ms(fn)
     return {"ms": ms} | ({"tflops": flop / (ms * 1e-3) / 1e12} if flop else {})
 
 

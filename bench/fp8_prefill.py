@@ -39,7 +39,7 @@ from torch import nn
 
 from bench.engine import MODELS, first_bin, ribbon_prefill_at, stage_docs, greedy_agreement, make_mix
 from bench.engine_profile import profile
-from bench.fp8_attention import kernels_alone, layer_errors, summary
+from bench.fp8_attention import kernels_alone, layer_errors, summary, time_ms
 from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
@@ -105,18 +105,6 @@ def _accuracy(lb: torch.Tensor, lf: torch.Tensor, base: torch.Tensor | None) -> 
     return out
 
 
-def _time_ms(fn, reps: int = 10) -> float:
-    for _ in range(3):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    return sorted(a.elapsed_time(b) for a, b in ev)[reps // 2]
-
-
 def gemm_bench(layer: nn.Module, m: int) -> dict:
     """Each GEMM of one decoder layer (merged ones as one) at m rows; random activations of unit scale."""
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -144,7 +132,7 @@ def _one_gemm(w: torch.Tensor, m: int, g: torch.Generator) -> dict:
     flop = 2.0 * m * n * k
     res = {"n": n, "k": k, "m": m}
     for key, fn in rows.items():
-        res[f"{key}_tflops"] = flop / (_time_ms(fn) * 1e-3) / 1e12
+        res[f"{key}_tflops"] = flop / (time_ms(fn) * 1e-3) / 1e12
     s = slice(0, min(m, 2_048))  # errors on the first rows: fp32 references of [rows, N]
     exact = (a[s].float() @ wq.float().t()) * sa[s] * sw_row  # the quantized operands, fp32 math
     full = x[s].float() @ w.float().t()

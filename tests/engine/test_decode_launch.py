@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -28,12 +27,9 @@ from worker.engine.tiny import make_tiny_checkpoint
 
 
 def _interpreted(*args: str) -> dict:
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    done = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    from tests.engine import interpreted   # here: the child runs this file as a script, without tests/ on its path
+
+    return interpreted.run(__file__, *args, timeout=600)
 
 
 def test_kernel_stores_the_new_rows_as_index_copy_does():
