@@ -29,6 +29,11 @@ on_apache_kafka = pytest.mark.parametrize(
     "cluster", [pytest.param("apache", marks=pytest.mark.kafka_apache)], indirect=True)
 
 
+def is_apache(cluster) -> bool:
+    """The test's `cluster` is Apache Kafka (read_committed never shows an aborted record: checks can be strict)."""
+    return type(cluster).__name__ == "ApacheKafka"
+
+
 def reader(bootstrap: str, group: str, isolation: str = "read_uncommitted"):
     """A checking consumer, built where every client is (worker/kafka/config.py, worker/kafka/clients.py)."""
     return clients.consumer(plain_config(bootstrap).tool_consumer(

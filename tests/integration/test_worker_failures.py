@@ -17,7 +17,7 @@ import uuid
 
 import orjson
 from helpers import (by_id, committed_equals_end, consume_all, mixed_docs, produce, read_until_ids, same_but_timing,
-                     fork_worker, on_both_brokers, start_worker, topics, wait_for, worker_env,
+                     fork_worker, is_apache, on_both_brokers, start_worker, topics, wait_for, worker_env,
                      worker_forker)
 
 from worker.demo.samples import document
@@ -34,10 +34,6 @@ def assert_complete_and_consistent(outs: dict[str, list[dict]], ids: set[str], s
         assert not repeated, f"{len(repeated)} ids repeated under read_committed, e.g. {list(repeated.items())[:5]}"
     for doc_id, copies in outs.items():
         assert all(same_but_timing(copies[0], c) for c in copies[1:]), f"{doc_id} repeated with other content"
-
-
-def is_apache(cluster) -> bool:
-    return type(cluster).__name__ == "ApacheKafka"
 
 
 def everything_committed(cluster, topic: str, n: int) -> dict[str, list[dict]]:
