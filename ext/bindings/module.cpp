@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   ribbon::register_window(m);
   ribbon::register_templater(m);
   ribbon::register_shape(m);
+  ribbon::register_header(m);
 }

@@ -7,4 +7,5 @@ void register_packer(pybind11::module_& m);
 void register_window(pybind11::module_& m);
 void register_templater(pybind11::module_& m);
 void register_shape(pybind11::module_& m);
+void register_header(pybind11::module_& m);
 }  // namespace ribbon

@@ -30,6 +30,7 @@ from itertools import compress
 from operator import itemgetter
 
 from worker import _core
+from worker.digest import header_jit
 from worker.digest.header import EXTRA_LEVELS, HEADER, LEVEL_GROUPS, REQUEST, STATUS, TRAILER, level_token
 from worker.messages.levels import level_word
 from worker.multiline import CONTINUATION
@@ -52,7 +53,8 @@ _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _H
 _ALL = tuple(g for groups in _GROUPS for g in groups)                 # each group in one field only
 _FIELD_OF = tuple(f for f, groups in enumerate(_GROUPS) for _ in groups)   # per place in _ALL: its field
 _AT = range(len(_ALL))
-_READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads, in one m.group call
+_READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads
+_STARTS = (_MSG, _FIELDS)                             # and those whose start it reads
 _HAS_HOST, _HAS_STATUS, _HAS_PRI, _HAS_PIECES, _HAS_BODY = 1, 2, 4, 8, 16   # a recipe's `has` bits
 _continues = CONTINUATION.match          # worker/multiline.py's continues(), without its call
 
@@ -64,7 +66,7 @@ def _level(token: str) -> str | None:
     return (level_word(word) or EXTRA_LEVELS.get(word)) if word else None
 
 
-def recipe(key: str) -> tuple:
+def recipe(key: str, read: tuple | None = None) -> tuple:
     """(ts, host, program, pid, token, level, pri, message pieces, matched, shape, continues, status, body
     pieces, has) of a line with its digits written 0: spans, the normalized level, the pieces its message is
     made of, where an access log's status code starts (-1: none), the pieces of what the templater reads
@@ -72,48 +74,43 @@ def recipe(key: str) -> tuple:
     host, status, PRI, a message other than one piece to the line's end, body pieces it has (_HAS_* bits).
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
-    text, (0, 0) where none did or that text is `-`. One m.group call reads the text of every group used (most
-    of a line's groups are unmatched); a span is read only for each field's first group that matched (m.regs
-    would build them all: the dearer part)."""
-    m = HEADER.match(key)
-    span = m.span
-    texts = m.group(*_READ)
+    text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of the groups _READ and
+    _STARTS (None: read here; columns() reads a document's new keys in one call)."""
+    r = read if read is not None else header_jit.read([key], _READ, _STARTS)[0]
     fields = [_NONE, _NONE, _NONE, _NONE, _NONE]
     seen = 0
-    for i in compress(_AT, texts):              # the groups that matched text, in _GROUPS order
+    for i in compress(_AT, r):                  # the groups that matched text, in _GROUPS order
         f = _FIELD_OF[i]
         if not seen >> f & 1:
             seen |= 1 << f
-            if texts[i] != "-":
-                fields[f] = span(_ALL[i])
+            a, b = r[i]
+            if key[a:b] != "-":
+                fields[f] = r[i]
     ts, host, prog, pid, tok = fields
-    v5, pri_text, hostc, hosts, pre = texts[-5:]
+    v5, pri, hostc, hosts, pre, at, fields_at = r[-7:]    # spans (None: no text), the message's and fields' starts
     level = _level(key[tok[0]:tok[1]]) if tok is not _NONE else None
-    pri = span(_PRI) if pri_text else _NONE
-    at = m.start(_MSG)
     body = None
-    if ts is not _NONE or tok is not _NONE or pri_text:
+    if ts is not _NONE or tok is not _NONE or pri:
         matched = True
-        head = (span(_PRE),) if pre is not None and len(pre.split()) > 1 else ()   # one leading column (a label,
-        end = TRAILER.search(key, at) if key[-1:] == ")" else None                  # a record number) is dropped
+        head = (pre,) if pre and len(key[pre[0]:pre[1]].split()) > 1 else ()   # one leading column (a label,
+        end = TRAILER.search(key, at) if key[-1:] == ")" else None              # a record number) is dropped
         pieces = head + ((at, end.start() if end else None),)
-        fields_at = m.start(_FIELDS)
         if end is not None or -1 < fields_at < at:
             body = head + ((fields_at, None),)
         if body is None and not "".join(key[a:b] for a, b in pieces).strip():
             head, pieces = (), ((0, None),)   # a header and nothing after it: the line is its own message
-        has = ((_HAS_HOST if host is not _NONE else 0) | (_HAS_PRI if pri_text else 0)
+        has = ((_HAS_HOST if host is not _NONE else 0) | (_HAS_PRI if pri else 0)
                | (_HAS_PIECES if head or end is not None else 0) | (_HAS_BODY if body is not None else 0))
         # the line's header shape: what the digest names its `format` (the commonest among the lines)
         if v5:
             shape = "rfc5424"
-        elif prog is not _NONE and (pri_text or host is not _NONE) or hostc or hosts:
+        elif prog is not _NONE and (pri or host is not _NONE) or hostc or hosts:
             shape = "rfc3164"
         elif ts is not _NONE:
             s = key[ts[0]:ts[1]]
             shape = "access" if s[2:3] == "/" and s[6:7] == "/" and s[-6:-5] == " " else "timestamped"
         else:
-            shape = "level_first" if pri_text is None else "rfc3164"
+            shape = "level_first" if pri is None else "rfc3164"
     else:
         matched, shape, has = False, "", 0
         pieces = ((0, None),)
@@ -124,7 +121,7 @@ def recipe(key: str) -> tuple:
         if status >= 0:
             has |= _HAS_STATUS
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
-    return (ts, host, prog, pid, tok, level, pri, pieces, matched, shape, ts is _NONE and _continues(key) is not None,
+    return (ts, host, prog, pid, tok, level, pri or _NONE, pieces, matched, shape, ts is _NONE and _continues(key) is not None,
             status, body, has, key[ts[0]:ts[1]].translate(_ZERO_TEXT))
 
 
@@ -139,17 +136,20 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
-def _recipe_of(key: str) -> tuple:
-    """The parse of a line's whole key (shape_key): the one kept, else its parse, kept."""
-    r = _RECIPES.get(key)
-    if r is not None:
-        return r
-    r = recipe(key)
-    if len(key) <= MAX_KEY:
-        if len(_RECIPES) >= RECIPES_MAX:
-            _RECIPES.clear()
-        _RECIPES[key] = r
-    return r
+def _recipes_of(keys: list[str]) -> list[tuple]:
+    """The parse of each line's whole key (shape_key): the one kept, else its parse, kept; the keys not kept are
+    read in one call into the core (header_jit.read)."""
+    got = list(map(_RECIPES.get, keys))
+    new = list(dict.fromkeys(k for k, r in zip(keys, got) if r is None))
+    if new:
+        parsed = dict(zip(new, map(recipe, new, header_jit.read(new, _READ, _STARTS))))
+        got = [r or parsed[k] for k, r in zip(keys, got)]
+        for key, r in parsed.items():
+            if len(key) <= MAX_KEY:
+                if len(_RECIPES) >= RECIPES_MAX:
+                    _RECIPES.clear()
+                _RECIPES[key] = r
+    return got
 
 
 class Columns:
@@ -210,8 +210,8 @@ def columns(text: str, lines: list[str]) -> Columns:
     recipes = list(map(_RECIPES.get, keys))
     missed = [i for i, r in enumerate(recipes) if r is None]
     if missed:
-        for i, key in zip(missed, _shape_keys([keys[i] for i in missed])):
-            recipes[i] = _recipe_of(key)
+        for i, r in zip(missed, _recipes_of(_shape_keys([keys[i] for i in missed]))):
+            recipes[i] = r
     return Columns(lines, recipes)
 
 

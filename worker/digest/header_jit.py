@@ -1,0 +1,92 @@
+"""The header grammar (worker/digest/header.py: HEADER) matched by PCRE2's JIT in the C++ core, Python's `re` the reference.
+
+    PCRE_PATTERN: HEADER.pattern in PCRE2's syntax (pcre_pattern)
+    read(keys, texts, starts) -> per key a tuple: per group of `texts` its (start, end) where it matched text,
+                                 else None; then per group of `starts` its start (-1: unset)
+    read_re(key, texts, starts) -> the same tuple, read by HEADER (Python's re)
+
+The core (ext/core/header_match.hpp) matches a line only where every character is ASCII, as bytes: there each
+construct of the grammar means what it means in Python's `re` (tests/digest/test_header_jit.py checks the
+classes over every ASCII character and the whole grammar span for span over the corpora), with one rewrite:
+Python's `\\s` on a str holds the separators \\x1c-\\x1f (str.isspace) and PCRE2's does not, so every `\\s`,
+`\\S` and `[^\\S\\n]` is written with them. A line with any other character (or a lone surrogate), and a line
+where PCRE2 stops short (a limit of its JIT stack or match count), is read by HEADER: the same spans either way.
+Where Unicode is in play the two engines part (PCRE2's \\w holds combining marks, its Unicode tables are
+newer, its caseless `i` no dotless ı), so no UTF mode is used.
+
+Why PCRE2: Python's `re` costs several times as much per line on this grammar, RE2 has no look-around or
+condition, and PCRE2's wheels on PyPI are built with 2-byte links, too short for this pattern (CMakeLists.txt
+builds it with 4).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from worker import _core
+from worker.digest.header import HEADER
+
+_ONE_LINE_SPACE = "[^\\S\\n]"      # header._one_line's `\s` outside classes
+
+
+def pcre_pattern(pattern: str) -> str:
+    """`pattern` (Python's syntax, as header.HEADER writes it) with Python's `\\s` on a str spelt out for PCRE2:
+    `\\s` also holds \\x1c-\\x1f, `\\S` does not; the rest of the grammar is written alike in both."""
+    out: list[str] = []
+    i, in_class, n = 0, False, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if not in_class and pattern.startswith(_ONE_LINE_SPACE, i):
+            out.append("[\\t\\x0b\\x0c\\r\\x1c-\\x1f ]")      # ASCII lines only: no other space to hold
+            i += len(_ONE_LINE_SPACE)
+            continue
+        if c == "\\":
+            pair = pattern[i:i + 2]
+            if pair == "\\s":
+                pair = "\\s\\x1c-\\x1f" if in_class else "[\\s\\x1c-\\x1f]"
+            elif pair == "\\S":
+                if in_class:
+                    raise ValueError(f"`\\S` inside a class at {i}: no PCRE2 spelling of Python's kept")
+                pair = "[^\\s\\x1c-\\x1f]"
+            out.append(pair)
+            i += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":    # a class that opens with `]`
+                out.append(pattern[i:i + 2])
+                i += 2
+                continue
+        elif c == "]" and in_class:
+            in_class = False
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+PCRE_PATTERN = pcre_pattern(HEADER.pattern)
+
+
+@functools.cache
+def matcher() -> _core.HeaderMatcher:
+    """HEADER compiled by PCRE2 and its JIT (once per process, on first use: a few milliseconds)."""
+    return _core.HeaderMatcher(PCRE_PATTERN)
+
+
+def read_re(key: str, texts: tuple[int, ...], starts: tuple[int, ...]) -> tuple:
+    """read() of one key by HEADER (Python's re): the reference, and the reading of every line the core leaves."""
+    m = HEADER.match(key)
+    span = m.span
+    got = m.group(*texts) if len(texts) > 1 else (m.group(*texts),)
+    return (*(span(g) if t else None for g, t in zip(texts, got)), *map(m.start, starts))
+
+
+def read(keys: list[str], texts: tuple[int, ...], starts: tuple[int, ...]) -> list[tuple]:
+    """Per key: per group of `texts` its (start, end) where it matched text, else None; then per group of `starts`
+    its start (-1: unset). One call into the core for all keys; HEADER reads those it leaves (None)."""
+    got = matcher().read(keys, texts, starts)
+    if None in got:
+        for i, g in enumerate(got):
+            if g is None:
+                got[i] = read_re(keys[i], texts, starts)
+    return got
