@@ -1,9 +1,10 @@
 """The header grammar (worker/digest/header.py: HEADER) matched by PCRE2's JIT in the C++ core, Python's `re` the reference.
 
     PCRE_PATTERN: HEADER.pattern in PCRE2's syntax (pcre_pattern)
-    read(keys, texts, starts) -> per key a tuple: per group of `texts` its (start, end) where it matched text,
-                                 else None; then per group of `starts` its start (-1: unset)
-    read_re(key, texts, starts) -> the same tuple, read by HEADER (Python's re)
+    read(keys, firsts, starts) -> per key a tuple: per group list of `firsts` the (start, end) of its first
+                                  group that matched text, else None; then per group of `starts` its start
+                                  (-1: unset)
+    read_re(key, firsts, starts) -> the same tuple, read by HEADER (Python's re)
 
 The core (ext/core/header_match.hpp) matches a line only where every character is ASCII, as bytes: there each
 construct of the grammar means what it means in Python's `re` (tests/digest/test_header_jit.py checks the
@@ -22,6 +23,7 @@ builds it with 4).
 from __future__ import annotations
 
 import functools
+from itertools import compress
 
 from worker import _core
 from worker.digest.header import HEADER
@@ -73,20 +75,32 @@ def matcher() -> _core.HeaderMatcher:
     return _core.HeaderMatcher(PCRE_PATTERN)
 
 
-def read_re(key: str, texts: tuple[int, ...], starts: tuple[int, ...]) -> tuple:
-    """read() of one key by HEADER (Python's re): the reference, and the reading of every line the core leaves."""
+@functools.cache
+def _flat(firsts: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The groups of `firsts` in one tuple, and per place in it the list it is of."""
+    return tuple(g for groups in firsts for g in groups), tuple(k for k, groups in enumerate(firsts) for _ in groups)
+
+
+def read_re(key: str, firsts: tuple[tuple[int, ...], ...], starts: tuple[int, ...]) -> tuple:
+    """read() of one key by HEADER (Python's re): the reference, and the reading of every line the core leaves.
+    One m.group call reads the text of every group (most are unmatched); a span is read only where it is kept."""
     m = HEADER.match(key)
-    span = m.span
-    got = m.group(*texts) if len(texts) > 1 else (m.group(*texts),)
-    return (*(span(g) if t else None for g, t in zip(texts, got)), *map(m.start, starts))
+    flat, owner = _flat(firsts)
+    texts = m.group(*flat) if len(flat) > 1 else (m.group(*flat),)
+    got: list = [None] * len(firsts)
+    for i in compress(range(len(flat)), texts):         # the groups that matched text, in order
+        if got[owner[i]] is None:
+            got[owner[i]] = m.span(flat[i])
+    return (*got, *map(m.start, starts))
 
 
-def read(keys: list[str], texts: tuple[int, ...], starts: tuple[int, ...]) -> list[tuple]:
-    """Per key: per group of `texts` its (start, end) where it matched text, else None; then per group of `starts`
-    its start (-1: unset). One call into the core for all keys; HEADER reads those it leaves (None)."""
-    got = matcher().read(keys, texts, starts)
+def read(keys: list[str], firsts: tuple[tuple[int, ...], ...], starts: tuple[int, ...]) -> list[tuple]:
+    """Per key a tuple: per group list of `firsts` the (start, end) of its first group that matched text, else
+    None; then per group of `starts` its start (-1: unset). One call into the core for all keys; HEADER reads
+    those it leaves."""
+    got = matcher().read(keys, firsts, starts)
     if None in got:
         for i, g in enumerate(got):
             if g is None:
-                got[i] = read_re(keys[i], texts, starts)
+                got[i] = read_re(keys[i], firsts, starts)
     return got

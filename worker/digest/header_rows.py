@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from itertools import compress
 from operator import itemgetter
 
 from worker import _core
@@ -50,11 +49,10 @@ _BY_STATUS = {"1": "INFO", "2": "INFO", "3": "INFO", "4": "WARN", "5": "ERROR"}
 _PRI, _PRE, _MSG, _FIELDS, _V5, _HOSTC, _HOSTS = (HEADER.groupindex[n] for n in ("pri", "pre", "msg", "fields", "v5",
                                                                                   "hostc", "hosts"))
 _GROUPS = tuple(tuple(HEADER.groupindex[n] for n in names) for names in (_TS, _HOST, _PROG, _PID, LEVEL_GROUPS))
-_ALL = tuple(g for groups in _GROUPS for g in groups)                 # each group in one field only
-_FIELD_OF = tuple(f for f, groups in enumerate(_GROUPS) for _ in groups)   # per place in _ALL: its field
-_AT = range(len(_ALL))
-_READ = (*_ALL, _V5, _PRI, _HOSTC, _HOSTS, _PRE)      # the groups whose text a parse reads
-_STARTS = (_MSG, _FIELDS)                             # and those whose start it reads
+# what a parse reads (header_jit.read): per field its first group that matched text, the text of five groups,
+# the starts of two
+_FIRSTS = (*_GROUPS, (_V5,), (_PRI,), (_HOSTC,), (_HOSTS,), (_PRE,))
+_STARTS = (_MSG, _FIELDS)
 _HAS_HOST, _HAS_STATUS, _HAS_PRI, _HAS_PIECES, _HAS_BODY = 1, 2, 4, 8, 16   # a recipe's `has` bits
 _continues = CONTINUATION.match          # worker/multiline.py's continues(), without its call
 
@@ -74,20 +72,12 @@ def recipe(key: str, read: tuple | None = None) -> tuple:
     host, status, PRI, a message other than one piece to the line's end, body pieces it has (_HAS_* bits).
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
-    text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of the groups _READ and
-    _STARTS (None: read here; columns() reads a document's new keys in one call)."""
-    r = read if read is not None else header_jit.read([key], _READ, _STARTS)[0]
-    fields = [_NONE, _NONE, _NONE, _NONE, _NONE]
-    seen = 0
-    for i in compress(_AT, r):                  # the groups that matched text, in _GROUPS order
-        f = _FIELD_OF[i]
-        if not seen >> f & 1:
-            seen |= 1 << f
-            a, b = r[i]
-            if key[a:b] != "-":
-                fields[f] = r[i]
-    ts, host, prog, pid, tok = fields
-    v5, pri, hostc, hosts, pre, at, fields_at = r[-7:]    # spans (None: no text), the message's and fields' starts
+    text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of _FIRSTS and _STARTS
+    (None: read here; columns() reads a document's new keys in one call)."""
+    ts, host, prog, pid, tok, v5, pri, hostc, hosts, pre, at, fields_at = (
+        read if read is not None else header_jit.read([key], _FIRSTS, _STARTS)[0])
+    ts, host, prog, pid, tok = (s if s is not None and key[s[0]:s[1]] != "-" else _NONE
+                                for s in (ts, host, prog, pid, tok))
     level = _level(key[tok[0]:tok[1]]) if tok is not _NONE else None
     body = None
     if ts is not _NONE or tok is not _NONE or pri:
@@ -142,7 +132,7 @@ def _recipes_of(keys: list[str]) -> list[tuple]:
     got = list(map(_RECIPES.get, keys))
     new = list(dict.fromkeys(k for k, r in zip(keys, got) if r is None))
     if new:
-        parsed = dict(zip(new, map(recipe, new, header_jit.read(new, _READ, _STARTS))))
+        parsed = dict(zip(new, map(recipe, new, header_jit.read(new, _FIRSTS, _STARTS))))
         got = [r or parsed[k] for k, r in zip(keys, got)]
         for key, r in parsed.items():
             if len(key) <= MAX_KEY:
