@@ -19,6 +19,15 @@
 # CI lints this file with hadolint (tests/deploy/test_deploy.py).
 ARG BASE_IMAGE=pytorch/pytorch:2.11.0-cuda13.0-cudnn9-runtime
 ARG SLIM_IMAGE=python:3.12-slim-bookworm
+ARG RUST_IMAGE=rust:1.85-slim-bookworm
+
+# PCRE2's C source (the header grammar's matcher, CMakeLists.txt): the pcre2-sys crate at the version and
+# checksum ext/pcre2/Cargo.lock pins, fetched by cargo; both build stages compile it (RIBBON_PCRE2_DIR).
+FROM ${RUST_IMAGE} AS pcre2-source
+WORKDIR /src
+COPY ext/pcre2 ext/pcre2
+RUN cargo metadata --locked --format-version 1 --manifest-path ext/pcre2/Cargo.toml > /dev/null \
+ && cp -r "${CARGO_HOME}"/registry/src/*/pcre2-sys-0.2.10/upstream /pcre2
 
 FROM ${BASE_IMAGE} AS build
 # Build stage only: the compiler is whatever the base's Ubuntu release ships (not in the final image).
@@ -30,9 +39,10 @@ WORKDIR /src
 COPY pyproject.toml CMakeLists.txt README.md ./
 COPY ext ext
 COPY worker worker
+COPY --from=pcre2-source /pcre2 /pcre2
 # scikit-build-core fetches cmake/ninja and pybind11 into the isolated build env.
 RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels \
-      -C cmake.define.RIBBON_BUILD_TESTS=OFF .
+      -C cmake.define.RIBBON_BUILD_TESTS=OFF -C cmake.define.RIBBON_PCRE2_DIR=/pcre2 .
 
 # The digest-only image: its own build stage, since the extension is built for the image's Python.
 FROM ${SLIM_IMAGE} AS build-slim
@@ -44,8 +54,9 @@ WORKDIR /src
 COPY pyproject.toml CMakeLists.txt README.md ./
 COPY ext ext
 COPY worker worker
+COPY --from=pcre2-source /pcre2 /pcre2
 RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels \
-      -C cmake.define.RIBBON_BUILD_TESTS=OFF .
+      -C cmake.define.RIBBON_BUILD_TESTS=OFF -C cmake.define.RIBBON_PCRE2_DIR=/pcre2 .
 
 FROM ${SLIM_IMAGE} AS digest
 ENV PYTHONUNBUFFERED=1 \

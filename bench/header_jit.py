@@ -1,0 +1,132 @@
+"""The header grammar read by PCRE2's JIT against Python's re (worker/digest/header_jit.py), on the development logs.
+
+Prints and writes bench/results/header_jit_cpu.json:
+- per key (the 4,011 distinct shape keys of ../shared/devlogs' 13 Loghub logs, 26,000 lines), in µs: HEADER.match
+  alone (Python's re); read_re (the match and the spans a parse reads, as Python's re gives them); the core's
+  read of all keys in one call (the match, the spans, the Python objects); both first pass (the first read of each
+  key in this process after the pattern is compiled) and warm (best of --reps passes);
+- per key, one call into the core a key: the call's overhead that a batch spreads;
+- the first pass of header_rows.columns over each log (its parse memo cleared before each; CPU seconds of this
+  thread, best of --reps): with the core, and with every key read by Python's re (read_re);
+- compile: HEADER compiled by Python's re, and by PCRE2 with its JIT (ms); the process's RSS growth for one
+  PCRE2 matcher (KiB: its compiled pattern, JIT code, match data).
+Timings are CPU seconds of this thread where marked (other load counts less), else wall-clock: the machine's
+load average is recorded beside them.
+Usage: python -m bench.header_jit [--reps 7] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from bench.results_io import RESULTS, command_line, save
+from worker import _core
+from worker.digest import header_jit, header_rows
+from worker.digest.header import HEADER
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _per_key(fn, n: int, reps: int) -> tuple[float, float]:
+    """(first pass, best of `reps` passes) of fn() in µs per key (wall-clock)."""
+    times = []
+    for _ in range(reps + 1):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return round(times[0] / n * 1e6, 3), round(min(times[1:]) / n * 1e6, 3)
+
+
+def _columns_cpu(logs: list[str], reps: int) -> float:
+    """CPU seconds of header_rows.columns over every log, its memo cleared before each (best of `reps`)."""
+    best = float("inf")
+    for _ in range(reps):
+        total = 0.0
+        for text in logs:
+            header_rows._RECIPES.clear()
+            t0 = time.thread_time()
+            header_rows.columns(text, text.split("\n"))
+            total += time.thread_time() - t0
+        best = min(best, total)
+    return round(best, 4)
+
+
+class _ReOnly:
+    """A matcher that leaves every line to Python's re (header_jit.read falls back to read_re)."""
+
+    def read(self, keys, firsts, starts):
+        return [None] * len(keys)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.header_jit", description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--out", default=str(RESULTS / "header_jit_cpu.json"))
+    args = ap.parse_args(argv)
+    files = sorted((SHARED / "devlogs").glob("loghub/*/*_2k.log"))
+    if not files:
+        print(f"no development logs under {SHARED / 'devlogs'} (the shared folder beside the repository)",
+              file=sys.stderr)
+        return 2
+    logs = [f.read_text(encoding="utf-8", errors="replace").rstrip("\n") for f in files]
+    keys = list(dict.fromkeys(header_rows.shape_key(ln) for text in logs for ln in text.split("\n")))
+    firsts, starts = header_rows._FIRSTS, header_rows._STARTS
+
+    t0 = time.perf_counter()
+    re.compile(HEADER.pattern + "(?#bench)", re.M)           # a pattern not in re's cache
+    re_compile_ms = (time.perf_counter() - t0) * 1e3
+    rss = _rss_kib()
+    t0 = time.perf_counter()
+    matcher = _core.HeaderMatcher(header_jit.PCRE_PATTERN)
+    pcre_compile_ms = (time.perf_counter() - t0) * 1e3
+    rss_kib = _rss_kib() - rss
+
+    n, reps = len(keys), args.reps
+    core_first, core_warm = _per_key(lambda: matcher.read(keys, firsts, starts), n, reps)
+    match_first, match_warm = _per_key(lambda: [HEADER.match(k) for k in keys], n, reps)
+    read_re_first, read_re_warm = _per_key(lambda: [header_jit.read_re(k, firsts, starts) for k in keys], n, reps)
+    _, one_call = _per_key(lambda: [matcher.read([k], firsts, starts) for k in keys], n, reps)
+
+    core_columns = _columns_cpu(logs, reps)
+    header_jit.matcher.cache_clear()
+    real = header_jit.matcher
+    header_jit.matcher = _ReOnly                               # every key read by read_re
+    try:
+        re_columns = _columns_cpu(logs, reps)
+    finally:
+        header_jit.matcher = real
+
+    result = {
+        "command": command_line("bench.header_jit", argv), "load_average": list(os.getloadavg()),
+        "python": sys.version.split()[0], "logs": len(logs), "lines": sum(t.count("\n") + 1 for t in logs),
+        "keys": n, "non_ascii_keys": sum(not k.isascii() for k in keys),
+        "per_key_us": {"re_match": {"first": match_first, "warm": match_warm},
+                       "re_read": {"first": read_re_first, "warm": read_re_warm},
+                       "core_read_batch": {"first": core_first, "warm": core_warm},
+                       "core_read_one_call_a_key": {"warm": one_call}},
+        "speedup_warm": {"vs_re_match": round(match_warm / core_warm, 2), "vs_re_read": round(read_re_warm / core_warm, 2)},
+        "columns_first_pass_cpu_s": {"core": core_columns, "re": re_columns,
+                                     "saving": round(1 - core_columns / re_columns, 3)},
+        "compile_ms": {"re": round(re_compile_ms, 1), "pcre2_and_jit": round(pcre_compile_ms, 1)},
+        "pcre2_matcher_rss_kib": rss_kib,
+    }
+    for k, v in result.items():
+        print(f"{k}: {v}")
+    save(args.out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
