@@ -17,7 +17,8 @@ offsets (tests/digest/test_header_cache.py checks both over every line of the de
 formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
 full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
 (one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
-all such lines of the document). Lines that differ only in their numbers (most of a log) cost one dictionary
+all such lines of the document); the whole keys with no parse kept are matched in one more call
+(worker/digest/header_jit.py: PCRE2's JIT on ASCII keys, Python's re on the rest, the same spans). Lines that differ only in their numbers (most of a log) cost one dictionary
 look-up, lines that differ in their ids as well a share of that call and two; the result of a line depends on
 the line alone, never on the lines or documents read before it.
 """
