@@ -15,9 +15,9 @@ where PCRE2 stops short (a limit of its JIT stack or match count), is read by HE
 Where Unicode is in play the two engines part (PCRE2's \\w holds combining marks, its Unicode tables are
 newer, its caseless `i` no dotless ı), so no UTF mode is used.
 
-Why PCRE2: Python's `re` costs several times as much per line on this grammar, RE2 has no look-around or
-condition, and PCRE2's wheels on PyPI are built with 2-byte links, too short for this pattern (CMakeLists.txt
-builds it with 4).
+Why PCRE2 built here: Python's `re` costs several times as much per line on this grammar, RE2 has no
+look-around or condition, and PCRE2 as PyPI's `pcre2` wheel and Debian's libpcre2 build it has 2-byte links,
+too short for this pattern (CMakeLists.txt builds it with 4).
 """
 
 from __future__ import annotations

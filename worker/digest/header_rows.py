@@ -18,9 +18,10 @@ formats); the parse of that key (where each field starts and ends) is kept (`_RE
 full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
 (one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
 all such lines of the document); the whole keys with no parse kept are matched in one more call
-(worker/digest/header_jit.py: PCRE2's JIT on ASCII keys, Python's re on the rest, the same spans). Lines that differ only in their numbers (most of a log) cost one dictionary
-look-up, lines that differ in their ids as well a share of that call and two; the result of a line depends on
-the line alone, never on the lines or documents read before it.
+(worker/digest/header_jit.py: PCRE2's JIT on ASCII keys, Python's re on the rest, the same spans). Lines that
+differ only in their numbers (most of a log) cost one dictionary look-up, lines that differ in their ids as
+well a share of that call and two; the result of a line depends on the line alone, never on the lines or
+documents read before it.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def recipe(key: str, read: tuple | None = None) -> tuple:
         if status >= 0:
             has |= _HAS_STATUS
     # a line whose header holds a time starts a record, indented or not (`    2023-01-12T10:01:22Z [INFO] ...`)
-    return (ts, host, prog, pid, tok, level, pri or _NONE, pieces, matched, shape, ts is _NONE and _continues(key) is not None,
-            status, body, has, key[ts[0]:ts[1]].translate(_ZERO_TEXT))
+    return (ts, host, prog, pid, tok, level, pri or _NONE, pieces, matched, shape,
+            ts is _NONE and _continues(key) is not None, status, body, has, key[ts[0]:ts[1]].translate(_ZERO_TEXT))
 
 
 def _status(key: str, at: int, shape: str) -> int:
