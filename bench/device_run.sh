@@ -2,9 +2,10 @@
 # The benchmarks' runs on a device machine (the H200), as one call: bash bench/device_run.sh [--dry-run] STAGE...
 #
 # It installs the wheels of WHL (default .whl: pydantic and the rest the device's image lacks; carry it),
-# builds the C++ extension once per machine (limit BUILD_S [90]; its log in $OUT/build.log when it fails), records the GPUs
-# in $OUT/gpu.txt, then runs the stages in the order given. Each stage writes its JSON and its log
-# ($OUT/<name>.txt) under $OUT, named as in bench/results/; its last lines are shown.
+# builds the C++ extension once per machine (PCRE2's source from PCRE2 [.pcre2]: carry it too, bench/RESULTS.md;
+# limit BUILD_S [90]; its log in $OUT/build.log when it fails), records the GPUs in $OUT/gpu.txt, then runs the
+# stages in the order given. Each stage writes its JSON and its log ($OUT/<name>.txt) under $OUT, named as in
+# bench/results/; its last lines are shown.
 #
 # Every step has a time limit, and no step runs past CALL_S (default 585 s: the device's 600 s a call,
 # less a margin) from the call's start: a step's limit is its own or what is left of the call, the
@@ -127,7 +128,10 @@ setup() {
     "$whl"/*.whl || exit 1
   export PYTHONPATH=$PWD:$TMP/site PYTHONUNBUFFERED=1 RIBBON_CACHE_DIR=$TMP/ribbon-cache PYTHONFAULTHANDLER=1
   if [ ! -f "$TMP/ribbon-built" ]; then  # once per machine: a warm machine keeps it
-    timeout "${BUILD_S:-90}" python3 -m pip install -q --no-build-isolation --no-deps -e . > "$TMP/ribbon-build.log" 2>&1 \
+    local pcre2=${PCRE2:-.pcre2} define=()   # PCRE2's source, carried (the device reaches no registry for cargo)
+    [ -d "$pcre2" ] && define=(-C "cmake.define.RIBBON_PCRE2_DIR=$(cd "$pcre2" && pwd)")
+    CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout "${BUILD_S:-90}" python3 -m pip install -q --no-build-isolation --no-deps \
+      "${define[@]}" -e . > "$TMP/ribbon-build.log" 2>&1 \
       || { cp "$TMP/ribbon-build.log" "$OUT/build.log"; tail -30 "$TMP/ribbon-build.log"; exit 1; }
     touch "$TMP/ribbon-built"
   fi
