@@ -31,3 +31,12 @@ def test_cost_runs_the_digest_pass_both_ways():
     assert c["documents"] == 6 and c["lines"] == 12
     assert c["digest_off_s"] > 0 and c["digest_on_s"] > 0 and c["redaction_alone_s"] > 0
     assert (c["redactions_on"], c["redactions_off"]) == (6, 0)  # the sides differ by the pass, and only by it
+
+
+def test_first_pass_runs_fresh_processes_with_the_screen_and_without():
+    if not (redaction.SHARED / "devlogs" / "loghub").is_dir():
+        raise AssertionError(f"the development logs are missing: {redaction.SHARED / 'devlogs'}")
+    got = redaction.first_pass(1)
+    (on,), (off,) = got["screen"]["runs"], got["union_only"]["runs"]
+    assert on["documents"] == off["documents"] > 100 and on["first_ms"] > 0 and off["warm_ms"] > 0
+    assert on["screen"] is (redactor(Policy()).rules.screen is not None) and off["screen"] is False
