@@ -35,10 +35,12 @@ DOCUMENTS = st.lists(st.one_of(st.sampled_from(PIECES), TOKEN), max_size=60).map
 @needs_screen
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(DOCUMENTS)
-def test_the_screen_clears_no_text_the_union_hits_and_the_redactions_are_the_unions(doc):
+def test_the_union_over_the_screens_spans_finds_what_it_finds_in_the_whole_text(doc):
     raw = doc.encode()
-    if R.rules.prefilter.search(raw) is not None:
-        assert R.rules.screen.hits(raw)
+    spans = R.rules.screen.spans(raw)
+    if spans is not None:
+        inside = [m.span() for s, e in spans for m in R.rules.prefilter.finditer(raw, s, e)]
+        assert inside == [m.span() for m in R.rules.prefilter.finditer(raw)]
     assert R.text(doc) == U.text(doc)
 
 
@@ -51,8 +53,12 @@ def test_the_screen_holds_each_family(pattern):
                 FAMILIES["provider"]: "id ASIA1234 x", FAMILIES["private_key"]: "PuTTY-User-Key-File-3: x"}
     line = examples[pattern]
     assert R.rules.prefilter.search(line.encode()) is not None
-    assert R.rules.screen.hits(line.encode()) and R.rules.screen.hits(("ordinary line\n" * 500 + line).encode())
-    assert not R.rules.screen.hits(b"ordinary line 12:30:01 user=bob id=42\n" * 500)
+    assert R.rules.screen.spans(line.encode())
+    doc = ("ordinary line\n" * 500 + line).encode()
+    (s, e), = R.rules.screen.spans(doc)
+    assert s >= 14 * 500 and [m.span() for m in R.rules.prefilter.finditer(doc)] == \
+        [m.span() for m in R.rules.prefilter.finditer(doc, s, e)]
+    assert R.rules.screen.spans(b"ordinary line 12:30:01 user=bob id=42\n" * 500) == []
 
 
 @pytest.mark.parametrize("line, kept", [
@@ -89,3 +95,43 @@ def test_threads_scan_with_their_own_scratch():
         t.join()
     assert not errors
     assert [got[i] for i in range(len(docs))] == want
+
+
+@needs_screen
+def test_a_match_across_lines_is_one_span_and_takes_what_the_whole_text_gives_it():
+    """`secret` ending a line and a token starting the next are one match of the union (its `\\s` holds the
+    newline): the span starts on the first line, and the second line's own match is not found apart."""
+    doc = "ok\nsecret\npassword=hunter2hunter2xx\nend\n"
+    (s, e), = R.rules.screen.spans(doc.encode())
+    assert doc[s:e].startswith("secret\npassword") and R.text(doc) == U.text(doc)
+
+
+@needs_screen
+def test_past_the_most_reports_the_union_reads_the_whole_document():
+    from worker.redaction import screen
+
+    doc = "".join(f"user{i} password=hunter{i}x\n" for i in range(screen._MOST + 5))
+    assert R.rules.screen.spans(doc.encode()) is None
+    assert R.text(doc) == U.text(doc) and R.text(doc)[1] == {"password": screen._MOST + 5}
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_families_hold_no_assertion(name):
+    """The union's matches inside a span are those of the whole text only while no family looks past its match
+    (`^`, `$`, `\\b`): the spans would cut what an assertion reads."""
+    import re._parser as sre_parse  # noqa: PLC0415 - the stdlib's parser, to walk the expression
+
+    def ops(tree):
+        for op, arg in tree:
+            yield op
+            for a in arg if isinstance(arg, (list, tuple)) else (arg,):
+                if isinstance(a, sre_parse.SubPattern):
+                    yield from ops(a)
+                elif isinstance(a, (list, tuple)):
+                    for b in a:
+                        if isinstance(b, sre_parse.SubPattern):
+                            yield from ops(b)
+
+    found = {str(op) for op in ops(sre_parse.parse(FAMILIES[name]))}
+    assert "BRANCH" in found or "LITERAL" in found  # the walk reads the expression
+    assert not found & {"AT", "ASSERT", "ASSERT_NOT", "GROUPREF"}

@@ -6,8 +6,9 @@
 Only the value goes: the key, the scheme (`Bearer`), the URL around a password and the rest of the
 line stay, and no line is added or removed, so line counts, templates and first-line numbers of the
 digest are those of the original. Cost: one scan of the whole text with the document screen
-(worker/redaction/screen.py: Hyperscan, ASCII text), then, unless it clears the text, one with the
-combined prefilter (worker/redaction/rules.py: RE2); only the lines the prefilter hits run the rules. Private key blocks span lines:
+(worker/redaction/screen.py: Hyperscan, ASCII text), then the combined prefilter (worker/redaction/rules.py:
+RE2) over the spans where the screen found its families (none, for most documents; the whole text where
+there is no screen); only the lines the prefilter hits run the rules. Private key blocks span lines:
 their base64 lines are redacted between the BEGIN and END markers.
 """
 
@@ -73,8 +74,9 @@ class Redactor:
         counts: Counter[str] = Counter()
         raw = text.encode("utf-8", "replace")
         ascii_ = text.isascii()
-        clear = ascii_ and r.screen is not None and not r.screen.hits(raw)  # no family anywhere: no union hit
-        hits = [] if clear else list(r.prefilter.finditer(raw))
+        spans = r.screen.spans(raw) if ascii_ and r.screen is not None else None  # where the union can match
+        hits = list(r.prefilter.finditer(raw)) if spans is None else \
+            [m for s, e in spans for m in r.prefilter.finditer(raw, s, e)]
         if any(m.group() in _PK_HITS for m in hits):
             text = _private_keys(text, counts)  # lines stay lines: the hits' line numbers hold
             ascii_ = False  # offsets moved: go by line numbers

@@ -78,8 +78,8 @@ NEAR_WORD = re.compile(r"(?i)\b" + _NEAR + r"\b[\s\"'(\[]{1,3}(?P<v>[A-Za-z0-9+/
 
 # Necessary conditions of the rules above and of detect-secrets' patterns, by family of rules, as RE2
 # expressions (linear time): their union scans a document's bytes once, and a line without a match is
-# not looked at again; on a line that matches, the set of families says which rules run. An ASCII
-# document that Hyperscan finds none of them in (worker/redaction/screen.py) skips the union's scan. Provider
+# not looked at again; on a line that matches, the set of families says which rules run. In an ASCII
+# document the union reads only the spans where Hyperscan finds them (worker/redaction/screen.py). Provider
 # prefixes are case-sensitive, as their patterns are. detect-secrets' IBM, Cloudant and SoftLayer rules
 # run where their vendor's name is on the line (a bare `key = <44 characters>` is the key=value rule's).
 FAMILIES = {
@@ -113,7 +113,7 @@ class Rules:
     names: tuple[str, ...]              # FAMILIES' names in the set's order
     extra: tuple[re.Pattern, ...]       # redaction.extra_patterns (each its own flags)
     line: tuple[Rule, ...]
-    screen: Screen | None = None        # FAMILIES by Hyperscan: an ASCII document it clears skips the union
+    screen: Screen | None = None        # FAMILIES by Hyperscan: the spans of an ASCII document the union reads
 
     def families_of(self, line: str) -> set[str]:
         """The families whose conditions hold somewhere on `line` (and "extra")."""
