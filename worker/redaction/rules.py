@@ -252,7 +252,8 @@ def build_rules(policy: Policy) -> Rules:
 def _prefilters() -> tuple[object, object]:
     """FAMILIES' union and set, once per process (they do not depend on the policy). RE2 builds a DFA's
     states as a scan first meets them: the union reads _WARM_BYTES of seeded random printable ASCII
-    here, so that a process's first documents meet fewer new states."""
+    here, so that a process's first documents that it reads whole (text that is not ASCII, no hyperscan, a
+    document of many screen reports) meet fewer new states."""
     families = re2.Set.SearchSet()
     for pattern in FAMILIES.values():
         families.Add(pattern.encode())
