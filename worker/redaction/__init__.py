@@ -6,7 +6,8 @@
     scrub_headers(headers)                             record headers for the output topic
     dead_letter_value(b)                               a dead letter's value (redacted only with redaction.dead_letters)
     Policy.of(settings.redaction)                      worker/redaction/policy.py
-The rules (detect-secrets' provider patterns and Ribbon's own) are in worker/redaction/rules.py;
+The rules (detect-secrets' provider patterns and Ribbon's own) are in worker/redaction/rules.py, the
+Hyperscan screen that says where in a document their prefilter can match in worker/redaction/screen.py;
 docs/digest.md says what is redacted, where, and what it costs.
 """
 
