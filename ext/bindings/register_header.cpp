@@ -1,14 +1,19 @@
-// Bindings of the header grammar's PCRE2 matcher (ext/core/header_match.hpp): a batch of lines in, per line
-// the spans worker/digest/header_rows.py reads, or None where the line is for Python's `re`.
+// Bindings of the header grammar's PCRE2 matcher (ext/core/header_match.hpp) and recipe reader
+// (ext/core/header_recipe.hpp): a batch of lines in, per line the spans or the finished recipe
+// worker/digest/header_rows.py reads, or None where the line is for Python's `re`.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "header_match.hpp"
+#include "header_recipe.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -66,12 +71,129 @@ void check(const HeaderMatcher& matcher, const std::vector<int>& groups) {
   }
 }
 
+PyObject* steal_check(PyObject* o) {
+  if (o == nullptr) throw py::error_already_set();
+  return o;
+}
+
+// header_rows.recipe's tuple, built by the core for ASCII keys: the recipe reader, the level table (a Python
+// callable: token -> level or None), and the objects every recipe shares.
+class Recipes {
+ public:
+  Recipes(const py::dict& patterns, const std::vector<std::vector<int>>& firsts, const std::vector<int>& starts,
+          py::object level_of)
+      : reader_(patterns_of(patterns), groups_of(firsts, starts)), level_of_(std::move(level_of)),
+        none_(py::reinterpret_steal<py::object>(span(0, 0))), empty_(py::str("")) {
+    const char* names[] = {"", "rfc5424", "rfc3164", "access", "timestamped", "level_first"};
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      shapes_[i] = py::reinterpret_steal<py::object>(steal_check(PyUnicode_InternFromString(names[i])));
+    }
+  }
+
+  py::list read(const py::list& keys) {
+    py::list out(keys.size());
+    Py_ssize_t i = 0;
+    for (const py::handle key : keys) PyList_SET_ITEM(out.ptr(), i++, one(key.ptr()).release().ptr());
+    return out;
+  }
+
+ private:
+  static RecipePatterns patterns_of(const py::dict& p) {
+    const auto get = [&p](const char* name) {
+      if (!p.contains(name)) throw std::invalid_argument(std::string("HeaderRecipes: no pattern ") + name);
+      return p[name].cast<std::string>();
+    };
+    return {get("header"), get("trailer"), get("status_access"), get("status"), get("request"), get("continuation")};
+  }
+
+  static RecipeGroups groups_of(const std::vector<std::vector<int>>& firsts, const std::vector<int>& starts) {
+    RecipeGroups g;
+    if (firsts.size() != g.firsts.size() || starts.size() != 2) {
+      throw std::invalid_argument("HeaderRecipes: 10 group lists (header_rows._FIRSTS) and 2 starts (_STARTS)");
+    }
+    for (size_t k = 0; k < g.firsts.size(); ++k) g.firsts[k] = firsts[k];
+    g.msg = starts[0];
+    g.fields = starts[1];
+    return g;
+  }
+
+  PyObject* span_of(const Span& s) const {
+    if (s.b == 0) return py::object(none_).release().ptr();
+    return span(s.a, s.b);
+  }
+
+  static PyObject* pieces(const std::vector<Piece>& list) {
+    PyObject* t = steal_check(PyTuple_New(static_cast<Py_ssize_t>(list.size())));
+    auto owned = py::reinterpret_steal<py::object>(t);
+    for (size_t i = 0; i < list.size(); ++i) {
+      PyObject* p = steal_check(PyTuple_New(2));
+      PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), p);
+      PyTuple_SET_ITEM(p, 0, steal_check(PyLong_FromLongLong(list[i].a)));
+      PyTuple_SET_ITEM(p, 1, list[i].b < 0 ? py::none().release().ptr() : steal_check(PyLong_FromLongLong(list[i].b)));
+    }
+    return owned.release().ptr();
+  }
+
+  // The stamp's text with its digits written 0 (header_rows: _ZERO_TEXT).
+  PyObject* mask(std::string_view key, const Span& ts) const {
+    if (ts.b == 0) return py::object(empty_).release().ptr();
+    const auto n = static_cast<Py_ssize_t>(ts.b - ts.a);
+    PyObject* s = steal_check(PyUnicode_New(n, 127));
+    Py_UCS1* data = PyUnicode_1BYTE_DATA(s);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      const char c = key[static_cast<size_t>(ts.a + i)];
+      data[i] = static_cast<Py_UCS1>(c >= '1' && c <= '9' ? '0' : c);
+    }
+    return s;
+  }
+
+  py::object one(PyObject* line) {
+    if (!PyUnicode_Check(line)) throw py::type_error("HeaderRecipes.read: every key must be a str");
+    if (!PyUnicode_IS_ASCII(line)) return py::none();
+    const std::string_view key(static_cast<const char*>(PyUnicode_DATA(line)),
+                               static_cast<size_t>(PyUnicode_GET_LENGTH(line)));
+    if (reader_.read(key, r_) != 1) return py::none();
+    py::object level = py::none();
+    if (r_.tok.b != 0) {
+      auto token = py::reinterpret_steal<py::object>(steal_check(PyUnicode_Substring(line, r_.tok.a, r_.tok.b)));
+      level = py::reinterpret_steal<py::object>(steal_check(PyObject_CallOneArg(level_of_.ptr(), token.ptr())));
+    }
+    if (level.is_none() && reader_.read_status(key, r_) != 1) return py::none();
+    PyObject* t = steal_check(PyTuple_New(15));
+    auto owned = py::reinterpret_steal<py::object>(t);
+    PyTuple_SET_ITEM(t, 0, span_of(r_.ts));
+    PyTuple_SET_ITEM(t, 1, span_of(r_.host));
+    PyTuple_SET_ITEM(t, 2, span_of(r_.prog));
+    PyTuple_SET_ITEM(t, 3, span_of(r_.pid));
+    PyTuple_SET_ITEM(t, 4, span_of(r_.tok));
+    PyTuple_SET_ITEM(t, 5, level.release().ptr());
+    PyTuple_SET_ITEM(t, 6, span_of(r_.pri));
+    PyTuple_SET_ITEM(t, 7, pieces(r_.pieces));
+    PyTuple_SET_ITEM(t, 8, py::bool_(r_.matched).release().ptr());
+    PyTuple_SET_ITEM(t, 9, py::object(shapes_[static_cast<size_t>(r_.shape)]).release().ptr());
+    PyTuple_SET_ITEM(t, 10, py::bool_(r_.continues).release().ptr());
+    PyTuple_SET_ITEM(t, 11, steal_check(PyLong_FromLongLong(r_.status)));
+    PyTuple_SET_ITEM(t, 12, r_.has_body ? pieces(r_.body) : py::none().release().ptr());
+    PyTuple_SET_ITEM(t, 13, steal_check(PyLong_FromLong(r_.has)));
+    PyTuple_SET_ITEM(t, 14, mask(key, r_.ts));
+    return owned;
+  }
+
+  RecipeReader reader_;
+  py::object level_of_, none_, empty_;
+  std::array<py::object, 6> shapes_;
+  Recipe r_;
+};
+
 }  // namespace
 
 void register_header(py::module_& m) {
   py::class_<HeaderMatcher>(m, "HeaderMatcher",
                             "A pattern compiled by PCRE2 and its JIT, matched anchored on ASCII lines.")
-      .def(py::init<std::string_view>(), py::arg("pattern"))
+      .def(py::init([](std::string_view pattern, bool anchored, bool multiline) {
+             return std::make_unique<HeaderMatcher>(pattern, MatchOptions{anchored, multiline});
+           }),
+           py::arg("pattern"), py::arg("anchored") = true, py::arg("multiline") = true)
       .def_property_readonly("groups", &HeaderMatcher::groups)
       .def("group_number", &HeaderMatcher::group_number, py::arg("name"))
       .def(
@@ -91,7 +213,29 @@ void register_header(py::module_& m) {
           py::arg("lines"), py::arg("firsts"), py::arg("starts"),
           "Per line: a tuple of, per group list of `firsts`, the (start, end) of its first group that matched "
           "text, else None, then per group of `starts` its start (-1: unset); None where the line is not ASCII or "
-          "the match stopped short (a PCRE2 limit): the caller reads that line with Python's re.");
+          "the match stopped short (a PCRE2 limit): the caller reads that line with Python's re.")
+      .def(
+          "spans",
+          [](HeaderMatcher& self, std::string_view line, size_t pos) -> py::object {
+            std::vector<int64_t> spans;
+            const int rc = self.match(line, spans, pos);
+            if (rc < 0) throw std::runtime_error("PCRE2 stopped short (error " + std::to_string(rc) + ")");
+            if (rc == 0) return py::none();
+            py::tuple out(self.groups() + 1);
+            for (size_t g = 0; g <= self.groups(); ++g) out[g] = py::make_tuple(spans[2 * g], spans[2 * g + 1]);
+            return std::move(out);
+          },
+          py::arg("line"), py::arg("pos") = 0,
+          "One line (bytes of an ASCII str) matched from `pos`: per group its (start, end), (-1, -1) where unset, as "
+          "Python's Match.regs; None where it does not match.");
+  py::class_<Recipes>(m, "HeaderRecipes",
+                      "worker/digest/header_rows.py's recipe() of ASCII keys, read by the core "
+                      "(ext/core/header_recipe.hpp).")
+      .def(py::init<const py::dict&, const std::vector<std::vector<int>>&, const std::vector<int>&, py::object>(),
+           py::arg("patterns"), py::arg("firsts"), py::arg("starts"), py::arg("level_of"))
+      .def("read", &Recipes::read, py::arg("keys"),
+           "Per key its recipe (header_rows.recipe's tuple), or None where the key is not ASCII or a match stopped "
+           "short (a PCRE2 limit): the caller reads that key with the reference.");
 }
 
 }  // namespace ribbon

@@ -128,13 +128,30 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
+@functools.cache
+def _reader() -> _core.HeaderRecipes:
+    """recipe() in the core (ext/core/header_recipe.hpp: once per process, on first use)."""
+    return _core.HeaderRecipes(header_jit.PATTERNS, _FIRSTS, _STARTS, _level)
+
+
+def recipes(keys: list[str]) -> list[tuple]:
+    """recipe() of each key, in one call into the core for the ASCII keys; recipe() reads those it leaves (not
+    ASCII, or a match that stopped at a PCRE2 limit)."""
+    got = _reader().read(keys)
+    if None in got:
+        for i, r in enumerate(got):
+            if r is None:
+                got[i] = recipe(keys[i])
+    return got
+
+
 def _recipes_of(keys: list[str]) -> list[tuple]:
     """The parse of each line's whole key (shape_key): the one kept, else its parse, kept; the keys not kept are
-    read in one call into the core (header_jit.read)."""
+    read in one call into the core (recipes)."""
     got = list(map(_RECIPES.get, keys))
     new = list(dict.fromkeys(k for k, r in zip(keys, got) if r is None))
     if new:
-        parsed = dict(zip(new, map(recipe, new, header_jit.read(new, _FIRSTS, _STARTS))))
+        parsed = dict(zip(new, recipes(new)))
         got = [r or parsed[k] for k, r in zip(keys, got)]
         for key, r in parsed.items():
             if len(key) <= MAX_KEY:
