@@ -6,8 +6,12 @@ Prints and writes bench/results/header_jit_cpu.json:
   read of all keys in one call (the match, the spans, the Python objects); both first pass (the first read of each
   key in this process after the pattern is compiled) and warm (best of --reps passes);
 - per key, one call into the core a key: the call's overhead that a batch spreads;
+- per key, the recipe (header_rows.recipe's tuple), first pass (the level table's cache cleared) and warm: the
+  Python recipe over the core's read (the match in the core, the rest in Python), that Python alone, and the core's
+  recipe of all keys in one call (_core.HeaderRecipes: the match and the rest in the core);
 - the first pass of header_rows.columns over each log (its parse memo cleared before each; CPU seconds of this
-  thread, best of --reps): with the core, and with every key read by Python's re (read_re);
+  thread, best of --reps): with the core's recipes, with the core's match and the Python recipe, and with every
+  key read by Python's re (read_re) and the Python recipe;
 - compile: HEADER compiled by Python's re, and by PCRE2 with its JIT (ms); the process's RSS growth for one
   PCRE2 matcher (KiB: its compiled pattern, JIT code, match data).
 Timings are CPU seconds of this thread where marked (other load counts less), else wall-clock: the machine's
@@ -47,6 +51,17 @@ def _per_key(fn, n: int, reps: int) -> tuple[float, float]:
         fn()
         times.append(time.perf_counter() - t0)
     return round(times[0] / n * 1e6, 3), round(min(times[1:]) / n * 1e6, 3)
+
+
+def _per_key_cold(fn, n: int, reps: int) -> tuple[float, float]:
+    """_per_key, the level table's cache cleared before the first pass."""
+    header_rows._level.cache_clear()
+    return _per_key(fn, n, reps)
+
+
+def _python_recipes(keys: list[str]) -> list[tuple]:
+    """header_rows.recipes with the recipe in Python: the core's match (header_jit.read), then recipe()."""
+    return list(map(header_rows.recipe, keys, header_jit.read(keys, header_rows._FIRSTS, header_rows._STARTS)))
 
 
 def _columns_cpu(logs: list[str], reps: int) -> float:
@@ -99,14 +114,27 @@ def main(argv: list[str] | None = None) -> int:
     read_re_first, read_re_warm = _per_key(lambda: [header_jit.read_re(k, firsts, starts) for k in keys], n, reps)
     _, one_call = _per_key(lambda: [matcher.read([k], firsts, starts) for k in keys], n, reps)
 
+    reads = header_jit.read(keys, firsts, starts)
+    header_rows._reader()                                        # compiled before it is timed
+    recipe_python_first, recipe_python_warm = _per_key_cold(lambda: list(map(header_rows.recipe, keys, reads)), n, reps)
+    split_first, split_warm = _per_key_cold(lambda: _python_recipes(keys), n, reps)
+    recipes_first, recipes_warm = _per_key_cold(lambda: header_rows._reader().read(keys), n, reps)
+    assert header_rows._reader().read(keys) == _python_recipes(keys)
+
     core_columns = _columns_cpu(logs, reps)
-    header_jit.matcher.cache_clear()
-    real = header_jit.matcher
-    header_jit.matcher = _ReOnly                               # every key read by read_re
+    real_recipes = header_rows.recipes
+    header_rows.recipes = _python_recipes                      # the match in the core, the recipe in Python
     try:
-        re_columns = _columns_cpu(logs, reps)
+        split_columns = _columns_cpu(logs, reps)
+        header_jit.matcher.cache_clear()
+        real = header_jit.matcher
+        header_jit.matcher = _ReOnly                           # every key read by read_re
+        try:
+            re_columns = _columns_cpu(logs, reps)
+        finally:
+            header_jit.matcher = real
     finally:
-        header_jit.matcher = real
+        header_rows.recipes = real_recipes
 
     result = {
         "command": command_line("bench.header_jit", argv), "load_average": list(os.getloadavg()),
@@ -117,8 +145,13 @@ def main(argv: list[str] | None = None) -> int:
                        "core_read_batch": {"first": core_first, "warm": core_warm},
                        "core_read_one_call_a_key": {"warm": one_call}},
         "speedup_warm": {"vs_re_match": round(match_warm / core_warm, 2), "vs_re_read": round(read_re_warm / core_warm, 2)},
-        "columns_first_pass_cpu_s": {"core": core_columns, "re": re_columns,
-                                     "saving": round(1 - core_columns / re_columns, 3)},
+        "recipe_per_key_us": {"core_read_and_python_recipe": {"first": split_first, "warm": split_warm},
+                              "python_recipe_alone": {"first": recipe_python_first, "warm": recipe_python_warm},
+                              "core_recipes_batch": {"first": recipes_first, "warm": recipes_warm}},
+        "columns_first_pass_cpu_s": {"core_recipes": core_columns, "core_read_python_recipe": split_columns,
+                                     "re_python_recipe": re_columns,
+                                     "saving_vs_python_recipe": round(1 - core_columns / split_columns, 3),
+                                     "saving_vs_re": round(1 - core_columns / re_columns, 3)},
         "compile_ms": {"re": round(re_compile_ms, 1), "pcre2_and_jit": round(pcre_compile_ms, 1)},
         "pcre2_matcher_rss_kib": rss_kib,
     }

@@ -2,6 +2,8 @@
 
     shape_key(text) -> the text with its digits written 0 and its hex ids in one form per length and
                        leading digits (what a parse is kept under; ext/core/shape_key.hpp)
+    recipes(keys) -> per key its recipe (the parse kept for it): the core's for ASCII keys, recipe()'s (Python,
+                     the reference) for the rest
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
@@ -17,11 +19,13 @@ offsets (tests/digest/test_header_cache.py checks both over every line of the de
 formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
 full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
 (one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
-all such lines of the document); the whole keys with no parse kept are matched in one more call
-(worker/digest/header_jit.py: PCRE2's JIT on ASCII keys, Python's re on the rest, the same spans). Lines that
-differ only in their numbers (most of a log) cost one dictionary look-up, lines that differ in their ids as
-well a share of that call and two; the result of a line depends on the line alone, never on the lines or
-documents read before it.
+all such lines of the document); the whole keys with no parse kept are read in one more call: for an ASCII
+key the core matches the grammar with PCRE2's JIT and builds the whole recipe (ext/core/header_recipe.cpp: the
+patterns recipe() reads, spelt for PCRE2 by worker/digest/header_jit.py; the level by _level, Python's level
+table); the other keys are read by recipe() (Python's re), the same tuple either way
+(tests/digest/test_header_recipe.py). Lines that differ only in their numbers (most of a log) cost one
+dictionary look-up, lines that differ in their ids as well a share of that call and two; the result of a line
+depends on the line alone, never on the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def recipe(key: str, read: tuple | None = None) -> tuple:
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
     text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of _FIRSTS and _STARTS
-    (None: read here; columns() reads a document's new keys in one call)."""
+    (None: read here). The reference: recipes() reads an ASCII key in the core, this for the rest."""
     ts, host, prog, pid, tok, v5, pri, hostc, hosts, pre, at, fields_at = (
         read if read is not None else header_jit.read([key], _FIRSTS, _STARTS)[0])
     ts, host, prog, pid, tok = (s if s is not None and key[s[0]:s[1]] != "-" else _NONE
