@@ -139,13 +139,13 @@ def _reader() -> _core.HeaderRecipes:
 
 
 def recipes(keys: list[str]) -> list[tuple]:
-    """recipe() of each key, in one call into the core for the ASCII keys; recipe() reads those it leaves (not
-    ASCII, or a match that stopped at a PCRE2 limit)."""
+    """recipe() of each key, in one call into the core for the ASCII keys; recipe() over Python's re reads those
+    it leaves (not ASCII, or a match that stopped at a PCRE2 limit)."""
     got = _reader().read(keys)
     if None in got:
         for i, r in enumerate(got):
             if r is None:
-                got[i] = recipe(keys[i])
+                got[i] = recipe(keys[i], header_jit.read_re(keys[i], _FIRSTS, _STARTS))
     return got
 
 
