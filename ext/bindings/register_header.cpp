@@ -4,11 +4,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -117,34 +119,85 @@ class Recipes {
     return g;
   }
 
-  PyObject* span_of(const Span& s) const {
-    if (s.b == 0) return py::object(none_).release().ptr();
-    return span(s.a, s.b);
+  // A (start, end) pair, end -1 written None: one tuple per pair, shared by every recipe that holds it (the
+  // spans of a log's keys repeat: fewer objects made, kept and traversed by the collector). Tuples of ints are
+  // immutable: a shared one reads as a new one would.
+  PyObject* pair(int64_t a, int64_t b) {
+    if (a < 0 || a >= kPairLimit || b < -1 || b >= kPairLimit) return make_pair(a, b);
+    const auto key = (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(b + 1);
+    auto it = pairs_.find(key);
+    if (it == pairs_.end()) {
+      if (pairs_.size() >= kPairsMax) pairs_.clear();
+      it = pairs_.emplace(key, py::reinterpret_steal<py::object>(make_pair(a, b))).first;
+    }
+    return py::object(it->second).release().ptr();
   }
 
-  static PyObject* pieces(const std::vector<Piece>& list) {
+  static PyObject* make_pair(int64_t a, int64_t b) {
+    if (b >= 0) return span(a, b);
+    PyObject* p = steal_check(PyTuple_New(2));
+    PyTuple_SET_ITEM(p, 0, PyLong_FromLongLong(a));
+    PyTuple_SET_ITEM(p, 1, py::none().release().ptr());
+    if (PyTuple_GET_ITEM(p, 0) == nullptr) {
+      Py_DECREF(p);
+      throw py::error_already_set();
+    }
+    return p;
+  }
+
+  PyObject* span_of(const Span& s) {
+    if (s.b == 0) return py::object(none_).release().ptr();
+    return pair(s.a, s.b);
+  }
+
+  PyObject* pieces(const std::vector<Piece>& list) {
+    if (list.size() == 1 && list[0].b < 0 && list[0].a >= 0 && list[0].a < kPairLimit) {   // ((at, None),): shared
+      auto it = messages_.find(list[0].a);
+      if (it == messages_.end()) {
+        if (messages_.size() >= kPairsMax) messages_.clear();
+        it = messages_.emplace(list[0].a, py::reinterpret_steal<py::object>(tuple_of(list))).first;
+      }
+      return py::object(it->second).release().ptr();
+    }
+    return tuple_of(list);
+  }
+
+  PyObject* tuple_of(const std::vector<Piece>& list) {
     PyObject* t = steal_check(PyTuple_New(static_cast<Py_ssize_t>(list.size())));
     auto owned = py::reinterpret_steal<py::object>(t);
-    for (size_t i = 0; i < list.size(); ++i) {
-      PyObject* p = steal_check(PyTuple_New(2));
-      PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), p);
-      PyTuple_SET_ITEM(p, 0, steal_check(PyLong_FromLongLong(list[i].a)));
-      PyTuple_SET_ITEM(p, 1, list[i].b < 0 ? py::none().release().ptr() : steal_check(PyLong_FromLongLong(list[i].b)));
-    }
+    for (size_t i = 0; i < list.size(); ++i) PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), pair(list[i].a, list[i].b));
     return owned.release().ptr();
   }
 
-  // The stamp's text with its digits written 0 (header_rows: _ZERO_TEXT).
-  PyObject* mask(std::string_view key, const Span& ts) const {
+  // The stamp's text with its digits written 0 (header_rows: _ZERO_TEXT): one str per text, shared.
+  PyObject* mask(std::string_view key, const Span& ts) {
     if (ts.b == 0) return py::object(empty_).release().ptr();
-    const auto n = static_cast<Py_ssize_t>(ts.b - ts.a);
-    PyObject* s = steal_check(PyUnicode_New(n, 127));
-    Py_UCS1* data = PyUnicode_1BYTE_DATA(s);
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      const char c = key[static_cast<size_t>(ts.a + i)];
-      data[i] = static_cast<Py_UCS1>(c >= '1' && c <= '9' ? '0' : c);
+    text_.assign(key.substr(static_cast<size_t>(ts.a), static_cast<size_t>(ts.b - ts.a)));
+    for (char& c : text_) {
+      if (c >= '1' && c <= '9') c = '0';
     }
-    return s;
+    auto it = masks_.find(text_);
+    if (it == masks_.end()) {
+      if (masks_.size() >= kPairsMax) masks_.clear();
+      PyObject* s = steal_check(PyUnicode_New(static_cast<Py_ssize_t>(text_.size()), 127));
+      std::copy(text_.begin(), text_.end(), reinterpret_cast<char*>(PyUnicode_1BYTE_DATA(s)));
+      it = masks_.emplace(text_, py::reinterpret_steal<py::object>(s)).first;
+    }
+    return py::object(it->second).release().ptr();
+  }
+
+  // The level of the key's token, by the level table (level_of_, a pure function of the token's text), kept per
+  // token text.
+  py::object level_of(PyObject* line, std::string_view key) {
+    text_.assign(key.substr(static_cast<size_t>(r_.tok.a), static_cast<size_t>(r_.tok.b - r_.tok.a)));
+    auto it = levels_.find(text_);
+    if (it == levels_.end()) {
+      auto token = py::reinterpret_steal<py::object>(steal_check(PyUnicode_Substring(line, r_.tok.a, r_.tok.b)));
+      auto level = py::reinterpret_steal<py::object>(steal_check(PyObject_CallOneArg(level_of_.ptr(), token.ptr())));
+      if (levels_.size() >= kPairsMax) levels_.clear();
+      it = levels_.emplace(text_, std::move(level)).first;
+    }
+    return it->second;
   }
 
   py::object one(PyObject* line) {
@@ -154,10 +207,7 @@ class Recipes {
                                static_cast<size_t>(PyUnicode_GET_LENGTH(line)));
     if (reader_.read(key, r_) != 1) return py::none();
     py::object level = py::none();
-    if (r_.tok.b != 0) {
-      auto token = py::reinterpret_steal<py::object>(steal_check(PyUnicode_Substring(line, r_.tok.a, r_.tok.b)));
-      level = py::reinterpret_steal<py::object>(steal_check(PyObject_CallOneArg(level_of_.ptr(), token.ptr())));
-    }
+    if (r_.tok.b != 0) level = level_of(line, key);
     if (level.is_none() && reader_.read_status(key, r_) != 1) return py::none();
     PyObject* t = steal_check(PyTuple_New(15));
     auto owned = py::reinterpret_steal<py::object>(t);
@@ -179,7 +229,14 @@ class Recipes {
     return owned;
   }
 
+  static constexpr int64_t kPairLimit = int64_t{1} << 30;
+  static constexpr size_t kPairsMax = 1u << 16;
   RecipeReader reader_;
+  std::unordered_map<uint64_t, py::object> pairs_;          // (a, b) -> the tuple
+  std::unordered_map<int64_t, py::object> messages_;        // at -> ((at, None),)
+  std::unordered_map<std::string, py::object> masks_;       // a stamp's mask -> the str
+  std::unordered_map<std::string, py::object> levels_;      // a level token -> its level (str or None)
+  std::string text_;
   py::object level_of_, none_, empty_;
   std::array<py::object, 6> shapes_;
   Recipe r_;

@@ -104,3 +104,13 @@ def test_a_refused_pattern_set_is_a_value_error():
     with pytest.raises(ValueError, match="no group 9999"):
         _core.HeaderRecipes(header_jit.PATTERNS, ((9999,), *header_rows._FIRSTS[1:]), header_rows._STARTS,
                             header_rows._level)
+
+
+def test_recipes_share_their_spans_pieces_and_masks():
+    """The core makes one tuple per span and one str per stamp mask (fewer objects kept); equal either way."""
+    reader = _core.HeaderRecipes(header_jit.PATTERNS, header_rows._FIRSTS, header_rows._STARTS, header_rows._level)
+    a, b = reader.read(["0000-00-00 00:00:00 INFO a", "0000-00-00 00:00:00 INFO bb (org.acme.x.Y)"])
+    assert a[0] is b[0] and a[4] is b[4] and a[14] is b[14] and a[7] is not b[7]
+    assert a[7] is reader.read(["0000-00-00 00:00:00 INFO c"])[0][7]
+    assert [a, b] == list(map(header_rows.recipe, ["0000-00-00 00:00:00 INFO a",
+                                                   "0000-00-00 00:00:00 INFO bb (org.acme.x.Y)"]))
