@@ -230,7 +230,7 @@ class Recipes {
   }
 
   static constexpr int64_t kPairLimit = int64_t{1} << 30;
-  static constexpr size_t kPairsMax = 1u << 16;
+  static constexpr size_t kPairsMax = 1u << 14;     // entries a map keeps (cleared when full)
   RecipeReader reader_;
   std::unordered_map<uint64_t, py::object> pairs_;          // (a, b) -> the tuple
   std::unordered_map<int64_t, py::object> messages_;        // at -> ((at, None),)
