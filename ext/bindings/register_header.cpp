@@ -92,9 +92,20 @@ class Recipes {
     }
   }
 
+  // Per key its recipe or None. The level table is Python, which may let another thread in mid-read: a read
+  // begun while another is under way (its match data, its recipe in progress) leaves every key to the caller.
   py::list read(const py::list& keys) {
     py::list out(keys.size());
     Py_ssize_t i = 0;
+    if (busy_) {
+      for (Py_ssize_t k = 0; k < static_cast<Py_ssize_t>(keys.size()); ++k) PyList_SET_ITEM(out.ptr(), k, py::none().release().ptr());
+      return out;
+    }
+    busy_ = true;
+    struct Done {
+      bool& busy;
+      ~Done() { busy = false; }
+    } done{busy_};
     for (const py::handle key : keys) PyList_SET_ITEM(out.ptr(), i++, one(key.ptr()).release().ptr());
     return out;
   }
@@ -237,6 +248,7 @@ class Recipes {
   std::unordered_map<std::string, py::object> masks_;       // a stamp's mask -> the str
   std::unordered_map<std::string, py::object> levels_;      // a level token -> its level (str or None)
   std::string text_;
+  bool busy_ = false;
   py::object level_of_, none_, empty_;
   std::array<py::object, 6> shapes_;
   Recipe r_;

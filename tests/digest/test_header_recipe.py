@@ -114,3 +114,18 @@ def test_recipes_share_their_spans_pieces_and_masks():
     assert a[7] is reader.read(["0000-00-00 00:00:00 INFO c"])[0][7]
     assert [a, b] == list(map(header_rows.recipe, ["0000-00-00 00:00:00 INFO a",
                                                    "0000-00-00 00:00:00 INFO bb (org.acme.x.Y)"]))
+
+
+def test_a_read_begun_inside_another_leaves_its_keys_to_the_caller():
+    """The level table is Python: another thread may call read() while a read waits on it (here: the table itself
+    does). That read returns None for every key (the caller's reference reads them); the first is unharmed."""
+    inner = []
+
+    def level_of(token: str) -> str | None:
+        inner.append(reader.read(["0000-00-00 00:00:00 WARN x"]))
+        return header_rows._level(token)
+
+    reader = _core.HeaderRecipes(header_jit.PATTERNS, header_rows._FIRSTS, header_rows._STARTS, level_of)
+    key = "0000-00-00 00:00:00 INFO a (org.acme.x.Y)"
+    assert reader.read([key]) == [header_rows.recipe(key)] and inner == [[None]]
+    assert reader.read(["0000-00-00 00:00:00 x"])[0] is not None       # done: reads again
