@@ -15,7 +15,7 @@ Prints and writes bench/results/header_jit_cpu.json:
 - compile: HEADER compiled by Python's re, and by PCRE2 with its JIT (ms); the process's RSS growth for one
   PCRE2 matcher (KiB: its compiled pattern, JIT code, match data); the same for the core's recipe reader (the
   grammar and the five small patterns: what a worker process compiles).
-Timings are CPU seconds of this thread where marked (other load counts less), else wall-clock: the machine's
+Timings are CPU seconds of this thread (other load counts less), the compile times wall-clock: the machine's
 load average is recorded beside them.
 Usage: python -m bench.header_jit [--reps 7] [--out PATH]
 """
@@ -45,12 +45,12 @@ def _rss_kib() -> int:
 
 
 def _per_key(fn, n: int, reps: int) -> tuple[float, float]:
-    """(first pass, best of `reps` passes) of fn() in µs per key (wall-clock)."""
+    """(first pass, best of `reps` passes) of fn() in µs per key (CPU seconds of this thread)."""
     times = []
     for _ in range(reps + 1):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(time.thread_time() - t0)
     return round(times[0] / n * 1e6, 3), round(min(times[1:]) / n * 1e6, 3)
 
 
