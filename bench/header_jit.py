@@ -12,19 +12,25 @@ Prints and writes bench/results/header_jit_cpu.json:
 - the first pass of header_rows.columns over each log (its parse memo cleared before each; CPU seconds of this
   thread, best of --reps): with the core's recipes, with the core's match and the Python recipe, and with every
   key read by Python's re (read_re) and the Python recipe;
-- compile: HEADER compiled by Python's re, and by PCRE2 with its JIT (ms); the process's RSS growth for one
-  PCRE2 matcher (KiB: its compiled pattern, JIT code, match data); the same for the core's recipe reader (the
-  grammar and the five small patterns: what a worker process compiles).
+- compile: HEADER compiled by Python's re, and by PCRE2 with its JIT (ms); the RSS growth of a process for one
+  more PCRE2 matcher (KiB, the mean of 20 made in a fresh process: its compiled pattern, JIT code, match data);
+  the same for the core's recipe reader (the grammar and the five small patterns: what a worker process compiles).
 Timings are CPU seconds of this thread (other load counts less), the compile times wall-clock: the machine's
 load average is recorded beside them.
-Usage: python -m bench.header_jit [--reps 7] [--out PATH]
+- the development logs' first pass of the whole digest pass (worker/digest/prepared.py, redaction on; 130
+  documents of 200 lines) in fresh processes of this tree, alternating the core's recipe and the Python recipe
+  over the core's match, --first-pass-runs of each (ms a document, process CPU time; 0: not run).
+Usage: python -m bench.header_jit [--reps 7] [--first-pass-runs 8] [--out PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,11 +43,66 @@ from worker.digest.header import HEADER
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
-def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+_FIRST_PASS = r'''
+import json, sys, time
+from pathlib import Path
+from worker.digest import header_jit, header_rows
+from worker.digest.prepared import PrepareOptions, prepare
+from worker.redaction import Policy, install
+install(Policy(enabled=True))
+o = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True, redaction=Policy(enabled=True))
+if sys.argv[1] == "python":      # the core's match, the recipe in Python
+    header_rows.recipes = lambda keys: list(map(header_rows.recipe, keys,
+                                                header_jit.read(keys, header_rows._FIRSTS, header_rows._STARTS)))
+    header_jit.matcher()
+else:
+    header_rows._reader()
+texts = []
+for f in sorted(Path(sys.argv[2]).glob("loghub/*/*_2k.log")):
+    lines = f.read_text(encoding="utf-8", errors="replace").rstrip("\n").split("\n")
+    texts += ["\n".join(lines[i:i + 200]) for i in range(0, len(lines), 200)]
+t0 = time.process_time()
+for t in texts:
+    prepare(t, "bench", "log", o)
+print(json.dumps(1e3 * (time.process_time() - t0) / len(texts)))
+'''
+
+
+def _first_pass(runs: int) -> dict:
+    """The devlogs' first pass in fresh processes, the core's recipe and the Python recipe alternating."""
+    got: dict[str, list[float]] = {"core_recipes": [], "core_read_python_recipe": []}
+    for _ in range(runs):
+        for name, mode in (("core_recipes", "core"), ("core_read_python_recipe", "python")):
+            out = subprocess.run([sys.executable, "-c", _FIRST_PASS, mode, str(SHARED / "devlogs")],
+                                 capture_output=True, text=True, check=True)
+            got[name].append(round(json.loads(out.stdout.strip().splitlines()[-1]), 4))
+    medians = {name: round(statistics.median(v), 4) for name, v in got.items()}
+    return {"runs": got, "median": medians,
+            "ratio": round(medians["core_recipes"] / medians["core_read_python_recipe"], 3)}
+
+
+_RSS = r'''
+import sys
+from pathlib import Path
+from worker import _core
+from worker.digest import header_jit, header_rows
+def rss():
+    return next(int(ln.split()[1]) for ln in Path("/proc/self/status").read_text().splitlines() if ln.startswith("VmRSS:"))
+make = {"matcher": lambda: _core.HeaderMatcher(header_jit.PCRE_PATTERN),
+        "recipes": lambda: _core.HeaderRecipes(header_jit.PATTERNS, header_rows._FIRSTS, header_rows._STARTS,
+                                               header_rows._level)}[sys.argv[1]]
+make()
+before = rss()
+kept = [make() for _ in range(20)]
+print((rss() - before) / 20)
+'''
+
+
+def _rss_kib(what: str) -> float:
+    """The RSS growth of one more HeaderMatcher ("matcher") or HeaderRecipes ("recipes") in a fresh process, KiB
+    (the mean of 20 made and kept)."""
+    out = subprocess.run([sys.executable, "-c", _RSS, what], capture_output=True, text=True, check=True)
+    return round(float(out.stdout.strip().splitlines()[-1]))
 
 
 def _per_key(fn, n: int, reps: int) -> tuple[float, float]:
@@ -89,6 +150,7 @@ class _ReOnly:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.header_jit", description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--first-pass-runs", type=int, default=8)
     ap.add_argument("--out", default=str(RESULTS / "header_jit_cpu.json"))
     args = ap.parse_args(argv)
     files = sorted((SHARED / "devlogs").glob("loghub/*/*_2k.log"))
@@ -103,16 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     re.compile(HEADER.pattern + "(?#bench)", re.M)           # a pattern not in re's cache
     re_compile_ms = (time.perf_counter() - t0) * 1e3
-    rss = _rss_kib()
     t0 = time.perf_counter()
     matcher = _core.HeaderMatcher(header_jit.PCRE_PATTERN)
     pcre_compile_ms = (time.perf_counter() - t0) * 1e3
-    rss_kib = _rss_kib() - rss
-    rss = _rss_kib()
     t0 = time.perf_counter()
     reader = _core.HeaderRecipes(header_jit.PATTERNS, firsts, starts, header_rows._level)    # what a process compiles
     recipes_compile_ms = (time.perf_counter() - t0) * 1e3
-    recipes_rss_kib = _rss_kib() - rss
 
     n, reps = len(keys), args.reps
     core_first, core_warm = _per_key(lambda: matcher.read(keys, firsts, starts), n, reps)
@@ -158,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
                                      "re_python_recipe": re_columns,
                                      "saving_vs_python_recipe": round(1 - core_columns / split_columns, 3),
                                      "saving_vs_re": round(1 - core_columns / re_columns, 3)},
+        "devlogs_first_pass_ms_per_document": _first_pass(args.first_pass_runs) if args.first_pass_runs > 0 else None,
         "compile_ms": {"re": round(re_compile_ms, 1), "pcre2_and_jit": round(pcre_compile_ms, 1),
                        "core_recipes": round(recipes_compile_ms, 1)},
-        "pcre2_matcher_rss_kib": rss_kib, "core_recipes_rss_kib": recipes_rss_kib,
+        "pcre2_matcher_rss_kib": _rss_kib("matcher"), "core_recipes_rss_kib": _rss_kib("recipes"),
     }
     for k, v in result.items():
         print(f"{k}: {v}")
