@@ -1,5 +1,5 @@
 # Type stub of the C++ extension worker._core (checked by tests/packer/test_packer_stub.py).
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +126,38 @@ class Templater:
         tuple[_Template, ...],
         int,
     ]: ...
+
+_Span = tuple[int, int]
+
+class HeaderMatcher:
+    """A pattern compiled by PCRE2 and its JIT (ext/core/header_match.hpp), matched on ASCII lines."""
+
+    def __init__(self, pattern: str, anchored: bool = True, multiline: bool = True) -> None: ...
+    @property
+    def groups(self) -> int: ...
+    def group_number(self, name: str) -> int: ...
+    def read(
+        self, lines: list[str], firsts: Sequence[Sequence[int]], starts: Sequence[int]
+    ) -> list[tuple[_Span | int | None, ...] | None]: ...
+    def spans(self, line: str, pos: int = 0) -> tuple[_Span, ...] | None: ...
+
+_Pieces = tuple[tuple[int, int | None], ...]
+# header_rows.recipe's tuple: ts, host, program, pid, level token, level, PRI, message pieces, matched, shape,
+# continues, status, body pieces, has bits, the stamp's mask
+_Recipe = tuple[_Span, _Span, _Span, _Span, _Span, str | None, _Span, _Pieces, bool, str, bool, int,
+                _Pieces | None, int, str]
+
+class HeaderRecipes:
+    """header_rows.recipe() of ASCII keys, read by the core (ext/core/header_recipe.hpp)."""
+
+    def __init__(
+        self,
+        patterns: dict[str, str],
+        firsts: Sequence[Sequence[int]],
+        starts: Sequence[int],
+        level_of: Callable[[str], str | None],
+    ) -> None: ...
+    def read(self, keys: list[str]) -> list[_Recipe | None]: ...
 
 def classify_token(token: str) -> str | None: ...
 def shape_key(text: str) -> str: ...

@@ -11,13 +11,14 @@ namespace {
 constexpr size_t kJitStackMax = 8u << 20;   // grown on demand up to this; PCRE2's default is 32 KiB
 }
 
-HeaderMatcher::HeaderMatcher(std::string_view pattern) {
+HeaderMatcher::HeaderMatcher(std::string_view pattern, MatchOptions options) {
   pcre2_compile_context* cc = pcre2_compile_context_create(nullptr);
   pcre2_set_newline(cc, PCRE2_NEWLINE_LF);
   int error = 0;
   PCRE2_SIZE offset = 0;
   code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                        PCRE2_ANCHORED | PCRE2_MULTILINE, &error, &offset, cc);
+                        (options.anchored ? PCRE2_ANCHORED : 0u) | (options.multiline ? PCRE2_MULTILINE : 0u),
+                        &error, &offset, cc);
   pcre2_compile_context_free(cc);
   if (code_ == nullptr) {
     PCRE2_UCHAR message[256];
@@ -49,8 +50,8 @@ int HeaderMatcher::group_number(const std::string& name) const {
   return n > 0 ? n : -1;
 }
 
-int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans) {
-  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), 0, 0, data_,
+int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans, size_t start) {
+  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, 0, data_,
                              context_);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
   if (rc < 0) return rc;
@@ -62,6 +63,17 @@ int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans) 
   for (size_t i = 0; i < set && i < n; ++i) {
     if (ov[i] != PCRE2_UNSET) spans[i] = static_cast<int64_t>(ov[i]);
   }
+  return 1;
+}
+
+int HeaderMatcher::find(std::string_view subject, size_t start, uint32_t group, int64_t& at) {
+  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, 0, data_,
+                             context_);
+  if (rc == PCRE2_ERROR_NOMATCH) return 0;
+  if (rc < 0) return rc;
+  if (rc == 0) return PCRE2_ERROR_NOMEMORY;
+  const PCRE2_SIZE a = group < static_cast<uint32_t>(rc) ? pcre2_get_ovector_pointer(data_)[2 * group] : PCRE2_UNSET;
+  at = a == PCRE2_UNSET ? -1 : static_cast<int64_t>(a);
   return 1;
 }
 

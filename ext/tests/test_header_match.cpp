@@ -46,3 +46,21 @@ TEST(header_match_names_a_refused_pattern) {
   }
   CHECK(thrown);
 }
+
+TEST(header_match_searches_from_an_offset_when_not_anchored) {
+  HeaderMatcher m("(b+)$", ribbon::MatchOptions{false, false});
+  std::vector<int64_t> s;
+  CHECK(m.match("abb abbb", s, 0) == 1 && s[0] == 5 && s[1] == 8);   // searched; `$` at the end only
+  CHECK(m.match("abb\nabbb", s, 0) == 1 && s[0] == 5);                // not multi-line: `$` not before an LF
+  int64_t at = 0;
+  CHECK(m.find("abb abbb", 6, 1, at) == 1 && at == 6);                // from an offset, a group's start
+  CHECK(m.find("abb abbb", 8, 1, at) == 0);
+}
+
+TEST(header_match_anchored_at_an_offset_sees_what_is_before_it) {
+  HeaderMatcher m("(?<=\")(\\d+)", ribbon::MatchOptions{true, false});   // Python's match(s, pos)
+  int64_t at = 0;
+  CHECK(m.find("x \"42", 3, 1, at) == 1 && at == 3);
+  CHECK(m.find("x \"42", 2, 1, at) == 0);                                // anchored at 2: a quote, no digit
+  CHECK(m.find("x 42", 2, 1, at) == 0);                                   // no quote before it
+}

@@ -1,6 +1,8 @@
 """The header grammar (worker/digest/header.py: HEADER) matched by PCRE2's JIT in the C++ core, Python's `re` the reference.
 
     PCRE_PATTERN: HEADER.pattern in PCRE2's syntax (pcre_pattern)
+    PATTERNS: the patterns a recipe reads (header_rows.recipe: the grammar, header.TRAILER, STATUS, REQUEST and
+              worker/multiline.py's CONTINUATION) in PCRE2's syntax, for the core's _core.HeaderRecipes
     read(keys, firsts, starts) -> per key a tuple: per group list of `firsts` the (start, end) of its first
                                   group that matched text, else None; then per group of `starts` its start
                                   (-1: unset)
@@ -12,6 +14,7 @@ classes over every ASCII character and the whole grammar span for span over the 
 Python's `\\s` on a str holds the separators \\x1c-\\x1f (str.isspace) and PCRE2's does not, so every `\\s`,
 `\\S` and `[^\\S\\n]` is written with them. A line with any other character (or a lone surrogate), and a line
 where PCRE2 stops short (a limit of its JIT stack or match count), is read by HEADER: the same spans either way.
+Python's `\\Z` (the end of the text) is PCRE2's `\\z`.
 Where Unicode is in play the two engines part (PCRE2's \\w holds combining marks, its Unicode tables are
 newer, its caseless `i` no dotless ı), so no UTF mode is used.
 
@@ -26,14 +29,15 @@ import functools
 from itertools import compress
 
 from worker import _core
-from worker.digest.header import HEADER
+from worker.digest.header import HEADER, REQUEST, STATUS, TRAILER
+from worker.multiline import CONTINUATION
 
 _ONE_LINE_SPACE = "[^\\S\\n]"      # header._one_line's `\s` outside classes
 
 
 def pcre_pattern(pattern: str) -> str:
     """`pattern` (Python's syntax, as header.HEADER writes it) with Python's `\\s` on a str spelt out for PCRE2:
-    `\\s` also holds \\x1c-\\x1f, `\\S` does not; the rest of the grammar is written alike in both."""
+    `\\s` also holds \\x1c-\\x1f, `\\S` does not; `\\Z` is `\\z`; the rest of the grammar is written alike in both."""
     out: list[str] = []
     i, in_class, n = 0, False, len(pattern)
     while i < n:
@@ -46,6 +50,8 @@ def pcre_pattern(pattern: str) -> str:
             pair = pattern[i:i + 2]
             if pair == "\\s":
                 pair = "\\s\\x1c-\\x1f" if in_class else "[\\s\\x1c-\\x1f]"
+            elif pair == "\\Z" and not in_class:
+                pair = "\\z"
             elif pair == "\\S":
                 if in_class:
                     raise ValueError(f"`\\S` inside a class at {i}: no PCRE2 spelling of Python's kept")
@@ -67,6 +73,9 @@ def pcre_pattern(pattern: str) -> str:
 
 
 PCRE_PATTERN = pcre_pattern(HEADER.pattern)
+PATTERNS = {"header": PCRE_PATTERN, "trailer": pcre_pattern(TRAILER.pattern),
+            "status_access": pcre_pattern(STATUS["access"].pattern), "status": pcre_pattern(STATUS[""].pattern),
+            "request": pcre_pattern(REQUEST.pattern), "continuation": pcre_pattern(CONTINUATION.pattern)}
 
 
 @functools.cache

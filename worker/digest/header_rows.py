@@ -2,6 +2,8 @@
 
     shape_key(text) -> the text with its digits written 0 and its hex ids in one form per length and
                        leading digits (what a parse is kept under; ext/core/shape_key.hpp)
+    recipes(keys) -> per key its recipe (the parse kept for it): the core's for ASCII keys, recipe()'s (Python,
+                     the reference) for the rest
     columns(text, lines) -> Columns: per line its timestamp, host, program, pid, level token and
                             level, PRI, message (and the body the templater reads: the message with
                             the header's fields and trailer), whether a header was found, whether it
@@ -17,11 +19,13 @@ offsets (tests/digest/test_header_cache.py checks both over every line of the de
 formats); the parse of that key (where each field starts and ends) is kept (`_RECIPES`, cleared when
 full) and applied to each line of that key by slicing. A line is looked up first by its digits written 0
 (one translation of the whole document); where that misses, by its whole key (the C++ core, one call for
-all such lines of the document); the whole keys with no parse kept are matched in one more call
-(worker/digest/header_jit.py: PCRE2's JIT on ASCII keys, Python's re on the rest, the same spans). Lines that
-differ only in their numbers (most of a log) cost one dictionary look-up, lines that differ in their ids as
-well a share of that call and two; the result of a line depends on the line alone, never on the lines or
-documents read before it.
+all such lines of the document); the whole keys with no parse kept are read in one more call: for an ASCII
+key the core matches the grammar with PCRE2's JIT and builds the whole recipe (ext/core/header_recipe.cpp: the
+patterns recipe() reads, spelt for PCRE2 by worker/digest/header_jit.py; the level by _level, Python's level
+table); the other keys are read by recipe() (Python's re), the same tuple either way
+(tests/digest/test_header_recipe.py). Lines that differ only in their numbers (most of a log) cost one
+dictionary look-up, lines that differ in their ids as well a share of that call and two; the result of a line
+depends on the line alone, never on the lines or documents read before it.
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def recipe(key: str, read: tuple | None = None) -> tuple:
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
     text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of _FIRSTS and _STARTS
-    (None: read here; columns() reads a document's new keys in one call)."""
+    (None: read here). The reference: recipes() reads an ASCII key in the core, this for the rest."""
     ts, host, prog, pid, tok, v5, pri, hostc, hosts, pre, at, fields_at = (
         read if read is not None else header_jit.read([key], _FIRSTS, _STARTS)[0])
     ts, host, prog, pid, tok = (s if s is not None and key[s[0]:s[1]] != "-" else _NONE
@@ -128,13 +132,30 @@ def _status(key: str, at: int, shape: str) -> int:
     return m.start(1) if m is not None else -1
 
 
+@functools.cache
+def _reader() -> _core.HeaderRecipes:
+    """recipe() in the core (ext/core/header_recipe.hpp: once per process, on first use)."""
+    return _core.HeaderRecipes(header_jit.PATTERNS, _FIRSTS, _STARTS, _level)
+
+
+def recipes(keys: list[str]) -> list[tuple]:
+    """recipe() of each key, in one call into the core for the ASCII keys; recipe() over Python's re reads those
+    it leaves (not ASCII, or a match that stopped at a PCRE2 limit)."""
+    got = _reader().read(keys)
+    if None in got:
+        for i, r in enumerate(got):
+            if r is None:
+                got[i] = recipe(keys[i], header_jit.read_re(keys[i], _FIRSTS, _STARTS))
+    return got
+
+
 def _recipes_of(keys: list[str]) -> list[tuple]:
     """The parse of each line's whole key (shape_key): the one kept, else its parse, kept; the keys not kept are
-    read in one call into the core (header_jit.read)."""
+    read in one call into the core (recipes)."""
     got = list(map(_RECIPES.get, keys))
     new = list(dict.fromkeys(k for k, r in zip(keys, got) if r is None))
     if new:
-        parsed = dict(zip(new, map(recipe, new, header_jit.read(new, _FIRSTS, _STARTS))))
+        parsed = dict(zip(new, recipes(new)))
         got = [r or parsed[k] for k, r in zip(keys, got)]
         for key, r in parsed.items():
             if len(key) <= MAX_KEY:
