@@ -141,11 +141,14 @@ def _zone(z: str | None) -> timezone | None:
 def _iso(dt: datetime) -> str:
     """`YYYY-MM-DDTHH:MM:SS`, milliseconds where the fraction has no finer digit, else microseconds; a time
     with a zone in UTC, `Z`."""
+    zone = ""
     if dt.tzinfo is not None:
-        return _iso(dt.astimezone(timezone.utc).replace(tzinfo=None)) + "Z"
-    us = dt.microsecond
+        dt, zone = dt.astimezone(timezone.utc), "Z"
     text = dt.isoformat()    # microseconds where there are any, else seconds (`timespec` costs more than a slice)
-    return text[:-3] if us and not us % 1000 else text
+    if zone:
+        text = text[:-6]     # UTC's `+00:00` (cheaper than a copy of the time without its zone)
+    us = dt.microsecond
+    return (text[:-3] if us and not us % 1000 else text) + zone
 
 
 _EPOCH = datetime(1970, 1, 1)   # a time without a zone counts as UTC: its seconds from this (what an aware
