@@ -112,7 +112,7 @@ class Templater:
         word_family: int = 3,
     ) -> None: ...
     def analyze(
-        self, text: bytes
+        self, text: bytes, *, template_type: type | None = None, var_type: type | None = None
     ) -> tuple[
         npt.NDArray[np.int32],
         npt.NDArray[np.float32],

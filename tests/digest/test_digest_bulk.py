@@ -1,7 +1,7 @@
 """The digest's bulk paths give what the line-by-line and element-by-element paths give.
 
 PM XML values read by pm_scan (regular expressions + numpy) against xml.etree over the whole file;
-RFC 3164 sort keys and padded sort keys (stamps of one mask) made over the joined stamps against one stamp at
+RFC 3164, ctime and padded sort keys (stamps of one mask) made over the joined stamps against one stamp at
 a time; rfc3164 rows read
 without the host guard against the guarded header.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from worker.demo.samples import labelled
 from worker.digest import formats, pm_scan
-from worker.digest.clock import _padded_key, _padded_keys, _syslog_key, sort_keys
+from worker.digest.clock import _ctime_key, _ctime_keys, _padded_key, _padded_keys, _syslog_key, sort_keys
 from worker.digest.structured import pm_digest
 
 HEAD = ('<?xml version="1.0" encoding="UTF-8"?>\n<measCollecFile xmlns="http://www.3gpp.org/ftp/specs/archive/'
@@ -116,3 +116,19 @@ def test_a_level_word_where_a_syslog_host_stands_is_read_as_the_level_not_the_ho
 ])
 def test_padded_sort_keys_in_bulk_equal_one_at_a_time(stamps):
     assert _padded_keys(stamps) == [_padded_key(s) if s else "" for s in stamps]
+
+
+@pytest.mark.parametrize("stamps", [
+    ["Sun Dec 04 04:47:44 2005", "", "Mon Dec 05 10:00:01 2005"],
+    ["Sun Dec  4 04:47:44 2005", "Sun Dec 14 04:47:44 2005"],              # a space-padded day
+    ["Sun Dec 04 04:47:44.250 2005", "Xyz Abc 04 04:47:44 2005", "Sun"],    # a fraction, no month, too short
+    ["Sun Dec 04 04:47:\u0664\u0664 2005", "Sun Dec 04 04:47:44 2005"],    # a digit that is not ASCII
+    ["", ""],
+])
+def test_ctime_sort_keys_in_bulk_equal_one_at_a_time(stamps):
+    assert _ctime_keys(stamps) == [_ctime_key(s) if s else "" for s in stamps]
+
+
+def test_a_document_of_ctime_stamps_sorts_by_the_ctime_keys():
+    stamps = ["Sun Dec 04 04:47:44 2005", "", "Mon Dec 05 10:00:01 2005", "Sun Dec 04 04:47:43 2005"]
+    assert sort_keys(stamps) == ["20051204044744", "", "20051205100001", "20051204044743"]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from worker.digest.document import analyze_document
 from worker.digest.render import render
+from worker.digest.structured import _distinct, _median
 
 
 def _measdata(prolog: str, counters: int, begin_attr: str = 'beginTime="2026-12-01T10:00:00Z"') -> str:
@@ -47,3 +52,47 @@ def test_a_32435_collection_begin_time_is_the_begin():
     d = analyze_document(xml).digest
     assert d["pm"]["begin"] == "2026-12-01T09:00:00+01:00" and d["pm"]["end"] == "2026-12-01T09:15:00+01:00"
     assert d["span"] is not None and d["pm"]["nonzero_total"] == 1
+
+
+def test_a_process_digests_pm_files_and_logs_without_importing_numpy_ma():
+    """numpy.ma costs 12-25 ms to import (np.unique and np.median import it on their first call): the pass
+    of a fresh process (a PM file read in bulk, one parsed whole (an attribute before measObjLdn), a log)
+    leaves it unimported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import sys\n"
+            "from tests.digest.test_digest_pm import _measdata\n"
+            "from worker.digest.prepared import PrepareOptions, prepare\n"
+            "o = PrepareOptions(highlights=3, compaction=True, min_saving=0.2, render=True)\n"
+            "for text in (_measdata('<?xml version=\"1.0\"?>\\n', 7),\n"
+            "             _measdata('<?xml version=\"1.0\"?>\\n', 7).replace('<measValue ', '<measValue x=\"1\" '),\n"
+            "             '\\n'.join(f'2026-12-01T10:00:{i:02d}Z host ERROR link {i % 3} down' for i in range(40))):\n"
+            "    assert prepare(text, 'x', 'pm', o).error is None\n"
+            "print('numpy.ma' in sys.modules)\n")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+_VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1.0, 1.0, 2.5, -7.0]),
+                    st.floats(min_value=1e307, max_value=1.7e308))
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.lists(_VALUES, min_size=1, max_size=40))
+def test_the_median_is_numpys(values):
+    xs = np.array(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):        # both overflow alike (two values near the maximum)
+        want = float(np.median(xs))
+        got = _median(xs)
+    assert (got == want and np.signbit(got) == np.signbit(want)) or (np.isnan(got) and np.isnan(want)), values
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.integers(0, 60), max_size=50))
+def test_the_distinct_ids_are_numpys_unique(ids):
+    a = np.array(ids, dtype=np.int64)
+    used, inv = _distinct(a)
+    want_used, want_inv = np.unique(a, return_inverse=True)
+    assert used.tolist() == want_used.tolist() and inv.tolist() == want_inv.tolist()

@@ -199,3 +199,26 @@ def test_scores_from_the_pass_equal_the_numpy_reference(rows):
     expected = [max(float(tm.line_severity[j]) for j in range(len(lines)) if tm.line_template[j] == t.index)
                 for t in tm.templates]
     assert tm.template_severity.tolist() == expected
+
+
+def test_the_core_makes_the_facade_tuples_field_for_field():
+    """template_type/var_type: the core makes each template and variable an instance of the given NamedTuple,
+    holding what it gives as plain tuples without them."""
+    from worker.digest.templates import Template, VarSummary, templater
+    text = "\n".join([f"user u{i % 4} logged in from 10.0.0.{i} port={1000 + i}" for i in range(30)] + ["plain line"])
+    core = templater(True, 5)
+    plain = core.analyze(text.encode())[9]
+    typed = core.analyze(text.encode(), template_type=Template, var_type=VarSummary)[9]
+    assert [type(t) for t in typed] == [Template] * len(plain) and plain
+    assert all(type(v) is VarSummary for t in typed for v in t.vars) and any(t.vars for t in typed)
+    assert typed == plain                                       # tuples compare item by item
+    assert typed[0].vars[0].key == plain[0][6][0][0] and typed[0].pattern == plain[0][1]
+    assert all(type(t) is tuple and all(type(v) is tuple for v in t[6]) for t in plain)
+
+
+def test_the_core_refuses_a_type_that_is_no_tuple():
+    core = _core.Templater(protected_words=[], severity=[])
+    with pytest.raises(ValueError, match="template_type must be a subclass of tuple"):
+        core.analyze(b"x", template_type=dict)
+    with pytest.raises(ValueError, match="var_type must be a subclass of tuple"):
+        core.analyze(b"x", var_type=1)

@@ -80,3 +80,11 @@ def test_fractions_and_zones_as_written():
     assert stamp_of("2026-03-03T11:22:33.000250").text == "2026-03-03T11:22:33.000250"
     assert stamp_of("2026-03-03T11:22:33.5+01:00").text == "2026-03-03T10:22:33.500Z"
     assert stamp_of("Mar  3 11:22:33.000001").text == "--03-03T11:22:33.000001"
+
+
+@pytest.mark.parametrize("us", [0, 1, 500, 999, 1000, 10000, 100000, 123000, 123456, 999000, 999999])
+def test_a_fraction_is_written_in_milliseconds_where_it_has_no_finer_digit_else_microseconds(us):
+    whole = "" if not us else f".{us // 1000:03d}" if not us % 1000 else f".{us:06d}"
+    assert stamp_of(f"2026-03-03 11:22:33.{us:06d}").text == f"2026-03-03T11:22:33{whole}"
+    assert stamp_of(f"2026-03-03 11:22:33.{us:06d}+01:00").text == f"2026-03-03T10:22:33{whole}Z"
+    assert stamp_of(f"Mar  3 11:22:33.{us:06d}").text == f"--03-03T11:22:33{whole}"

@@ -41,7 +41,7 @@ def sort_keys(stamps: list[str], masks: set[str] | None = None) -> list[str]:
     if sample[:3] in _MON_KEY or sample.lstrip("<0123456789>")[:3] in _MON_KEY:   # Mon dd HH:MM:SS
         return _syslog_keys(stamps)
     if sample[:3].isalpha():                                        # Sun Dec 04 04:47:44 2005
-        return [(s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)) if s else "" for s in stamps]
+        return _ctime_keys(stamps)
     if CLF.match(sample):                                          # 01/Dec/2026:10:00:01 +0100
         return [_clf_key(s) if s else "" for s in stamps]
     if EPOCH.match(sample):
@@ -91,6 +91,21 @@ def _epoch_key(s: str) -> str:
 def _clf_key(s: str) -> str:
     st = stamp_of(s)
     return f"{st.seconds:020.3f}" if st is not None else ""
+
+
+def _ctime_key(s: str) -> str:
+    """`Sun Dec 04 04:47:44 2005` -> its year, its month and the digits between: `20051204044744`."""
+    return s[-4:] + _MON_KEY.get(s[4:7], "00") + s[8:-5].translate(_DIGITS)
+
+
+def _ctime_keys(stamps: list[str]) -> list[str]:
+    """_ctime_key of every stamp ("" for none), the digits between taken in one pass over the joined texts where
+    they are ASCII (one translation each otherwise)."""
+    mids = "\n".join(s[8:-5] for s in stamps)
+    if not mids.isascii():
+        return [_ctime_key(s) if s else "" for s in stamps]
+    digits = mids.encode().translate(None, _NOT_DIGITS).decode().split("\n")
+    return [s[-4:] + _MON_KEY.get(s[4:7], "00") + d if s else "" for s, d in zip(stamps, digits)]
 
 
 def _syslog_key(s: str) -> str:

@@ -37,9 +37,34 @@ def level_of_token(token: str) -> str | None:
     return LEVEL_WORDS.get(word.lower())
 
 
+# per byte: an ASCII letter lower-cased, any other byte a space (letter_runs)
+_RUNS = bytes(c | 0x20 if 65 <= c <= 90 or 97 <= c <= 122 else 0x20 for c in range(256))
+_LEVEL_RUNS = frozenset(w.encode() for w in LEVEL_WORDS)
+_ANDROID_AT = re.compile(r"(?<![^\s=;,()|{}])[VDIWEFA]/")   # a token (_TOKEN) opening with a logcat letter and `/`
+
+
+def letter_runs(text: str) -> list[bytes]:
+    """The maximal runs of ASCII letters of a text, lower-cased, as bytes (a non-ASCII character's UTF-8 bytes end a
+    run): one translate and one split, a fraction of what a regular expression's findall costs."""
+    return text.encode("utf-8", "surrogatepass").translate(_RUNS).split()
+
+
 @functools.lru_cache(maxsize=8192)  # patterns repeat across the documents of a stream
 def level_of_pattern(pattern: str) -> str | None:
-    """The level of a template pattern (placeholders never name one), or None."""
+    """The level of a template pattern (placeholders never name one), or None.
+
+    Most patterns name none, and most of those are told apart by what every level needs: a level word is a whole
+    run of ASCII letters (its token's other characters are brackets, `:` and the delimiters of _TOKEN), and a
+    logcat tag a letter of _ANDROID and `/` opening a token. An ASCII pattern with neither names none; the rest
+    are read token by token (tokens_level)."""
+    if pattern.isascii() and _LEVEL_RUNS.isdisjoint(letter_runs(pattern)) and (
+            "/" not in pattern or _ANDROID_AT.search(pattern) is None):
+        return None
+    return tokens_level(pattern)
+
+
+def tokens_level(pattern: str) -> str | None:
+    """level_of_pattern read token by token, the first FIRST_TOKENS tokens (its definition)."""
     for token in _TOKEN.findall(pattern)[:FIRST_TOKENS]:
         if token.startswith("<") and token.endswith(">") and token[1:-1] in _PLACEHOLDERS:
             continue

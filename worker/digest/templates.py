@@ -2,7 +2,8 @@
 
 One `_core.Templater` per process holds the word tables (built once); each document is one call
 that releases the GIL. Its result is plain data: numpy arrays and tuples (Template and VarSummary
-are NamedTuples made straight from the C++ tuples, no per-line Python objects).
+are NamedTuples the core makes itself, as tuple.__new__ does: no Python call per template; no per-line
+Python objects).
 """
 
 from __future__ import annotations
@@ -71,16 +72,6 @@ def templater(merge: bool = True, top_values: int = 5) -> _core.Templater:
     return _core.Templater(protected_words=PROTECTED, severity=SEVERITY_ITEMS, top_values=top_values, merge=merge)
 
 
-_new = tuple.__new__
-_var = functools.partial(tuple.__new__, VarSummary)
-
-
-def _template(t: tuple) -> Template:
-    """A Template of the core's tuple: its fields as the core gives them, made by tuple.__new__ (the NamedTuples'
-    own constructors are Python functions: most of this call's cost)."""
-    return _new(Template, (*t[:6], tuple(map(_var, t[6]))))
-
-
 def analyze(lines: list[str], *, merge: bool = True, top_values: int = 5) -> Templates:
     """The templates of a document given as lines (no line may hold a newline)."""
     return analyze_text("\n".join(lines), lines, merge=merge, top_values=top_values)
@@ -88,7 +79,8 @@ def analyze(lines: list[str], *, merge: bool = True, top_values: int = 5) -> Tem
 
 def analyze_text(text: str, lines: list[str] | None = None, *, merge: bool = True, top_values: int = 5) -> Templates:
     """analyze() of a document given whole (lines: text.split("\\n"), when the caller has them)."""
-    raw = templater(merge, top_values).analyze(text.encode("utf-8", "surrogatepass"))
+    raw = templater(merge, top_values).analyze(text.encode("utf-8", "surrogatepass"), template_type=Template,
+                                               var_type=VarSummary)
     lt, ls, lc, nv, nl, nvar, nz, lz, ts, templates, raw_n = raw
-    return Templates(text.split("\n") if lines is None else lines, lt, ls, lc, nv, nl, nvar, nz, lz, ts,
-                     tuple(map(_template, templates)), int(raw_n))
+    return Templates(text.split("\n") if lines is None else lines, lt, ls, lc, nv, nl, nvar, nz, lz, ts, templates,
+                     int(raw_n))

@@ -28,8 +28,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
 
 MONTHS = {m: i + 1 for i, m in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
@@ -80,11 +80,14 @@ def shapes(mark: str = "") -> str:
 
 
 # ---- reading one timestamp's text --------------------------------------------------------------------
-@dataclass(frozen=True)
-class Stamp:
+class Stamp(NamedTuple):
     text: str            # ISO 8601 (yearless `--MM-DDT...` where the log gives no year)
     form: str            # iso8601 | rfc3164 | apache | epoch_s | epoch_ms | compact | ... (stamp_of)
     seconds: float       # for spans: seconds since the epoch (yearless: since the start of year 2000)
+
+
+_new_stamp = functools.partial(tuple.__new__, Stamp)   # a Stamp of (text, form, seconds), without the NamedTuple's
+                                                       # own constructor (a Python function)
 
 
 _ZONE_TEXT = rf"\s?(Z|[+-]\d{{2}}:?\d{{2}}|{_ZONES})?$"
@@ -119,14 +122,16 @@ _YMD_NAMED = re.compile(r"(\d{4}) ([A-Z][a-z]{2})[a-z]*\.? {1,2}(\d{1,2}) (\d{1,
 
 
 def _fraction(frac: str | None) -> int:
-    return int((frac or "0")[:6].ljust(6, "0"))
+    return int(frac[:6].ljust(6, "0")) if frac else 0
 
 
 def _zone(z: str | None) -> timezone | None:
     """An offset or `Z`/UTC/GMT as a timezone; no zone, or another zone name, is none (kept as written)."""
+    if not z:
+        return None
     if z in ("Z", "UTC", "GMT"):
         return timezone.utc
-    if not z or z[0] not in "+-":
+    if z[0] not in "+-":
         return None
     sign = -1 if z[0] == "-" else 1
     digits = z[1:].replace(":", "")
@@ -138,9 +143,12 @@ def _iso(dt: datetime) -> str:
     with a zone in UTC, `Z`."""
     zone = ""
     if dt.tzinfo is not None:
-        dt, zone = dt.astimezone(timezone.utc).replace(tzinfo=None), "Z"
+        dt, zone = dt.astimezone(timezone.utc), "Z"
+    text = dt.isoformat()    # microseconds where there are any, else seconds (`timespec` costs more than a slice)
+    if zone:
+        text = text[:-6]     # UTC's `+00:00` (cheaper than a copy of the time without its zone)
     us = dt.microsecond
-    return dt.isoformat(timespec="microseconds" if us % 1000 else "milliseconds" if us else "seconds") + zone
+    return (text[:-3] if us and not us % 1000 else text) + zone
 
 
 _EPOCH = datetime(1970, 1, 1)   # a time without a zone counts as UTC: its seconds from this (what an aware
@@ -149,19 +157,26 @@ _EPOCH = datetime(1970, 1, 1)   # a time without a zone counts as UTC: its secon
 
 def _stamp(dt: datetime, form: str) -> Stamp:
     secs = dt.timestamp() if dt.tzinfo is not None else (dt - _EPOCH).total_seconds()
-    return Stamp(_iso(dt), form, secs)
+    return _new_stamp((_iso(dt), form, secs))
 
 
 def _yearless(dt: datetime, form: str) -> Stamp:
-    return Stamp("--" + _iso(dt)[5:], form, (dt - _EPOCH).total_seconds())
+    return _new_stamp(("--" + _iso(dt)[5:], form, (dt - _EPOCH).total_seconds()))
 
 
 @functools.lru_cache(maxsize=4096)   # a stamp is read again for the span and for each failure it opens or ends
 def stamp_of(text: str) -> Stamp | None:
-    """The time a timestamp's text names, or None (an impossible date is none)."""
+    """The time a timestamp's text names, or None (an impossible date is none): the first of _STEPS whose pattern
+    matches the text, read. No pattern of _STEPS tells one ASCII digit from another (tests/digest/test_timeparse.py
+    checks it), so every text of one digit key (its digits written 0) matches the same first step: the step is
+    kept per key (step_of) and only that one is tried again."""
     t = text.strip().strip("[]\"")
     try:
-        return _parse(t)
+        i = step_of(t)
+        if i == len(_STEPS):
+            return None
+        rx, read = _STEPS[i]
+        return read(rx.match(t))
     except (ValueError, KeyError, OverflowError):
         return None
 
@@ -170,14 +185,6 @@ def form_of(text: str) -> int:
     """Which form a timestamp's text is written in (an index into the forms stamp_of tries; one past them: none),
     the same for every text of its digit key: a text with its digits written 0 reads as the text does."""
     return step_of(text.strip().strip("[]\""))
-
-
-def _parse(t: str) -> Stamp | None:
-    """The first of _STEPS whose pattern matches `t`, read. No pattern of _STEPS tells one ASCII digit from
-    another (tests/digest/test_timeparse.py checks it), so every text of one digit key (its digits written 0)
-    matches the same first step: the step is kept per key (`_STEP_OF`) and only that one is tried again."""
-    i = step_of(t)
-    return _STEPS[i][1](_STEPS[i][0].match(t)) if i < len(_STEPS) else None
 
 
 def step_of(t: str) -> int:
