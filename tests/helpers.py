@@ -199,3 +199,20 @@ def fork_worker(ctx, env: dict[str, str], log: Path):
     proc = ctx.Process(target=_run_worker, args=(env, str(log)), daemon=False)
     proc.start()
     return proc
+
+
+def regex_nodes(pattern: str):
+    """Every (op, argument) of `pattern`'s parse by the stdlib's regular expression parser, depth first."""
+    import re._parser as sre_parse  # noqa: PLC0415 - the stdlib's parser, to walk an expression
+
+    def walk(tree):
+        for op, av in tree:
+            yield op, av
+            for sub in av if isinstance(av, (tuple, list)) else (av,):
+                if isinstance(sub, sre_parse.SubPattern):
+                    yield from walk(sub)
+                elif isinstance(sub, (tuple, list)):
+                    for s in sub:
+                        if isinstance(s, sre_parse.SubPattern):
+                            yield from walk(s)
+    return walk(sre_parse.parse(pattern))

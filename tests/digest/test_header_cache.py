@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-import re._parser as sre_parse
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import regex_nodes
 from worker.digest import header, header_rows
 from worker.digest.timeparse import MON
 from worker.messages.levels import SPELLINGS
@@ -41,23 +41,11 @@ def _digits_changed(line: str) -> str:
     return line.translate(str.maketrans("0123456789", "7380915264"))
 
 
-def _nodes(tree):
-    for op, av in tree:
-        yield op, av
-        for sub in av if isinstance(av, (tuple, list)) else (av,):
-            if isinstance(sub, sre_parse.SubPattern):
-                yield from _nodes(sub)
-            elif isinstance(sub, (tuple, list)):
-                for s in sub:
-                    if isinstance(s, sre_parse.SubPattern):
-                        yield from _nodes(s)
-
-
 def _digit_reads(pattern: str) -> list:
     """The places where a pattern tells one ASCII digit from another: a digit literal, or a set that holds
     some digits but not all ten."""
     bad = []
-    for op, av in _nodes(sre_parse.parse(pattern)):
+    for op, av in regex_nodes(pattern):
         name = str(op)
         if name in ("LITERAL", "NOT_LITERAL") and av in _DIGITS:
             bad.append((name, chr(av)))

@@ -64,6 +64,7 @@ this one regular expression per distinct line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from worker.digest.timeparse import BARE_HOST_SHAPES, DATE_ONLY, SYSLOG_SHAPES, shapes
 from worker.messages.levels import SPELLINGS
@@ -259,14 +260,21 @@ def _compact(grammar: str) -> str:
     return "".join("|" + ln[2:] if ln.startswith("| ") else ln for ln in lines if not ln.startswith("# "))
 
 
-def _one_line(pattern: str) -> str:
-    """`\\s` outside character classes as `[^\\S\\n]`: no part of a line's header reads into the next line."""
+def rewrite(pattern: str, escape: Callable[[str, bool], str], whole: dict[str, str] | None = None) -> str:
+    """`pattern` with each escape (`\\x`) written escape(it, inside a class), and outside classes each text of
+    `whole` written as its value (a class that opens with `]` read as one)."""
     out, in_class, i = [], False, 0
+    firsts = {w[0] for w in whole} if whole else set()
     while i < len(pattern):
         c = pattern[i]
+        if c in firsts and not in_class:
+            hit = next((w for w in whole if pattern.startswith(w, i)), None)
+            if hit is not None:
+                out.append(whole[hit])
+                i += len(hit)
+                continue
         if c == "\\":
-            pair = pattern[i:i + 2]
-            out.append("[^\\S\\n]" if pair == "\\s" and not in_class else pair)
+            out.append(escape(pattern[i:i + 2], in_class))
             i += 2
             continue
         if c == "[" and not in_class:
@@ -280,6 +288,11 @@ def _one_line(pattern: str) -> str:
         out.append(c)
         i += 1
     return "".join(out)
+
+
+def _one_line(pattern: str) -> str:
+    """`\\s` outside character classes as `[^\\S\\n]`: no part of a line's header reads into the next line."""
+    return rewrite(pattern, lambda pair, in_class: "[^\\S\\n]" if pair == "\\s" and not in_class else pair)
 
 
 def _optional_as_branch(pattern: str) -> str:

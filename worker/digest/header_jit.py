@@ -29,47 +29,29 @@ import functools
 from itertools import compress
 
 from worker import _core
-from worker.digest.header import HEADER, REQUEST, STATUS, TRAILER
+from worker.digest.header import HEADER, REQUEST, STATUS, TRAILER, rewrite
 from worker.multiline import CONTINUATION
 
 _ONE_LINE_SPACE = "[^\\S\\n]"      # header._one_line's `\s` outside classes
 
 
+def _pcre_escape(pair: str, in_class: bool) -> str:
+    if pair == "\\s":
+        return "\\s\\x1c-\\x1f" if in_class else "[\\s\\x1c-\\x1f]"
+    if pair == "\\Z" and not in_class:
+        return "\\z"
+    if pair == "\\S":
+        if in_class:
+            raise ValueError("`\\S` inside a class: no PCRE2 spelling of Python's kept")
+        return "[^\\s\\x1c-\\x1f]"
+    return pair
+
+
 def pcre_pattern(pattern: str) -> str:
     """`pattern` (Python's syntax, as header.HEADER writes it) with Python's `\\s` on a str spelt out for PCRE2:
     `\\s` also holds \\x1c-\\x1f, `\\S` does not; `\\Z` is `\\z`; the rest of the grammar is written alike in both."""
-    out: list[str] = []
-    i, in_class, n = 0, False, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if not in_class and pattern.startswith(_ONE_LINE_SPACE, i):
-            out.append("[\\t\\x0b\\x0c\\r\\x1c-\\x1f ]")      # ASCII lines only: no other space to hold
-            i += len(_ONE_LINE_SPACE)
-            continue
-        if c == "\\":
-            pair = pattern[i:i + 2]
-            if pair == "\\s":
-                pair = "\\s\\x1c-\\x1f" if in_class else "[\\s\\x1c-\\x1f]"
-            elif pair == "\\Z" and not in_class:
-                pair = "\\z"
-            elif pair == "\\S":
-                if in_class:
-                    raise ValueError(f"`\\S` inside a class at {i}: no PCRE2 spelling of Python's kept")
-                pair = "[^\\s\\x1c-\\x1f]"
-            out.append(pair)
-            i += 2
-            continue
-        if c == "[" and not in_class:
-            in_class = True
-            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":    # a class that opens with `]`
-                out.append(pattern[i:i + 2])
-                i += 2
-                continue
-        elif c == "]" and in_class:
-            in_class = False
-        out.append(c)
-        i += 1
-    return "".join(out)
+    # header._one_line's `\s` outside classes: ASCII lines only, so no other space to hold
+    return rewrite(pattern, _pcre_escape, {_ONE_LINE_SPACE: "[\\t\\x0b\\x0c\\r\\x1c-\\x1f ]"})
 
 
 PCRE_PATTERN = pcre_pattern(HEADER.pattern)
