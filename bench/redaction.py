@@ -144,14 +144,15 @@ print(json.dumps({"documents": len(texts), "first_ms": 1e3 * times[0], "warm_ms"
 '''
 
 
-def first_pass(rounds: int) -> dict:
-    """The pass alone over the development logs as documents of 200 lines, in fresh processes that have run
-    `install` (a process's first pass, then its best of 5 more), with the document screen and without it
-    (the RE2 union reading every document), alternating; medians over `rounds` processes of each."""
+def first_pass(rounds: int, devlogs: Path = SHARED / "devlogs") -> dict:
+    """The pass alone over the development logs (`devlogs`: loghub/<System>/<System>_2k.log) as documents of
+    200 lines, in fresh processes that have run `install` (a process's first pass, then its best of 5 more),
+    with the document screen and without it (the RE2 union reading every document), alternating; medians over
+    `rounds` processes of each."""
     runs: dict[str, list[dict]] = {"screen": [], "union_only": []}
     for _ in range(rounds):
         for name, arg in (("screen", "on"), ("union_only", "off")):
-            out = subprocess.run([sys.executable, "-c", _FIRST, str(SHARED / "devlogs"), arg], capture_output=True,
+            out = subprocess.run([sys.executable, "-c", _FIRST, str(devlogs), arg], capture_output=True,
                                  text=True, check=True, cwd=Path(__file__).resolve().parents[1])
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     return {name: {"first_ms_median": statistics.median(x["first_ms"] for x in rs),

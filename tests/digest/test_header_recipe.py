@@ -23,6 +23,15 @@ SMALL = {"trailer": (TRAILER, True), "request": (REQUEST, True), "status_access"
          "status": (STATUS[""], False), "continuation": (CONTINUATION, False)}
 
 
+# lines of our own with a log4j trailer (`%m (%c)`) and near misses, so the trailer is met without the shared corpora
+TRAILED = ["2031-02-03 04:05:06,789 INFO  relay started on port 8080 (org.example.relay.Relay)",
+           "2031-02-03 04:05:07,120 WARN  [pool-2] backlog 1200 above 1000\t(com.acme.queue.Backlog)",
+           "2031-02-03 04:05:08,001 ERROR flush failed (code 17) (org.example.relay.io.Flusher$Task)",
+           "2031-02-03 04:05:09,002 INFO  no trailer here (a.b)", "2031-02-03 04:05:10,003 DEBUG (org.x.Y) first",
+           "Feb  3 04:05:11 relay-7 java[311]: lease renewed (io.acme.cluster.Elector)",
+           "I0203 04:05:12.001122   4411 relay.go:88] reconciled (not.a.Logger)"]
+
+
 def _alike(keys: list[str]) -> tuple[list[tuple], list[str]]:
     """(the recipes the core read, the keys where it differs from the Python recipe)."""
     got = header_rows._reader().read(keys)
@@ -73,7 +82,7 @@ def test_a_small_pattern_matches_as_pythons_re_at_every_place_a_recipe_reads(nam
     assert python.flags == re.UNICODE      # no re.M, no re.I: what the core compiles them as
     core = _core.HeaderMatcher(header_jit.PATTERNS[name], anchored=not searched, multiline=False)
     find = python.search if searched else python.match
-    lines = [ln for ln in _lines() if ln.isascii()]
+    lines = [ln for ln in _lines() + TRAILED if ln.isascii()]
     lines += list(dict.fromkeys(header_rows.shape_key(ln) for ln in lines))
     wrong, found = [], 0
     for ln in lines:
