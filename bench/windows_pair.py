@@ -61,9 +61,10 @@ def base_tree(ref: str) -> tuple[Path, str]:
         site = next(Path(p) for p in sys.path if p.startswith(str(here)) and p.endswith("site-packages"))
         theirs = subprocess.run([str(python), "-c", "import site; print(site.getsitepackages()[0])"], check=True,
                                 capture_output=True, text=True).stdout.strip()
-        # the packages this environment sees beyond its own (its .pth path lines), the base's own `worker` first
-        lines = [ln for pth in site.glob("*.pth") for ln in pth.read_text().splitlines()
-                 if ln.strip() and not ln.startswith(("import", "#")) and Path(ln).is_dir() and Path(ln) != ROOT]
+        # the packages this environment sees (its own, then its .pth path lines), the base's own `worker` first
+        lines = [str(site)] + [ln for pth in site.glob("*.pth") for ln in pth.read_text().splitlines()
+                               if ln.strip() and not ln.startswith(("import", "#")) and Path(ln).is_dir()
+                               and Path(ln) != ROOT]
         Path(theirs, "zz_base.pth").write_text("\n".join(lines) + "\n")
         print(f"building the base's C++ core in {tree} ...", flush=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "-e", "."],
