@@ -78,10 +78,11 @@ def recipe(key: str, read: tuple | None = None) -> tuple:
     host, status, PRI, a message other than one piece to the line's end, body pieces it has (_HAS_* bits).
 
     A field's span (_GROUPS: ts, host, program, pid, level token) is that of its first group that matched
-    text, (0, 0) where none did or that text is `-`. `read`: the key's header_jit.read() of _FIRSTS and _STARTS
-    (None: read here). The reference: recipes() reads an ASCII key in the core, this for the rest."""
+    text, (0, 0) where none did or that text is `-`. `read`: the key's reading of _FIRSTS and _STARTS
+    (header_jit; None: read here by HEADER, Python's re). The reference: recipes() reads an ASCII key in the
+    core, this for the rest."""
     ts, host, prog, pid, tok, v5, pri, hostc, hosts, pre, at, fields_at = (
-        read if read is not None else header_jit.read([key], _FIRSTS, _STARTS)[0])
+        read if read is not None else header_jit.read_re(key, _FIRSTS, _STARTS))
     ts, host, prog, pid, tok = (s if s is not None and key[s[0]:s[1]] != "-" else _NONE
                                 for s in (ts, host, prog, pid, tok))
     level = _level(key[tok[0]:tok[1]]) if tok is not _NONE else None
@@ -145,7 +146,7 @@ def recipes(keys: list[str]) -> list[tuple]:
     if None in got:
         for i, r in enumerate(got):
             if r is None:
-                got[i] = recipe(keys[i], header_jit.read_re(keys[i], _FIRSTS, _STARTS))
+                got[i] = recipe(keys[i])
     return got
 
 
