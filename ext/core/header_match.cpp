@@ -50,12 +50,17 @@ int HeaderMatcher::group_number(const std::string& name) const {
   return n > 0 ? n : -1;
 }
 
-int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans, size_t start) {
+int HeaderMatcher::run(std::string_view subject, size_t start) {
   const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, 0, data_,
                              context_);
   if (rc == PCRE2_ERROR_NOMATCH) return 0;
-  if (rc < 0) return rc;
   if (rc == 0) return PCRE2_ERROR_NOMEMORY;   // an ovector too short: not with match data made for the pattern
+  return rc;
+}
+
+int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans, size_t start) {
+  const int rc = run(subject, start);
+  if (rc <= 0) return rc;
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data_);
   const size_t n = 2 * (static_cast<size_t>(groups_) + 1);
   spans.assign(n, -1);
@@ -67,11 +72,8 @@ int HeaderMatcher::match(std::string_view subject, std::vector<int64_t>& spans, 
 }
 
 int HeaderMatcher::find(std::string_view subject, size_t start, uint32_t group, int64_t& at) {
-  const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, 0, data_,
-                             context_);
-  if (rc == PCRE2_ERROR_NOMATCH) return 0;
-  if (rc < 0) return rc;
-  if (rc == 0) return PCRE2_ERROR_NOMEMORY;
+  const int rc = run(subject, start);
+  if (rc <= 0) return rc;
   const PCRE2_SIZE a = group < static_cast<uint32_t>(rc) ? pcre2_get_ovector_pointer(data_)[2 * group] : PCRE2_UNSET;
   at = a == PCRE2_UNSET ? -1 : static_cast<int64_t>(a);
   return 1;

@@ -44,6 +44,8 @@ class HeaderMatcher {
   int find(std::string_view subject, size_t start, uint32_t group, int64_t& at);
 
  private:
+  // pcre2_match's count of groups set (1 or more) on a match, 0 on none, a negative code where it stopped short.
+  int run(std::string_view subject, size_t start);
   pcre2_real_code_8* code_ = nullptr;
   pcre2_real_match_data_8* data_ = nullptr;
   pcre2_real_match_context_8* context_ = nullptr;
