@@ -7,7 +7,7 @@ import pytest
 import torch
 from engine_helpers import _docs, _stage
 
-from worker.engine.fp8 import Fp8Gemm, Fp8Mlp, fp8_gemms, fp8_mlps, quantize_rows, silu_mul_quant
+from worker.engine.fp8 import Fp8Gemm, Fp8Mlp, fp8_gemms, fp8_mlps, quant_rows, quantize_rows, silu_mul_quant
 from worker.engine.loader import load_engine
 from worker.engine.tiny import make_tiny_checkpoint
 from worker.config.settings import ModelRun
@@ -122,19 +122,35 @@ def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu(fast_accum, quant):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
-@pytest.mark.parametrize("one_pass", [False, True])
-def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(one_pass):
+@pytest.mark.parametrize("kernel", ["two_pass", "one_pass", "chunked"])
+def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(kernel):
     g = torch.Generator(device="cuda").manual_seed(3)
     gu = (torch.randn(3000, 2 * 18_944, device="cuda", generator=g) * 4).to(torch.bfloat16)
     gu[7] = 0  # a row of zeros: scale at its floor, codes 0
-    q, s = silu_mul_quant(gu, one_pass)  # the Triton kernel
-    rq, rs = silu_mul_quant(gu.cpu(), one_pass)  # torch on the CPU
+    q, s = silu_mul_quant(gu, kernel)  # the Triton kernel
+    if kernel == "chunked":  # the same operations as one_pass's, chunk by chunk: the same bits
+        oq, os_ = silu_mul_quant(gu, "one_pass")
+        assert torch.equal(q.view(torch.uint8), oq.view(torch.uint8)) and torch.equal(s, os_)
+    rq, rs = silu_mul_quant(gu.cpu(), kernel)  # torch on the CPU
     rq, rs = rq.cuda(), rs.cuda()
     assert q.dtype == torch.float8_e4m3fn and q.shape == (3000, 18_944) and s.shape == (3000, 1)
     assert ((s - rs).abs() / rs).max().item() < 2**-7  # at most a bf16 rounding of the row's largest |h|
     assert (q.float() != rq.float()).float().mean().item() < 0.02  # a code differs only at a rounding tie
     assert rel(q.float() * s, rq.float() * rs) < 1e-2
     assert torch.equal(q[7].float(), torch.zeros(18_944, device="cuda"))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.parametrize("k", [3584, 3000, 18_944])
+def test_the_quant_rows_kernel_is_quantize_rows_bit_for_bit_on_the_gpu(k):
+    g = torch.Generator(device="cuda").manual_seed(4)
+    x = (torch.randn(2049, k + 8, device="cuda", generator=g) * torch.logspace(-3, 3, 2049, device="cuda")[:, None])
+    x = x.to(torch.bfloat16)[:, :k]  # rows k + 8 apart
+    x[5] = 0  # the 1e-12 floor
+    q, s = quant_rows(x)  # the Triton kernel (IEEE-rounded divisions, as torch's)
+    rq, rs = quantize_rows(x)  # torch on the GPU
+    assert torch.equal(q.view(torch.uint8), rq.view(torch.uint8)) and torch.equal(s, rs)
 
 
 def _lens_cu(lens: list[int]) -> list[int]:

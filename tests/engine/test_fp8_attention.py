@@ -185,20 +185,10 @@ def test_the_kernel_through_the_fused_backends_prefill_matches_the_emulated_engi
 
 # ---------------------------------------------------------------- run under TRITON_INTERPRET=1
 def _exact_e4m3_conversion() -> None:
-    """Replace the interpreter's fp32 -> e4m3 conversion with torch's (the module docstring says why)."""
-    import numpy as np
-    import triton.language as tl
-    from triton.runtime import interpreter
+    """The interpreter's fp32 -> e4m3 conversion made exact (the module docstring says why)."""
+    import interpreted  # this file's folder is the child's first path entry
 
-    convert = interpreter._convert_float
-
-    def exact(data, src, dst, rounding):
-        if src == tl.float32 and dst == tl.float8e4nv:
-            x = torch.from_numpy(np.frombuffer(data.tobytes(), dtype=np.float32).copy())
-            return x.clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8).numpy().reshape(data.shape)
-        return convert(data, src, dst, rounding)
-
-    interpreter._convert_float = exact
+    interpreted.exact_e4m3_conversion()
 
 
 def _kernel_cases() -> dict:

@@ -15,6 +15,16 @@ in FP8 e4m3 through torch._scaled_mm with row-wise scales; decode keeps the bf16
   (merge.py); a call with fewer than `min_rows` rows (decode batches, small prefill steps) uses the
   bf16 weights. The LM head (last positions only) and attention are unchanged.
 - Off CUDA the same quantized math runs emulated in fp32 (tests check the numerics on CPU).
+
+Fp8Gemm.quant = "kernel" (off by default; bench/fp8_prefill.py's variants switch it) quantizes the
+input with one Triton kernel (op `ribbon::quant_rows`, fp8_quant_kernel.py; bit for bit
+quantize_rows' fp32 math) instead of inductor's code. It is meant for the GEMMs whose input no
+kernel makes in a form inductor fuses the quantization into, QUANT_KERNEL_SITES: o_proj (its input
+is the attention kernel's output) and q/k/v (the profile of the 7B stress mix shows the input
+RMSNorm and this quantization as two kernels, the quantization the slower at 683 us a layer). The
+op is opaque to inductor, so at gate/up (the residual add, RMSNorm and quantization are one kernel)
+it would split that kernel and write the normed rows in bf16 once more: the bench's
+`quant_kernel_all` variant measures that too. Off CUDA "kernel" is quantize_rows' torch math.
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
 FAST_ACCUM = True  # the worker's choice (docs/engine.md: both accumulations measured)
 MLP_KERNEL = "one_pass"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py)
+MLP_KERNELS = ("one_pass", "two_pass", "chunked")  # fp8_kernel.py's launches; Fp8Mlp.kernel "none": inductor's
+QUANT_KERNEL_SITES = ("merged_q_k_v", "q_proj", "k_proj", "v_proj", "o_proj")  # Fp8Gemm.site: the module docstring
 
 
 def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
@@ -55,7 +67,8 @@ class Fp8Gemm(nn.Module):
 
     The attributes below are plain values read inside the compiled layer (dynamo guards them, so a
     change recompiles): fast_accum, bias_in_gemm (the bias in cuBLASLt's epilogue, else an add that
-    inductor fuses into the next kernel) and quant (quantize_rows' math)."""
+    inductor fuses into the next kernel) and quant (quantize_rows' math, or "kernel": the quant_rows
+    op on CUDA). site: the name of the module it stands in for (quantize_layers sets it)."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, min_rows: int = MIN_ROWS,
                  fast_accum: bool = FAST_ACCUM):
@@ -68,13 +81,18 @@ class Fp8Gemm(nn.Module):
         self.fast_accum = fast_accum
         self.bias_in_gemm = True
         self.quant = "fp32"
+        self.site = ""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self._bf16
         x2 = x.reshape(-1, x.shape[-1])  # [M, K]
         if x2.shape[0] < self.min_rows:
             return nn.functional.linear(x, weight, bias)
-        y = self.scaled(*quantize_rows(x2, self.quant), x.dtype)  # [M, N]
+        if self.quant == "kernel" and x2.is_cuda:
+            a, a_scale = torch.ops.ribbon.quant_rows(x2)  # [M, K], [M, 1]
+        else:
+            a, a_scale = quantize_rows(x2, "fp32" if self.quant == "kernel" else self.quant)
+        y = self.scaled(a, a_scale, x.dtype)  # [M, N]
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
     def scaled(self, a: torch.Tensor, a_scale: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -104,10 +122,31 @@ class Fp8Linear(nn.Module):
         return self.gemm(x)
 
 
+@torch.library.custom_op("ribbon::quant_rows", mutates_args=())
+def quant_rows(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x: [M, K] -> quantize_rows(x, "fp32"): (fp8 [M, K], float32 [M, 1]).
+    CUDA: one Triton kernel (fp8_quant_kernel.py); elsewhere the torch math."""
+    if not x.is_cuda:
+        return quantize_rows(x)
+    from worker.engine import fp8_quant_kernel  # noqa: PLC0415 triton: optional, CUDA builds only
+
+    x = x if x.stride(-1) == 1 else x.contiguous()
+    q = torch.empty(x.shape, device=x.device, dtype=FP8)
+    scale = torch.empty((x.shape[0], 1), device=x.device, dtype=torch.float32)
+    if x.shape[0] and x.shape[1]:
+        fp8_quant_kernel.launch(x, q, scale)
+    return q, scale
+
+
+@quant_rows.register_fake
+def _(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.new_empty(x.shape, dtype=FP8), x.new_empty((x.shape[0], 1), dtype=torch.float32)
+
+
 @torch.library.custom_op("ribbon::silu_mul_quant", mutates_args=())
-def silu_mul_quant(gu: torch.Tensor, one_pass: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def silu_mul_quant(gu: torch.Tensor, kernel: str) -> tuple[torch.Tensor, torch.Tensor]:
     """gu: [M, 2I] (gate | up) -> quantize_rows(silu(gate) * up): (fp8 [M, I], float32 [M, 1]).
-    CUDA: one Triton kernel (fp8_kernel.py); elsewhere the same math in torch."""
+    CUDA: one Triton kernel, kernel one of MLP_KERNELS (fp8_kernel.py); elsewhere the same math in torch."""
     if not gu.is_cuda:
         gate, up = gu.chunk(2, dim=-1)
         return quantize_rows(nn.functional.silu(gate) * up)
@@ -117,12 +156,12 @@ def silu_mul_quant(gu: torch.Tensor, one_pass: bool) -> tuple[torch.Tensor, torc
     q = torch.empty((gu.shape[0], gu.shape[1] // 2), device=gu.device, dtype=FP8)
     scale = torch.empty((gu.shape[0], 1), device=gu.device, dtype=torch.float32)
     if gu.shape[0]:
-        fp8_kernel.launch(gu, q, scale, one_pass)
+        fp8_kernel.launch(gu, q, scale, kernel)
     return q, scale
 
 
 @silu_mul_quant.register_fake
-def _(gu: torch.Tensor, one_pass: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _(gu: torch.Tensor, kernel: str) -> tuple[torch.Tensor, torch.Tensor]:
     return gu.new_empty((gu.shape[0], gu.shape[1] // 2), dtype=FP8), gu.new_empty((gu.shape[0], 1), dtype=torch.float32)
 
 
@@ -130,7 +169,7 @@ class Fp8Mlp(nn.Module):
     """Stands in for a gated SiLU MLP whose gate/up GEMM is merged (merge.py) and FP8: for calls of
     >= min_rows rows, merged GEMM -> silu_mul_quant (one kernel: SiLU, multiply, row amax, cast) ->
     FP8 down GEMM; other calls (and kernel "none": inductor's fusion) run the model's own MLP (`.inner`).
-    kernel: "two_pass" | "one_pass" | "none" (fp8_kernel.py; bench/fp8_prefill.py measured them)."""
+    kernel: one of MLP_KERNELS or "none" (fp8_kernel.py; bench/fp8_prefill.py measures them)."""
 
     def __init__(self, mlp: nn.Module, group: Merged, down: Fp8Gemm, min_rows: int):
         super().__init__()
@@ -144,7 +183,7 @@ class Fp8Mlp(nn.Module):
         if self.kernel == "none" or x2.shape[0] < self.min_rows:
             return self.inner(x)
         group, down = self._parts
-        q, scale = torch.ops.ribbon.silu_mul_quant(group.gemm(x2), self.kernel == "one_pass")  # [M, I], [M, 1]
+        q, scale = torch.ops.ribbon.silu_mul_quant(group.gemm(x2), self.kernel)  # [M, I], [M, 1]
         y = down.scaled(q, scale, x.dtype)  # [M, H]
         return y.reshape(*x.shape[:-1], y.shape[-1])
 
@@ -176,9 +215,11 @@ def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_a
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, Fp8Linear(child, min_rows, fast_accum))
+                    getattr(parent, name).gemm.site = name
                     n += 1
                 elif isinstance(child, Merged) and child.gemm is None:
                     child.gemm = Fp8Gemm(child.weight, child.bias, min_rows, fast_accum)
+                    child.gemm.site = name
                     n += 1
         mlp = getattr(layer, "mlp", None)
         fused = _fused_mlp(mlp, min_rows) if mlp is not None else None
