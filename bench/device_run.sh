@@ -39,6 +39,10 @@
 #                     attention side by side (tok/s at 65,536 and 131,072 tokens a bin, accuracy, per-layer
 #                     attention error, the attention kernels alone at each launch shape); limit FP8_ATTN_S [400]:
 #                     fp8_attention_h200.json
+#   fp8-kernels       bench/fp8_prefill.py --variants kernels: the default FP8 variant beside the row-quantization
+#                     kernel at q/k/v and o_proj, at every GEMM, and with the chunked SiLU-multiply-quantize
+#                     launch (tok/s at 65,536 tokens a bin, accuracy, a kernel profile each; no bigger bins);
+#                     limit FP8_KERN_S [330]: fp8_kernels_h200.json
 #   digest-host       bench/digest.py --throughput-only on the host's CPU; limit DIGEST_S [60]: digest_h200host.json
 #   digest-e2e        e2e on DOCS [500] `mixed` documents, compaction on, then off (the preprocessing pool at
 #                     its auto size), and on with the pool off when PROCS0 is set; limit E2E_S [150] each:
@@ -62,7 +66,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 fp8-attention digest-host digest-e2e windows
+STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 fp8-attention fp8-kernels digest-host digest-e2e windows
 windows-capacity windows-kill engine-variants engine-kernels engine-7b engine-0.5b multigpu steady"
 DRY=""
 case "${1:-}" in
@@ -179,6 +183,9 @@ run_stage() {
     fp8-attention)
       step "${FP8_ATTN_S:-400}" fp8_attention_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
         --no-gemms --attn-shapes --name fp8_attention_h200.json ;;
+    fp8-kernels)
+      step "${FP8_KERN_S:-330}" fp8_kernels_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants kernels \
+        --no-gemms --big-chunk 0 --name fp8_kernels_h200.json ;;
     digest-host)
       step "${DIGEST_S:-60}" digest_h200host python3 -m bench.digest --throughput-only --drain-lines 0 \
         --out "$OUT/digest_h200host.json" ;;

@@ -22,6 +22,9 @@ One engine (merged GEMMs, compiled layers, Triton prefill attention, as in produ
   bin's q/k/v (bench/fp8_attention.py) and, with --attn-shapes, the attention kernels alone on layer 0's
   q/k/v of that bin (bf16 and FP8 at each launch shape of ATTN_SHAPES, the FP8 quantization alone);
   `--variants attention` runs only these two (the `fp8-attention` stage of bench/device_run.sh);
+- the quantization kernels (`--variants kernels`, the `fp8-kernels` stage): the default variant, then the
+  row-quantization op at q/k/v and o_proj (fp8_quant_kernel.py), at every GEMM, and with the chunked
+  SiLU-multiply-quantize launch (KERNELS; each profile gives the kernels' time per call);
 - a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
 Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
@@ -40,7 +43,7 @@ from torch import nn
 from bench.engine import MODELS, first_bin, ribbon_prefill_at, stage_docs, greedy_agreement, make_mix
 from bench.engine_profile import profile
 from bench.fp8_attention import kernels_alone, layer_errors, summary, time_ms
-from worker.engine.fp8 import FP8, FP8_MAX, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
+from worker.engine.fp8 import FP8, FP8_MAX, QUANT_KERNEL_SITES, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
 
@@ -57,16 +60,33 @@ VARIANTS = {
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass": _FAST | {"mlp_kernel": "one_pass"},
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+fp8_attention": _FAST | {"mlp_kernel": "one_pass",
                                                                                "fp8_attention": True},
+    # quant_kernel: Fp8Gemm.quant "kernel" (fp8_quant_kernel.py) at fp8.QUANT_KERNEL_SITES ("sites": q/k/v, o_proj)
+    # or at every Fp8Gemm ("all": gate/up too, splitting inductor's add+RMSNorm+quantization kernel)
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel": _FAST | {"mlp_kernel": "one_pass",
+                                                                              "quant_kernel": "sites"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all": _FAST | {"mlp_kernel": "one_pass",
+                                                                                  "quant_kernel": "all"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked": _FAST | {"mlp_kernel": "chunked"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel": _FAST | {"mlp_kernel": "chunked",
+                                                                             "quant_kernel": "sites"},
 }
 ATTENTION = "+fp8_attention"  # the suffix of a variant with FP8 attention
+# --variants kernels: the default and the quantization kernels, each choice one step from another variant of
+# the group (quant_kernel against the default, quant_kernel_all against quant_kernel, chunked against quant_kernel)
+KERNELS = ("fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel",
+           "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all",
+           "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel")
 
 
 def variant_names(spec: str, default: str) -> list[str]:
-    """--variants -> names of VARIANTS: all, default, attention (default without and with FP8 attention) or a list."""
+    """--variants -> names of VARIANTS: all, default, attention (default without and with FP8 attention),
+    kernels (the default, then KERNELS) or a list."""
     if spec == "all":
         return list(VARIANTS)
     if spec in ("default", "attention"):
         return [default] + ([default + ATTENTION] if spec == "attention" else [])
+    if spec == "kernels":
+        return [default] + [n for n in KERNELS if n != default]
     return spec.split(",")
 
 
@@ -74,8 +94,11 @@ def _apply(eng, gemms, mlps, variant: dict, kernel: str) -> None:
     """Set a variant on the engine's FP8 modules; kernel: the engine's prefill kernel without FP8 attention."""
     for g in gemms:
         for k, v in variant.items():
-            if k not in ("mlp_kernel", "fp8_attention"):
+            if k not in ("mlp_kernel", "fp8_attention", "quant_kernel"):
                 setattr(g, k, v)
+        at = variant.get("quant_kernel")
+        if at == "all" or (at == "sites" and g.site in QUANT_KERNEL_SITES):
+            g.quant = "kernel"
     for m in mlps:
         m.kernel = variant["mlp_kernel"]
     if variant.get("fp8_attention") and kernel != "triton":
@@ -152,7 +175,7 @@ def _kinds(prof: dict, tokens: int) -> dict:
             kind = "attention"
         elif "nvjet" in name or "gemm" in name.lower() or "xmma" in name or "cutlass" in name:
             kind = "gemm"
-        elif name.startswith("triton_") or "silu_mul_quant" in name:  # inductor's fusions, fp8_kernel.py
+        elif name.startswith("triton_") or "silu_mul_quant" in name or "quant_rows" in name:  # inductor's, ours
             kind = "elementwise"
         else:
             continue
@@ -171,7 +194,8 @@ def main(argv=None) -> int:
                                                                    "bin size (0: not)")
     ap.add_argument("--variants", default="all", help="comma-separated names of VARIANTS, 'default' (the code's "
                                                       "default variant only), 'attention' (the default variant "
-                                                      "without and with FP8 attention) or 'all'")
+                                                      "without and with FP8 attention), 'kernels' (the default, then "
+                                                      "KERNELS) or 'all'")
     ap.add_argument("--attn-shapes", action="store_true", help="the attention kernels alone at each launch shape")
     ap.add_argument("--name", default=None, help="the JSON's file name (default fp8_prefill_<gpu>.json)")
     ap.add_argument("--acc-docs", type=int, default=128)

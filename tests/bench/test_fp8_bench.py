@@ -1,5 +1,5 @@
-"""bench/fp8_prefill.py's FP8 attention variants on the CPU: which variants a run takes, and how a variant
-reaches the engine (its FP8 modules and its prefill kernel). The run itself is the H200's."""
+"""bench/fp8_prefill.py's FP8 attention and quantization-kernel variants on the CPU: which variants a run takes,
+and how a variant reaches the engine (its FP8 modules and its prefill kernel). The run itself is the H200's."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.fp8_prefill import ATTENTION, VARIANTS, _apply, variant_names
+from bench.fp8_prefill import ATTENTION, KERNELS, VARIANTS, _apply, variant_names
 
 
 def test_the_attention_spec_runs_the_default_variant_without_and_with_fp8_attention():
@@ -29,3 +29,25 @@ def test_a_variant_sets_the_gemms_the_mlps_and_the_prefill_kernel():
     assert eng.prefill_kernel == "triton"  # back to the bf16 attention kernel
     with pytest.raises(RuntimeError, match="Triton prefill kernel"):
         _apply(eng, [gemm], [mlp], VARIANTS[name + ATTENTION], "fa2")
+
+
+def test_the_kernels_spec_runs_the_default_then_each_quantization_kernel():
+    default = "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"
+    names = variant_names("kernels", default)
+    assert names[0] == default and names[1:] == list(KERNELS) and all(n in VARIANTS for n in names)
+    assert {VARIANTS[n]["mlp_kernel"] for n in names} == {"one_pass", "chunked"}
+    assert {VARIANTS[n].get("quant_kernel") for n in names} == {None, "sites", "all"}
+    assert set(KERNELS) <= set(variant_names("all", default))
+
+
+def test_a_quant_kernel_variant_sets_the_kernel_at_its_sites_and_the_next_variant_takes_it_back():
+    eng = SimpleNamespace(prefill_kernel="triton")
+    sites = ("merged_q_k_v", "o_proj", "merged_gate_up", "down_proj")
+    gemms, mlp = [SimpleNamespace(site=s) for s in sites], SimpleNamespace()
+    _apply(eng, gemms, [mlp], VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel"], "triton")
+    assert [g.quant for g in gemms] == ["kernel", "kernel", "fp32", "fp32"] and mlp.kernel == "chunked"
+    assert not any(hasattr(g, "quant_kernel") for g in gemms)  # not a GEMM attribute
+    _apply(eng, gemms, [mlp], VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all"], "triton")
+    assert {g.quant for g in gemms} == {"kernel"}
+    _apply(eng, gemms, [mlp], VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"], "triton")
+    assert {g.quant for g in gemms} == {"fp32"} and mlp.kernel == "one_pass"

@@ -84,7 +84,7 @@ def chunk_shape(i: int) -> tuple[int, int] | None:
 
 
 @triton.jit
-def _chunked_kernel(GU, Q, S, i, stride_gu, stride_q, CHUNK: tl.constexpr, CHUNKS: tl.constexpr):
+def _silu_mul_quant_chunked_kernel(GU, Q, S, i, stride_gu, stride_q, CHUNK: tl.constexpr, CHUNKS: tl.constexpr):
     """One row a program, as CHUNKS chunks of CHUNK columns, the last one masked: h in the activation dtype
     in registers (the values one_pass holds at half its bytes, no padding to a power of two past the last
     chunk; masks on the last chunk only: a mask per value would cost registers)."""
@@ -120,7 +120,7 @@ def launch(gu: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, kernel: str) 
     shape = chunk_shape(i)
     if kernel == "chunked" and shape is not None:
         warps = max(4, min(32, shape[0] // (32 * CHUNK_VALUES_PER_THREAD)))
-        _chunked_kernel[(m,)](gu, q, scale, i, gu.stride(0), q.stride(0), CHUNK=shape[0], CHUNKS=shape[1],
+        _silu_mul_quant_chunked_kernel[(m,)](gu, q, scale, i, gu.stride(0), q.stride(0), CHUNK=shape[0], CHUNKS=shape[1],
                               num_warps=warps)
         return
     if kernel == "one_pass" and triton.next_power_of_2(i) <= ONE_PASS_MAX:
