@@ -44,7 +44,6 @@ FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
 FAST_ACCUM = True  # the worker's choice (docs/engine.md: both accumulations measured)
 MLP_KERNEL = "one_pass"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py)
-MLP_KERNELS = ("one_pass", "two_pass", "chunked")  # fp8_kernel.py's launches; Fp8Mlp.kernel "none": inductor's
 QUANT_KERNEL_SITES = ("merged_q_k_v", "q_proj", "k_proj", "v_proj", "o_proj")  # Fp8Gemm.site: the module docstring
 
 
@@ -146,7 +145,8 @@ def _(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 @torch.library.custom_op("ribbon::silu_mul_quant", mutates_args=())
 def silu_mul_quant(gu: torch.Tensor, kernel: str) -> tuple[torch.Tensor, torch.Tensor]:
     """gu: [M, 2I] (gate | up) -> quantize_rows(silu(gate) * up): (fp8 [M, I], float32 [M, 1]).
-    CUDA: one Triton kernel, kernel one of MLP_KERNELS (fp8_kernel.py); elsewhere the same math in torch."""
+    CUDA: one Triton kernel, kernel "one_pass" | "two_pass" | "chunked" (fp8_kernel.py); elsewhere the same
+    math in torch."""
     if not gu.is_cuda:
         gate, up = gu.chunk(2, dim=-1)
         return quantize_rows(nn.functional.silu(gate) * up)
@@ -169,7 +169,7 @@ class Fp8Mlp(nn.Module):
     """Stands in for a gated SiLU MLP whose gate/up GEMM is merged (merge.py) and FP8: for calls of
     >= min_rows rows, merged GEMM -> silu_mul_quant (one kernel: SiLU, multiply, row amax, cast) ->
     FP8 down GEMM; other calls (and kernel "none": inductor's fusion) run the model's own MLP (`.inner`).
-    kernel: one of MLP_KERNELS or "none" (fp8_kernel.py; bench/fp8_prefill.py measures them)."""
+    kernel: "one_pass" | "two_pass" | "chunked" | "none" (fp8_kernel.py; bench/fp8_prefill.py measures them)."""
 
     def __init__(self, mlp: nn.Module, group: Merged, down: Fp8Gemm, min_rows: int):
         super().__init__()
