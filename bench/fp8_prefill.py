@@ -24,7 +24,8 @@ One engine (merged GEMMs, compiled layers, Triton prefill attention, as in produ
   `--variants attention` runs only these two (the `fp8-attention` stage of bench/device_run.sh);
 - the quantization kernels (`--variants kernels`, the `fp8-kernels` stage): the default variant, then the
   row-quantization op at q/k/v and o_proj (fp8_quant_kernel.py), at every GEMM, and with the chunked
-  SiLU-multiply-quantize launch (KERNELS; each profile gives the kernels' time per call);
+  SiLU-multiply-quantize launch (KERNELS; `all` leaves them out; each profile gives the kernels' time
+  per call);
 - a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
 Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
@@ -76,13 +77,15 @@ ATTENTION = "+fp8_attention"  # the suffix of a variant with FP8 attention
 KERNELS = ("fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel",
            "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all",
            "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel")
+# --variants all leaves the quantization kernels' variants to `kernels` (the fp8 stage stays within its call)
+NOT_IN_ALL = tuple(n for n, v in VARIANTS.items() if "quant_kernel" in v or v["mlp_kernel"] == "chunked")
 
 
 def variant_names(spec: str, default: str) -> list[str]:
-    """--variants -> names of VARIANTS: all, default, attention (default without and with FP8 attention),
-    kernels (the default, then KERNELS) or a list."""
+    """--variants -> names of VARIANTS: all (but NOT_IN_ALL), default, attention (default without and with FP8
+    attention), kernels (the default, then KERNELS) or a list."""
     if spec == "all":
-        return list(VARIANTS)
+        return [n for n in VARIANTS if n not in NOT_IN_ALL]
     if spec in ("default", "attention"):
         return [default] + ([default + ATTENTION] if spec == "attention" else [])
     if spec == "kernels":
@@ -195,7 +198,7 @@ def main(argv=None) -> int:
     ap.add_argument("--variants", default="all", help="comma-separated names of VARIANTS, 'default' (the code's "
                                                       "default variant only), 'attention' (the default variant "
                                                       "without and with FP8 attention), 'kernels' (the default, then "
-                                                      "KERNELS) or 'all'")
+                                                      "KERNELS) or 'all' (but the quantization kernels')")
     ap.add_argument("--attn-shapes", action="store_true", help="the attention kernels alone at each launch shape")
     ap.add_argument("--name", default=None, help="the JSON's file name (default fp8_prefill_<gpu>.json)")
     ap.add_argument("--acc-docs", type=int, default=128)
