@@ -25,7 +25,7 @@ One engine (merged GEMMs, compiled layers, Triton prefill attention, as in produ
 - the quantization kernels (`--variants kernels`, the `fp8-kernels` stage): the default variant, then the
   row-quantization op at q/k/v and o_proj (fp8_quant_kernel.py), at every GEMM, and with the chunked
   SiLU-multiply-quantize launch (KERNELS; `all` leaves them out; each profile gives the kernels' time
-  per call);
+  per call), and before them the kernels alone at the bin's shapes (bench/fp8_quant.py);
 - a kernel profile of one bin in bf16 and in each FP8 variant (CUDA time per token by kind).
 Writes fp8_prefill_<gpu>.json (after every step, so a run cut short keeps what it measured).
 """
@@ -44,6 +44,7 @@ from torch import nn
 from bench.engine import MODELS, first_bin, ribbon_prefill_at, stage_docs, greedy_agreement, make_mix
 from bench.engine_profile import profile
 from bench.fp8_attention import kernels_alone, layer_errors, summary, time_ms
+from bench.fp8_quant import quant_kernels_alone
 from worker.engine.fp8 import FP8, FP8_MAX, QUANT_KERNEL_SITES, fp8_gemms, fp8_mlps, quantize_layers, quantize_rows
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import Merged
@@ -288,6 +289,10 @@ def main(argv=None) -> int:
     default["mlp_kernel"] = mlps[0].kernel if mlps else "none"
     res["default_variant"] = next((n for n, v in VARIANTS.items() if v == default), json.dumps(default))
     names = variant_names(a.variants, res["default_variant"])
+    if set(names) & set(KERNELS):  # the quantization kernels alone first: a call cut short keeps them
+        cfg = model.config
+        guarded("quantization kernels", lambda: res.update(quant_kernels=quant_kernels_alone(
+            a.chunk, cfg.hidden_size, cfg.intermediate_size)))
     base_logits, kernel = None, eng.prefill_kernel
     for name in names:
         try:

@@ -52,3 +52,15 @@ def test_a_quant_kernel_variant_sets_the_kernel_at_its_sites_and_the_next_varian
     assert {g.quant for g in gemms} == {"kernel"}
     _apply(eng, gemms, [mlp], VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"], "triton")
     assert {g.quant for g in gemms} == {"fp32"} and mlp.kernel == "one_pass"
+
+
+def test_the_kernels_alone_report_each_kernels_time_bytes_and_bits(monkeypatch):
+    from bench import fp8_quant
+
+    monkeypatch.setattr(fp8_quant, "time_ms", lambda fn: fn() and 0.5)  # CUDA events: the H200's
+    monkeypatch.setattr(fp8_quant.torch, "compile", lambda fn, **kw: fn)  # inductor: the H200's
+    got = fp8_quant.quant_kernels_alone(6, 40, 24, device="cpu")  # off CUDA the ops are the torch math
+    for name in ("quant_rows_torch_eager", "quant_rows_inductor", "quant_rows_kernel", "silu_mul_quant_one_pass",
+                 "silu_mul_quant_two_pass", "silu_mul_quant_chunked"):
+        assert got[name]["us"] == 500 and got[name]["codes_differ"] == 0 and got[name]["scales_equal"], name
+    assert got["quant_rows_kernel"]["gb_per_s"] == (6 * 40 * 3 + 6 * 4) / 0.5e-3 / 1e9
