@@ -1,4 +1,4 @@
-"""y = x @ W^T + b for decode's skinny GEMMs (M <= MAX_ROWS rows) in Triton, streaming W once.
+"""y = x @ W^T + b for decode's skinny GEMMs (a few to 256 rows: decode_gemm.MAX_ROWS) in Triton, streaming W once.
 
 Why: a decode step's GEMM has a few dozen rows, so its time is the time to read the weight matrix.
 In the 7B stress mix's decode profile (bench/results/engine-7b_h200.json) cuBLAS read the merged
@@ -36,7 +36,6 @@ import torch
 import triton
 import triton.language as tl
 
-MAX_ROWS = 256  # the kernel's rows at most (decode buckets); more rows: BLAS
 BLOCK_N = 128
 BLOCK_K = 64
 MAX_BLOCK_M = 128
