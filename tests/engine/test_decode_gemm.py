@@ -21,7 +21,13 @@ from torch import nn
 
 from worker.engine import decode_gemm
 from worker.engine.decode import StepConfig, StepRunner
-from worker.engine.decode_gemm import DecodeGemm, install_decode_gemms, kernel_gemms, want_decode_gemm
+from worker.engine.decode_gemm import (
+    DecodeGemm,
+    install_decode_gemms,
+    kernel_gemms,
+    remove_decode_gemms,
+    want_decode_gemm,
+)
 from worker.engine.errors import EngineSettingError
 from worker.engine.tiny import make_tiny_checkpoint
 
@@ -122,6 +128,9 @@ def test_install_wraps_every_layer_gemm_once_and_changes_nothing_off(tmp_path, m
     wrapped = [m for m in eng.base.modules() if isinstance(m, DecodeGemm)]
     assert len(wrapped) == n and all(m.inner is not None for m in wrapped)  # fp8's GEMM kept behind each
     assert {m.max_rows for m in wrapped} == {63}  # below fp8_min_rows: FP8 calls stay FP8 with the kernel on
+    remove_decode_gemms(eng.base)
+    assert not any(isinstance(m, DecodeGemm) for m in eng.base.modules()) and torch.equal(logits(), before)
+    assert install_decode_gemms(eng.base) == n  # and back again
 
 
 def test_the_runner_switches_the_kernel_around_the_step_only(monkeypatch):

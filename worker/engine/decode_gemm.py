@@ -130,3 +130,16 @@ def install_decode_gemms(base) -> int:
                     n += 1
     log.info("decode GEMMs through the Triton kernel", extra={"gemms": n, "max_rows": MAX_ROWS})
     return n
+
+
+def remove_decode_gemms(base) -> None:
+    """Put back what each DecodeGemm stands in front of (benchmarks run both ways on one engine)."""
+    for layer in getattr(base, "layers", []):
+        for parent in list(layer.modules()):
+            if isinstance(parent, Merged):
+                if isinstance(parent.gemm, DecodeGemm):
+                    parent.gemm = parent.gemm.inner
+                continue
+            for name, child in list(parent.named_children()):
+                if isinstance(child, DecodeGemm):
+                    setattr(parent, name, child.inner)
