@@ -17,18 +17,21 @@ DECODE_LAUNCH = {  # system name -> launch_choices' arguments
     # the decode kernel storing K/V, the step under cuBLASLt, a head-major KV pool, then token-major
     "ribbon_decode_launch": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "head"},
     "ribbon_decode_launch_token": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "token"},
-    # the step's layer GEMMs through the Triton kernel (decode_gemm.py), with the kernel storing K/V and without
+    # the step's layer GEMMs through the Triton kernel (decode_gemm.py), with the kernel storing K/V and without;
     "ribbon_decode_gemm": {"kv_write": "fused", "gemm": "triton"},
     "ribbon_decode_gemm_separate": {"kv_write": "separate", "gemm": "triton"},
+    # the same but gate/up on BLAS (cuBLAS read its weights at 3.82 TB/s in the committed decode profile)
+    "ribbon_decode_gemm_no_gate_up": {"kv_write": "fused", "gemm": "triton", "gemm_skip": ("merged_gate_up",)},
 }
 
 
 @contextlib.contextmanager
 def launch_choices(eng, blas: str | None = None, kv_write: str | None = None, decode_blas: str | None = None,
-                   layout: str | None = None, gemm: str | None = None):
+                   layout: str | None = None, gemm: str | None = None, gemm_skip: tuple[str, ...] = ()):
     """eng as asked for one job, as it was after. blas: every GEMM of the job through this library;
     kv_write: EngineOptions.decode_kv_write's values; decode_blas: the step's BLAS library; layout: the KV
-    pool's storage order (kvcache.KVPool.layout); gemm "triton": the step's layer GEMMs through the kernel."""
+    pool's storage order (kvcache.KVPool.layout); gemm "triton": the step's layer GEMMs through the kernel,
+    but those named in gemm_skip (decode_gemm.install_decode_gemms)."""
     saved_blas = torch.backends.cuda.preferred_blas_library()
     saved = (eng.write_new, eng.decode_blas, eng.decode_gemm)
     saved_layout = eng.pool.layout
@@ -43,7 +46,7 @@ def launch_choices(eng, blas: str | None = None, kv_write: str | None = None, de
         eng.write_new = want_kv_write(kv_write, eng.backend)
     eng.decode_blas = decode_blas or eng.decode_blas
     if installed:
-        install_decode_gemms(eng.base)
+        install_decode_gemms(eng.base, gemm_skip)
         eng.decode_gemm = "triton"
     if layout and layout != saved_layout:
         eng.free()  # the pool is allocated again by the job's warm-up, in this layout

@@ -130,6 +130,9 @@ def test_install_wraps_every_layer_gemm_once_and_changes_nothing_off(tmp_path, m
     assert {m.max_rows for m in wrapped} == {63}  # below fp8_min_rows: FP8 calls stay FP8 with the kernel on
     remove_decode_gemms(eng.base)
     assert not any(isinstance(m, DecodeGemm) for m in eng.base.modules()) and torch.equal(logits(), before)
+    skip = ("gate_proj", "up_proj") if merge == "off" else ("merged_gate_up",)
+    assert install_decode_gemms(eng.base, skip) == n - len(skip) * len(eng.base.layers)  # gate/up left to BLAS
+    remove_decode_gemms(eng.base)
     assert install_decode_gemms(eng.base) == n  # and back again
 
 

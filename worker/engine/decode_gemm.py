@@ -108,27 +108,28 @@ def _max_rows(gemm: nn.Module | None) -> int:
     return min(MAX_ROWS, getattr(gemm, "min_rows", MAX_ROWS + 1) - 1)
 
 
-def install_decode_gemms(base) -> int:
+def install_decode_gemms(base, skip: tuple[str, ...] = ()) -> int:
     """A DecodeGemm in front of every GEMM of base's decoder layers (in place; after merge_projections and
-    quantize_layers, before compile_layers). Idempotent. Returns how many were added."""
+    quantize_layers, before compile_layers), except those named in `skip` (module names: "o_proj",
+    "merged_gate_up", ...). Idempotent. Returns how many were added."""
     n = 0
     for layer in getattr(base, "layers", []):
         for parent in list(layer.modules()):
             if isinstance(parent, (DecodeGemm, Fp8Linear)):  # their own linears are not the layer's calls
                 continue
-            if isinstance(parent, Merged):
-                if not isinstance(parent.gemm, DecodeGemm):
-                    parent.gemm = DecodeGemm(parent.weight, parent.bias, parent.gemm, _max_rows(parent.gemm))
-                    n += 1
-                continue
             for name, child in list(parent.named_children()):
-                if isinstance(child, Fp8Linear):
+                if name in skip:
+                    continue
+                if isinstance(child, Merged) and not isinstance(child.gemm, DecodeGemm):
+                    child.gemm = DecodeGemm(child.weight, child.bias, child.gemm, _max_rows(child.gemm))
+                    n += 1
+                elif isinstance(child, Fp8Linear):
                     setattr(parent, name, DecodeGemm(child.linear.weight, child.linear.bias, child, _max_rows(child.gemm)))
                     n += 1
                 elif type(child) is nn.Linear:
                     setattr(parent, name, DecodeGemm(child.weight, child.bias, child))
                     n += 1
-    log.info("decode GEMMs through the Triton kernel", extra={"gemms": n, "max_rows": MAX_ROWS})
+    log.info("decode GEMMs through the Triton kernel", extra={"gemms": n, "max_rows": MAX_ROWS, "skipped": list(skip)})
     return n
 
 

@@ -21,9 +21,10 @@ graph's pool (static on replay) and nothing syncs with the host.
 
 Launch configs come from `launch_config` (a heuristic over the shape and the SM count, no run-time
 autotuning: a graph capture must not time kernels): BLOCK_M the rows rounded up to a power of two (16 to
-128), BLOCK_N 128, BLOCK_K 64, and the split whose grid fills the SMs best with at least
-MIN_BLOCKS_PER_SPLIT K-blocks a program (a shorter loop would not fill the pipeline), weighed against
-the bytes its fp32 partials add (launch_config).
+128), BLOCK_N 128, BLOCK_K 64, and the split of least estimated time with at least MIN_BLOCKS_PER_SPLIT
+K-blocks a program (a shorter loop would not fill the pipeline). The estimate (_estimate_us): more programs
+fill the SMs' last wave (an SM alone streams only about SM_SHARE_CAP times its share of the bandwidth: its
+bytes in flight bound it), while each split adds its fp32 partials' bytes and the reduce kernel.
 bench/decode_gemm.py times it against cuBLAS and cuBLASLt and sweeps the split.
 """
 
@@ -42,6 +43,10 @@ MAX_BLOCK_M = 128
 MIN_BLOCKS_PER_SPLIT = 8
 MAX_SPLITS = 16
 REDUCE_BLOCK = 1_024
+# launch_config's time model (not measured yet: bench/decode_gemm.py sweeps the split on a device)
+BANDWIDTH = 4.0e12  # bytes/s the weights stream at, all SMs busy (the H200 copies at 4.24e12)
+SM_SHARE_CAP = 1.5  # an SM's bandwidth alone over its share of BANDWIDTH (bytes in flight per SM bound it)
+REDUCE_US = 2.0  # the reduce kernel's own time in a CUDA graph, besides its bytes
 
 
 @dataclass(frozen=True)
@@ -115,32 +120,34 @@ def _sms(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
 
 
-def _fill(programs: int, sms: int) -> float:
-    """Share of the SMs' program slots busy over the grid's waves (one program an SM at a time)."""
-    waves = -(-programs // sms)
-    return programs / (waves * sms)
+def _estimate_us(m: int, n: int, k: int, elem: int, tiles: int, per: int, splits: int, sms: int) -> float:
+    """A launch's time in the model the split is chosen by (module docstring): W's tiles streamed at
+    BANDWIDTH shared by the busy SMs, one program an SM at a time, an SM alone reaching SM_SHARE_CAP times its
+    share (the last, partial wave); the fp32 partials' bytes once at BANDWIDTH and REDUCE_US for the reduce."""
+    programs = tiles * splits
+    fair_us = BLOCK_N * per * BLOCK_K * elem / (BANDWIDTH / sms) * 1e6  # a program's tile at an SM's share
+    full, rest = divmod(programs, sms)
+    us = fair_us * (full + (max(1 / SM_SHARE_CAP, rest / sms) if rest else 0))
+    if splits > 1:
+        us += splits * m * n * 4 / BANDWIDTH * 1e6 + REDUCE_US
+    return us
 
 
 def launch_config(m: int, n: int, k: int, sms: int, splits: int | None = None, elem: int = 2) -> LaunchConfig:
     """The launch of an [m, k] x [n, k]^T GEMM (elem bytes a weight) on a device of `sms` SMs; `splits`
-    forces the K split (bench/decode_gemm.py sweeps it), else the split with the best score
-    fill x w / (w + p): fill the busy share of the SMs' program slots, w the weight's bytes, p the fp32
-    partials' bytes (S x m x n x 4, written and read once each, mostly in L2: counted once)."""
+    forces the K split (bench/decode_gemm.py sweeps it), else the split of least _estimate_us, with at least
+    MIN_BLOCKS_PER_SPLIT K-blocks a program."""
     block_m = max(16, min(MAX_BLOCK_M, triton.next_power_of_2(max(m, 1))))
     tiles = triton.cdiv(m, block_m) * triton.cdiv(n, BLOCK_N)
     k_blocks = max(1, triton.cdiv(k, BLOCK_K))
     if splits is None:
-        best = (-1.0, 1)
-        w = n * k * elem
+        best = (float("inf"), 1)
         for s in range(1, MAX_SPLITS + 1):
             per = triton.cdiv(k_blocks, s)
             if s > 1 and per < MIN_BLOCKS_PER_SPLIT:
                 break
             real = triton.cdiv(k_blocks, per)  # splits that hold a K-block
-            p = real * m * n * 4 if real > 1 else 0
-            score = _fill(tiles * real, max(1, sms)) * w / (w + p)
-            if score > best[0]:
-                best = (score, real)
+            best = min(best, (_estimate_us(m, n, k, elem, tiles, per, real, max(1, sms)), real))
         splits = best[1]
     per = triton.cdiv(k_blocks, max(1, min(splits, k_blocks)))
     warps = 8 if block_m >= 128 else 4
