@@ -13,15 +13,16 @@ import torch
 from worker.engine.decode import want_kv_write
 from worker.engine.decode_gemm import install_decode_gemms, remove_decode_gemms
 
-DECODE_LAUNCH = {  # system name -> launch_choices' arguments
-    # the decode kernel storing K/V, the step under cuBLASLt, a head-major KV pool, then token-major
-    "ribbon_decode_launch": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "head"},
-    "ribbon_decode_launch_token": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "token"},
-    # the step's layer GEMMs through the Triton kernel (decode_gemm.py), with the kernel storing K/V and without;
+DECODE_LAUNCH = {  # system name -> launch_choices' arguments, in the order they run (a stage cut short keeps the first)
+    # the step's layer GEMMs through the Triton kernel (decode_gemm.py) with the kernel storing K/V, then the
+    # same with gate/up on BLAS (cuBLAS read its weights at 3.82 TB/s in the committed decode profile)
     "ribbon_decode_gemm": {"kv_write": "fused", "gemm": "triton"},
-    "ribbon_decode_gemm_separate": {"kv_write": "separate", "gemm": "triton"},
-    # the same but gate/up on BLAS (cuBLAS read its weights at 3.82 TB/s in the committed decode profile)
     "ribbon_decode_gemm_no_gate_up": {"kv_write": "fused", "gemm": "triton", "gemm_skip": ("merged_gate_up",)},
+    # the decode kernel storing K/V, the step under cuBLASLt, a token-major then a head-major KV pool
+    "ribbon_decode_launch_token": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "token"},
+    "ribbon_decode_launch": {"kv_write": "fused", "decode_blas": "cublaslt", "layout": "head"},
+    # the Triton GEMMs with index_copy_ storing K/V
+    "ribbon_decode_gemm_separate": {"kv_write": "separate", "gemm": "triton"},
 }
 
 

@@ -31,7 +31,7 @@ from worker.engine.merge import Merged
 log = logging.getLogger(__name__)
 
 DECODE_GEMMS = ("auto", "blas", "triton")
-MAX_ROWS = 256  # decode_gemm_kernel.MAX_ROWS (that module imports triton: not imported here)
+MAX_ROWS = 256  # the most rows a call sends to the kernel (decode buckets; larger calls keep BLAS)
 _ON = False  # kernel_gemms: read by DecodeGemm.forward (a dynamo guard inside compiled layers)
 
 
