@@ -10,7 +10,8 @@ calls captured in one CUDA graph, replayed `--replays` times (CUDA events, the m
 calls). The calls cycle over enough copies of the weights (>= FLUSH_BYTES together) that each reads its
 weight from memory, not L2, as a decode layer does. Reported per system: us a call, TB/s of weight bytes,
 and the max abs and relative (over max |y|) error against the fp32 product of the same bf16 operands.
-At M = --sweep-m the kernel also runs at every K split of SPLITS (the launch table's input for a device).
+At M = --sweep-m the kernel also runs at every K split of SPLITS, and at BN64_SPLITS with 64-column W tiles
+(the launch table's input for a device).
 Writes decode_gemm_<gpu>.json (after every shape, so a run cut short keeps what it measured).
 """
 
@@ -30,6 +31,7 @@ from worker.engine.decode import blas_library
 SHAPES = {"qkv": (4_608, 3_584, True), "o_proj": (3_584, 3_584, False), "gate_up": (37_888, 3_584, False),
           "down_proj": (3_584, 18_944, False)}  # name -> N, K, bias (Qwen2.5-7B, merged projections)
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
+BN64_SPLITS = (1, 2, 4)  # the splits also swept with 64-column W tiles
 FLUSH_BYTES = 256 * 2**20  # the weights' copies together: several times the H100/H200's 50 MB L2
 
 
@@ -84,6 +86,10 @@ def measure_shape(name: str, ms: list[int], args) -> dict:
                 c = kernel.launch_config(m, n, k, sms, splits=s)
                 if c.splits == s and c.splits != cfg.splits:  # a split the K-blocks allow, not the default's
                     runs[f"triton_splits{s}"] = (lambda i, c=c: kernel.linear(x, ws[i % copies], bs[i % copies], c), None)
+                if c.splits == s and s in BN64_SPLITS:  # narrower W tiles: twice the programs at a split
+                    c = dataclasses.replace(c, block_n=64)
+                    runs[f"triton_bn64_splits{s}"] = (lambda i, c=c: kernel.linear(x, ws[i % copies], bs[i % copies], c),
+                                                      None)
         row = {"triton_config": dataclasses.asdict(cfg)}
         for system, (call, blas) in runs.items():
             us = _graph_us(call, args.calls, args.replays, blas)
