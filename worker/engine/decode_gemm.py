@@ -9,7 +9,8 @@ How it is wired: `install_decode_gemms` gives each decoder layer's GEMM a `Decod
 op only while `kernel_gemms(True)` is active and the call has at most MAX_ROWS rows; otherwise it calls what
 it holds, unchanged. The decode step turns it on around its capture and its eager runs
 (decode.StepRunner), so prefill, the LM head and every other GEMM keep BLAS. Inside compiled layers
-(fuse.py) the switch is a global that dynamo guards: decode and prefill get a graph each.
+(fuse.py) the switch is a global that dynamo guards: decode and prefill get a graph each. It is the
+CUDA thread's alone (one thread owns CUDA and the engine: worker/engine/__init__.py).
 
 The op runs the kernel on CUDA, and on the CPU only under Triton's interpreter (TRITON_INTERPRET=1:
 tests); elsewhere it is torch's F.linear, so the CPU keeps working with torch math.
