@@ -114,6 +114,32 @@ def test_runner_keeps_one_state_per_launch_choice(tmp_path):
     assert runner.state(4, StepConfig(4, 0.0, 1.0, eos, 1, write_new=True))[0] is b[0]
 
 
+def test_a_captured_graph_keeps_the_tensors_it_reads(monkeypatch):
+    """A CUDA graph reads its config's tensors (cfg.eos) by address at every replay, and a later config with
+    equal values finds the same graph: the runner must keep the captured config's tensors alive, or a replay
+    reads freed memory (on the H200 a warmed-up engine decoded past EOS: test_gpu_engine's warm-up test)."""
+    import gc
+    import weakref
+
+    from worker.engine.kvcache import KVPool
+
+    pool = KVPool(2, 2, 16, torch.float32, torch.device("cpu"), max_new=4)
+    pool.ensure(64, 4)
+    runner = StepRunner(None, None, pool, use_graphs=True, marker=torch.ones(1))
+    monkeypatch.setattr(runner, "_capture", lambda st, cfg: object())  # a graph stand-in (no CUDA here)
+    eos = torch.tensor([2])
+    seen = weakref.ref(eos)
+    st, graph = runner.state(4, StepConfig(4, 0.0, 1.0, eos, 1))
+    del eos
+    gc.collect()
+    assert seen() is not None  # the captured config's eos lives as long as its graph
+    again = runner.state(4, StepConfig(4, 0.0, 1.0, torch.tensor([2]), 1))  # equal values: the same graph
+    assert again == (st, graph)
+    runner.clear()
+    gc.collect()
+    assert seen() is None  # and goes with it
+
+
 # ---------------------------------------------------------------- run under TRITON_INTERPRET=1
 def _kernel_cases() -> dict:
     from worker.engine.decode_kernel import decode_attention

@@ -109,6 +109,15 @@ def test_eos_stops_documents_at_different_steps(ckpt):
         assert eos not in o.token_ids
 
 
+def test_every_decode_config_shares_the_engines_eos_tensor(ckpt):
+    """Decode graphs captured at warm-up are replayed for every later bin and read EOS ids by address: every
+    loop config (and the guards' hook) must hand them the engine's one EOS tensor, not a fresh copy."""
+    eng = _engine(ckpt[0], max_new_tokens=8)
+    first, second = eng._loop_config(), eng._loop_config()
+    assert first.eos is second.eos is eng.eos
+    assert eng.eos.tolist() == sorted(eng.eos_ids)
+
+
 def test_stop_strings_cut_the_text(ckpt):
     path, hf = ckpt
     docs = _docs(3, 10, 30, hf.config.vocab_size, seed=2)

@@ -199,7 +199,10 @@ class StepRunner:
     def __init__(self, base, lm_head, pool: KVPool, use_graphs: bool, marker: torch.Tensor):
         self.base, self.lm_head, self.pool, self.marker = base, lm_head, pool, marker
         self.use_graphs = use_graphs
-        self._states: dict[tuple, tuple[DecodeState, object]] = {}
+        # key -> (state, graph, the StepConfig it was captured with): a graph reads the tensors of that config
+        # (cfg.eos) by address at every replay, so the entry keeps them alive; a later config with an equal key
+        # has equal values, and replays the graph (reading the captured tensors, never the new ones)
+        self._states: dict[tuple, tuple[DecodeState, object, StepConfig]] = {}
         self._gen = -1
         self.captures = 0
         self.capture_s = 0.0  # time spent capturing graphs (warm-up steps included)
@@ -226,8 +229,9 @@ class StepRunner:
                     log.warning("CUDA graph capture failed (%s); decoding eagerly", str(exc)[:300])
                     self.use_graphs = False
                     st.park(self.pool)
-            self._states[key] = (st, graph)
-        return self._states[key]
+            self._states[key] = (st, graph, cfg)
+        st, graph, _ = self._states[key]
+        return st, graph
 
     def _capture(self, st: DecodeState, cfg: StepConfig):
         t0 = time.perf_counter()

@@ -102,6 +102,7 @@ class Engine:
         self.kv_heads = cfg.num_key_value_heads
         self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         self.eos_ids: tuple[int, ...] = _eos_ids(model, tokenizer)
+        self._eos: tuple[tuple[int, ...], torch.Tensor] | None = None  # `eos`: (the ids it holds, the tensor)
         self.prefill_kernel = want_prefill_kernel(options.prefill_kernel, self.device, backend, self.head_dim,
                                                   self.dtype)
         self.pool = KVPool(cfg.num_hidden_layers, self.kv_heads, self.head_dim, self.dtype, self.device, options.max_new_tokens)
@@ -239,30 +240,37 @@ class Engine:
             right = self._generate_split(tokens[cu_host[half] : cu_host[-1]], cu_right, seeds[half:])
             return left + right
 
+    @property
+    def eos(self) -> torch.Tensor:
+        """eos_ids as an int64 tensor [E] on the device: one tensor while eos_ids stays the same, since decode
+        graphs captured at warm-up read it by address at every later replay (decode.StepRunner keeps the
+        tensor a graph was captured with alive; a new tensor is made only when eos_ids changes)."""
+        if self._eos is None or self._eos[0] != self.eos_ids:
+            self._eos = (self.eos_ids, torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device))
+        return self._eos[1]
+
     def _loop_config(self, step_limit: int | None = None) -> LoopConfig:
         o = self.options
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
-        eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)
-        return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
+        return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, self.eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
                           step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook(), self.write_new,
                           self.decode_blas, self.decode_gemm)
 
     def _guard_hook(self):
-        """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value,
+        """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value and EOS ids,
         so a captured graph keyed by the hook stays valid."""
         g = self.options.guards
         if not g.active:
             return None
         cached = getattr(self, "_hook", None)
-        if cached is None or cached[0] != g:
-            pool = self.pool
-            eos = torch.tensor(sorted(self.eos_ids), dtype=torch.int64, device=self.device)  # [E]
+        if cached is None or cached[0] != (g, self.eos_ids):
+            pool, eos = self.pool, self.eos
 
             def hook(logits: torch.Tensor, doc: torch.Tensor, ngen: torch.Tensor) -> torch.Tensor:
                 history = pool.out_tokens.index_select(0, doc)  # [B, max_new]: each row's generated ids
                 return apply_guards(logits, g, history, ngen, eos)  # [B, V]
 
-            self._hook = (g, hook)
+            self._hook = ((g, self.eos_ids), hook)
         return self._hook[1]
 
     def limits(self, seeds: list[int]) -> list[int] | None:

@@ -57,7 +57,9 @@ def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, to
     if math == "native":
         inv = (FP8_MAX / amax).to(x.dtype)  # [M, 1]
         return (x * inv).clamp(-FP8_MAX, FP8_MAX).to(FP8), 1.0 / inv.float()
-    scale = amax / FP8_MAX  # [M, 1]
+    # times the reciprocal, not a division: torch on CUDA divides by a scalar that way, and written out it is
+    # the same bits on every device and in the Triton kernel (fp8_quant_kernel.py)
+    scale = amax * (1.0 / FP8_MAX)  # [M, 1]
     return (x.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(FP8), scale
 
 

@@ -9,8 +9,8 @@ rows as one [ROWS, BLOCK] tile in registers (BLOCK: K rounded up to a power of t
 once, reduces each row's amax and writes the codes and the scales.
 
 The numerics are quantize_rows(x, "fp32")'s bit for bit: amax of |x| (exact in x's dtype), in fp32
-clamped at 1e-12, scale = amax / 448, code = e4m3(clamp(x / scale, -448, 448)) rounded to nearest
-even. Both divisions are IEEE-rounded (tl.div_rn: Triton's `/` on fp32 is the approximate
+clamped at 1e-12, scale = amax * (1 / 448) (a product, which is how torch on CUDA divides by a scalar), code = e4m3(clamp(x / scale, -448, 448)) rounded to nearest
+even. The division is IEEE-rounded (tl.div_rn: Triton's `/` on fp32 is the approximate
 div.full.f32, which would let a code land on the other side of a rounding boundary).
 """
 
@@ -35,7 +35,7 @@ def _quant_rows_kernel(X, Q, S, m, k, stride_x, stride_q, ROWS: tl.constexpr, BL
     r64 = rows.to(tl.int64)
     x = tl.load(X + r64[:, None] * stride_x + cols[None, :], mask=mask, other=0.0)  # [ROWS, BLOCK]
     amax = tl.max(tl.abs(x), axis=1).to(tl.float32)  # [ROWS]: a value of x, exact
-    scale = tl.div_rn(tl.maximum(amax, 1e-12), 448.0)  # [ROWS]
+    scale = tl.maximum(amax, 1e-12) * (1.0 / 448.0)  # [ROWS]
     q = tl.div_rn(x.to(tl.float32), scale[:, None])
     q = tl.minimum(tl.maximum(q, -448.0), 448.0)
     tl.store(Q + r64[:, None] * stride_q + cols[None, :], q.to(tl.float8e4nv), mask=mask)
