@@ -53,14 +53,10 @@
 #                     max_new_tokens 64, TOKEN_BUDGET [524288]; limit CAPACITY_S [100]: windows-capacity_h200.json
 #   windows-kill      bench/windows_kill.py, KILLS [20] kill -9 cycles (digest mode); limit KILL_S [200]:
 #                     windows_kill_h200.json
-#   decode-gemm       bench/decode_gemm.py: decode's GEMMs alone at the 7B layer shapes, M in 16..256 rows, cuBLAS,
-#                     cuBLASLt and the Triton kernel (decode_gemm_kernel.py) in CUDA graphs, its K splits at M 96
-#                     (not yet run: expected well under 60 s, mostly Triton's compiles); limit DECODE_GEMM_S [60]:
-#                     decode_gemm_h200.json
 #   engine-variants   bench/engine_variants.py; limit 300: engine_variants_h200.json
 #   engine-kernels    bench/engine_kernels.py, its winner kept for engine-7b; limit 150: engine_kernels_h200.json
 #   engine-7b         bench/engine.py on 7B (stress mix, budget 524288, CHUNK [65536], CHUNKS [32768,65536]);
-#                     HF_GEN= (set, empty) also runs HF generate; limit ENGINE_7B_S [360]: engine-7b_h200.json
+#                     HF_GEN= (set, empty) also runs HF generate; limit 300: engine-7b_h200.json
 #   engine-0.5b       bench/engine.py on 0.5B, no HF baselines; limit 120: engine-0.5b_h200.json
 #   multigpu          bench/multigpu.py (`ribbon run --gpus` on 1 GPU and on all, then a kill -9), DOCS [6000],
 #                     REPEATS [2], GPUS [all], MULTI_ARGS; limit MULTI_S [480]: multigpu_h200x<N>.json
@@ -71,7 +67,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 STAGES="check gpu-tests e2e e2e-check e2e-batching continuous-sweep fp8 fp8-attention fp8-kernels digest-host digest-e2e windows
-windows-capacity windows-kill decode-gemm engine-variants engine-kernels engine-7b engine-0.5b multigpu steady"
+windows-capacity windows-kill engine-variants engine-kernels engine-7b engine-0.5b multigpu steady"
 DRY=""
 case "${1:-}" in
   --dry-run) DRY=1; shift ;;
@@ -210,14 +206,12 @@ run_stage() {
     windows-kill)
       step "${KILL_S:-200}" windows_kill_h200 python3 -m bench.windows_kill --kills "${KILLS:-20}" \
         --log "$OUT/windows_kill_h200_worker.log" --out "$OUT/windows_kill_h200.json" ;;
-    decode-gemm)
-      step "${DECODE_GEMM_S:-60}" decode_gemm_h200 python3 -m bench.decode_gemm --out "$OUT" --name decode_gemm_h200.json ;;
     engine-variants) step 300 engine_variants_h200 python3 -m bench.engine_variants --out "$OUT" ;;
     engine-kernels)
       step 150 engine_kernels_h200 python3 -m bench.engine_kernels --out "$OUT" --choice "$OUT/prefill_choice.txt" ;;
     engine-7b)
       # shellcheck disable=SC2046  # the kernels stage's winner: more arguments
-      step "${ENGINE_7B_S:-360}" engine-7b_h200 python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
+      step 300 engine-7b_h200 python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
         --compare-fa2 --compare-cublaslt --compare-decode-launch --profile $(cat "$OUT/prefill_choice.txt" 2>/dev/null) \
         --name engine-7b_h200.json ;;
     engine-0.5b)

@@ -24,11 +24,11 @@ import transformers
 
 from bench import engine_hf as hf
 from bench.engine_floors import ceilings, job_floor_s, model_figures, prefill_flops
-from bench.engine_launch import DECODE_LAUNCH, launch_choices
 from bench.engine_plot import plot
 from bench.engine_profile import profile_engine
 from worker.engine.attention import REGISTERED
 from worker.engine.autotune import autotune_budget
+from worker.engine.decode import want_kv_write
 from worker.engine.fuse import compile_layers, uncompile_layers
 from worker.engine.loader import engine_for_model, random_model
 from worker.engine.merge import merge_projections, unmerge_projections
@@ -210,14 +210,16 @@ def run_model(key: str, args, ceil: dict, results: dict, save) -> None:
         systems = [("ribbon", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil))]
         if args.compare_cublaslt:  # the same job, GEMMs through cuBLASLt (a process-wide torch setting); first,
             # so the profile below replays the graphs "ribbon" captured
-            systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, blas="cublaslt")))
+            systems.insert(0, ("ribbon_cublaslt", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, "cublaslt")))
         if not (args.skip_hf or args.skip_hf_generate):
             systems += [("hf_generate_batch", lambda: _eager(eng, hf.hf_generate_batch, model, sub, args.max_new)),
                         ("hf_generate_padded", lambda: _eager(eng, hf.hf_generate, model, sub, args.max_new))]
         after = []  # after the profile (it replays the graphs "ribbon" captured)
         if args.compare_decode_launch:
-            after = [(name, lambda c=c: _ribbon_gen(eng, model, sub, budget, fig, ceil, **c))
-                     for name, c in DECODE_LAUNCH.items()]
+            after = [("ribbon_decode_launch", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                  layout="head")),
+                     ("ribbon_decode_launch_token", lambda: _ribbon_gen(eng, model, sub, budget, fig, ceil, launch=True,
+                                                                        layout="token"))]
         _generate_systems(systems, g, save, key, mix)
         if args.profile:
             r["profile"] = profile_engine(eng, docs, sub, Path(args.out), f"{key}_{mix}", stage_docs)
@@ -266,11 +268,34 @@ def _prefill_shape(shape: str | None) -> None:
     pk.BLOCK_M, pk.BLOCK_N, pk.NUM_WARPS, pk.NUM_STAGES = (int(x) for x in shape.split(","))
 
 
-def _ribbon_gen(eng, model, docs, budget, fig, ceil, **choices):
-    """The generation job; choices: the engine's launch choices for it (engine_launch.launch_choices)."""
+def _ribbon_gen(eng, model, docs, budget, fig, ceil, blas: str | None = None, launch: bool = False,
+                layout: str | None = None):
+    """blas: every GEMM of the job through this library; launch: the decode step with the opt-in launch
+    choices (the kernel stores K/V on the fused backends, the step under cuBLASLt); layout: the KV pool
+    stored this way (kvcache.KVPool.layout) for this job."""
     model.set_attn_implementation(REGISTERED[eng.backend])  # the engine's own attention again
-    with launch_choices(eng, **choices):
+    saved = torch.backends.cuda.preferred_blas_library()
+    saved_launch, saved_layout = (eng.write_new, eng.decode_blas), eng.pool.layout
+    changed = bool(blas or launch or (layout and layout != saved_layout))
+    if blas:
+        torch.backends.cuda.preferred_blas_library(blas)
+    if launch:
+        eng.write_new, eng.decode_blas = want_kv_write("fused", eng.backend), "cublaslt"
+    if layout and layout != saved_layout:
+        eng.free()  # the pool is allocated again by the job's warm-up, in this layout
+        eng.pool.layout = layout
+    if changed:
+        eng.runner.clear()  # graphs captured with other kernels
+    try:
         return ribbon_generate(eng, docs, budget, fig, ceil["copy_bytes_per_s"], ceil["bf16_matmul_tflops"] * 1e12)
+    finally:
+        if changed:
+            torch.backends.cuda.preferred_blas_library(saved)
+            eng.write_new, eng.decode_blas = saved_launch
+            if eng.pool.layout != saved_layout:
+                eng.free()
+                eng.pool.layout = saved_layout
+            eng.runner.clear()
 
 
 def _eager(eng, fn, *args):
@@ -311,8 +336,7 @@ def parse(argv):
     p.add_argument("--compare-decode-launch", action="store_true",
                    help="also the generation job with the decode kernel storing K/V, the step under cuBLASLt and a "
                         "head-major KV pool (EngineOptions decode_kv_write=fused, decode_blas=cublaslt, kv_layout=head), "
-                        "the same with a token-major pool, and with the step's layer GEMMs through the Triton kernel "
-                        "(decode_gemm=triton) with and without decode_kv_write=fused (bench/engine_launch.py)")
+                        "and the same with a token-major pool")
     p.add_argument("--profile", action="store_true", help="per-kernel profiles of a 32k prefill bin and the generation")
     p.add_argument("--skip-hf", action="store_true", help="Ribbon only")
     p.add_argument("--skip-hf-generate", action="store_true",

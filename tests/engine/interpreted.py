@@ -39,39 +39,3 @@ def exact_e4m3_conversion() -> None:
         return convert(data, src, dst, rounding)
 
     interpreter._convert_float = exact
-
-
-def exact_bf16_arithmetic() -> None:
-    """Make the interpreter's bf16 arithmetic the GPU's, for that child: fp32 -> bf16 (and fp16) casts round to
-    nearest even (torch's conversion; Triton 3.7.1's interpreter truncates a cast that names no rounding: 86.99
-    becomes 86.5), and tl.dot multiplies bf16 operands as numbers (the interpreter keeps bf16 as uint16 bits and
-    multiplies the bits: results off by ~1e10). A bf16 x bf16 product is exact in fp32, so the dot of the
-    operands widened to fp32 is what the GPU's bf16 MMA with fp32 accumulation computes, up to the order of
-    the sum."""
-    import numpy as np
-    import torch
-    import triton.language as tl
-    from triton.runtime import interpreter
-
-    convert = interpreter._convert_float
-    halves = {tl.bfloat16: torch.bfloat16, tl.float16: torch.float16}
-
-    def exact(data, src, dst, rounding):
-        if src == tl.float32 and dst in halves:
-            x = torch.from_numpy(np.frombuffer(data.tobytes(), dtype=np.float32).copy())
-            return x.to(halves[dst]).view(torch.int16).numpy().view(np.uint16).reshape(data.shape)
-        return convert(data, src, dst, rounding)
-
-    def widened(t):
-        return (t.data.astype(np.uint32) << 16).view(np.float32) if t.dtype == tl.bfloat16 else t.data
-
-    dot = interpreter.InterpreterBuilder.create_dot
-
-    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-        if a.dtype != tl.bfloat16 and b.dtype != tl.bfloat16:
-            return dot(self, a, b, d, input_precision, max_num_imprecise_acc)
-        out = np.matmul(widened(a), widened(b), dtype=d.data.dtype) + d.data
-        return interpreter.TensorHandle(out, d.dtype.scalar)
-
-    interpreter._convert_float = exact
-    interpreter.InterpreterBuilder.create_dot = create_dot

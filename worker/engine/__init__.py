@@ -9,7 +9,6 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.merged             # q/k/v and gate/up as one GEMM each (EngineOptions.merge; auto: CUDA only)
     eng.quantization       # "none" | "fp8": prefill GEMMs in FP8 (fp8.py; model.quantization)
     eng.prefill_kernel     # prefill attention: "triton" | "fa2" | ...; "triton_fp8" / "fp8_emulated" with model.fp8_attention
-    eng.decode_gemm        # "blas" | "triton": the decode step's layer GEMMs (EngineOptions.decode_gemm, decode_gemm.py)
     eng.warm_up(budget, max_docs)  # at start, after autotune: KV pool, compiled layers, every decode graph
     eng.name, eng.tokenizer, eng.device
     eng.prompt_ids(document) -> list[int]            # instruction + document (chat template if any)

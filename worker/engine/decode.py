@@ -5,13 +5,12 @@ size), so on CUDA it is captured once per bucket as a CUDA graph and replayed. T
 the `done` flags only every `check_every` steps; when few enough documents remain, the live rows
 are compacted into a smaller bucket (KV stays in place: rows address their own slots).
 
-Three launch choices of the step (StepConfig, resolved by the engine from EngineOptions):
+Two launch choices of the step (StepConfig, resolved by the engine from EngineOptions):
 `write_new` lets the fused backends' decode kernel store each row's new K/V itself (two
-index_copy_ launches fewer per layer), `blas` names the BLAS library the step's GEMMs run
+index_copy_ launches fewer per layer), and `blas` names the BLAS library the step's GEMMs run
 through while it is captured (or run eagerly): decode GEMMs of a few dozen rows read whole weight
 matrices, and cuBLASLt's picks for them were faster on the H200 (docs/engine.md), while prefill
-keeps the process's own choice, and `gemm` = "triton" runs the decoder layers' GEMMs of the step through
-decode_gemm.py's Triton kernel (opt-in, off until a device run measures it).
+keeps the process's own choice.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from dataclasses import dataclass
 import torch
 
 from worker.engine.attention import AttnContext
-from worker.engine.decode_gemm import kernel_gemms
 from worker.engine.errors import EngineSettingError
 from worker.engine.kvcache import KVPool
 from worker.engine.prefill import forward_hidden
@@ -63,7 +61,6 @@ class StepConfig:
     logits_hook: Callable | None = None
     write_new: bool = False  # AttnContext.write_new: the decode kernel stores the step's K/V
     blas: str | None = None  # torch.backends.cuda.preferred_blas_library while the step runs (None: as set)
-    gemm: str = "blas"  # "triton": the step's decoder-layer GEMMs through decode_gemm.py's kernel (want_decode_gemm)
 
 
 DECODE_BLAS = ("auto", "default", "cublas", "cublaslt")
@@ -114,14 +111,6 @@ def blas_library(name: str | None):
         yield
     finally:
         torch.backends.cuda.preferred_blas_library(saved)
-
-
-@contextlib.contextmanager
-def step_gemms(cfg: StepConfig):
-    """The step's GEMMs as cfg chooses them: its BLAS library (blas_library) and, with gemm "triton", the
-    decoder layers' GEMMs through decode_gemm.py's kernel (kernel_gemms)."""
-    with blas_library(cfg.blas), kernel_gemms(cfg.gemm == "triton"):
-        yield
 
 
 class DecodeState:
@@ -217,7 +206,7 @@ class StepRunner:
             self.clear()
             self._gen = self.pool.generation
         key = (size, cfg.num_splits, cfg.temperature, cfg.top_p, tuple(cfg.eos.tolist()), cfg.max_new,
-               id(cfg.logits_hook), cfg.write_new, cfg.blas, cfg.gemm)
+               id(cfg.logits_hook), cfg.write_new, cfg.blas)
         if key not in self._states:
             st = DecodeState(size, self.pool.out_tokens.device)
             st.park(self.pool)
@@ -237,7 +226,7 @@ class StepRunner:
         t0 = time.perf_counter()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
-        with step_gemms(cfg):  # the graph keeps the kernels chosen here
+        with blas_library(cfg.blas):  # the graph keeps the kernels chosen here
             with torch.cuda.stream(side):
                 for _ in range(2):  # warm-up: kernel compilation, cuBLAS workspaces (rows are parked)
                     decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)
@@ -256,5 +245,5 @@ class StepRunner:
         if graph is not None:
             graph.replay()
         else:
-            with step_gemms(cfg):
+            with blas_library(cfg.blas):
                 decode_step(self.base, self.lm_head, st, self.pool, cfg, self.marker)

@@ -15,7 +15,6 @@ import torch
 from worker.engine.attention import REGISTERED, register_backends, want_prefill_kernel
 from worker.engine.continuous import ContinuousBatcher
 from worker.engine.decode import StepRunner, want_decode_blas, want_kv_layout, want_kv_write
-from worker.engine.decode_gemm import install_decode_gemms, want_decode_gemm
 from worker.engine.fp8 import quantize_layers
 from worker.engine.fp8_attention import want_fp8_attention
 from worker.engine.fuse import compile_layers, want_compile
@@ -82,7 +81,6 @@ class EngineOptions:
     decode_blas: str = "auto"  # "auto" | "default" | "cublas" | "cublaslt": the decode step's GEMMs (decode.want_decode_blas)
     decode_kv_write: str = "auto"  # "auto" | "fused" | "separate": who stores decode K/V (decode.want_kv_write)
     kv_layout: str = "auto"  # "auto" | "token" | "head": the KV pool's storage order (decode.want_kv_layout)
-    decode_gemm: str = "auto"  # "auto" | "blas" | "triton": the decode step's layer GEMMs (decode_gemm.want_decode_gemm)
 
 
 class Engine:
@@ -111,7 +109,6 @@ class Engine:
         graphs = options.cuda_graphs and self.device.type == "cuda"
         self.decode_blas = want_decode_blas(options.decode_blas, self.device)
         self.write_new = want_kv_write(options.decode_kv_write, backend)
-        self.decode_gemm = want_decode_gemm(options.decode_gemm, self.device)
 
         self.merged = want_merge(options.merge, self.device, backend)
         if self.merged:
@@ -121,8 +118,6 @@ class Engine:
             quantize_layers(self.base, self.device, options.fp8_min_rows, options.fp8_fast_accum)
         self.prefill_kernel = want_fp8_attention(options.fp8_attention, options.quantization, self.device,
                                                  self.prefill_kernel, self.head_dim)
-        if self.decode_gemm == "triton":  # after merge and fp8 (it wraps their GEMMs), before compile
-            install_decode_gemms(self.base)
         self.compiled = want_compile(options.compile, self.device, backend)
         if self.compiled:
             compile_layers(self.base)
@@ -138,7 +133,7 @@ class Engine:
                                         "quantization": self.quantization,
                                         "prefill_kernel": self.prefill_kernel, "decode_blas": self.decode_blas,
                                         "decode_kv_write": "fused" if self.write_new else "separate",
-                                        "kv_layout": self.pool.layout, "decode_gemm": self.decode_gemm})
+                                        "kv_layout": self.pool.layout})
 
     # ---------------------------------------------------------------- prompts
     def prompt_ids(self, document: str) -> list[int]:
@@ -254,7 +249,7 @@ class Engine:
         sms = torch.cuda.get_device_properties(self.device).multi_processor_count if self.device.type == "cuda" else 0
         return LoopConfig(o.max_new_tokens, o.temperature, o.top_p, self.eos, o.chunk_tokens, o.check_every, sms, self.kv_heads,
                           step_limit, self.prefill_kernel, o.logits_hook or self._guard_hook(), self.write_new,
-                          self.decode_blas, self.decode_gemm)
+                          self.decode_blas)
 
     def _guard_hook(self):
         """The decode step's logits hook for EngineOptions.guards (None when none is on); one per guards value and EOS ids,

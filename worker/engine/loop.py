@@ -39,7 +39,6 @@ class LoopConfig:
     logits_hook: object = None  # StepConfig.logits_hook (generation guards), also applied to the first token
     write_new: bool = False  # StepConfig.write_new (decode.want_kv_write)
     decode_blas: str | None = None  # StepConfig.blas (decode.want_decode_blas)
-    decode_gemm: str = "blas"  # StepConfig.gemm (decode_gemm.want_decode_gemm)
 
 
 @dataclass
@@ -146,7 +145,7 @@ def _decode(runner: StepRunner, pool: KVPool, rows: dict, n: int, cfg: LoopConfi
 
 def step_config(size: int, cfg: LoopConfig) -> StepConfig:
     return StepConfig(cfg.max_new, cfg.temperature, cfg.top_p, cfg.eos, _splits(size, cfg), cfg.logits_hook,
-                      cfg.write_new, cfg.decode_blas, cfg.decode_gemm)
+                      cfg.write_new, cfg.decode_blas)
 
 
 def warm_decode(runner: StepRunner, cfg: LoopConfig, max_docs: int) -> int:
