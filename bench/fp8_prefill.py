@@ -71,15 +71,21 @@ VARIANTS = {
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked": _FAST | {"mlp_kernel": "chunked"},
     "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel": _FAST | {"mlp_kernel": "chunked",
                                                                              "quant_kernel": "sites"},
+    "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel+fp8_attention": _FAST | {
+        "mlp_kernel": "chunked", "quant_kernel": "sites", "fp8_attention": True},
 }
 ATTENTION = "+fp8_attention"  # the suffix of a variant with FP8 attention
 # --variants kernels: the default and the quantization kernels, each choice one step from another variant of
-# the group (quant_kernel against the default, quant_kernel_all against quant_kernel, chunked against quant_kernel)
-KERNELS = ("fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel",
+# the group (one_pass without and with quant_kernel, quant_kernel_all against quant_kernel, chunked against
+# one_pass with quant_kernel)
+KERNELS = ("fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass",
+           "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel",
            "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all",
            "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel")
-# --variants all leaves the quantization kernels' variants to `kernels` (the fp8 stage stays within its call)
-NOT_IN_ALL = tuple(n for n, v in VARIANTS.items() if "quant_kernel" in v or v["mlp_kernel"] == "chunked")
+# --variants all leaves the quantization kernels' other variants to `kernels` (the fp8 stage stays within its call)
+NOT_IN_ALL = ("fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel",
+              "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass+quant_kernel_all",
+              "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked")
 
 
 def variant_names(spec: str, default: str) -> list[str]:
@@ -92,6 +98,18 @@ def variant_names(spec: str, default: str) -> list[str]:
     if spec == "kernels":
         return [default] + [n for n in KERNELS if n != default]
     return spec.split(",")
+
+
+def current_variant(gemms, mlps) -> dict:
+    """The variant the engine's FP8 modules are set to (as a VARIANTS value): what the code's defaults give."""
+    plain = [g for g in gemms if g.site not in QUANT_KERNEL_SITES] or gemms
+    out = {k: getattr(plain[0], k) for k in VARIANTS["fp8"] if k != "mlp_kernel"}
+    out["mlp_kernel"] = mlps[0].kernel if mlps else "none"
+    at = {g.site in QUANT_KERNEL_SITES for g in gemms if g.quant == "kernel"}
+    if at:
+        out["quant"] = "fp32"
+        out["quant_kernel"] = "all" if at == {True, False} else "sites"
+    return out
 
 
 def _apply(eng, gemms, mlps, variant: dict, kernel: str) -> None:
@@ -285,8 +303,7 @@ def main(argv=None) -> int:
     res["fp8_quantize_s"] = time.perf_counter() - t0
     modules, mlps = fp8_gemms(eng.base), fp8_mlps(eng.base)
     res["fp8_mlps"] = len(mlps)
-    default = {k: getattr(modules[0], k) for k in VARIANTS["fp8"] if k != "mlp_kernel"}
-    default["mlp_kernel"] = mlps[0].kernel if mlps else "none"
+    default = current_variant(modules, mlps)
     res["default_variant"] = next((n for n, v in VARIANTS.items() if v == default), json.dumps(default))
     names = variant_names(a.variants, res["default_variant"])
     if set(names) & set(KERNELS):  # the quantization kernels alone first: a call cut short keeps them

@@ -32,12 +32,14 @@ def test_a_variant_sets_the_gemms_the_mlps_and_the_prefill_kernel():
 
 
 def test_the_kernels_spec_runs_the_default_then_each_quantization_kernel():
-    default = "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"
+    default = "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel"
     names = variant_names("kernels", default)
-    assert names[0] == default and names[1:] == list(KERNELS) and all(n in VARIANTS for n in names)
+    assert names[0] == default and set(names[1:]) == set(KERNELS) - {default} and all(n in VARIANTS for n in names)
+    assert len(names) == len(set(names))
     assert {VARIANTS[n]["mlp_kernel"] for n in names} == {"one_pass", "chunked"}
     assert {VARIANTS[n].get("quant_kernel") for n in names} == {None, "sites", "all"}
-    assert not set(KERNELS) & set(variant_names("all", default))  # the fp8 stage's call keeps its length
+    assert set(variant_names("all", default)) & set(names) == {default, "fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"}
+    assert default + ATTENTION in VARIANTS  # the fp8-attention stage runs the default with FP8 attention
     assert "fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked" not in variant_names("all", default)
 
 
@@ -64,3 +66,25 @@ def test_the_kernels_alone_report_each_kernels_time_bytes_and_bits(monkeypatch):
                  "silu_mul_quant_two_pass", "silu_mul_quant_chunked"):
         assert got[name]["us"] == 500 and got[name]["codes_differ"] == 0 and got[name]["scales_equal"], name
     assert got["quant_rows_kernel"]["gb_per_s"] == (6 * 40 * 3 + 6 * 4) / 0.5e-3 / 1e9
+
+
+def test_the_code_defaults_are_the_chunked_kernel_with_the_row_kernel_at_its_sites(tmp_path):
+    """The bench names the engine's default FP8 variant from its modules (the JSON's default_variant)."""
+    from bench.fp8_prefill import current_variant
+    from worker.config.settings import ModelRun
+    from worker.engine.fp8 import fp8_gemms, fp8_mlps
+    from worker.engine.loader import load_engine
+    from worker.engine.tiny import make_tiny_checkpoint
+
+    path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
+    eng = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
+    gemms, mlps = fp8_gemms(eng.base), fp8_mlps(eng.base)
+    assert current_variant(gemms, mlps) == VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_chunked+quant_kernel"]
+    for g in gemms:
+        g.quant = "kernel"
+    assert current_variant(gemms, mlps)["quant_kernel"] == "all"
+    for g in gemms:
+        g.quant = "fp32"
+    for m in mlps:
+        m.kernel = "one_pass"
+    assert current_variant(gemms, mlps) == VARIANTS["fp8+fast_accum+bias_in_gemm+mlp_kernel_one_pass"]

@@ -56,7 +56,7 @@ def test_decode_step_with_the_kernel_write_equals_separate_writes(tmp_path):
 
 def test_settings_resolve_and_refuse_unknown_values():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert want_decode_blas("auto", cuda) is None and want_decode_blas("auto", cpu) is None
+    assert want_decode_blas("auto", cuda) == "cublaslt" and want_decode_blas("auto", cpu) is None
     assert want_decode_blas("default", cuda) is None and want_decode_blas("cublas", cuda) == "cublas"
     assert want_decode_blas("cublaslt", cuda) == "cublaslt" and want_decode_blas("cublaslt", cpu) is None
     assert want_kv_write("fused", "varlen") and want_kv_write("fused", "flash_attn")

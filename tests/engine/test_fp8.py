@@ -69,14 +69,14 @@ def test_the_fused_mlp_matches_the_models_own_mlp_and_traces_with_dynamic_rows(t
     eng = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
     mlps = fp8_mlps(eng.base)
     assert len(mlps) == len(eng.base.layers) and all(isinstance(layer.mlp, Fp8Mlp) for layer in eng.base.layers)
-    assert {m.kernel for m in mlps} == {"one_pass"}
+    assert {m.kernel for m in mlps} == {"chunked"}
     fused = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]: silu_mul_quant (torch math off CUDA)
     for m in mlps:
         m.kernel = "none"
     inner = eng.prefill_last_logits(_stage(eng, docs))  # the model's MLP: the same quantization of the same h
     torch.testing.assert_close(fused, inner, rtol=1e-4, atol=1e-4)
     for m in mlps:
-        m.kernel = "one_pass"
+        m.kernel = "chunked"
     x = torch.randn(3, 100, eng.base.config.hidden_size)
     mlp = eng.base.layers[0].mlp
     traced = torch.compile(mlp, backend="aot_eager", dynamic=True, fullgraph=True)  # the op's fake shapes

@@ -91,24 +91,26 @@ def test_the_quant_rows_op_is_the_torch_math_off_cuda_and_traces_with_dynamic_ro
         assert torch.equal(_codes(got[0]), _codes(ref[0])) and torch.equal(got[1], ref[1]), name
 
 
-def test_the_kernel_quantization_is_off_by_default_names_its_sites_and_keeps_the_numerics_off_cuda(tmp_path):
+def test_the_kernel_quantization_is_on_at_its_sites_by_default_and_keeps_the_numerics_off_cuda(tmp_path):
     from engine_helpers import _docs, _stage  # tests/ is on pytest's path, not on the interpreted child's
 
     path = make_tiny_checkpoint(tmp_path / "m", arch="qwen2", seed=1)
     docs = _docs(12, 20, 60, 500, seed=3)
     eng = load_engine(ModelRun(path=str(path), max_new_tokens=4, quantization="fp8"), fp8_min_rows=64, merge="on")
     gemms = fp8_gemms(eng.base)
-    assert {g.quant for g in gemms} == {"fp32"}  # off by default
     layers = len(eng.base.layers)
     sites = [g.site for g in gemms]
+    assert {g.site for g in gemms if g.quant == "kernel"} == {"merged_q_k_v", "o_proj"}  # the row kernel at its sites
+    assert {g.quant for g in gemms if g.site not in QUANT_KERNEL_SITES} == {"fp32"}  # inductor's fusion elsewhere
+    assert {m.kernel for m in fp8_mlps(eng.base)} == {"chunked"}
     assert sites.count("merged_q_k_v") == sites.count("o_proj") == sites.count("merged_gate_up") == layers
     assert sites.count("down_proj") == layers and all(s for s in sites)
     assert {"merged_q_k_v", "o_proj"} <= set(QUANT_KERNEL_SITES) and "merged_gate_up" not in QUANT_KERNEL_SITES
     before = eng.prefill_last_logits(_stage(eng, docs))  # [n, V]
     for g in gemms:
-        g.quant = "kernel"
+        g.quant = "fp32"
     for m in fp8_mlps(eng.base):
-        m.kernel = "chunked"
+        m.kernel = "one_pass"
     after = eng.prefill_last_logits(_stage(eng, docs))  # off CUDA: the same torch math
     assert torch.equal(before, after)
 

@@ -238,21 +238,21 @@ def test_decode_kernel_stores_new_rows_as_index_copy_does(dtype, splits):
 
 
 def test_decode_launch_choices_against_the_separate_path(tiny_gpu):
-    """The opt-in decode choices (kernel-stored K/V, head-major KV pool, decode GEMMs under cuBLASLt)
-    against the defaults (index_copy_, the token-major pool, the process's BLAS): kernel-stored K/V and
+    """The decode choices (kernel-stored K/V, head-major KV pool: opt-in; decode GEMMs under cuBLASLt: the
+    CUDA default) against index_copy_, the token-major pool and the process's BLAS: kernel-stored K/V and
     the pool's layout change no bit; cuBLASLt's GEMMs may round differently (bf16), so the greedy ids
     are held to the bar the engine meets against HF."""
     from worker.engine.loader import load_engine
     from worker.config.settings import ModelRun
 
     eng, hf, path = tiny_gpu
-    assert not eng.write_new and eng.decode_blas is None and eng.pool.layout == "token"  # the CUDA defaults
+    assert not eng.write_new and eng.decode_blas == "cublaslt" and eng.pool.layout == "token"  # the CUDA defaults
     run = ModelRun(path=str(path), max_new_tokens=24, repetition_penalty=1.0, no_repeat_ngram=0, min_new_tokens=0,
                    stop_strings=())
     docs = _docs(48, 1, 300, hf.config.vocab_size, seed=8)
     outs = {}
     for name, kv, layout, blas in (("new", "fused", "head", "cublaslt"), ("same_blas", "separate", "token", "cublaslt"),
-                                   ("old", "auto", "auto", "auto")):
+                                   ("old", "auto", "auto", "default")):
         e = load_engine(run, device="cuda", decode_kv_write=kv, kv_layout=layout, decode_blas=blas)
         outs[name] = e.generate(_stage(e, docs))
         assert e.runner.captures >= 1

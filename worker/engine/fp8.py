@@ -16,15 +16,15 @@ in FP8 e4m3 through torch._scaled_mm with row-wise scales; decode keeps the bf16
   bf16 weights. The LM head (last positions only) and attention are unchanged.
 - Off CUDA the same quantized math runs emulated in fp32 (tests check the numerics on CPU).
 
-Fp8Gemm.quant = "kernel" (off by default; bench/fp8_prefill.py's variants switch it) quantizes the
-input with one Triton kernel (op `ribbon::quant_rows`, fp8_quant_kernel.py; bit for bit
-quantize_rows' fp32 math) instead of inductor's code. It is meant for the GEMMs whose input no
-kernel makes in a form inductor fuses the quantization into, QUANT_KERNEL_SITES: o_proj (its input
-is the attention kernel's output) and q/k/v (the profile of the 7B stress mix shows the input
-RMSNorm and this quantization as two kernels, the quantization the slower at 683 us a layer). The
-op is opaque to inductor, so at gate/up (the residual add, RMSNorm and quantization are one kernel)
-it would split that kernel and write the normed rows in bf16 once more: the bench's
-`quant_kernel_all` variant measures that too. Off CUDA "kernel" is quantize_rows' torch math.
+Fp8Gemm.quant = "kernel" quantizes the input with one Triton kernel (op `ribbon::quant_rows`,
+fp8_quant_kernel.py; bit for bit quantize_rows' fp32 math) instead of inductor's code. quantize_layers
+sets it at QUANT_KERNEL_SITES, the GEMMs whose input no kernel makes in a form inductor fuses the
+quantization into: o_proj (its input is the attention kernel's output) and q/k/v (inductor leaves the
+input RMSNorm and this quantization as two kernels, the quantization 0.59 us a token of the 7B stress
+mix's prefill against the row kernel's 0.41: fp8_kernels_h200.json). The op is opaque to inductor, so
+at gate/up (the residual add, RMSNorm and quantization are one kernel) it would split that kernel and
+write the normed rows in bf16 once more; the bench's `quant_kernel_all` variant measured it slower.
+Off CUDA "kernel" is quantize_rows' torch math.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 MIN_ROWS = 1_024  # GEMMs with fewer rows (decode batches) keep bf16
 FAST_ACCUM = True  # the worker's choice (docs/engine.md: both accumulations measured)
-MLP_KERNEL = "one_pass"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py)
+MLP_KERNEL = "chunked"  # Fp8Mlp.kernel's default: the fastest measured (bench/fp8_prefill.py, fp8_kernels_h200.json)
 QUANT_KERNEL_SITES = ("merged_q_k_v", "q_proj", "k_proj", "v_proj", "o_proj")  # Fp8Gemm.site: the module docstring
+SITE_QUANT = "kernel"  # Fp8Gemm.quant at QUANT_KERNEL_SITES (quantize_layers); every other GEMM keeps "fp32"
 
 
 def quantize_rows(x: torch.Tensor, math: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
@@ -208,6 +209,13 @@ def check_fp8(device: torch.device) -> None:
                                  f"{'.'.join(map(str, torch.cuda.get_device_capability(device)))}", "none")
 
 
+def _place(gemm: Fp8Gemm, site: str) -> None:
+    """Name the module a GEMM stands in for, and give the QUANT_KERNEL_SITES the row kernel (SITE_QUANT)."""
+    gemm.site = site
+    if site in QUANT_KERNEL_SITES:
+        gemm.quant = SITE_QUANT
+
+
 def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_accum: bool = FAST_ACCUM) -> int:
     """Give every decoder layer's GEMMs an FP8 path (before compile_layers). Returns how many."""
     check_fp8(device)
@@ -217,11 +225,11 @@ def quantize_layers(base, device: torch.device, min_rows: int = MIN_ROWS, fast_a
             for name, child in list(parent.named_children()):
                 if isinstance(child, nn.Linear):
                     setattr(parent, name, Fp8Linear(child, min_rows, fast_accum))
-                    getattr(parent, name).gemm.site = name
+                    _place(getattr(parent, name).gemm, name)
                     n += 1
                 elif isinstance(child, Merged) and child.gemm is None:
                     child.gemm = Fp8Gemm(child.weight, child.bias, min_rows, fast_accum)
-                    child.gemm.site = name
+                    _place(child.gemm, name)
                     n += 1
         mlp = getattr(layer, "mlp", None)
         fused = _fused_mlp(mlp, min_rows) if mlp is not None else None
