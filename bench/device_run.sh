@@ -39,10 +39,11 @@
 #                     attention side by side (tok/s at 65,536 and 131,072 tokens a bin, accuracy, per-layer
 #                     attention error, the attention kernels alone at each launch shape); limit FP8_ATTN_S [400]:
 #                     fp8_attention_h200.json
-#   fp8-kernels       bench/fp8_prefill.py --variants kernels: the default FP8 variant beside the row-quantization
-#                     kernel at q/k/v and o_proj, at every GEMM, and with the chunked SiLU-multiply-quantize
-#                     launch (tok/s at 65,536 tokens a bin, accuracy, a kernel profile each; no bigger bins);
-#                     limit FP8_KERN_S [330]: fp8_kernels_h200.json
+#   fp8-kernels       bench/fp8_prefill.py --variants kernels: the default FP8 variant (the chunked SiLU-multiply-
+#                     quantize kernel, the row kernel at q/k/v and o_proj) beside one_pass without and with the
+#                     row kernel and the row kernel at every GEMM (tok/s at 65,536 tokens a bin, accuracy, a
+#                     kernel profile each; no bigger bins; about 100 s on the H200); limit FP8_KERN_S [330]:
+#                     fp8_kernels_h200.json
 #   digest-host       bench/digest.py --throughput-only on the host's CPU; limit DIGEST_S [60]: digest_h200host.json
 #   digest-e2e        e2e on DOCS [500] `mixed` documents, compaction on, then off (the preprocessing pool at
 #                     its auto size), and on with the pool off when PROCS0 is set; limit E2E_S [150] each:
