@@ -65,3 +65,25 @@ def test_in_order_gives_batches_back_in_submission_order_and_waits_beyond_its_de
         assert q.seconds > 0 and q.new_seconds() == q.seconds and q.new_seconds() == 0
     finally:
         pool.close()
+
+
+def _warm_state(_: int) -> tuple[int, int]:
+    """In a pool process: its pid and how many redaction rule sets it has built (its warm-up's one-off cost)."""
+    from worker.redaction.redact import redactor
+
+    return os.getpid(), redactor.cache_info().currsize
+
+
+def test_every_pool_process_warms_up_before_the_first_batch():
+    """The pool hands a task to whichever process is free, so warm-up tasks alone left a process of 2 or 4
+    mostly cold, and the first batch paid its start (the redaction rules, the header grammar's JIT). Each
+    process warms in its initializer, and the constructor waits for all of them."""
+    for processes in (2, 4):
+        pool = Preprocessor(processes, OPTIONS)
+        try:
+            pids = {p.pid for p in pool._pool._processes.values()}
+            assert len(pids) == processes and pool.warmed == pids
+            seen = dict(pool._pool.map(_warm_state, range(8 * processes)))  # whichever processes take them
+            assert seen and all(built >= 1 for built in seen.values())
+        finally:
+            pool.close()

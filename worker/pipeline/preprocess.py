@@ -160,11 +160,15 @@ class InOrder(Generic[T]):
             return 0.0
 
 
-def _start_process(tokenizer, max_bytes: int | None) -> None:
-    """A pool process's initializer: it dies with the worker, and counts the gate's tokens when given the
-    model's tokenizer backend."""
+def _start_process(tokenizer, max_bytes: int | None, options: PrepareOptions, ready) -> None:
+    """A pool process's initializer: it dies with the worker, counts the gate's tokens when given the model's
+    tokenizer backend, and makes its one-off costs (the redaction rules and their Hyperscan database, the
+    header grammar's JIT, the templater's tables: about 0.1 s) on an empty pass before it takes a batch; then
+    it reports its pid on `ready`."""
     die_with_parent()
     use_tokenizer(tokenizer, max_bytes)
+    prepare_many([""], [None], [None], options)
+    ready.put(os.getpid())
 
 
 class Preprocessor:
@@ -172,23 +176,42 @@ class Preprocessor:
                  tokenizer=None, max_text_bytes: int | None = None) -> None:
         """`tokenizer`: the model tokenizer's Rust backend (`backend_tokenizer`), copied into each pool
         process so that the compaction gate's counts are made there for raw texts of at most
-        `max_text_bytes` (worker/digest/prepared.py); None: the ingest thread counts."""
+        `max_text_bytes` (worker/digest/prepared.py); None: the ingest thread counts.
+
+        Every process starts now and warms up in its initializer, and the constructor returns once each has
+        reported: a task per process would not do, since the pool hands tasks to whichever process is free
+        (with 2 or 4 processes one of them mostly got none, and paid its start on the first batch)."""
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
         self._pool: ProcessPoolExecutor | None = None
+        self.warmed: set[int] = set()  # the pids of the pool processes that reported their warm-up
         if processes:
             ctx = start_forkserver()
+            ready = ctx.SimpleQueue()
             self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
-                                             initargs=(tokenizer, max_text_bytes))
-            # start every process now (imports, the templater's tables), not on the first batch
+                                             initargs=(tokenizer, max_text_bytes, options, ready))
             try:
-                list(self._pool.map(prepare_many, [[""]] * processes, [[None]] * processes, [[None]] * processes,
-                                    [options] * processes, timeout=timeout_s))
+                self._start(processes, ready, timeout_s)
             except FutureTimeout:
                 self.close(kill=True)
                 raise PreprocessStalled(f"the preprocessing pool did not start within {timeout_s:.0f} s "
                                         "(pipeline.stall_timeout_s)") from None
+
+    def _start(self, processes: int, ready, timeout_s: float | None) -> None:
+        """Spawn every process (one task each, submitted before any can start) and wait for each one's report."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        futures = [self._pool.submit(os.getpid) for _ in range(processes)]
+        for f in futures:
+            f.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        spawned = {p.pid for p in getattr(self._pool, "_processes", {}).values()}
+        while not spawned <= self.warmed:
+            if deadline is not None and time.monotonic() > deadline:
+                raise FutureTimeout
+            if ready.empty():
+                time.sleep(0.005)
+                continue
+            self.warmed.add(ready.get())
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
