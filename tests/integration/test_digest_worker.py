@@ -9,7 +9,7 @@ import uuid
 import jsonschema
 import orjson
 from google.protobuf.json_format import ParseDict
-from helpers import ROOT, by_id, consume_all, produce, start_worker, topics, worker_env
+from helpers import ROOT, by_id, consume_all, on_both_brokers, produce, start_worker, topics, worker_env
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
@@ -43,8 +43,9 @@ def _run(broker, t, values, env, tmp_path, n_out: int, n_dlq: int):
     return got, dlq
 
 
-def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_dlq(broker, new_topic, tmp_path):
-    t = topics(new_topic)
+@on_both_brokers
+def test_digest_mode_runs_without_a_model_one_output_each_and_bad_input_to_the_dlq(cluster, cluster_topic, tmp_path):
+    t, broker = topics(cluster_topic), cluster
     docs = mixed_corpus(300, seed=5)
     proto = ParseDict(OTLP, ExportLogsServiceRequest()).SerializeToString()
     values = [orjson.dumps(d) for d in docs] + [orjson.dumps(OTLP), proto] + [v for v, _ in BAD]

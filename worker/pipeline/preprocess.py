@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -180,7 +181,7 @@ class Preprocessor:
 
         Every process starts now and warms up in its initializer, and the constructor returns once each has
         reported: a task per process would not do, since the pool hands tasks to whichever process is free
-        (with 2 or 4 processes one of them mostly got none, and paid its start on the first batch)."""
+        (with 2 or 4 processes one of them mostly gets none, and would pay its start on the first batch)."""
         if processes < 0:
             raise ValueError(f"preprocess processes must be >= 0, got {processes}")
         self.processes, self.options = processes, options
@@ -188,7 +189,7 @@ class Preprocessor:
         self.warmed: set[int] = set()  # the pids of the pool processes that reported their warm-up
         if processes:
             ctx = start_forkserver()
-            ready = ctx.SimpleQueue()
+            ready = ctx.Queue()
             self._pool = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_start_process,
                                              initargs=(tokenizer, max_text_bytes, options, ready))
             try:
@@ -201,17 +202,14 @@ class Preprocessor:
     def _start(self, processes: int, ready, timeout_s: float | None) -> None:
         """Spawn every process (one task each, submitted before any can start) and wait for each one's report."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        futures = [self._pool.submit(os.getpid) for _ in range(processes)]
-        for f in futures:
-            f.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        spawned = {p.pid for p in getattr(self._pool, "_processes", {}).values()}
-        while not spawned <= self.warmed:
-            if deadline is not None and time.monotonic() > deadline:
-                raise FutureTimeout
-            if ready.empty():
-                time.sleep(0.005)
-                continue
-            self.warmed.add(ready.get())
+        left = lambda: None if deadline is None else max(0.0, deadline - time.monotonic())  # noqa: E731
+        for f in [self._pool.submit(os.getpid) for _ in range(processes)]:
+            f.result(left())
+        for _ in list(self._pool._processes):  # no public count of a pool's processes
+            try:
+                self.warmed.add(ready.get(timeout=left()))
+            except queue.Empty:
+                raise FutureTimeout from None
 
     def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
         """Start one batch (without a pool: run it now); its results come from Batch.result()."""
