@@ -5,7 +5,7 @@
 # builds the C++ extension once per machine (PCRE2's source from PCRE2 [.pcre2]: carry it too, bench/RESULTS.md;
 # limit BUILD_S [90]; its log in $OUT/build.log when it fails), records the GPUs in $OUT/gpu.txt, then runs the
 # stages in the order given. Each stage writes its JSON and its log ($OUT/<name>.txt) under $OUT, named as in
-# bench/results/; its last lines are shown.
+# bench/results/ for the GPU the call got (`h200` below: `h100` on an H100, MACHINE to name it yourself); its last lines are shown.
 #
 # Every step has a time limit, and no step runs past CALL_S (default 585 s: the device's 600 s a call,
 # less a margin) from the call's start: a step's limit is its own or what is left of the call, the
@@ -88,6 +88,7 @@ TMP=${TMPDIR:-/tmp}  # the wheels' site, the build's mark and log, the model cac
 ARCH=config/models/qwen2.5-0.5b.json
 LENGTHS=bench/results/stop_lengths_cpu.json
 [ -z "$DRY" ] || OUT='$OUT'  # printed as it is
+M=${MACHINE:-h200}  # the results' names: the GPU the call got (setup reads it), h200 in a dry run
 
 step() {  # step LIMIT_S LOG CMD...: CMD under min(LIMIT_S, what is left of the call); output to $OUT/LOG.txt
   local limit=$1 log=$2; shift 2
@@ -141,6 +142,9 @@ setup() {
     touch "$TMP/ribbon-built"
   fi
   nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+  if [ -z "${MACHINE:-}" ]; then  # an H100 call's results are not the H200's: they are named for their card
+    case $(sed -n 2p "$OUT/gpu.txt") in *H100*) M=h100 ;; *H200*) M=h200 ;; *) M=gpu ;; esac
+  fi
 }
 
 TESTS_DEFAULT="tests/engine/test_gpu_engine.py tests/packer/test_packer_gpu.py tests/engine/test_fp8.py
@@ -156,80 +160,80 @@ run_stage() {
     check) run_stage e2e-check; run_stage windows-capacity ;;
     gpu-tests)
       # shellcheck disable=SC2086  # TESTS is a list of files
-      step "${TESTS_S:-240}" "${TESTS_LOG:-gpu_tests_h200}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
+      step "${TESTS_S:-240}" "${TESTS_LOG:-gpu_tests_$M}" python3 -m pytest -p no:cacheprovider -m gpu -q -s ${TESTS:-$TESTS_DEFAULT} \
         -k "${TESTS_K:-}" ;;
     e2e)
-      e2e "${E2E_S:-500}" "${NAME:-e2e_h200}" --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
+      e2e "${E2E_S:-500}" "${NAME:-e2e_$M}" --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
         --steady "${STEADY-0.5,0.9}" --steady-seconds "${STEADY_S:-60}" --process "${PROCESS:-auto}" \
         --token-budget "${TOKEN_BUDGET:-auto}" ${BATCHING:+--batching $BATCHING} ;;
     e2e-check)
-      e2e "${E2E_S:-330}" e2e-check_h200 --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
+      e2e "${E2E_S:-330}" e2e-check_$M --documents "${DOCS:-3000}" --max-new-tokens 64 --runs "${RUNS:-3}" \
         --steady "${STEADY-0.9}" --steady-seconds "${STEADY_S:-30}" ;;
     e2e-batching)
       local mode
       for mode in ${MODES:-bin continuous}; do
         local steady=()
         [ "$mode" != continuous ] || steady=(--steady "${STEADY-0.9}" --steady-seconds "${STEADY_S:-30}")
-        e2e "${E2E_S:-320}" "e2e-$mode${SUFFIX:-}_h200" --documents "${DOCS:-3000}" --max-new-tokens 128 \
+        e2e "${E2E_S:-320}" "e2e-$mode${SUFFIX:-}_$M" --documents "${DOCS:-3000}" --max-new-tokens 128 \
           --runs "${RUNS:-3}" --token-budget "${TOKEN_BUDGET:-524288}" --batching "$mode" --stop-lengths $LENGTHS \
           ${PREFILL:+--prefill-step-tokens $PREFILL} ${REFILL:+--refill-fraction $REFILL} "${steady[@]}"
       done ;;
     continuous-sweep)
-      step "${SWEEP_S:-300}" continuous-sweep_h200 python3 -m bench.continuous_sweep --arch-config $ARCH \
+      step "${SWEEP_S:-300}" continuous-sweep_$M python3 -m bench.continuous_sweep --arch-config $ARCH \
         --stop-lengths $LENGTHS ${SETTINGS:+--settings $SETTINGS} ${BIN_K:+--bin-check-every $BIN_K} \
-        --out "$OUT/continuous-sweep_h200.json" ;;
+        --out "$OUT/continuous-sweep_$M.json" ;;
     fp8)
       # shellcheck disable=SC2086  # FP8_ARGS: more arguments
-      step "${FP8_S:-480}" fp8_prefill_h200 python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+      step "${FP8_S:-480}" fp8_prefill_$M python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
     fp8-attention)
-      step "${FP8_ATTN_S:-400}" fp8_attention_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
-        --no-gemms --attn-shapes --name fp8_attention_h200.json ;;
+      step "${FP8_ATTN_S:-400}" fp8_attention_$M python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
+        --no-gemms --attn-shapes --name fp8_attention_$M.json ;;
     fp8-kernels)
-      step "${FP8_KERN_S:-330}" fp8_kernels_h200 python3 -m bench.fp8_prefill --out "$OUT" --variants kernels \
-        --no-gemms --big-chunk 0 --name fp8_kernels_h200.json ;;
+      step "${FP8_KERN_S:-330}" fp8_kernels_$M python3 -m bench.fp8_prefill --out "$OUT" --variants kernels \
+        --no-gemms --big-chunk 0 --name fp8_kernels_$M.json ;;
     digest-host)
-      step "${DIGEST_S:-60}" digest_h200host python3 -m bench.digest --throughput-only --drain-lines 0 \
-        --out "$OUT/digest_h200host.json" ;;
+      step "${DIGEST_S:-60}" digest_${M}host python3 -m bench.digest --throughput-only --drain-lines 0 \
+        --out "$OUT/digest_${M}host.json" ;;
     digest-e2e)
       local mixed=(--documents "${DOCS:-500}" --corpus mixed --max-new-tokens 64)
-      e2e "${E2E_S:-150}" e2e-mixed-compaction-on_h200 "${mixed[@]}" --compaction on
-      e2e "${E2E_S:-150}" e2e-mixed-compaction-off_h200 "${mixed[@]}" --compaction off
-      [ -z "${PROCS0:-}" ] || e2e "${E2E_S:-150}" e2e-mixed-compaction-on-nopool_h200 "${mixed[@]}" --compaction on \
+      e2e "${E2E_S:-150}" e2e-mixed-compaction-on_$M "${mixed[@]}" --compaction on
+      e2e "${E2E_S:-150}" e2e-mixed-compaction-off_$M "${mixed[@]}" --compaction off
+      [ -z "${PROCS0:-}" ] || e2e "${E2E_S:-150}" e2e-mixed-compaction-on-nopool_$M "${mixed[@]}" --compaction on \
         --preprocess-processes 0 ;;
     windows)
-      step "${WINDOWS_S:-400}" windows_h200 python3 -m bench.windows --mode generative --device cuda --arch-config $ARCH \
-        --records "${RECORDS:-200000}" --rate "${RATE:-10000}" --log "$OUT/windows_h200_worker.log" \
-        --out "$OUT/windows_h200.json" ;;
+      step "${WINDOWS_S:-400}" windows_$M python3 -m bench.windows --mode generative --device cuda --arch-config $ARCH \
+        --records "${RECORDS:-200000}" --rate "${RATE:-10000}" --log "$OUT/windows_${M}_worker.log" \
+        --out "$OUT/windows_$M.json" ;;
     windows-capacity)
-      step "${CAPACITY_S:-100}" windows-capacity_h200 python3 -m bench.windows --capacity --device cuda --arch-config $ARCH \
+      step "${CAPACITY_S:-100}" windows-capacity_$M python3 -m bench.windows --capacity --device cuda --arch-config $ARCH \
         --records "${CAP_RECORDS:-50000}" --max-new-tokens 64 --token-budget "${TOKEN_BUDGET:-524288}" --timeout-s 180 \
-        --out "$OUT/windows-capacity_h200.json" ;;
+        --out "$OUT/windows-capacity_$M.json" ;;
     windows-kill)
-      step "${KILL_S:-200}" windows_kill_h200 python3 -m bench.windows_kill --kills "${KILLS:-20}" \
-        --log "$OUT/windows_kill_h200_worker.log" --out "$OUT/windows_kill_h200.json" ;;
-    engine-variants) step 300 engine_variants_h200 python3 -m bench.engine_variants --out "$OUT" ;;
+      step "${KILL_S:-200}" windows_kill_$M python3 -m bench.windows_kill --kills "${KILLS:-20}" \
+        --log "$OUT/windows_kill_${M}_worker.log" --out "$OUT/windows_kill_$M.json" ;;
+    engine-variants) step 300 engine_variants_$M python3 -m bench.engine_variants --out "$OUT" ;;
     engine-kernels)
-      step 150 engine_kernels_h200 python3 -m bench.engine_kernels --out "$OUT" --choice "$OUT/prefill_choice.txt" ;;
+      step 150 engine_kernels_$M python3 -m bench.engine_kernels --out "$OUT" --choice "$OUT/prefill_choice.txt" ;;
     engine-7b)
       # shellcheck disable=SC2046  # the kernels stage's winner: more arguments
-      step 300 engine-7b_h200 python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
+      step 300 engine-7b_$M python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
         --compare-fa2 --compare-cublaslt --compare-decode-launch --profile $(cat "$OUT/prefill_choice.txt" 2>/dev/null) \
-        --name engine-7b_h200.json ;;
+        --name engine-7b_$M.json ;;
     engine-0.5b)
-      step 120 engine-0.5b_h200 python3 -m bench.engine --models 0.5b "${ENGINE_COMMON[@]}" --skip-hf --gen-docs 0.5b=96 \
-        --name engine-0.5b_h200.json ;;
+      step 120 engine-0.5b_$M python3 -m bench.engine --models 0.5b "${ENGINE_COMMON[@]}" --skip-hf --gen-docs 0.5b=96 \
+        --name engine-0.5b_$M.json ;;
     multigpu)
       local n
       n=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
       [ "${GPUS:-all}" = all ] || n=$(echo "$GPUS" | tr ',' '\n' | wc -l)
       # shellcheck disable=SC2086  # MULTI_ARGS: more flags
-      step "${MULTI_S:-480}" "multigpu_h200x$n" python3 -m bench.multigpu --arch-config $ARCH --gpus "${GPUS:-all}" \
+      step "${MULTI_S:-480}" "multigpu_${M}x$n" python3 -m bench.multigpu --arch-config $ARCH --gpus "${GPUS:-all}" \
         --documents "${DOCS:-6000}" --repeats "${REPEATS:-2}" --max-new-tokens 64 --token-budget "${TOKEN_BUDGET:-524288}" \
-        ${MULTI_ARGS:-} --log "$OUT/multigpu_supervisors.log" --out "$OUT/multigpu_h200x$n.json" ;;
+        ${MULTI_ARGS:-} --log "$OUT/multigpu_supervisors.log" --out "$OUT/multigpu_${M}x$n.json" ;;
     steady)
-      step $((${STEADY_S:-60} + 240)) "${NAME:-steady}_h200" python3 -m bench.steady --arch-config $ARCH \
+      step $((${STEADY_S:-60} + 240)) "${NAME:-steady}_$M" python3 -m bench.steady --arch-config $ARCH \
         --rate "${RATE:-641.9}" --seconds "${STEADY_S:-60}" --max-new-tokens 64 --process on --token-budget 524288 \
-        --partitions "${PARTITIONS:-8}" --out "$OUT/${NAME:-steady}_h200.json" ;;
+        --partitions "${PARTITIONS:-8}" --out "$OUT/${NAME:-steady}_$M.json" ;;
   esac
 }
 

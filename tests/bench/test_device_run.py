@@ -113,6 +113,21 @@ def test_a_call_runs_each_step_logs_it_under_out_and_names_the_failed_ones(devic
     assert r.stdout.rstrip().endswith("failed or stopped: gpu_tests_h200")
 
 
+def test_a_call_on_an_h100_names_its_results_for_the_h100(device):
+    env, out = device
+    (smi := out.parent / "bin" / "nvidia-smi").write_text("#!/bin/bash\necho 'index, name'\necho '0, NVIDIA H100 80GB HBM3'\n")
+    smi.chmod(0o755)
+    r = subprocess.run(["bash", str(SCRIPT), "e2e-check", "windows-kill"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=60, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"--out {out}/e2e-check_h100.json" in (out / "e2e-check_h100.txt").read_text()
+    assert f"--log {out}/windows_kill_h100_worker.log" in (out / "windows_kill_h100.txt").read_text()
+    assert not list(out.glob("*h200*"))
+    r = subprocess.run(["bash", str(SCRIPT), "e2e-check"], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env={**env, "MACHINE": "h200"})
+    assert r.returncode == 0 and (out / "e2e-check_h200.txt").exists()
+
+
 def test_no_step_starts_past_the_calls_limit(device):
     env, out = device
     r = subprocess.run(["bash", str(SCRIPT), "e2e", "steady"], capture_output=True, text=True, cwd=ROOT, timeout=60,
