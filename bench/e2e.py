@@ -281,6 +281,37 @@ def main(argv: list[str] | None = None) -> int:
     # Each end-to-end run follows an engine-only run of its own: the overhead is a pair's ratio, so a
     # slow or fast stretch of the device (run to run the engine alone varies by a few %) is in both.
     onlys, runs = [], []
+    device = (getattr(eng, "device_name", None) or torch.cuda.get_device_name()) if eng.device.type == "cuda" \
+        else platform.processor() or "cpu"
+    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
+                        f"compaction_{a.compaction}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(only_bins=None, steady=None, complete=True) -> dict:
+        """The result so far, written to `out` (after every pair too: a run stopped at its time limit keeps
+        the pairs it finished, `complete` false)."""
+        overheads = [100.0 * (1.0 - r["docs_per_s"] / o["docs_per_s"]) for r, o in zip(runs, onlys)]
+        mid = int(np.argsort(overheads)[len(runs) // 2])  # the median pair
+        result = {
+            "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
+            "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
+            "digest_docs_per_s": len(docs) / digest_s,
+            "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
+            "packer_order": settings.batching.order, "engine_process": hasattr(eng, "send_bin"),
+            "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
+            "batching": settings.batching.mode, "stop_lengths": a.stop_lengths,
+            "prefill_step_tokens": a.prefill_step_tokens or ModelRun().prefill_step_tokens,
+            "refill_fraction": ModelRun().refill_fraction if a.refill_fraction is None else a.refill_fraction,
+            "engine_only": onlys[mid], "engine_only_runs": onlys, "engine_only_bin_at_a_time": only_bins,
+            "end_to_end": runs[mid], "runs": runs,
+            "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
+            "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
+            "steady_load": steady or {}, "capacity_docs_per_s": float(np.median([r["docs_per_s"] for r in runs])),
+            "complete": complete, "command": command_line("bench.e2e", argv),
+        }
+        out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
+        return result
+
     print(f"ready: budget {parts.budget}, {len(prompts)} prompts; digests {digest_s:.1f} s, tokenized in {tok_s:.1f} s",
           flush=True)   # progress as it goes: a run stopped at its limit shows how far it got
     for i in range(max(1, a.runs)):
@@ -288,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(end_to_end(settings, parts, docs, a.timeout))
         print(f"pair {i + 1}: engine only {onlys[-1]['docs_per_s']:.1f} docs/s, end to end {runs[-1]['docs_per_s']:.1f}",
               flush=True)
+        write(complete=False)
     # the other batching mode over the same bins, same engine (benchmarks compare them side by side)
     only_bins = (engine_only(parts, prompts, seeds, len(docs), continuous=False)
                  if settings.batching.mode == "continuous" and not hasattr(eng, "send_bin") else None)  # in this process only
@@ -296,32 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     steady = {f"{f:g}": steady_load(settings, parts, f * capacity, a.steady_seconds, partitions=a.steady_partitions)
               for f in fractions}
     cleanup()
-
-    device = (getattr(eng, "device_name", None) or torch.cuda.get_device_name()) if eng.device.type == "cuda" \
-        else platform.processor() or "cpu"
-    overheads = [100.0 * (1.0 - r["docs_per_s"] / o["docs_per_s"]) for r, o in zip(runs, onlys)]
-    mid = int(np.argsort(overheads)[len(runs) // 2])  # the median pair
-    only = onlys[mid]
-    result = {
-        "device": device, "torch": torch.__version__, "model": a.arch_config or a.model, "backend": eng.backend,
-        "documents": len(docs), "corpus": a.corpus, "compaction": a.compaction, "prompts": len(prompts),
-        "digest_docs_per_s": len(docs) / digest_s,
-        "max_new_tokens": a.max_new_tokens, "token_budget": parts.budget,
-        "packer_order": settings.batching.order, "engine_process": hasattr(eng, "send_bin"),
-        "prompt_tokens": sum(map(len, prompts)), "tokenize_docs_per_s": len(docs) / tok_s,
-        "batching": settings.batching.mode, "stop_lengths": a.stop_lengths, "prefill_step_tokens": a.prefill_step_tokens or ModelRun().prefill_step_tokens,
-        "refill_fraction": ModelRun().refill_fraction if a.refill_fraction is None else a.refill_fraction,
-        "engine_only": only, "engine_only_runs": onlys, "engine_only_bin_at_a_time": only_bins,
-        "end_to_end": runs[mid], "runs": runs,
-        "worker_overhead_pct": float(np.median(overheads)), "worker_overhead_pct_runs": overheads,
-        "published_at_80pct_work_runs": [r["publication"].get("published") for r in runs],
-        "steady_load": steady, "capacity_docs_per_s": capacity,
-        "command": command_line("bench.e2e", argv),
-    }
-    out = Path(a.out or f"bench/results/e2e_{'h200' if eng.device.type == 'cuda' else 'cpu'}_{a.corpus}_"
-                        f"compaction_{a.compaction}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, separators=(",", ":")))  # compact: the timelines are long
+    result = write(only_bins, steady)
+    overheads = result["worker_overhead_pct_runs"]
     print(f"{'':14}{'docs/s':>10}{'in tok/s':>12}{'out tok/s':>12}{'wall s':>9}")
     also = (("engine, bins", only_bins),) if only_bins else ()
     pairs = [(f"{name} {i + 1}", r) for i, (o, e) in enumerate(zip(onlys, runs))
