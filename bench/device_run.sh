@@ -152,7 +152,7 @@ tests/engine/test_gpu_continuous.py tests/engine/test_guards_gpu.py"
 
 e2e() {  # e2e LIMIT NAME ARGS...: python -m bench.e2e on the 0.5B architecture, --out $OUT/NAME.json
   local limit=$1 name=$2; shift 2
-  step "$limit" "$name" python3 -m bench.e2e --arch-config $ARCH "$@" --out "$OUT/$name.json"
+  step "$limit" "$name" python3 -m bench e2e --arch-config $ARCH "$@" --out "$OUT/$name.json"
 }
 
 run_stage() {
@@ -179,20 +179,20 @@ run_stage() {
           ${PREFILL:+--prefill-step-tokens $PREFILL} ${REFILL:+--refill-fraction $REFILL} "${steady[@]}"
       done ;;
     continuous-sweep)
-      step "${SWEEP_S:-300}" continuous-sweep_$M python3 -m bench.continuous_sweep --arch-config $ARCH \
+      step "${SWEEP_S:-300}" continuous-sweep_$M python3 -m bench continuous_sweep --arch-config $ARCH \
         --stop-lengths $LENGTHS ${SETTINGS:+--settings $SETTINGS} ${BIN_K:+--bin-check-every $BIN_K} \
         --out "$OUT/continuous-sweep_$M.json" ;;
     fp8)
       # shellcheck disable=SC2086  # FP8_ARGS: more arguments
-      step "${FP8_S:-480}" fp8_prefill_$M python3 -m bench.fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
+      step "${FP8_S:-480}" fp8_prefill_$M python3 -m bench fp8_prefill --out "$OUT" ${FP8_ARGS:-} ;;
     fp8-attention)
-      step "${FP8_ATTN_S:-400}" fp8_attention_$M python3 -m bench.fp8_prefill --out "$OUT" --variants attention \
+      step "${FP8_ATTN_S:-400}" fp8_attention_$M python3 -m bench fp8_prefill --out "$OUT" --variants attention \
         --no-gemms --attn-shapes --name fp8_attention_$M.json ;;
     fp8-kernels)
-      step "${FP8_KERN_S:-330}" fp8_kernels_$M python3 -m bench.fp8_prefill --out "$OUT" --variants kernels \
+      step "${FP8_KERN_S:-330}" fp8_kernels_$M python3 -m bench fp8_prefill --out "$OUT" --variants kernels \
         --no-gemms --big-chunk 0 --name fp8_kernels_$M.json ;;
     digest-host)
-      step "${DIGEST_S:-60}" digest_${M}host python3 -m bench.digest --throughput-only --drain-lines 0 \
+      step "${DIGEST_S:-60}" digest_${M}host python3 -m bench digest --throughput-only --drain-lines 0 \
         --out "$OUT/digest_${M}host.json" ;;
     digest-e2e)
       local mixed=(--documents "${DOCS:-500}" --corpus mixed --max-new-tokens 64)
@@ -201,37 +201,37 @@ run_stage() {
       [ -z "${PROCS0:-}" ] || e2e "${E2E_S:-150}" e2e-mixed-compaction-on-nopool_$M "${mixed[@]}" --compaction on \
         --preprocess-processes 0 ;;
     windows)
-      step "${WINDOWS_S:-400}" windows_$M python3 -m bench.windows --mode generative --device cuda --arch-config $ARCH \
+      step "${WINDOWS_S:-400}" windows_$M python3 -m bench windows --mode generative --device cuda --arch-config $ARCH \
         --records "${RECORDS:-200000}" --rate "${RATE:-10000}" --log "$OUT/windows_${M}_worker.log" \
         --out "$OUT/windows_$M.json" ;;
     windows-capacity)
-      step "${CAPACITY_S:-100}" windows-capacity_$M python3 -m bench.windows --capacity --device cuda --arch-config $ARCH \
+      step "${CAPACITY_S:-100}" windows-capacity_$M python3 -m bench windows --capacity --device cuda --arch-config $ARCH \
         --records "${CAP_RECORDS:-50000}" --max-new-tokens 64 --token-budget "${TOKEN_BUDGET:-524288}" --timeout-s 180 \
         --out "$OUT/windows-capacity_$M.json" ;;
     windows-kill)
-      step "${KILL_S:-200}" windows_kill_$M python3 -m bench.windows_kill --kills "${KILLS:-20}" \
+      step "${KILL_S:-200}" windows_kill_$M python3 -m bench windows_kill --kills "${KILLS:-20}" \
         --log "$OUT/windows_kill_${M}_worker.log" --out "$OUT/windows_kill_$M.json" ;;
-    engine-variants) step 300 engine_variants_$M python3 -m bench.engine_variants --out "$OUT" ;;
+    engine-variants) step 300 engine_variants_$M python3 -m bench engine_variants --out "$OUT" ;;
     engine-kernels)
-      step 150 engine_kernels_$M python3 -m bench.engine_kernels --out "$OUT" --choice "$OUT/prefill_choice.txt" ;;
+      step 150 engine_kernels_$M python3 -m bench engine_kernels --out "$OUT" --choice "$OUT/prefill_choice.txt" ;;
     engine-7b)
       # shellcheck disable=SC2046  # the kernels stage's winner: more arguments
-      step 300 engine-7b_$M python3 -m bench.engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
+      step 300 engine-7b_$M python3 -m bench engine --models 7b "${ENGINE_COMMON[@]}" ${HF_GEN---skip-hf-generate} \
         --compare-fa2 --compare-cublaslt --compare-decode-launch --profile $(cat "$OUT/prefill_choice.txt" 2>/dev/null) \
         --name engine-7b_$M.json ;;
     engine-0.5b)
-      step 120 engine-0.5b_$M python3 -m bench.engine --models 0.5b "${ENGINE_COMMON[@]}" --skip-hf --gen-docs 0.5b=96 \
+      step 120 engine-0.5b_$M python3 -m bench engine --models 0.5b "${ENGINE_COMMON[@]}" --skip-hf --gen-docs 0.5b=96 \
         --name engine-0.5b_$M.json ;;
     multigpu)
       local n
       n=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
       [ "${GPUS:-all}" = all ] || n=$(echo "$GPUS" | tr ',' '\n' | wc -l)
       # shellcheck disable=SC2086  # MULTI_ARGS: more flags
-      step "${MULTI_S:-480}" "multigpu_${M}x$n" python3 -m bench.multigpu --arch-config $ARCH --gpus "${GPUS:-all}" \
+      step "${MULTI_S:-480}" "multigpu_${M}x$n" python3 -m bench multigpu --arch-config $ARCH --gpus "${GPUS:-all}" \
         --documents "${DOCS:-6000}" --repeats "${REPEATS:-2}" --max-new-tokens 64 --token-budget "${TOKEN_BUDGET:-524288}" \
         ${MULTI_ARGS:-} --log "$OUT/multigpu_supervisors.log" --out "$OUT/multigpu_${M}x$n.json" ;;
     steady)
-      step $((${STEADY_S:-60} + 240)) "${NAME:-steady}_$M" python3 -m bench.steady --arch-config $ARCH \
+      step $((${STEADY_S:-60} + 240)) "${NAME:-steady}_$M" python3 -m bench steady --arch-config $ARCH \
         --rate "${RATE:-641.9}" --seconds "${STEADY_S:-60}" --max-new-tokens 64 --process on --token-budget 524288 \
         --partitions "${PARTITIONS:-8}" --out "$OUT/${NAME:-steady}_$M.json" ;;
   esac

@@ -1,6 +1,6 @@
 """bench/device_run.sh on the CPU: --dry-run prints each stage's steps and their time limits, runs nothing.
 
-What a device call would run must exist here (each `python3 -m bench.X` module, each flag it is given,
+What a device call would run must exist here (each `python3 -m bench X` benchmark, run through bench/__main__.py, each flag it is given,
 each test file), and the `check` stages fit one device call (600 s) with the setup's limits counted."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def steps(*names: str) -> tuple[list[tuple[int, list[str]]], int]:
 
 def test_the_check_fits_one_device_call_and_measures_three_pairs():
     found, total = steps("check")
-    assert [argv[2] for _, argv in found] == ["bench.e2e", "bench.windows"]
+    assert [argv[2:4] for _, argv in found] == [["bench", "e2e"], ["bench", "windows"]]
     assert total < DEVICE_CALL_S and sum(limit for limit, _ in found) < total  # the setup's limits counted too
     e2e = found[0][1]
     assert int(e2e[e2e.index("--runs") + 1]) >= 3  # the overhead is the median of three pairs or more
@@ -55,6 +55,8 @@ def test_every_stage_runs_what_exists(stage):
     for limit, argv in found:
         assert argv[:2] == ["python3", "-m"] and 0 < limit < DEVICE_CALL_S, argv
         module = argv[2]
+        if module == "bench":  # python3 -m bench X: the main of bench.X (bench/__main__.py)
+            module, argv = f"bench.{argv[3]}", [*argv[:2], f"bench.{argv[3]}", *argv[4:]]
         if module == "pytest":
             files = [a for a in argv if a.startswith("tests/")]
             assert files and all((ROOT / f).is_file() for f in files), argv
@@ -108,7 +110,7 @@ def test_a_call_runs_each_step_logs_it_under_out_and_names_the_failed_ones(devic
     assert "NVIDIA H200" in (out / "gpu.txt").read_text()
     assert "1 failed" in (out / "gpu_tests_h200.txt").read_text()
     e2e = (out / "e2e-check_h200.txt").read_text()
-    assert "ran -m bench.e2e" in e2e and "--runs 3" in e2e and f"--out {out}/e2e-check_h200.json" in e2e
+    assert "ran -m bench e2e" in e2e and "--runs 3" in e2e and f"--out {out}/e2e-check_h200.json" in e2e
     assert "--capacity" in (out / "windows-capacity_h200.txt").read_text()
     assert r.stdout.rstrip().endswith("failed or stopped: gpu_tests_h200")
 
