@@ -12,7 +12,8 @@ alternating from pair to pair, so that a shared machine's load drifts over both 
 - `capacity` (default): `python -m bench.windows --capacity` (bench/windows_capacity.py). Per run:
   records/s end to end (first record consumed to last output read), records consumed per second of
   ingest (first to last record consumed), and the ingest thread's CPU per record, with and without the
-  digest passes (they run on the ingest thread below 8 cores); bench/results/windows-capacity_cpu.json.
+  digest passes (they run on the ingest thread below 8 cores), the finishing thread's CPU per window;
+  bench/results/windows-capacity_cpu.json.
 - `ingest`: bench/windows_ingest.py (this tree's script, over each tree's `worker`): the CPU per record
   of ingest's decoding into windows, no broker, no model, the least of `--repeats` runs;
   bench/results/windows-ingest_cpu.json.
@@ -38,7 +39,7 @@ from worker.pipeline.preprocess import auto_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("records_per_s", "consumed_per_s", "ingest_cpu_us_per_record", "ingest_cpu_less_digest_us_per_record",
-           "worker_overhead_pct")  # the capacity stage's; the ratios are of all but the last
+           "finishing_cpu_ms_per_window", "worker_overhead_pct")  # the capacity stage's; the ratios are of all but the last
 INGEST_FIGURES = ("us_per_record", "records_per_cpu_s")
 # bench/windows_ingest.py run in either tree by path (the base may not have it), that tree's `worker` imported
 RUN_PATH = "import runpy, sys; sys.path.insert(0, ''); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -92,10 +93,12 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
             "all_consumed_s": e["all_consumed_s"], "wall_s": e["wall_s"], "ingest_cpu_s": ingest,
             "ingest_cpu_us_per_record": round(1e6 * ingest / n, 3),
             "ingest_cpu_less_digest_us_per_record": round(1e6 * (ingest - in_thread) / n, 3),
+            "finishing_cpu_ms_per_window": round(1e3 * (e["threads_cpu_s"].get("ribbon-finishing") or 0.0)
+                                                 / max(1, e["windows"]), 3),
             "digest_cpu_s": e["digest"]["cpu_s"], "threads_cpu_s": e["threads_cpu_s"],
             "process_cpu_s": e["process_cpu_s"], "engine_only_process_cpu_s": r["engine_only"]["process_cpu_s"],
             "worker_overhead_pct": r["worker_overhead_pct"], "bins": e["bins"], "closed_by": e["closed_by"],
-            "overhead_s": e["overhead_s"]}
+            "overhead_s": e["overhead_s"], "end_s": e.get("end_s")}
 
 
 def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:
@@ -110,11 +113,11 @@ def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:
             "us_per_record": r["us_per_record"]["least"], "records_per_cpu_s": r["records_per_cpu_s"]["least"]}
 
 
-STAGES = {"capacity": (capacity, FIGURES[:4], "windows-capacity_cpu.json"),
+STAGES = {"capacity": (capacity, FIGURES[:-1], "windows-capacity_cpu.json"),
           "ingest": (ingest_alone, INGEST_FIGURES, "windows-ingest_cpu.json")}
 
 
-def summary(runs: dict[str, list[dict]], figures: tuple[str, ...] = FIGURES[:4]) -> dict:
+def summary(runs: dict[str, list[dict]], figures: tuple[str, ...] = FIGURES[:-1]) -> dict:
     med = {side: {f: statistics.median(r[f] for r in rs) for f in rs[0] if f in FIGURES + INGEST_FIGURES}
            for side, rs in runs.items()}
     pairs = [{f: round(h[f] / b[f], 3) if b[f] else None for f in figures}
