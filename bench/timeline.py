@@ -76,6 +76,30 @@ def overhead_parts(timeline: list[dict], t_assigned: float, steady: float, busy:
             "model_idle": round(max(0.0, done - start - busy), 3)}
 
 
+def end_parts(timeline: list[dict], t_assigned: float, steady: float, records: int) -> dict:
+    """The run's end and ingest's pauses, from the timeline (sampled every 20 ms), for a backlog whose
+    outputs commit only at its end (windows: a partition's commit point waits for its last window):
+    `model_to_committed` (the model's last document back to the last output committed: finishing and
+    delivery), `committed_to_read` (then to the last output read by the reader), and `paused_s` (samples
+    with a paused partition before every record was consumed: ingest held back by backpressure)."""
+    if not timeline:
+        return {}
+    last = timeline[-1]
+    docs, produced = last.get("model_documents", 0), last.get("produced", 0)
+    done = next((x["t"] for x in timeline if docs and x.get("model_documents", 0) >= docs), None)
+    out = next((x["t"] for x in timeline if produced and x.get("produced", 0) >= produced), None)
+    paused, prev = 0.0, None
+    for x in timeline:
+        if prev is not None and prev.get("paused", 0) > 0 and prev["consumed"] < records:
+            paused += x["t"] - prev["t"]
+        prev = x
+    parts = {"paused_s": round(paused, 3)}
+    if done is not None and out is not None:
+        parts |= {"model_to_committed": round(max(0.0, out - done), 3),
+                  "committed_to_read": round(max(0.0, t_assigned + steady - max(out, done)), 3)}
+    return parts
+
+
 def publication(timeline: list[dict], n: int, at: float = 0.8) -> dict:
     """How summaries followed the model: shares published when `at` of the model's work was done.
 

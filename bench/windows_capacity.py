@@ -33,7 +33,7 @@ from bench.results_io import machine_name, save
 from bench.e2e import engine_only
 from bench.loadgen import OutputReader, OutputTopic
 from bench.parts import load_parts
-from bench.timeline import model_counters, overhead_parts, sample_timeline
+from bench.timeline import end_parts, model_counters, overhead_parts, sample_timeline
 from worker.demo.lines import syslog_stream
 from worker.kafka import clients
 from worker.kafka.broker import EmbeddedBroker
@@ -155,6 +155,7 @@ def drain_windows(settings, parts, bootstrap: str, topics: dict, records: int, t
             "input_tokens_per_s": round(in_tok / steady, 1), "output_tokens_per_s": round(out_tok / steady, 1),
             "bins": bins, "gpu_busy_s": round(busy, 3), "gpu_busy_fraction": round(busy / steady, 3),
             "overhead_s": overhead_parts(timeline, t_assigned - t0, t1 - t_assigned, busy, bins),
+            "end_s": end_parts(timeline, t_assigned - t0, t1 - t_assigned, records),
             "process_cpu_s": round(cpu, 3), "threads_cpu_s": threads_cpu, "digest": digest,
             "prompts": packer.submitted}
 
@@ -214,7 +215,8 @@ def report(r: dict, out: str) -> None:
     print(f"{e['windows']} windows covering {e['records_covered']:,} records ({e['records_per_s']:,.0f} records/s "
           f"end to end), closed by {e['closed_by']}; every record consumed {e['all_consumed_s']:.2f} s after the "
           f"first; {e['bins']} bins (engine only: {o['bins']}), the model busy {100 * e['gpu_busy_fraction']:.0f}% "
-          f"of the time; beyond the model's time (s): {e['overhead_s']}; threads' CPU s: {e['threads_cpu_s']}; "
+          f"of the time; beyond the model's time (s): {e['overhead_s']}; the end (s): {e['end_s']}; "
+          f"threads' CPU s: {e['threads_cpu_s']}; "
           f"digest passes: {e['digest']}")
     print(f"this process's CPU s: end to end {e['process_cpu_s']:.2f}, engine only {o['process_cpu_s']:.2f}")
     print(f"worker overhead: {r['worker_overhead_pct']:.1f}% of engine-only windows/s; wrote {out}")

@@ -12,7 +12,8 @@ alternating from pair to pair, so that a shared machine's load drifts over both 
 - `capacity` (default): `python -m bench.windows --capacity` (bench/windows_capacity.py). Per run:
   records/s end to end (first record consumed to last output read), records consumed per second of
   ingest (first to last record consumed), and the ingest thread's CPU per record, with and without the
-  digest passes (they run on the ingest thread below 8 cores); bench/results/windows-capacity_cpu.json.
+  digest passes (they run on the ingest thread below 8 cores), the finishing thread's CPU per window;
+  bench/results/windows-capacity_cpu.json.
 - `ingest`: bench/windows_ingest.py (this tree's script, over each tree's `worker`): the CPU per record
   of ingest's decoding into windows, no broker, no model, the least of `--repeats` runs;
   bench/results/windows-ingest_cpu.json.
@@ -34,11 +35,12 @@ import time
 from pathlib import Path
 
 from bench.results_io import RESULTS, command_line, machine_name, save
+from worker.config.load import env_var_for
 from worker.pipeline.preprocess import auto_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ("records_per_s", "consumed_per_s", "ingest_cpu_us_per_record", "ingest_cpu_less_digest_us_per_record",
-           "worker_overhead_pct")  # the capacity stage's; the ratios are of all but the last
+           "finishing_cpu_ms_per_window", "worker_overhead_pct")  # the capacity stage's; the ratios are of all but the last
 INGEST_FIGURES = ("us_per_record", "records_per_cpu_s")
 # bench/windows_ingest.py run in either tree by path (the base may not have it), that tree's `worker` imported
 RUN_PATH = "import runpy, sys; sys.path.insert(0, ''); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
@@ -75,7 +77,7 @@ def base_tree(ref: str) -> tuple[Path, str]:
 
 def capacity(python: str, tree: Path, args, out: Path) -> dict:
     """One capacity run in `tree`; its figures."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RIBBON_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RIBBON_")}, **settings_env(args.setting)}
     cmd = [python, "-m", "bench.windows", "--capacity", "--records", str(args.records), "--seed", str(args.seed),
            "--max-new-tokens", str(args.max_new_tokens), "--out", str(out)]
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=args.timeout_s)
@@ -86,16 +88,25 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
     e = r["end_to_end"]
     n = r["producer"]["records"]
     ingest = e["threads_cpu_s"].get("ribbon-ingest") or 0.0
-    in_thread = e["digest"]["cpu_s"] if auto_processes(None) == 0 else 0.0  # the passes ran on the ingest thread
+    procs = dict(p.split("=", 1) for p in args.setting).get("pipeline.preprocess_processes")
+    in_thread = e["digest"]["cpu_s"] if auto_processes(int(procs) if procs else None) == 0 else 0.0  # on the ingest thread
     return {"records": n, "windows": e["windows"], "records_covered": e["records_covered"],
             "records_per_s": e["records_per_s"], "consumed_per_s": round(n / e["all_consumed_s"], 1),
             "all_consumed_s": e["all_consumed_s"], "wall_s": e["wall_s"], "ingest_cpu_s": ingest,
             "ingest_cpu_us_per_record": round(1e6 * ingest / n, 3),
             "ingest_cpu_less_digest_us_per_record": round(1e6 * (ingest - in_thread) / n, 3),
-            "digest_cpu_s": e["digest"]["cpu_s"], "threads_cpu_s": e["threads_cpu_s"],
+            "finishing_cpu_ms_per_window": round(1e3 * (e["threads_cpu_s"].get("ribbon-finishing") or 0.0)
+                                                 / max(1, e["windows"]), 3),
+            "digest_cpu_s": e["digest"]["cpu_s"], "digest_wait_s": e["digest"]["ingest_wait_s"],
+            "threads_cpu_s": e["threads_cpu_s"],
             "process_cpu_s": e["process_cpu_s"], "engine_only_process_cpu_s": r["engine_only"]["process_cpu_s"],
             "worker_overhead_pct": r["worker_overhead_pct"], "bins": e["bins"], "closed_by": e["closed_by"],
-            "overhead_s": e["overhead_s"]}
+            "overhead_s": e["overhead_s"], "end_s": e.get("end_s")}
+
+
+def settings_env(pairs: list[str]) -> dict[str, str]:
+    """`--setting KEY=VALUE` (dotted settings) as the environment variables both trees' runs read."""
+    return {env_var_for(k.strip()): v.strip() for k, v in (p.split("=", 1) for p in pairs)}
 
 
 def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:
@@ -110,11 +121,11 @@ def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:
             "us_per_record": r["us_per_record"]["least"], "records_per_cpu_s": r["records_per_cpu_s"]["least"]}
 
 
-STAGES = {"capacity": (capacity, FIGURES[:4], "windows-capacity_cpu.json"),
+STAGES = {"capacity": (capacity, FIGURES[:-1], "windows-capacity_cpu.json"),
           "ingest": (ingest_alone, INGEST_FIGURES, "windows-ingest_cpu.json")}
 
 
-def summary(runs: dict[str, list[dict]], figures: tuple[str, ...] = FIGURES[:4]) -> dict:
+def summary(runs: dict[str, list[dict]], figures: tuple[str, ...] = FIGURES[:-1]) -> dict:
     med = {side: {f: statistics.median(r[f] for r in rs) for f in rs[0] if f in FIGURES + INGEST_FIGURES}
            for side, rs in runs.items()}
     pairs = [{f: round(h[f] / b[f], 3) if b[f] else None for f in figures}
@@ -137,9 +148,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="capacity: bench.windows --capacity (broker, model); ingest: bench/windows_ingest.py (the "
                          "ingest thread's per-record path alone)")
     ap.add_argument("--repeats", type=int, default=7, help="--stage ingest: runs per tree in each pair (the least)")
+    ap.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
+                    help="capacity: a worker setting for both trees' runs, e.g. pipeline.preprocess_processes=2 "
+                         "(passed as its RIBBON_ environment variable; repeatable)")
     ap.add_argument("--out", default=None, help="default bench/results/windows-capacity_cpu.json (--stage ingest: "
                                                 "windows-ingest_cpu.json)")
     args = ap.parse_args(argv)
+    bad = [p for p in args.setting if "=" not in p or not p.split("=", 1)[0].strip()]
+    if bad:
+        print(f"--setting takes KEY=VALUE (a dotted setting), got {bad[0]!r}", file=sys.stderr)
+        return 2
     if min(args.pairs, args.records, args.repeats) < 1:
         print(f"--pairs, --records and --repeats must be >= 1, got {args.pairs}, {args.records}, {args.repeats}",
               file=sys.stderr)
@@ -168,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
               "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "load_avg": load,
               "head": git("rev-parse", "HEAD"), "head_dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", "worker", "ext")),
               "base": {"ref": args.base, "commit": base_commit},
-              "settings": {k: getattr(args, k) for k in ("stage", "pairs", "records", "max_new_tokens", "repeats", "seed")},
+              "settings": {k: getattr(args, k) for k in ("stage", "pairs", "records", "max_new_tokens", "repeats", "seed",
+                                                         "setting")},
               "runs": runs, **summary(runs, figures), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "command": command_line("bench.windows_pair", argv)}
     save(out, result)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from bench.steady import stage_times, worker_share, windows
-from bench.timeline import overhead_parts
+from bench.timeline import end_parts, overhead_parts
 
 
 def _row(t, consumed=0, work=0.0, bins=0, docs=0):
@@ -90,3 +90,14 @@ def test_the_workers_own_share_is_set_against_the_mean_bin():
     assert share["worker_latency_s"]["p50"] == pytest.approx(0.1)
     assert share["worker_p99_over_mean_bin"] == pytest.approx(share["worker_latency_s"]["p99"] / 0.2)
     assert 0.1 < share["worker_latency_s"]["p99"] <= 0.5 and worker_share(np.array([]), 0.2, pct) == {}
+
+
+def test_end_parts_split_the_end_at_the_last_commit_and_count_pauses():
+    # every record consumed at 1.4, paused from 1.2 to 1.4 (and after, which does not count); the model's
+    # last document back at 2.0, the last output committed at 2.2, read at 2.5 (assigned 1.0, steady 1.5)
+    rows = [{**_row(1.0), "paused": 0, "produced": 0}, {**_row(1.2, consumed=10), "paused": 6, "produced": 0},
+            {**_row(1.4, consumed=20), "paused": 6, "produced": 0},
+            {**_row(2.0, consumed=20, docs=5), "paused": 6, "produced": 0},
+            {**_row(2.2, consumed=20, docs=5), "paused": 0, "produced": 5}]
+    parts = end_parts(rows, t_assigned=1.0, steady=1.5, records=20)
+    assert parts == pytest.approx({"paused_s": 0.2, "model_to_committed": 0.2, "committed_to_read": 0.3})

@@ -143,3 +143,16 @@ def test_a_windows_output_goes_through_the_same_gate():
     good = "node-001 nginx had its upstream timed out to 10.14.199.7 at 22:13:30 after health checks passed."
     msg = build_output(doc, good, config=finishing_config(s, "m"), now=1.0)
     assert (msg.summary.source, msg.summary.text) == ("model", good)
+
+
+def test_a_copied_line_is_found_whatever_its_case_and_script():
+    """Lines are read lower-cased, as is the whole document first (a line's words are the document's):
+    a copied line with capitals of another script (a final sigma), or in the middle of a long document,
+    is a copy; words spread over two lines are not."""
+    from worker.pipeline.gate import copied_line
+    filler = "\n".join(f"2026-03-01T21:{i // 60:02d}:{i % 60:02d}Z amf-2 INFO heartbeat {i}" for i in range(300))
+    line = "ΣΦΑΛΜΑ ΣΥΝΔΕΣΗΣ: N2 setup failed towards gnb-017 after ΤΡΕΙΣ retries"
+    assert copied_line("σφαλμα συνδεσης: N2 setup failed towards gnb-017 after τρεις retries",
+                       f"{filler}\n{line}\n{filler}")
+    assert not copied_line("N2 setup failed towards gnb-017 after retries",
+                           f"{filler}\nN2 setup failed towards\ngnb-017 after retries\n{filler}")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worker.pipeline.configs import finishing_config
-from worker.pipeline.grounding import Support, check, identifiers
+from worker.pipeline.grounding import Support, _whole, check, identifiers
 
 DOC = """2026-03-01T21:06:40Z gnb-017 oam ERROR S1 link down: SCTP association lost to 10.20.0.7:36412
 2026-03-01T21:06:41Z gnb-017 oam WARN retry 3 of 5 path=/var/log/oam/s1.log id=3f2a9c1e-77aa-4b1c-9d2e-0a1b2c3d4e5f
@@ -107,3 +111,19 @@ def test_a_quote_cut_short_is_checked_by_its_prefix():
 def test_numbers_match_as_written_too():
     """'55,349' in a CSV row is two fields, not fifty-five thousand: as written it occurs."""
     assert Support("2026-12-01T06:41:59Z,nrf-1,55,349,1000", None).has("55,349")
+
+
+@given(needle=st.text(alphabet="0123.:", min_size=1, max_size=4),
+       hay=st.text(alphabet="0123.:,a ٣", max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_a_number_is_looked_up_whole_as_the_regular_expression_reads_it(needle, hay):
+    """A number or time is supported where it occurs with no digit or dot before it and no digit after it,
+    `\\d` a Unicode decimal digit ('٣' is one): the lookup by `str.find` answers as the expression would."""
+    expected = re.search(rf"(?<![\d.]){re.escape(needle)}(?!\d)", hay) is not None
+    assert _whole(needle, hay) == expected
+
+
+def test_a_number_inside_a_longer_one_is_not_supported():
+    s = Support("took 1234 ms, v1.5 at 10:05:07", None)
+    assert s.has("1234") and s.has("10:05") and s.has("1.5")
+    assert not s.has("123") and not s.has("234") and not s.has("5") and not s.has("05:07:1")

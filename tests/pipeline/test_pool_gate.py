@@ -13,9 +13,11 @@ import pytest
 from transformers import AutoTokenizer
 
 from worker.config.settings import load_settings
+from worker.demo.lines import syslog_stream
 from worker.demo.samples import corpus, quality_corpus
 from worker.digest import prepared
 from worker.digest.prepared import PrepareOptions, prepare_many, use_tokenizer
+from worker.digest.prompt import kept_by_bytes
 from worker.observability.metrics import Metrics
 from worker.pipeline.planner import prompt_texts
 from worker.pipeline.preprocess import Preprocessor
@@ -83,3 +85,36 @@ def test_a_raw_text_over_the_byte_limit_is_left_to_the_planner(tok, texts):
     assert out[0].prompt is not None and out[0].raw_tokens is None  # counted later, by slices
     assert out[1].raw_tokens == count_of(tok)([TRICKY])[0]
     assert prepared._tokenizer is None
+
+
+def test_a_window_kept_by_its_bytes_is_not_counted_in_the_pool(tok, texts):
+    """A window whose digest prompt the byte bound keeps (worker/digest/prompt.py kept_by_bytes) is gated
+    without a token count by the planner, so the pool does not tokenize its raw text (a window's is the
+    largest text of the pass); a window above the bound and a document are counted as before, and the
+    planner's choice and counts are those of a pass without the pool's counts."""
+    by_host: dict[str, list[str]] = {}
+    for host, line in syslog_stream(6000, 5, seed=1, rate=2000.0):
+        by_host.setdefault(host, []).append(line)
+    window = "\n".join(next(iter(by_host.values()))[:400])
+    here = prepare_many(texts, [None] * len(texts), [None] * len(texts), OPTIONS)
+    above = next(t for t, p in zip(texts, here)  # a digest prompt the byte bound does not keep
+                 if p.prompt is not None and not kept_by_bytes(t, p.prompt, min_saving=OPTIONS.min_saving))
+    docs = [window, TRICKY, above]
+    flags = [True, False, True]
+    try:
+        use_tokenizer(tok.backend_tokenizer)
+        out = prepare_many(docs, [None] * 3, [None] * 3, OPTIONS, windows=flags)
+    finally:
+        use_tokenizer(None)
+    assert out[0].prompt is not None and kept_by_bytes(window, out[0].prompt, min_saving=OPTIONS.min_saving)
+    assert out[0].raw_tokens is None and out[0].prompt_tokens is None
+    assert out[1].raw_tokens == count_of(tok)([TRICKY])[0]  # a document: the token gate, counted here
+    assert out[2].raw_tokens == count_of(tok)([above])[0]  # a window above the bound: counted too
+    digest = load_settings(environ={}).digest
+    here = prepare_many(docs, [None] * 3, [None] * 3, OPTIONS)
+    a = [SimpleNamespace(text=t, prepared=p, window=w or None, document_tokens=0) for t, p, w in zip(docs, out, flags)]
+    b = [SimpleNamespace(text=t, prepared=p, window=w or None, document_tokens=0) for t, p, w in zip(docs, here, flags)]
+    calls: list = []
+    assert prompt_texts(a, digest, count_of(tok, calls), Metrics()) == prompt_texts(b, digest, count_of(tok), Metrics())
+    assert [d.document_tokens for d in a] == [d.document_tokens for d in b]
+    assert calls == []  # the window kept by its bytes is not counted on the ingest thread either

@@ -77,8 +77,8 @@ def test_ingest_dead_letters_a_document_whose_digest_pass_failed_and_submits_the
     ing, tracker, registry = make_ingest()
     real = ing.preprocess.submit
 
-    def submit(texts, sources, kinds):  # the pass of the second document fails (in a pool process, say)
-        out = real(texts, sources, kinds).result()
+    def submit(texts, sources, kinds, windows=None):  # the pass of the second document fails (in a pool process, say)
+        out = real(texts, sources, kinds, windows).result()
         return Batch(done=[Prepared(None, [], None, None, 0.0, "ValueError: boom") if "boom" in t else p
                            for t, p in zip(texts, out)])
 

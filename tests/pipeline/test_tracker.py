@@ -110,3 +110,48 @@ def test_put_back_names_the_runs_of_a_partition_revoked_meanwhile():
     taken = t.take_ready()
     t.assign(TP)  # a new epoch: the taken run is no longer this assignment's
     assert t.put_back(taken) == taken and t.take_ready() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 80), st.integers(1, 6), st.integers(1, 12), st.randoms(use_true_random=False),
+       st.lists(st.booleans(), min_size=1, max_size=40))
+def test_windows_commit_whole_and_once_whatever_the_order(n, keys, size, rnd, aborts):
+    """Interleaved windows (groups of offsets of random keys, closed at `size` records or at the end),
+    completed in any order, taken under random record and byte limits with aborts: every offset commits
+    once and in order, a run never ends inside a window, each output goes out once, with its window."""
+    t = OffsetTracker()
+    e = t.assign(TP)
+    offsets = sorted(rnd.sample(range(3 * n), n))
+    t.see_many(TP, e, offsets)
+    open_: dict[int, list[int]] = {}
+    windows: list[list[int]] = []
+    for off in offsets:
+        k = rnd.randrange(keys)
+        open_.setdefault(k, []).append(off)
+        if len(open_[k]) == size:
+            windows.append(open_.pop(k))
+    windows += open_.values()
+    for w in windows:
+        assert t.group(TP, e, w)
+    assert t.pending_documents() == len(windows)
+    owner = {o: w[0] for w in windows for o in w}
+    rnd.shuffle(windows)
+    taken: list[int] = []
+    outs: list[bytes] = []
+    for i, w in enumerate([*windows, None]):
+        if w is not None:
+            t.complete(TP, e, w[0], rec(w[0]))
+        ready = t.take_ready(max_records=rnd.randint(1, 3), max_bytes=rnd.choice([None, 1, 4]))
+        if ready and w is not None and aborts[i % len(aborts)]:
+            t.put_back(ready)
+            continue
+        while ready:
+            for r in ready:
+                ends = r.offsets[-1]
+                assert all(max(x for x in offsets if owner[x] == owner[o]) <= ends for o in r.offsets)
+                taken.extend(r.offsets)
+                outs.extend(x.value for x in r.records)
+            ready = t.take_ready(max_records=rnd.randint(1, 3)) if w is None else []
+    assert taken == offsets
+    assert outs == [str(o).encode() for o in sorted(owner[x] for x in offsets if owner[x] == x)]
+    assert t.pending() == 0 and t.pending_documents() == 0 and t.waiting() == 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from worker.digest.compact import compact
 from worker.digest.document import analyze_document
-from worker.digest.prompt import digest_prompt
+from worker.digest.prompt import digest_prompt, kept_by_bytes
 from worker.digest.render import render
 from worker.digest.highlights import select
 from worker.redaction import Policy, redactor
@@ -102,9 +102,12 @@ def _fits(text: str) -> bool:
 
 
 def prepare_many(texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
-                 o: PrepareOptions) -> list[Prepared]:
+                 o: PrepareOptions, windows: Sequence[bool] | None = None) -> list[Prepared]:
     """prepare() of each document; one that raises gets `error` (routed to the dead-letter topic by ingest).
-    With a tokenizer (use_tokenizer), the documents with a digest prompt get the gate's counts, in one batch."""
+    With a tokenizer (use_tokenizer), the documents with a digest prompt get the gate's counts, in one batch;
+    but not a window (`windows`: which documents are windows) whose digest prompt the byte bound keeps
+    (worker/digest/prompt.py `kept_by_bytes`): the planner keeps it without a count, so its raw text, the
+    largest of the pass, is never tokenized."""
     out = []
     for text, source, kind in zip(texts, sources, kinds):
         try:
@@ -112,12 +115,13 @@ def prepare_many(texts: Sequence[str], sources: Sequence[str | None], kinds: Seq
         except Exception as exc:  # noqa: BLE001 - routed: ingest dead-letters this document with the reason
             out.append(Prepared(None, [], None, None, 0.0, f"{type(exc).__name__}: {exc}"))
     if _tokenizer is not None:
-        gated = [i for i, p in enumerate(out) if p.prompt is not None and _fits(texts[i])]
+        gated = [i for i, p in enumerate(out) if p.prompt is not None and _fits(texts[i])
+                 and not (windows and windows[i] and kept_by_bytes(p.text or texts[i], p.prompt, min_saving=o.min_saving))]
         if gated:
-            t0 = time.thread_time()
+            t0 = time.process_time()  # the batch runs in the tokenizer's own threads too (a pool process runs one task)
             pairs = [t for i in gated for t in (out[i].text or texts[i], out[i].prompt)]
             enc = _tokenizer.encode_batch(pairs, add_special_tokens=False)
-            share = (time.thread_time() - t0) / len(gated)
+            share = (time.process_time() - t0) / len(gated)
             for j, i in enumerate(gated):
                 out[i] = replace(out[i], raw_tokens=len(enc[2 * j].ids), prompt_tokens=len(enc[2 * j + 1].ids),
                                  seconds=out[i].seconds + share)

@@ -102,6 +102,11 @@ def copied_line(text: str, document: str) -> bool:
     have = set(words)
     longest = sorted(have, key=len, reverse=True)[:5]
     need = min(2, len(longest))
+    # A line holds only words the whole document holds (a line lower-cased is that piece of the document
+    # lower-cased): one look at the document rules out most texts without reading its lines one by one.
+    whole = document.lower()
+    if sum(w in whole for w in longest) < need:
+        return False
     candidates: dict[str, None] = {}
     for line in document.splitlines():
         low = line.lower()

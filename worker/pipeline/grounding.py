@@ -41,6 +41,7 @@ _PATTERNS = [
 ]
 _TOKEN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _PATTERNS))
 _PLACEHOLDER = re.compile(r"<(?:n|hex|ip|uuid|ts|q|\*)>")
+_NUMERIC = re.compile(r"[\d.:]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # Capitalised words that are English or time notation, not identifiers.
 _PLAIN_CAPS = frozenset({"UTC", "GMT", "THE", "AND", "NOT", "FOR", "ALL", "API", "URL", "CPU", "RAM", "N/A"})
@@ -108,14 +109,26 @@ class Support:
     def has(self, ident: str) -> bool:
         low = ident.lower()
         plain = low.replace(",", "")
-        if re.fullmatch(r"[\d.:]+", plain):  # a number or time: whole, not a piece of a longer one; as written, or
-            for needle, hay in ((low, self.text), (plain, self.numbers)):  # without thousands separators
-                if re.search(rf"(?<![\d.]){re.escape(needle)}(?!\d)", hay):
-                    return True
-            return False
+        if _NUMERIC.fullmatch(plain):  # a number or time: whole, not a piece of a longer one; as written, or
+            return _whole(low, self.text) or _whole(plain, self.numbers)  # without thousands separators
         if _PLACEHOLDER.search(low):  # a line template quoted (the digest's <n>, <*>, ...): each literal part
             return all(part.strip() in self.text for part in _PLACEHOLDER.split(low) if part.strip())
         return low in self.text
+
+
+def _whole(needle: str, hay: str) -> bool:
+    """Whether `needle` occurs in `hay` with no digit or dot just before it and no digit just after it
+    (the regular expression `(?<![\\d.])needle(?!\\d)`, `\\d` being a Unicode decimal digit, as
+    `str.isdecimal` reads one). `str.find` jumps between the needle's occurrences: a window's text
+    is tens of kilobytes, and a regular expression that opens with a look-behind tries every position."""
+    n, i = len(needle), hay.find(needle)
+    while i >= 0:
+        before = hay[i - 1] if i else ""
+        after = hay[i + n] if i + n < len(hay) else ""
+        if not (before == "." or before.isdecimal()) and not after.isdecimal():
+            return True
+        i = hay.find(needle, i + 1)
+    return False
 
 
 def sentences(text: str) -> list[str]:

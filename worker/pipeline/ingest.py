@@ -210,7 +210,7 @@ class Ingest(StageThread):
             piece = good[start:start + n]
             start += n
             self.batches.submit(piece, [d.text for d in piece], [d.meta.get("source") for d in piece],
-                                [d.meta.get("kind") for d in piece])
+                                [d.meta.get("kind") for d in piece], [d.window is not None for d in piece])
             if len(sizes) > 1:
                 self._take_prepared(block=False)
 

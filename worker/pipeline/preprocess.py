@@ -136,9 +136,9 @@ class InOrder(Generic[T]):
         return new
 
     def submit(self, items: list[T], texts: Sequence[str], sources: Sequence[str | None],
-               kinds: Sequence[str | None]) -> None:
+               kinds: Sequence[str | None], windows: Sequence[bool] | None = None) -> None:
         t0 = time.perf_counter()
-        self._q.append((items, self.pre.submit(texts, sources, kinds)))
+        self._q.append((items, self.pre.submit(texts, sources, kinds, windows)))
         self.seconds += time.perf_counter() - t0
 
     def take(self, block: bool) -> list[tuple[list[T], list[Prepared]]]:
@@ -211,12 +211,15 @@ class Preprocessor:
             except queue.Empty:
                 raise FutureTimeout from None
 
-    def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None]) -> Batch:
-        """Start one batch (without a pool: run it now); its results come from Batch.result()."""
+    def submit(self, texts: Sequence[str], sources: Sequence[str | None], kinds: Sequence[str | None],
+               windows: Sequence[bool] | None = None) -> Batch:
+        """Start one batch (without a pool: run it now); its results come from Batch.result(). `windows`:
+        which texts are windows (worker/digest/prepared.py prepare_many: the gate's counts)."""
         if self._pool is None or not texts:
-            return Batch(done=prepare_many(texts, sources, kinds, self.options))
+            return Batch(done=prepare_many(texts, sources, kinds, self.options, windows))
         try:
-            return Batch(futures=[self._pool.submit(prepare_many, texts[a:b], sources[a:b], kinds[a:b], self.options)
+            return Batch(futures=[self._pool.submit(prepare_many, texts[a:b], sources[a:b], kinds[a:b], self.options,
+                                                    windows[a:b] if windows else None)
                                   for a, b in _slices([len(t) for t in texts], self.processes)])
         except BrokenProcessPool as exc:
             raise PreprocessError(f"preprocessing pool broke ({exc}); the worker stops") from exc
