@@ -28,8 +28,8 @@
 #                     e2e-check_h200.json
 #   e2e-batching      e2e once per batching mode in MODES [bin continuous], max_new_tokens 128, each document
 #                     stopping after a length of bench/results/stop_lengths_cpu.json, TOKEN_BUDGET [524288],
-#                     RUNS [3]; continuous adds a steady STEADY [0.9] load for STEADY_S [30] s; PREFILL,
-#                     REFILL: prefill_step_tokens, refill_fraction; limit E2E_S [320] each:
+#                     BATCH_RUNS [RUNS, 3] pairs; continuous adds a steady STEADY [0.9] load for STEADY_S [30] s;
+#                     PREFILL, REFILL: prefill_step_tokens, refill_fraction; limit BATCH_S [E2E_S, 320] each:
 #                     e2e-<mode>SUFFIX_h200.json
 #   continuous-sweep  bench/continuous_sweep.py over the same bins: SETTINGS, BIN_K; limit SWEEP_S [300]:
 #                     continuous-sweep_h200.json
@@ -174,8 +174,8 @@ run_stage() {
       for mode in ${MODES:-bin continuous}; do
         local steady=()
         [ "$mode" != continuous ] || steady=(--steady "${STEADY-0.9}" --steady-seconds "${STEADY_S:-30}")
-        e2e "${E2E_S:-320}" "e2e-$mode${SUFFIX:-}_$M" --documents "${DOCS:-3000}" --max-new-tokens 128 \
-          --runs "${RUNS:-3}" --token-budget "${TOKEN_BUDGET:-524288}" --batching "$mode" --stop-lengths $LENGTHS \
+        e2e "${BATCH_S:-${E2E_S:-320}}" "e2e-$mode${SUFFIX:-}_$M" --documents "${DOCS:-3000}" --max-new-tokens 128 \
+          --runs "${BATCH_RUNS:-${RUNS:-3}}" --token-budget "${TOKEN_BUDGET:-524288}" --batching "$mode" --stop-lengths $LENGTHS \
           ${PREFILL:+--prefill-step-tokens $PREFILL} ${REFILL:+--refill-fraction $REFILL} "${steady[@]}"
       done ;;
     continuous-sweep)
