@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from bench.results_io import command_line, save
 from worker.config.settings import ModelRun
 from worker.engine.decode import bucket_for
 from worker.engine.loader import load_engine
+from worker.engine.prefill import chunk_documents
 from worker.engine.tiny import make_tiny_checkpoint
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -90,12 +92,13 @@ def packer_bins(lengths: list[int], seats: int, budget: int, reserve: int) -> li
     return [*sizes, n] if n else sizes
 
 
-def tiny_engine(folder: Path, max_new: int, check_every: int):
-    """A 1-layer tiny model on the CPU with EOS off: every document decodes exactly max_new tokens."""
+def tiny_engine(folder: Path, max_new: int, check_every: int, stop_lengths: str | None = None):
+    """A 1-layer tiny model on the CPU with EOS off: every document decodes exactly max_new tokens, or the
+    stop length its seed picks (`stop_lengths`: a file as ModelRun.stop_lengths_file reads)."""
     path = make_tiny_checkpoint(folder, arch="qwen2", seed=1, num_hidden_layers=1, hidden_size=32,
                                 intermediate_size=32)
     run = ModelRun(path=str(path), max_new_tokens=max_new, repetition_penalty=1.0, no_repeat_ngram=0,
-                   min_new_tokens=0, stop_strings=())
+                   min_new_tokens=0, stop_strings=(), stop_lengths_file=stop_lengths)
     eng = load_engine(run, check_every=check_every, cut_loops=False)
     eng.eos_ids = (-1,)  # no token is -1: documents end at their limit
     return eng
@@ -105,12 +108,22 @@ def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost
     """Bins (arrival time on the replay's clock, documents) through the batcher as the engine process takes
     them (worker/remote/child_continuous.py: while idle or wanting work); per step its cost."""
     batcher._steps_to_run = lambda: batcher.cfg.check_every  # as on CUDA: check_every steps a round
-    admitted: list[int] = []
+    admitted: list[list[int]] = []  # per step, the prompt lengths it admitted
     admit = batcher.sched.admit
-    batcher.sched.admit = lambda *a, **k: admitted.append(len(out := admit(*a, **k))) or out
+
+    def counted(*args, **kw):
+        out = admit(*args, **kw)
+        admitted.append([e.length for e in out])
+        return out
+
+    batcher.sched.admit = counted
+    chunks = 0  # prefill forwards of at most chunk_tokens (prefill.chunk_documents)
     starts = [0]
     for _, n in bins:
         starts.append(starts[-1] + n)
+    arrived = {d: t for (t, _), a, b in zip(bins, starts, starts[1:]) for d in range(a, b)}
+    latency: list[float] = []
+    out_tokens = 0
     now = idle = pre_s = dec_s = 0.0
     nxt, done, steps, rows_total, log = 0, 0, 0, 0, []
     hist: dict[int, int] = {}  # decode steps by bucket
@@ -120,7 +133,7 @@ def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost
             now = bins[nxt][0]
         while nxt < len(bins) and bins[nxt][0] <= now and (not batcher.busy or batcher.wants_work()):
             a, b = starts[nxt], starts[nxt + 1]
-            batcher.add(_stage(eng, lengths[a:b]), list(range(a, b)), list(range(a, b)))
+            batcher.add(_stage(eng, lengths[a:b]), list(range(a, b)), list(range(a, b)), eng.limits(list(range(a, b))))
             nxt += 1
         before = dict(eng.stats)
         r = batcher.step()
@@ -128,20 +141,29 @@ def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost
         rows = (eng.stats["live_row_steps"] - before["live_row_steps"]) // k if k else 0
         p, d = cost.step(r.prefill_tokens, k, rows)
         pre_s, dec_s, now, steps, done = pre_s + p, dec_s + d, now + p + d, steps + 1, done + len(r.done)
+        latency += [now - arrived[tag] for tag, _, _ in r.done]
+        out_tokens += sum(len(g.token_ids) for _, g, _ in r.done)
         if k:
             hist[bucket_for(rows)] = hist.get(bucket_for(rows), 0) + k
             rows_total += rows * k
         if r.prefill_tokens:
-            log.append((round(now, 4), admitted[-1], r.prefill_tokens, rows))
+            log.append((round(now, 4), len(admitted[-1]), r.prefill_tokens, rows))
+            chunks += len(chunk_documents(admitted[-1], batcher.cfg.chunk_tokens))
     forwards = [x[2] for x in log]
     decode_steps = sum(hist.values())
-    return {"documents": done, "gpu_s": round(pre_s + dec_s, 4), "prefill_s": round(pre_s, 4),
+    return {"documents": done, "output_tokens": out_tokens, "gpu_s": round(pre_s + dec_s, 4), "prefill_s": round(pre_s, 4),
             "decode_s": round(dec_s, 4), "idle_s": round(idle, 4), "scheduling_steps": steps,
-            "prefill_forwards": len(forwards), "prefill_tokens_per_forward_mean": round(sum(forwards) / len(forwards)),
+            "prefill_forwards": len(forwards), "prefill_chunks": chunks, "prefill_tokens_per_forward_mean": round(sum(forwards) / len(forwards)),
             "prefill_tokens_per_forward_min": min(forwards), "decode_steps": decode_steps,
             "rows_per_decode_step": round(rows_total / max(1, decode_steps), 1),
-            "decode_steps_by_bucket": dict(sorted(hist.items())),
+            "decode_steps_by_bucket": dict(sorted(hist.items())), "latency_s": _quantiles(latency),
             "prefills": [{"t": t, "docs": n, "tokens": tok, "rows_after": m} for t, n, tok, m in log]}
+
+
+def _quantiles(xs: list[float]) -> dict:
+    xs = sorted(xs)
+    at = lambda q: round(xs[min(len(xs) - 1, int(q * len(xs)))], 4)  # noqa: E731
+    return {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "mean": round(sum(xs) / len(xs), 4)}
 
 
 def _stage(eng, lengths: list[int]):
@@ -154,10 +176,6 @@ def _stage(eng, lengths: list[int]):
                      max(lengths))
 
 
-def load_arrivals(path: str) -> list[dict]:
-    return json.loads(Path(path).read_text())["runs"]
-
-
 def schedules(lengths: list[int], arrivals: dict, seats: int, budget: int, reserve: int) -> dict[str, list]:
     """name -> bins as (arrival s, documents)."""
     out = {"alone": [(0.0, n) for n in packer_bins(lengths, seats, budget, reserve)]}
@@ -165,6 +183,18 @@ def schedules(lengths: list[int], arrivals: dict, seats: int, budget: int, reser
     for i, run in enumerate(arrivals["runs"]):
         out[f"arrival r{i}"] = list(zip(run["handed_over_s"], sizes))
     return out
+
+
+def steady_bins(documents: int, rate: float, every: float) -> list[tuple[float, int]]:
+    """A steady load: a bin every `every` seconds, `rate` documents a second in all."""
+    bins, n, i = [], 0, 0
+    while n < documents:
+        k = min(documents - n, int(rate * every * (i + 1)) - n)
+        if k > 0:
+            bins.append((round(i * every, 4), k))
+            n += k
+        i += 1
+    return bins
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prefill-step-tokens", type=int, default=131_072)
     ap.add_argument("--refill-fraction", type=float, default=0.25)
     ap.add_argument("--arrivals", default=str(RESULTS / "e2e-check_h100_arrivals.json"))
+    ap.add_argument("--steady", type=float, default=0.9, help="the steady schedule's load, a share of the "
+                    "modelled capacity (documents over the engine alone's modelled seconds)")
+    ap.add_argument("--steady-bin-s", type=float, default=0.025, help="seconds between the steady schedule's bins")
+    ap.add_argument("--stop-lengths", default=None, help="each document stops after a length of this file "
+                    "(bench/results/stop_lengths_cpu.json: SmolLM2's); default: every one takes max_new_tokens")
     ap.add_argument("--lengths", default=None, help="a JSON list of prompt lengths (default: built as the worker does)")
     ap.add_argument("--out", default=str(RESULTS / "e2e_replay_cpu.json"))
     a = ap.parse_args(argv)
@@ -185,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
                                                                                         a.token_budget)
     arrivals = json.loads(Path(a.arrivals).read_text())
     cost = CostModel()
-    import tempfile  # noqa: PLC0415
     with tempfile.TemporaryDirectory() as tmp:
-        eng = tiny_engine(Path(tmp) / "tiny", a.max_new_tokens, a.check_every)
+        eng = tiny_engine(Path(tmp) / "tiny", a.max_new_tokens, a.check_every, a.stop_lengths)
         runs: dict[str, dict] = {p: {} for p in POLICIES}
-        for name, bins in schedules(lengths, arrivals, a.seats, a.token_budget, a.max_new_tokens).items():
+        todo = list(schedules(lengths, arrivals, a.seats, a.token_budget, a.max_new_tokens).items())
+        while todo:
+            name, bins = todo.pop(0)
             for policy, merge in POLICIES.items():
                 t0 = time.perf_counter()
                 b = eng.batcher(a.seats, a.token_budget, a.prefill_step_tokens, a.refill_fraction, lag=1)
@@ -199,11 +235,15 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{policy:6} {name:12} {r['gpu_s']:.3f} s (prefill {r['prefill_s']:.3f}, decode "
                       f"{r['decode_s']:.3f}, idle {r['idle_s']:.3f}); {r['prefill_forwards']} prefills of "
                       f"{r['prefill_tokens_per_forward_mean']} tokens, {r['decode_steps']} decode steps of "
-                      f"{r['rows_per_decode_step']} rows ({time.perf_counter() - t0:.1f} s)", flush=True)
+                      f"{r['rows_per_decode_step']} rows; latency {r['latency_s']} ({time.perf_counter() - t0:.1f} s)",
+                      flush=True)
+            if name == "alone":  # then a steady load at a share of the capacity the engine alone has
+                rate = a.steady * len(lengths) / runs["before"]["alone"]["gpu_s"]
+                todo.append((f"steady {a.steady:g}", steady_bins(len(lengths), rate, a.steady_bin_s)))
     alone = runs["before"]["alone"]["gpu_s"]
     result = {"documents": len(lengths), "prompt_tokens": sum(lengths), "max_new_tokens": a.max_new_tokens,
               "seats": a.seats, "token_budget": a.token_budget, "check_every": a.check_every, "lag": 1,
-              "prefill_step_tokens": a.prefill_step_tokens, "refill_fraction": a.refill_fraction,
+              "stop_lengths": a.stop_lengths, "prefill_step_tokens": a.prefill_step_tokens, "refill_fraction": a.refill_fraction,
               "cost_model": dataclasses.asdict(cost), "arrivals": a.arrivals,
               "policies": {"before": "merge_steps 0: a backlog refills free seats at once (refill rule only)",
                            "after": "merge_steps check_every (the batcher's default): a backlog waits for a "
