@@ -89,6 +89,48 @@ def test_looking_a_round_late_and_refilling_in_groups_keep_the_tokens(tiny, lag,
     assert not batcher.busy and batcher.sched.slots.used == 0
 
 
+def _prefills(batcher, eng, bins, seeds):
+    """The first bin alone, the rest queued from the second step on (as the wanted work): per document
+    its output, and the running count after each step that prefilled."""
+    start = [0]
+    for b in bins:
+        start.append(start[-1] + len(b))
+    got, nxt, after = {}, 0, []
+    while nxt < len(bins) or batcher.busy:
+        while nxt < len(bins) and (not batcher.busy or batcher.wants_work()):
+            a, b = start[nxt], start[nxt + 1]
+            batcher.add(_stage(eng, bins[nxt]), seeds[a:b], list(range(a, b)))
+            nxt += 1
+            if nxt == 1:
+                break
+        r = batcher.step()
+        if r.prefill_tokens:
+            after.append(batcher.sched.running)
+        got.update({tag: gen for tag, gen, _ in r.done})
+    return got, after
+
+
+def test_a_backlog_merges_with_a_cohort_a_round_ahead_into_one_prefill_of_all_seats(tiny):
+    """Two documents start alone, the next bin fills the other six seats a round later (lag 1, 2 steps a
+    round): without the merge the two cohorts refill one after the other for the whole backlog (a prefill
+    of 2 then one of 6, again and again); with it the cohort that leaves first waits the one round for the
+    other, and every later prefill seats all 8. Greedy tokens are a bin at a time's."""
+    docs = _docs(36, 3, 30, 500, seed=7)
+    eng = _engine(tiny, max_new_tokens=6, check_every=2)
+    eng.eos_ids = (-1,)  # no EOS: every document takes its 6 tokens, so the cohorts stay in step
+    seeds = list(range(36))
+    ref = eng.generate(_stage(eng, docs), seeds)
+    bins = [docs[:2], docs[2:10], docs[10:18], docs[18:26], docs[26:34], docs[34:]]
+    split = eng.batcher(seats=8, kv_rows=400, refill_fraction=0.25, lag=1)
+    split.sched.merge_steps = 0
+    got, after = _prefills(split, eng, bins, seeds)
+    assert after == [2, 8, 2, 8, 2, 8, 2, 8, 2, 4] and [got[i] for i in range(36)] == ref
+    merged = eng.batcher(seats=8, kv_rows=400, refill_fraction=0.25, lag=1)  # merge_steps: check_every
+    got, after = _prefills(merged, eng, bins, seeds)
+    assert after == [2, 8, 8, 8, 8, 4] and [got[i] for i in range(36)] == ref
+    assert merged.sched.merge_steps == 2
+
+
 @pytest.mark.parametrize("lag", [0, 1])
 def test_stop_strings_end_a_document_as_in_a_bin(tiny, lag):
     docs = _docs(6, 10, 30, 500, seed=2)
@@ -176,6 +218,7 @@ def test_a_prefill_that_fails_gives_back_every_document_it_had_seated(tiny, monk
     docs = _docs(9, 3, 20, 500, seed=8)
     eng = _engine(tiny, max_new_tokens=6, check_every=2)
     b = eng.batcher(seats=4, kv_rows=400, refill_fraction=0.0)
+    b.sched.merge_steps = 0  # a freed seat is refilled at once (no wait for the cohort's end)
     b.add(_stage(eng, docs[:4]), list(range(4)), list(range(4)))
     b.step()  # four running
     b.add(_stage(eng, docs[4:]), list(range(4, 9)), list(range(4, 9)))

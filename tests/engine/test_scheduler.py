@@ -158,3 +158,47 @@ def test_a_refill_group_larger_than_the_seats_means_all_seats():
     assert s.refill_seats == 4
     with pytest.raises(ValueError, match="refill_seats"):
         Scheduler(seats=4, kv_rows=1_000, prefill_tokens=1_000, refill_seats=0)
+
+
+def test_a_backlog_waits_for_a_cohort_that_ends_within_merge_steps_then_takes_all_its_seats():
+    s = Scheduler(seats=8, kv_rows=1_000, prefill_tokens=1_000, refill_seats=2, merge_steps=4)
+    for e in _entries([10] * 8):
+        s.enqueue(e)
+    first = s.admit(decoding=0)
+    for e in first[:4]:
+        s.finish(e)  # 4 free, 4 still decode
+    for e in _entries([10] * 12):
+        s.enqueue(e)  # a backlog: 12 wait for 4 seats
+    assert s.admit(decoding=4, ends_within=4) == []  # the 4 running end within merge_steps: wait for them
+    assert len(s.admit(decoding=4, ends_within=5)) == 4  # they do not: the free seats refill now
+    for e in first[4:]:
+        s.finish(e)
+    assert len(s.admit(decoding=4, ends_within=None)) == 4  # unknown ends: no wait
+
+
+def test_documents_that_all_fit_are_never_held_for_a_merge():
+    s = Scheduler(seats=8, kv_rows=1_000, prefill_tokens=1_000, refill_seats=2, merge_steps=4)
+    for e in _entries([10] * 8):
+        s.enqueue(e)
+    for e in s.admit(decoding=0)[:4]:
+        s.finish(e)
+    for e in _entries([10] * 4):
+        s.enqueue(e)  # 4 wait, 4 seats free: no backlog
+    assert len(s.admit(decoding=4, ends_within=0)) == 4
+    off = Scheduler(seats=8, kv_rows=1_000, prefill_tokens=1_000, refill_seats=2)  # merge_steps 0: off
+    for e in _entries([10] * 12):
+        off.enqueue(e)
+    for e in off.admit(decoding=0)[:4]:
+        off.finish(e)
+    assert len(off.admit(decoding=4, ends_within=0)) == 4
+
+
+def test_while_the_running_cohort_ends_the_next_bin_is_wanted_for_all_seats():
+    s = Scheduler(seats=8, kv_rows=1_000, prefill_tokens=1_000, refill_seats=2, merge_steps=4)
+    for e in _entries([10] * 10):
+        s.enqueue(e)
+    s.admit(decoding=0)  # 8 run, 2 wait
+    assert not s.wants_work() and s.wants_work(ending=True)  # 2 < 8 seats once the cohort leaves
+    for e in _entries([10] * 6):
+        s.enqueue(e)
+    assert not s.wants_work(ending=True)  # 8 wait: a cohort's worth

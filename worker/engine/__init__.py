@@ -24,7 +24,7 @@ API (the worker's GPU thread is the only caller; nothing here is thread-safe):
     eng.prefill_last_logits(staged) -> Tensor [n, vocab]
     b = eng.batcher(seats, kv_rows)   # continuous batching (continuous.py; policy in scheduler.py)
     b.add(staged, seeds, tags)        # a bin's documents queue (tag None: skipped)
-    b.wants_work() -> bool            # free seats and KV rows exceed what waits: take the next bin
+    b.wants_work() -> bool            # free seats and KV rows (all, while the running cohort ends) exceed what waits
     r = b.step()                      # admit + packed prefill (budgeted) + k decode steps + one look
     r.done -> [(tag, Generated, gpu_s)]   # documents that finished in this step, handed back at once
     b.busy, b.running, b.abort() -> [(tag, seed, limit)]   # abort: after a failure, run them alone

@@ -3,11 +3,12 @@ next documents' packed prefill takes their seats.
 
 One scheduling step reads aloud:
 
-    admit (scheduler.py: seats, KV rows, prefill budget, refill in groups) → packed prefill of the
-    admitted documents into their KV slots → rebuild the decode rows (live rows kept, new rows
-    appended, bucketed) → launch k decode steps (the bucket's CUDA graph) and an async copy of the
-    done flags and the token table → read the flags of the round launched `lag` steps ago (its copy
-    event) → hand its finished documents back, free their seats and slots
+    admit (scheduler.py: seats, KV rows, prefill budget, refill in groups, a backlog merged with a
+    cohort that ends within a round) → packed prefill of the admitted documents into their KV slots
+    → rebuild the decode rows (live rows kept, new rows appended, bucketed) → launch k decode steps
+    (the bucket's CUDA graph) and an async copy of the done flags and the token table → read the
+    flags of the round launched `lag` steps ago (its copy event) → hand its finished documents back,
+    free their seats and slots
 
 With `lag` 1 (CUDA) the host reads a round's flags while the next round runs, so the GPU does not
 wait for the host's look, hand-back and admission; a finished row runs one more round as a done row
@@ -73,7 +74,8 @@ class ContinuousBatcher:
         self.e = engine
         self.cfg = engine._loop_config()
         engine.pool.ensure(kv_rows, seats)  # sized once: never reallocated under running documents
-        self.sched = Scheduler(seats, kv_rows, prefill_tokens, refill_seats)  # the token budget bounds KV in use
+        # the token budget bounds KV in use; a backlog merges with a cohort that ends within a round
+        self.sched = Scheduler(seats, kv_rows, prefill_tokens, refill_seats, merge_steps=self.cfg.check_every)
         self.entries: list[Entry] = []  # the decode state's rows, in row order (host mirror)
         self._keep: list[int] | None = None  # rows to keep at the next rebuild (None: nothing changed)
         self.st = self.graph = self.step_cfg = None
@@ -102,7 +104,13 @@ class ContinuousBatcher:
             self.sched.enqueue(Entry(doc, b - a, b - a + reserve))
 
     def wants_work(self) -> bool:
-        return self.sched.wants_work()
+        ends = self._ends()
+        return self.sched.wants_work(ending=ends is not None and ends <= self.sched.merge_steps)
+
+    def _ends(self) -> int | None:
+        """Decode steps within which every running document ends at most (its token limit); None: none runs."""
+        live = self.entries if self._keep is None else [self.entries[i] for i in self._keep]
+        return max((e.item.limit - 1 - e.item.steps for e in live), default=None)
 
     @property
     def busy(self) -> bool:
@@ -130,7 +138,8 @@ class ContinuousBatcher:
     @torch.inference_mode()
     def step(self) -> StepResult:
         t0 = time.perf_counter()
-        admitted = self.sched.admit(decoding=len(self.entries) if self._keep is None else len(self._keep))
+        decoding = len(self.entries) if self._keep is None else len(self._keep)
+        admitted = self.sched.admit(decoding=decoding, ends_within=self._ends())
         self._joining = admitted  # seated, not yet rows: abort() must still return them if prefill fails
         new_rows = self._prefill(admitted) if admitted else None
         if admitted or self._keep is not None:

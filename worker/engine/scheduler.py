@@ -15,6 +15,15 @@ Policy, decode-first with a prefill token budget per step (as vLLM's chunked pre
   in one large packed prefill (efficient GEMMs, one forward) instead of a budget's worth per step;
   the wait is bounded, since every running document ends within max_new_tokens steps, and a short
   queue (steady load) is admitted as soon as it fits.
+- Merge with a cohort about to end (`merge_steps`): while documents decode and the waiting ones do not
+  all fit now (a backlog: they outnumber the free seats or the free KV rows), none joins while every
+  running document ends within `merge_steps` decode steps (each one's token limit says the most it can
+  still take). The seats those documents free then join the free ones in one admission: a backlog
+  keeps cohorts of the full seats (one prefill each) instead of two cohorts a round apart that refill
+  one after the other (two prefills per seats' worth of documents). While every running document
+  ends within `merge_steps`, `wants_work` counts all seats as free, so the caller queues the next bin
+  (if it has one) and the backlog forms. The wait is bounded by `merge_steps`; documents that all
+  fit now (steady load, no bin behind them) are never held by it. 0 turns the rule off.
 - Admission is first come, first served over documents in packer order (bins are taken whole from
   the packer, their documents queue in ribbon order): no document waits behind a later one. The
   head waits when it has no seat or no free KV interval; nothing is skipped past it.
@@ -40,12 +49,14 @@ class Entry:
 
 
 class Scheduler:
-    def __init__(self, seats: int, kv_rows: int, prefill_tokens: int, refill_seats: int = 1) -> None:
+    def __init__(self, seats: int, kv_rows: int, prefill_tokens: int, refill_seats: int = 1,
+                 merge_steps: int = 0) -> None:
         if seats < 1 or prefill_tokens < 1 or refill_seats < 1:
             raise ValueError(f"seats ({seats}), prefill_tokens ({prefill_tokens}) and refill_seats ({refill_seats}) "
                              "must be >= 1")
         self.seats = seats
         self.refill_seats = min(refill_seats, seats)
+        self.merge_steps = merge_steps
         self.slots = SlotAllocator(kv_rows)
         self.prefill_tokens = prefill_tokens
         self.waiting: deque[Entry] = deque()
@@ -59,11 +70,16 @@ class Scheduler:
         self.waiting.append(entry)
         self.waiting_rows += entry.rows
 
-    def admit(self, decoding: int) -> list[Entry]:
-        """The waiting documents that join now, seats and KV rows assigned (in queue order)."""
+    def admit(self, decoding: int, ends_within: int | None = None) -> list[Entry]:
+        """The waiting documents that join now, seats and KV rows assigned (in queue order).
+        `ends_within`: decode steps within which every one of the `decoding` documents ends at most
+        (None: unknown, no merge)."""
         out: list[Entry] = []
         if decoding and len(self._free_seats) < min(self.refill_seats, len(self.waiting)):
             return out  # refill in groups: wait for more seats (bounded: running documents end)
+        if decoding and self.merge_steps and ends_within is not None and ends_within <= self.merge_steps \
+                and self._backlog():
+            return out  # merge: the running cohort ends within merge_steps; its seats join these
         tokens = 0
         while self.waiting and self._free_seats:
             head = self.waiting[0]
@@ -80,6 +96,10 @@ class Scheduler:
         self.running += len(out)
         return out
 
+    def _backlog(self) -> bool:
+        """Do the waiting documents outnumber what is free now (seats or KV rows)?"""
+        return len(self.waiting) > len(self._free_seats) or self.waiting_rows > self.slots.free_rows
+
     def finish(self, entry: Entry) -> None:
         """A running document is done: its seat and KV rows are free again."""
         self.slots.free(entry.start, entry.rows)
@@ -87,8 +107,12 @@ class Scheduler:
         self.running -= 1
         entry.seat = entry.start = -1
 
-    def wants_work(self) -> bool:
-        """Would more documents fit now than wait? (The caller then takes the next bin, if any.)"""
+    def wants_work(self, ending: bool = False) -> bool:
+        """Would more documents fit now than wait? (The caller then takes the next bin, if any.)
+        `ending`: every running document ends within merge_steps, so all seats and KV rows count as
+        free (the next bin waits to join the seats they free: see the merge rule)."""
+        if ending and self.merge_steps:
+            return len(self.waiting) < self.seats and self.waiting_rows < self.slots.capacity
         return len(self.waiting) < len(self._free_seats) and self.waiting_rows < self.slots.free_rows
 
     @property
