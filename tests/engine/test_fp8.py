@@ -99,7 +99,7 @@ def rel(y: torch.Tensor, r: torch.Tensor) -> float:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)")
 @pytest.mark.parametrize("fast_accum", [False, True])
 @pytest.mark.parametrize("quant", ["fp32", "native"])
 def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu(fast_accum, quant):
@@ -121,7 +121,7 @@ def test_scaled_mm_matches_the_emulated_fp8_gemm_on_the_gpu(fast_accum, quant):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)")
 @pytest.mark.parametrize("kernel", ["two_pass", "one_pass", "chunked"])
 def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(kernel):
     g = torch.Generator(device="cuda").manual_seed(3)
@@ -141,7 +141,7 @@ def test_the_silu_mul_quant_kernel_matches_torch_on_the_gpu(kernel):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)")
 @pytest.mark.parametrize("k", [3584, 3000, 18_944])
 def test_the_quant_rows_kernel_is_quantize_rows_bit_for_bit_on_the_gpu(k):
     g = torch.Generator(device="cuda").manual_seed(4)
@@ -161,7 +161,7 @@ def _lens_cu(lens: list[int]) -> list[int]:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)")
 @pytest.mark.parametrize("shape", [None, (128, 128, 8, 3), (64, 64, 4, 2)])  # None: the kernel's default
 @pytest.mark.parametrize("heads,kv_heads,dim", [(28, 4, 128), (14, 2, 64)])  # Qwen2.5-7B, -0.5B
 def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads, kv_heads, dim):
@@ -202,7 +202,7 @@ def test_the_fp8_attention_kernel_matches_the_reference_on_the_gpu(shape, heads,
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)")
 def test_an_engine_with_fp8_attention_runs_the_kernel_in_every_layer_on_the_gpu(tmp_path, monkeypatch):
     from worker.engine import prefill_fp8_kernel as f8
 

@@ -12,7 +12,7 @@ import torch
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)"),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)"),
 ]
 
 

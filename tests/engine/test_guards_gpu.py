@@ -10,7 +10,7 @@ from worker.engine.guards import GuardConfig
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)"),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)"),
     # an fp32 model compiled by inductor on Hopper: its advice to enable TF32 is not this test's concern
     # (TF32 would change the numbers the packed-vs-alone comparison relies on)
     pytest.mark.filterwarnings("ignore:TensorFloat32 tensor cores:UserWarning"),

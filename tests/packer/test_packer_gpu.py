@@ -11,7 +11,7 @@ from worker.packer import Packer, PackerConfig  # noqa: E402 - after importorski
 
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the H200)"),
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the device runs it: bash bench/device_run.sh gpu-tests)"),
 ]
 
 
