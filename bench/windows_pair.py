@@ -88,7 +88,7 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
     e = r["end_to_end"]
     n = r["producer"]["records"]
     ingest = e["threads_cpu_s"].get("ribbon-ingest") or 0.0
-    procs = dict(p.split("=", 1) for p in args.setting).get("pipeline.preprocess_processes")
+    procs = given(args.setting).get("pipeline.preprocess_processes")
     in_thread = e["digest"]["cpu_s"] if auto_processes(int(procs) if procs else None) == 0 else 0.0  # on the ingest thread
     return {"records": n, "windows": e["windows"], "records_covered": e["records_covered"],
             "records_per_s": e["records_per_s"], "consumed_per_s": round(n / e["all_consumed_s"], 1),
@@ -104,9 +104,14 @@ def capacity(python: str, tree: Path, args, out: Path) -> dict:
             "overhead_s": e["overhead_s"], "end_s": e.get("end_s")}
 
 
+def given(pairs: list[str]) -> dict[str, str]:
+    """`--setting KEY=VALUE` arguments: dotted setting -> value."""
+    return {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in pairs)}
+
+
 def settings_env(pairs: list[str]) -> dict[str, str]:
     """`--setting KEY=VALUE` (dotted settings) as the environment variables both trees' runs read."""
-    return {env_var_for(k.strip()): v.strip() for k, v in (p.split("=", 1) for p in pairs)}
+    return {env_var_for(k): v for k, v in given(pairs).items()}
 
 
 def ingest_alone(python: str, tree: Path, args, out: Path) -> dict:

@@ -43,15 +43,19 @@ def quantize_qkv(q, k, v, cu_host: list[int]) -> tuple[torch.Tensor, ...]:
     vs = torch.stack([vf[a:b].abs().amax(0) if b > a and i < len(cu_host) - 1 else vf.new_zeros(vf.shape[1:])
                       for i, (a, b) in enumerate(itertools.pairwise(bounds))])  # [n + 1, Hkv, D]
     vs = vs.clamp(min=1e-12) / FP8_MAX  # rows past the documents: the floor (their codes are never read)
-    row_vs = vs.repeat_interleave(torch.tensor([b - a for a, b in itertools.pairwise(bounds)], device=vs.device), dim=0)  # [T, Hkv, D]
-    return q8, qs, k8, ks, (vf / row_vs).clamp(-FP8_MAX, FP8_MAX).to(FP8), vs
+    return q8, qs, k8, ks, (vf / _per_row(vs, bounds)).clamp(-FP8_MAX, FP8_MAX).to(FP8), vs
+
+
+def _per_row(vs: torch.Tensor, bounds: list[int]) -> torch.Tensor:
+    """vs [n + 1, Hkv, D] (one V scale per document, and one for the rows past them) -> [T, Hkv, D], each
+    row its document's."""
+    return vs.repeat_interleave(torch.tensor([b - a for a, b in itertools.pairwise(bounds)], device=vs.device), dim=0)
 
 
 def dequantized(q, k, v, cu_host: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The values FP8 attention computes with: Q, K, V quantized as the kernel does, back in fp32."""
     q8, qs, k8, ks, v8, vs = quantize_qkv(q, k, v, cu_host)
-    bounds = [*cu_host, max(cu_host[-1], v.shape[0])]
-    row_vs = vs.repeat_interleave(torch.tensor([b - a for a, b in itertools.pairwise(bounds)], device=vs.device), dim=0)  # [T, Hkv, D]
+    row_vs = _per_row(vs, [*cu_host, max(cu_host[-1], v.shape[0])])  # [T, Hkv, D]
     return q8.float() * qs[..., None], k8.float() * ks[..., None], v8.float() * row_vs  # [T, H, D], [T, Hkv, D] x 2
 
 
