@@ -80,16 +80,17 @@ def prompt_lengths(documents: int, max_new: int, budget: int) -> list[int]:
     return lengths
 
 
-def packer_bins(lengths: list[int], seats: int, budget: int, reserve: int) -> list[int]:
-    """Documents per bin, in order, as the packer cuts a backlog (arrival order): a bin closes at `seats`
-    documents or when the next document's weight would pass the budget."""
-    sizes, n, w = [], 0, 0
-    for x in lengths:
-        if n and (n == seats or w + x + reserve > budget):
-            sizes.append(n)
-            n, w = 0, 0
-        n, w = n + 1, w + x + reserve
-    return [*sizes, n] if n else sizes
+def packer_bins(lengths: list[int], seats: int, budget: int, reserve: int) -> list[list[int]]:
+    """The documents of each bin, in order, as the real packer cuts these lengths as a backlog (its
+    arrival order: a prefix, then the shortest that fit; bench.e2e.pack_bins, as the engine-alone run packs them)."""
+    from bench.e2e import pack_bins  # noqa: PLC0415 - torch and the worker's parts, only when used
+    from worker.packer import Packer, PackerConfig  # noqa: PLC0415
+
+    packer = Packer.from_config(PackerConfig(budget=budget, reserve_per_seq=reserve, max_seqs=seats), device="cpu")
+    try:
+        return [b[3] for b in pack_bins(packer, [[5] * n for n in lengths])]
+    finally:
+        packer.close()
 
 
 def tiny_engine(folder: Path, max_new: int, check_every: int, stop_lengths: str | None = None):
@@ -104,7 +105,7 @@ def tiny_engine(folder: Path, max_new: int, check_every: int, stop_lengths: str 
     return eng
 
 
-def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost: CostModel) -> dict:
+def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, list[int]]], cost: CostModel) -> dict:
     """Bins (arrival time on the replay's clock, documents) through the batcher as the engine process takes
     them (worker/remote/child_continuous.py: while idle or wanting work); per step its cost."""
     batcher._steps_to_run = lambda: batcher.cfg.check_every  # as on CUDA: check_every steps a round
@@ -118,10 +119,7 @@ def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost
 
     batcher.sched.admit = counted
     chunks = 0  # prefill forwards of at most chunk_tokens (prefill.chunk_documents)
-    starts = [0]
-    for _, n in bins:
-        starts.append(starts[-1] + n)
-    arrived = {d: t for (t, _), a, b in zip(bins, starts, starts[1:]) for d in range(a, b)}
+    arrived = {d: t for t, ids in bins for d in ids}
     latency: list[float] = []
     out_tokens = 0
     now = idle = pre_s = dec_s = 0.0
@@ -132,8 +130,8 @@ def replay(eng, batcher, lengths: list[int], bins: list[tuple[float, int]], cost
             idle += bins[nxt][0] - now  # the engine waits for its next bin
             now = bins[nxt][0]
         while nxt < len(bins) and bins[nxt][0] <= now and (not batcher.busy or batcher.wants_work()):
-            a, b = starts[nxt], starts[nxt + 1]
-            batcher.add(_stage(eng, lengths[a:b]), list(range(a, b)), list(range(a, b)), eng.limits(list(range(a, b))))
+            ids = bins[nxt][1]
+            batcher.add(_stage(eng, [lengths[d] for d in ids]), ids, ids, eng.limits(ids))
             nxt += 1
         before = dict(eng.stats)
         r = batcher.step()
@@ -177,24 +175,34 @@ def _stage(eng, lengths: list[int]):
 
 
 def schedules(lengths: list[int], arrivals: dict, seats: int, budget: int, reserve: int) -> dict[str, list]:
-    """name -> bins as (arrival s, documents)."""
-    out = {"alone": [(0.0, n) for n in packer_bins(lengths, seats, budget, reserve)]}
-    sizes = arrivals["docs_per_bin"]
+    """name -> bins as (arrival s, the documents' indices)."""
+    out = {"alone": [(0.0, ids) for ids in packer_bins(lengths, seats, budget, reserve)]}
+    sizes = _in_order(arrivals["docs_per_bin"])  # the file has each bin's size only: documents in order
     for i, run in enumerate(arrivals["runs"]):
         out[f"arrival r{i}"] = list(zip(run["handed_over_s"], sizes))
     return out
 
 
-def steady_bins(documents: int, rate: float, every: float) -> list[tuple[float, int]]:
-    """A steady load: a bin every `every` seconds, `rate` documents a second in all."""
-    bins, n, i = [], 0, 0
+def _in_order(sizes: list[int]) -> list[list[int]]:
+    """Bins of these sizes over the documents 0, 1, 2, ... in order."""
+    out, start = [], 0
+    for n in sizes:
+        out.append(list(range(start, start + n)))
+        start += n
+    return out
+
+
+def steady_bins(documents: int, rate: float, every: float) -> list[tuple[float, list[int]]]:
+    """A steady load: a bin every `every` seconds, `rate` documents a second in all, documents in order."""
+    times, sizes, n, i = [], [], 0, 0
     while n < documents:
         k = min(documents - n, int(rate * every * (i + 1)) - n)
         if k > 0:
-            bins.append((round(i * every, 4), k))
+            times.append(round(i * every, 4))
+            sizes.append(k)
             n += k
         i += 1
-    return bins
+    return list(zip(times, _in_order(sizes)))
 
 
 def main(argv: list[str] | None = None) -> int:
